@@ -1,0 +1,131 @@
+// Bearer-token verification for every /api/build route (DESIGN §4). express-oauth2-jwt-bearer checks
+// signature, algorithm (asymmetric only: no `none`, no HS*), issuer, audience and time claims; this
+// module decides everything around it: tokens only from the Authorization header, keys from a
+// KeySource (503 when the issuer is unreachable), the principal's claims, the `build` scope (403), and
+// one WWW-Authenticate header that points at the protected-resource metadata.
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { auth, UnauthorizedError } from 'express-oauth2-jwt-bearer';
+import { ApiError } from '../errors';
+import type { Principal } from '../services/context';
+import { IssuerUnavailableError, type KeySource } from './key-source';
+import type { Jwks } from './local-issuer';
+
+export const BUILD_SCOPE = 'build';
+
+export interface BearerOptions {
+  issuer: string;
+  audience: string;
+  workspaceClaim: string;
+  keySource: KeySource;
+  resourceMetadataUrl: string;
+}
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    principal?: Principal;
+  }
+}
+
+type Challenge = 'none' | 'invalid_token' | 'insufficient_scope';
+
+export function challengeHeader(resourceMetadataUrl: string, challenge: Challenge): string {
+  let value = `Bearer resource_metadata="${resourceMetadataUrl}"`;
+  if (challenge === 'invalid_token') value += ', error="invalid_token"';
+  if (challenge === 'insufficient_scope') value += `, error="insufficient_scope", scope="${BUILD_SCOPE}"`;
+  return value;
+}
+
+function kidOf(token: string): string | undefined | null {
+  const [header] = token.split('.');
+  try {
+    const parsed = JSON.parse(Buffer.from(header ?? '', 'base64url').toString('utf8')) as { kid?: unknown };
+    return typeof parsed.kid === 'string' ? parsed.kid : undefined;
+  } catch {
+    return null;
+  }
+}
+
+function hasBuildScope(payload: Record<string, unknown>): boolean {
+  const scope = payload.scope;
+  if (typeof scope === 'string' && scope.split(' ').includes(BUILD_SCOPE)) return true;
+  const permissions = payload.permissions;
+  return Array.isArray(permissions) && permissions.includes(BUILD_SCOPE);
+}
+
+const CLAIM_VALUE = /^[^\s\u0000-\u001f]{1,160}$/;
+
+export function createBearerAuth(opts: BearerOptions): RequestHandler {
+  const verifiers = new WeakMap<Jwks, RequestHandler>();
+  const verifierFor = (jwks: Jwks): RequestHandler => {
+    let verifier = verifiers.get(jwks);
+    if (!verifier) {
+      verifier = auth({
+        issuer: opts.issuer,
+        audience: opts.audience,
+        publicKey: jwks as unknown as string,
+        authRequired: true,
+        dpop: { enabled: false },
+        clockTolerance: 5,
+      });
+      verifiers.set(jwks, verifier);
+    }
+    return verifier;
+  };
+  const unauthorized = (message: string, challenge: Challenge) =>
+    new ApiError(401, message, {}, { 'WWW-Authenticate': challengeHeader(opts.resourceMetadataUrl, challenge) });
+
+  async function authenticate(req: Request, res: Response): Promise<Principal> {
+    if (req.query && typeof req.query === 'object' && 'access_token' in req.query) {
+      throw unauthorized('access_token in the query string is refused; send the token in the Authorization header', 'invalid_token');
+    }
+    const header = req.headers.authorization;
+    if (header === undefined) throw unauthorized('missing bearer token: send Authorization: Bearer <token>', 'none');
+    const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i.exec(header.trim());
+    if (!match) throw unauthorized('Authorization: must be "Bearer <token>"', 'invalid_token');
+    const token = match[1] as string;
+    const kid = kidOf(token);
+    if (kid === null || token.split('.').length !== 3) throw unauthorized('invalid token: not a JWT', 'invalid_token');
+
+    let jwks: Jwks;
+    try {
+      jwks = await opts.keySource.keysFor(kid);
+    } catch (err) {
+      if (err instanceof IssuerUnavailableError) {
+        throw new ApiError(503, 'the token issuer cannot be reached to verify the token; try again shortly', {}, { 'Retry-After': '5' });
+      }
+      throw err;
+    }
+    await new Promise<void>((resolve, reject) => {
+      verifierFor(jwks)(req, res, (err?: unknown) => {
+        if (!err) return resolve();
+        if (err instanceof UnauthorizedError) {
+          reject(unauthorized(`invalid token: ${err.message || 'rejected'}`, 'invalid_token'));
+        } else reject(err);
+      });
+    });
+
+    const payload = (req.auth?.payload ?? {}) as Record<string, unknown>;
+    const sub = payload.sub;
+    const workspace = payload[opts.workspaceClaim];
+    if (typeof sub !== 'string' || !CLAIM_VALUE.test(sub)) throw unauthorized('invalid token: no usable "sub" claim', 'invalid_token');
+    if (typeof workspace !== 'string' || !CLAIM_VALUE.test(workspace)) {
+      throw unauthorized(`invalid token: no usable "${opts.workspaceClaim}" claim naming the workspace`, 'invalid_token');
+    }
+    if (!hasBuildScope(payload)) {
+      throw new ApiError(403, `the token has no Build authorization: scope "${BUILD_SCOPE}" is required`, {}, {
+        'WWW-Authenticate': challengeHeader(opts.resourceMetadataUrl, 'insufficient_scope'),
+      });
+    }
+    return { userId: sub, workspaceId: workspace };
+  }
+
+  return (req: Request, res: Response, next: NextFunction) => {
+    authenticate(req, res).then(
+      (principal) => {
+        req.principal = principal;
+        next();
+      },
+      next,
+    );
+  };
+}

@@ -1,0 +1,108 @@
+// Environment → one typed, validated Config. A bad value stops start-up with a one-line message
+// that names the variable, so an operator can fix it without reading code.
+import path from 'node:path';
+
+export interface WorkspaceLimits {
+  document_bytes: number;
+  agents: number;
+  workflows: number;
+  triggers_per_agent: number;
+  workflow_steps: number;
+  agent_steps: number;
+}
+
+export interface AuthConfig {
+  /** null: the server is its own issuer (key pair in the data directory). */
+  issuer: string | null;
+  jwksUri: string | null;
+  audience: string;
+  workspaceClaim: string;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  databasePath: string;
+  dataDir: string;
+  publicBaseUrl: string;
+  auth: AuthConfig;
+  defaultCredits: number;
+  logLevel: string;
+  limits: WorkspaceLimits;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export const DEFAULT_LIMITS: WorkspaceLimits = Object.freeze({
+  document_bytes: 65536,
+  agents: 200,
+  workflows: 200,
+  triggers_per_agent: 20,
+  workflow_steps: 10,
+  agent_steps: 40,
+});
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name}: must be a whole number, got '${raw}'`);
+  const value = Number(raw.trim());
+  if (value < min || value > max) throw new ConfigError(`${name}: must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function httpUrl(env: Env, name: string, fallback: string | null): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name}: must be an absolute http(s) URL, got '${raw}'`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`${name}: must be an http(s) URL, got '${raw}'`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+function nonEmpty(env: Env, name: string, fallback: string, pattern: RegExp, rule: string): string {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!pattern.test(raw)) throw new ConfigError(`${name}: ${rule}, got '${raw}'`);
+  return raw;
+}
+
+export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
+  const port = integer(env, 'PORT', 8080, 0, 65535);
+  const host = nonEmpty(env, 'HOST', '127.0.0.1', /^[A-Za-z0-9.:\-[\]]+$/, 'must be a host name or IP address');
+  const databasePath = path.resolve(cwd, env.DATABASE_PATH || path.join('data', 'build.db'));
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel}'`);
+  }
+  const publicBaseUrl = httpUrl(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`) as string;
+  const issuer = httpUrl(env, 'AUTH_ISSUER', null);
+  const jwksUri = httpUrl(env, 'AUTH_JWKS_URI', null);
+  if (jwksUri && !issuer) throw new ConfigError('AUTH_JWKS_URI: needs AUTH_ISSUER as well');
+  return {
+    port,
+    host,
+    databasePath,
+    dataDir: path.dirname(databasePath),
+    publicBaseUrl,
+    auth: {
+      issuer,
+      jwksUri,
+      audience: nonEmpty(env, 'AUTH_AUDIENCE', 'build-api', /^\S{1,200}$/, 'must be 1..200 characters without spaces'),
+      workspaceClaim: nonEmpty(env, 'AUTH_WORKSPACE_CLAIM', 'workspace', /^[A-Za-z0-9_:./-]{1,100}$/, 'must be a claim name'),
+    },
+    defaultCredits: integer(env, 'DEFAULT_CREDITS', 1000, 0, 1_000_000_000),
+    logLevel,
+    limits: { ...DEFAULT_LIMITS },
+  };
+}

@@ -1,0 +1,184 @@
+// Agent documents: defaults, read-only members, trigger identity and the stored shape. Pure: the
+// caller supplies ids and stamps.
+import type { Agent, AgentDraft, AgentStatus, Problem, Trigger, TriggerInput } from './types';
+
+export interface Normalised<T> {
+  document: T;
+  changes: string[];
+}
+
+/** What a stored trigger contributes to the next write: its kind, and the display prefix of its secret. */
+export interface StoredTrigger {
+  id: string;
+  kind: Trigger['kind'];
+  secret_prefix: string | null;
+}
+
+/**
+ * Fills defaults and drops read-only members of a request document, saying what it did. The result
+ * lists members in the order of the schema, so stored and returned documents read the same way.
+ */
+export function normaliseAgent(input: AgentDraft): Normalised<AgentDraft> {
+  const changes: string[] = [];
+  if (input.status !== undefined) changes.push('status ignored: it is read-only (use POST /api/build/agents/{ref}/status)');
+  if (input.reasoning_effort === undefined) changes.push("reasoning_effort defaulted to null (the model's default)");
+  const document: AgentDraft = {
+    kind: input.kind,
+    ...(input.id !== undefined && { id: input.id }),
+    ...(input.slug !== undefined && { slug: input.slug }),
+    ...(input.updated_at !== undefined && { updated_at: input.updated_at }),
+    name: input.name,
+    description: input.description,
+    icon: input.icon,
+    space: { team: input.space.team },
+    folder: input.folder,
+    instructions: input.instructions,
+    model: input.model,
+    max_steps: input.max_steps,
+    reasoning_effort: input.reasoning_effort ?? null,
+    tools: {
+      apps: input.tools.apps,
+      connections: input.tools.connections,
+      disabled_tools: input.tools.disabled_tools,
+      approval: input.tools.approval,
+    },
+    skills: input.skills,
+    workspace_skills: input.workspace_skills,
+    workflows: input.workflows,
+    schedule: input.schedule,
+    email: input.email,
+    whatsapp: input.whatsapp,
+    triggers: input.triggers.map((trigger, i) => normaliseTrigger(trigger, `triggers[${i}]`, changes)),
+    eval_criteria: input.eval_criteria,
+  };
+  return { document, changes };
+}
+
+function normaliseTrigger(input: TriggerInput, path: string, changes: string[]): TriggerInput {
+  if (input.prompt === undefined) changes.push(`${path}.prompt defaulted to null`);
+  if (input.enabled === undefined) changes.push(`${path}.enabled defaulted to true`);
+  const common = {
+    ...(input.id !== undefined && { id: input.id }),
+    name: input.name,
+    prompt: input.prompt ?? null,
+    enabled: input.enabled ?? true,
+  };
+  switch (input.kind) {
+    case 'webhook':
+      if (input.secret_prefix !== undefined) changes.push(`${path}.secret_prefix ignored: it is read-only`);
+      return { kind: 'webhook', ...common };
+    case 'poll':
+      if (input.args === undefined) changes.push(`${path}.args defaulted to {}`);
+      return { kind: 'poll', ...common, tool: input.tool, args: input.args ?? {}, cron: input.cron, timezone: input.timezone };
+    case 'app_event':
+      return { kind: 'app_event', ...common, app: input.app, event: input.event, connection: input.connection };
+  }
+}
+
+/**
+ * Gives every trigger its identity: a trigger with an `id` must be one the agent has, of the same
+ * kind; a trigger without one is new and gets `newId()`. Problems are reported with their paths.
+ */
+export function assignTriggerIds(
+  triggers: TriggerInput[],
+  stored: StoredTrigger[],
+  newId: () => string,
+): { triggers: Trigger[]; problems: Problem[] } {
+  const byId = new Map(stored.map((t) => [t.id, t]));
+  const seen = new Set<string>();
+  const problems: Problem[] = [];
+  const result = triggers.map((trigger, i): Trigger => {
+    const path = `body.triggers[${i}].id`;
+    let id = trigger.id;
+    let secretPrefix: string | null = null;
+    if (id !== undefined) {
+      const existing = byId.get(id);
+      if (!existing) problems.push({ path, message: `'${id}' is not a trigger of this agent; omit id to add a new trigger` });
+      else if (existing.kind !== trigger.kind) {
+        problems.push({ path, message: `trigger '${id}' is a ${existing.kind} trigger; a trigger's kind cannot change (remove it and add a new one)` });
+      } else secretPrefix = existing.secret_prefix;
+      if (seen.has(id)) problems.push({ path, message: `'${id}' appears more than once` });
+      seen.add(id);
+    } else {
+      id = newId();
+    }
+    const rest = withoutId(trigger);
+    return trigger.kind === 'webhook'
+      ? ({ ...rest, id, secret_prefix: secretPrefix } as Trigger)
+      : ({ ...rest, id } as Trigger);
+  });
+  return { triggers: result.map(orderTrigger), problems };
+}
+
+function withoutId(trigger: TriggerInput): Omit<TriggerInput, 'id'> {
+  const { id: _id, ...rest } = trigger;
+  return rest;
+}
+
+/** Members in schema order: kind, id, name, prompt, enabled, then the kind's own. */
+function orderTrigger(t: Trigger): Trigger {
+  const head = { kind: t.kind, id: t.id, name: t.name, prompt: t.prompt, enabled: t.enabled };
+  switch (t.kind) {
+    case 'webhook':
+      return { ...head, kind: 'webhook', secret_prefix: t.secret_prefix };
+    case 'poll':
+      return { ...head, kind: 'poll', tool: t.tool, args: t.args, cron: t.cron, timezone: t.timezone };
+    case 'app_event':
+      return { ...head, kind: 'app_event', app: t.app, event: t.event, connection: t.connection };
+  }
+}
+
+/** The stored document: a normalised draft plus the members the server owns. */
+export function materialiseAgent(
+  draft: AgentDraft,
+  owned: { id: string; slug: string; status: AgentStatus; updated_at: string; triggers: Trigger[] },
+): Agent {
+  return {
+    kind: 'service.agent/v1',
+    id: owned.id,
+    slug: owned.slug,
+    status: owned.status,
+    updated_at: owned.updated_at,
+    name: draft.name,
+    description: draft.description,
+    icon: draft.icon,
+    space: draft.space,
+    folder: draft.folder,
+    instructions: draft.instructions,
+    model: draft.model,
+    max_steps: draft.max_steps,
+    reasoning_effort: draft.reasoning_effort ?? null,
+    tools: draft.tools,
+    skills: draft.skills,
+    workspace_skills: draft.workspace_skills,
+    workflows: draft.workflows,
+    schedule: draft.schedule,
+    email: draft.email,
+    whatsapp: draft.whatsapp,
+    triggers: owned.triggers,
+    eval_criteria: draft.eval_criteria,
+  };
+}
+
+/** A slug from a display name: lowercase ASCII letters and digits joined by single hyphens. */
+export function slugFromName(name: string, maxLength = 160): string {
+  const slug = name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, maxLength)
+    .replace(/-+$/, '');
+  return slug || 'agent';
+}
+
+/** `base`, or `base-2`, `base-3`, ... : the first that `taken` does not hold, within maxLength. */
+export function firstFreeSlug(base: string, taken: (slug: string) => boolean, maxLength = 160): string {
+  if (!taken(base)) return base;
+  for (let n = 2; ; n++) {
+    const suffix = `-${n}`;
+    const candidate = `${base.slice(0, maxLength - suffix.length).replace(/-+$/, '')}${suffix}`;
+    if (!taken(candidate)) return candidate;
+  }
+}

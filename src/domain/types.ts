@@ -1,0 +1,34 @@
+// Names for the generated schema types that domain, store and handlers share.
+import type { components } from '../../generated/api';
+
+type S = components['schemas'];
+export type Agent = S['Agent'];
+export type AgentDraft = S['AgentDraft'];
+export type AgentCreate = S['AgentCreate'];
+export type AgentReplace = S['AgentReplace'];
+export type AgentStatus = S['AgentStatus'];
+export type AgentListItem = S['AgentListItem'];
+export type Trigger = S['Trigger'];
+export type TriggerInput = S['TriggerInput'];
+export type Workflow = S['Workflow'];
+export type WorkflowDraft = S['WorkflowDraft'];
+export type WorkflowCreate = S['WorkflowCreate'];
+export type WorkflowReplace = S['WorkflowReplace'];
+export type WorkflowStep = S['WorkflowStep'];
+export type WorkflowStepInput = S['WorkflowStepInput'];
+export type WorkflowListItem = S['WorkflowListItem'];
+export type Catalog = S['Catalog'];
+export type CatalogApp = S['CatalogApp'];
+export type CatalogTool = S['CatalogTool'];
+export type CatalogModel = S['CatalogModel'];
+export type Connection = S['Connection'];
+
+/** One thing wrong with a request: the JSON path it concerns and the rule it breaks. */
+export interface Problem {
+  path: string;
+  message: string;
+}
+
+export function describeProblems(problems: Problem[]): string {
+  return problems.map((p) => `${p.path}: ${p.message}`).join('; ');
+}

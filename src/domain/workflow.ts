@@ -1,0 +1,87 @@
+// Workflow documents: defaults (always present on read), the input-name rule the schema language
+// of OpenAPI 3.0 cannot state, and the stored shape. Pure.
+import type { Normalised } from './agent';
+import type { Problem, Workflow, WorkflowDraft, WorkflowStep, WorkflowStepInput } from './types';
+
+const INPUT_NAME = /^[a-z0-9_]{1,40}$/;
+
+/** Rules on a workflow that the JSON schema cannot express; each problem names its path. */
+export function checkWorkflowShape(doc: WorkflowDraft): Problem[] {
+  const problems: Problem[] = [];
+  for (const name of Object.keys(doc.inputs ?? {})) {
+    if (!INPUT_NAME.test(name)) {
+      problems.push({
+        path: `body.inputs.${name}`,
+        message: 'input names are 1..40 characters of lowercase letters, digits and underscores',
+      });
+    }
+  }
+  return problems;
+}
+
+/** Fills every default (DESIGN §5) in schema order and says which ones it filled. */
+export function normaliseWorkflow(input: WorkflowDraft): Normalised<WorkflowDraft> {
+  const changes: string[] = [];
+  function fill<T>(path: string, value: T | undefined, fallback: T, shown: string): T {
+    if (value !== undefined) return value;
+    changes.push(`${path} defaulted to ${shown}`);
+    return fallback;
+  }
+  const document: WorkflowDraft = {
+    kind: input.kind,
+    slug: input.slug,
+    name: input.name,
+    description: fill('description', input.description, null, 'null'),
+    enabled: fill('enabled', input.enabled, true, 'true'),
+    ...(input.updated_at !== undefined && { updated_at: input.updated_at }),
+    space: fill('space', input.space, { team: null }, '{ team: null }'),
+    send_as: fill('send_as', input.send_as, null, 'null'),
+    inputs: fill('inputs', input.inputs, {}, '{}'),
+    schedule: fill('schedule', input.schedule, null, 'null'),
+    steps: input.steps.map((step, i) => normaliseStep(step, `steps[${i}]`, fill)),
+    output: fill('output', input.output, null, 'null'),
+  };
+  return { document, changes };
+}
+
+type Fill = <T>(path: string, value: T | undefined, fallback: T, shown: string) => T;
+
+function normaliseStep(step: WorkflowStepInput, path: string, fill: Fill): WorkflowStep {
+  const note = step.note !== undefined ? { note: step.note } : {};
+  if (step.kind === 'tool') {
+    return {
+      id: step.id,
+      kind: 'tool',
+      tool: step.tool,
+      args: fill(`${path}.args`, step.args, {}, '{}'),
+      after: fill(`${path}.after`, step.after, [], '[]'),
+      ...note,
+    };
+  }
+  return {
+    id: step.id,
+    kind: 'agent',
+    agent: step.agent,
+    prompt: step.prompt,
+    after: fill(`${path}.after`, step.after, [], '[]'),
+    ...note,
+  };
+}
+
+/** The stored document: a normalised draft with the stamp of this write. */
+export function materialiseWorkflow(draft: WorkflowDraft, updatedAt: string): Workflow {
+  return {
+    kind: 'service.workflow/v1',
+    slug: draft.slug,
+    name: draft.name,
+    description: draft.description ?? null,
+    enabled: draft.enabled ?? true,
+    updated_at: updatedAt,
+    space: draft.space ?? { team: null },
+    send_as: draft.send_as ?? null,
+    inputs: draft.inputs ?? {},
+    schedule: draft.schedule ?? null,
+    steps: draft.steps as WorkflowStep[],
+    output: draft.output ?? null,
+  };
+}

@@ -1,0 +1,221 @@
+// Builds the HTTP application from its parts. The order of checks under /api/build is the one
+// DESIGN §4 fixes: route (404/405), token (401/503), scope (403), body size (413), media type (415),
+// JSON (400), schema (400/428) — none of which reads stored data — then the handler, which asks
+// the store (404, 409, 400 against the stored document).
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type OpenAPIBackend from 'openapi-backend';
+import type { Operation } from 'openapi-backend';
+import { ApiError } from '../errors';
+import type { Logger } from '../log';
+import { loggablePath } from '../log';
+import type { ServiceContext } from '../services/context';
+import type { Store } from '../store';
+import { BUILD_SCOPE } from '../auth/bearer';
+import type { Jwks } from '../auth/local-issuer';
+import { generatedDocsDir, projectRoot } from '../paths';
+import { readJsonBody, BODY_LIMIT_BYTES } from './body';
+import { handlers } from './handlers';
+import { contractViolation, createOpenApi, type Reply } from './openapi';
+import { loadSpec } from './spec';
+
+export interface AppOptions {
+  ctx: ServiceContext;
+  store: Store;
+  logger: Logger;
+  publicBaseUrl: string;
+  /** The issuer tokens must come from, named in the protected-resource metadata. */
+  issuer: string;
+  /** Verifies the bearer token and sets req.principal (see auth/bearer.ts). */
+  authenticate: express.RequestHandler;
+  /** The embedded issuer's public keys, served at /.well-known/jwks.json when it is in use. */
+  localJwks?: Jwks;
+  /** Check every reply against the spec and answer 500 on drift (tests). */
+  validateResponses?: boolean;
+}
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    id?: string;
+    operation?: Operation;
+  }
+}
+
+export async function createApp(opts: AppOptions): Promise<express.Express> {
+  const spec = loadSpec();
+  const api = await createOpenApi(spec, handlers, opts.ctx);
+  const app = express();
+  app.set('etag', false);
+  app.set('x-powered-by', false);
+  app.set('query parser', 'simple');
+
+  app.use(requestLog(opts.logger));
+  if (opts.validateResponses) app.use(contractCheck(api));
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    try {
+      await opts.store.ping();
+      res.json({ status: 'ready' });
+    } catch {
+      res.status(503).json({ error: 'the store is not reachable' });
+    }
+  });
+  const resourceMetadata = {
+    resource: opts.publicBaseUrl,
+    authorization_servers: [opts.issuer],
+    scopes_supported: [BUILD_SCOPE],
+    bearer_methods_supported: ['header'],
+    resource_documentation: `${opts.publicBaseUrl}/docs`,
+  };
+  app.get('/.well-known/oauth-protected-resource', (_req, res) => {
+    res.json(resourceMetadata);
+  });
+  if (opts.localJwks) {
+    const jwks = opts.localJwks;
+    app.get('/.well-known/jwks.json', (_req, res) => {
+      res.json(jwks);
+    });
+  }
+  app.get('/openapi.yaml', (_req, res) => {
+    res.type('application/yaml').send(spec.text);
+  });
+  mountDocs(app);
+
+  app.use('/api/build', routeOperation(api), opts.authenticate, async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const body = await readJsonBody(req, req.operation as Operation);
+      const reply = (await api.handleRequest(
+        { method: req.method, path: req.originalUrl.split('?', 1)[0] as string, headers: req.headers as never, query: req.query as never, body },
+        req.principal,
+      )) as Reply;
+      send(res, reply);
+    } catch (err) {
+      next(err);
+    }
+  });
+
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    next(new ApiError(404, `no route ${req.method} ${loggablePath(req.originalUrl)}; the API is described at /openapi.yaml`));
+  });
+  app.use(errorHandler(opts.logger));
+  return app;
+}
+
+function send(res: Response, reply: Reply): void {
+  res.status(reply.status);
+  for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+  res.json(reply.body);
+}
+
+/** Finds the operation before anything else, so unknown paths are 404 and wrong methods 405. */
+function routeOperation(api: OpenAPIBackend): express.RequestHandler {
+  return (req, res, next) => {
+    const path = req.originalUrl.split('?', 1)[0] as string;
+    const operation = api.matchOperation({ method: req.method, path, headers: {} });
+    if (operation) {
+      req.operation = operation;
+      return next();
+    }
+    const allowed = METHODS.filter((m) => api.matchOperation({ method: m, path, headers: {} })).map((m) => m.toUpperCase());
+    if (allowed.length) {
+      res.setHeader('Allow', allowed.join(', '));
+      return next(new ApiError(405, `method ${req.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`));
+    }
+    next(new ApiError(404, `no route ${req.method} ${loggablePath(path)}; the API is described at /openapi.yaml`));
+  };
+}
+
+function errorHandler(logger: Logger) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    let error: ApiError;
+    if (err instanceof ApiError) error = err;
+    else if (isHttpError(err) && err.status < 500) {
+      // body-parser and friends: sizes and encodings the request got wrong.
+      error =
+        err.status === 413
+          ? new ApiError(413, `body is over the ${BODY_LIMIT_BYTES}-byte limit`)
+          : new ApiError(err.status, `body: ${err.message}`);
+    } else {
+      logger.error({ err, reqId: req.id, method: req.method, path: loggablePath(req.originalUrl) }, 'unexpected failure');
+      error = new ApiError(500, `internal error (request id ${req.id})`);
+    }
+    if (res.headersSent) return res.end();
+    res.status(error.status);
+    for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
+    res.json(error.body());
+  };
+}
+
+function isHttpError(err: unknown): err is { status: number; message: string } {
+  return !!err && typeof err === 'object' && typeof (err as { status?: unknown }).status === 'number';
+}
+
+function requestLog(logger: Logger): express.RequestHandler {
+  return (req, res, next) => {
+    const started = process.hrtime.bigint();
+    req.id = (typeof req.headers['x-request-id'] === 'string' && /^[\w.-]{1,100}$/.test(req.headers['x-request-id']) && req.headers['x-request-id']) || crypto.randomUUID();
+    res.setHeader('X-Request-Id', req.id);
+    res.on('finish', () => {
+      logger.info(
+        {
+          reqId: req.id,
+          method: req.method,
+          path: loggablePath(req.originalUrl),
+          status: res.statusCode,
+          ms: Number(process.hrtime.bigint() - started) / 1e6,
+          workspace: req.principal?.workspaceId,
+        },
+        'request',
+      );
+    });
+    next();
+  };
+}
+
+/** The Redoc page built by `npm run generate:docs`, with Redoc's script served locally (no CDN). */
+function mountDocs(app: express.Express): void {
+  const page = path.join(generatedDocsDir, 'index.html');
+  const redocScript = path.join(projectRoot, 'node_modules', 'redoc', 'bundles', 'redoc.standalone.js');
+  app.get(['/docs', '/docs/'], (_req, res) => {
+    if (!fs.existsSync(page)) {
+      res.status(404).json({ error: 'the docs are not built; run npm run generate:docs' });
+      return;
+    }
+    res.type('html').sendFile(page);
+  });
+  app.get('/docs/redoc.standalone.js', (_req, res) => {
+    res.type('application/javascript').sendFile(redocScript);
+  });
+}
+
+/**
+ * Test mode: every reply under /api/build is checked against the operation's documented responses;
+ * a reply the spec does not describe becomes a 500 that says why. 501 (an operation whose issue has
+ * not landed) is the one exemption.
+ */
+function contractCheck(api: OpenAPIBackend): express.RequestHandler {
+  return (req, res, next) => {
+    const json = res.json.bind(res);
+    res.json = (body: unknown) => {
+      const operation = req.operation;
+      if (operation && res.statusCode !== 501) {
+        const headers: Record<string, string> = {};
+        for (const [name, value] of Object.entries(res.getHeaders())) headers[name] = String(value);
+        const problem = contractViolation(api, operation, { status: res.statusCode, body, headers });
+        if (problem) {
+          res.status(500);
+          return json({ error: `reply breaks the contract of ${operation.operationId}: ${problem}` });
+        }
+      }
+      return json(body);
+    };
+    next();
+  };
+}

@@ -1,0 +1,82 @@
+// Reads a request body for an operation that takes one: the 64 KiB limit first (from Content-Length
+// before a byte is read, then while reading), then the media type, UTF-8 and JSON. Each failure is a
+// 4xx that says what to send instead.
+import type { Request } from 'express';
+import type { Operation } from 'openapi-backend';
+import { ApiError } from '../errors';
+
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+const tooLarge = () => new ApiError(413, `body is over the ${BODY_LIMIT_BYTES}-byte limit`, {}, { Connection: 'close' });
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+function readRaw(req: Request): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > BODY_LIMIT_BYTES) {
+        cleanup();
+        req.resume(); // discard the rest; the reply closes the connection
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(new ApiError(400, `body: could not be read (${err.message})`));
+    };
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+  });
+}
+
+function isJsonMediaType(contentType: string): boolean {
+  const [type = '', ...params] = contentType.split(';').map((p) => p.trim().toLowerCase());
+  if (type !== 'application/json' && !/^application\/[a-z0-9.+-]+\+json$/.test(type)) return false;
+  return params.every((p) => !p.startsWith('charset=') || p === 'charset=utf-8' || p === 'charset="utf-8"');
+}
+
+/** The parsed JSON body, or undefined when the operation takes none or an optional one was not sent. */
+export async function readJsonBody(req: Request, operation: Operation): Promise<unknown> {
+  const requestBody = operation.requestBody as { required?: boolean } | undefined;
+  if (!requestBody) return undefined;
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > BODY_LIMIT_BYTES) throw tooLarge();
+  const encoding = req.headers['content-encoding'];
+  if (encoding && encoding.toLowerCase() !== 'identity') {
+    throw new ApiError(415, `Content-Encoding: '${encoding}' is not supported; send the body uncompressed`);
+  }
+  const raw = await readRaw(req);
+  if (raw.length === 0) {
+    if (requestBody.required) throw new ApiError(400, 'body: required; send a JSON document with Content-Type: application/json');
+    return undefined;
+  }
+  const contentType = req.headers['content-type'];
+  if (!contentType || !isJsonMediaType(contentType)) {
+    throw new ApiError(415, `Content-Type: must be application/json (UTF-8), got '${contentType ?? 'none'}'`);
+  }
+  let text: string;
+  try {
+    text = utf8.decode(raw);
+  } catch {
+    throw new ApiError(400, 'body: is not valid UTF-8');
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ApiError(400, `body: malformed JSON (${(err as Error).message})`);
+  }
+}

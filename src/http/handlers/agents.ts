@@ -1,0 +1,53 @@
+// Agent operations: read the validated request, call the service, shape the reply.
+import { etagFor } from '../../domain/etag';
+import { notImplemented } from '../../errors';
+import * as agents from '../../services/agents';
+import type { AgentWrite } from '../../services/agents';
+import type { Handlers } from './types';
+
+function writeResult(write: AgentWrite) {
+  return { document: write.record.document, applied: write.applied, changes: write.changes, version: write.record.version };
+}
+
+const etag = (write: AgentWrite) => etagFor(write.record.document.updated_at);
+
+export const agentHandlers: Pick<
+  Handlers,
+  'listAgents' | 'createAgent' | 'getAgent' | 'replaceAgent' | 'validateAgent' | 'testAgent' | 'rotateWebhook' | 'setAgentStatus'
+> = {
+  listAgents: async ({ ctx, principal }) => ({ status: 200, body: { data: await ctx.store.agents.list(principal.workspaceId) } }),
+
+  createAgent: async ({ ctx, principal, body }) => {
+    const write = await agents.createAgent(ctx, principal, body);
+    return {
+      status: 201,
+      headers: { ETag: etag(write), Location: `/api/build/agents/${write.record.id}` },
+      body: { data: writeResult(write) },
+    };
+  },
+
+  getAgent: async ({ ctx, principal, params }) => {
+    const record = await agents.findAgent(ctx, principal, params.ref);
+    return { status: 200, headers: { ETag: etagFor(record.document.updated_at) }, body: { data: record.document } };
+  },
+
+  replaceAgent: async ({ ctx, principal, params, headers, body }) => {
+    const write = await agents.replaceAgent(ctx, principal, params.ref, headers['if-match'] as string, body);
+    return { status: 200, headers: { ETag: etag(write) }, body: { data: writeResult(write) } };
+  },
+
+  validateAgent: async ({ ctx, principal, body }) => ({ status: 200, body: { data: await agents.validateAgent(ctx, principal, body) } }),
+
+  setAgentStatus: async ({ ctx, principal, params, headers, body }) => {
+    const write = await agents.setAgentStatus(ctx, principal, params.ref, headers['if-match'] as string, body.status);
+    return { status: 200, headers: { ETag: etag(write) }, body: { data: writeResult(write) } };
+  },
+
+  testAgent: async () => {
+    throw notImplemented();
+  },
+
+  rotateWebhook: async () => {
+    throw notImplemented();
+  },
+};

@@ -1,0 +1,40 @@
+// Handler types derived from generated/api.ts: one handler per operationId, its path parameters
+// and body typed from the spec, and its success reply typed by the statuses the spec lists. An
+// operation without a handler, or a reply the spec does not describe, fails the type check.
+import type { operations } from '../../../generated/api';
+import type { Principal, ServiceContext } from '../../services/context';
+
+export type OperationId = keyof operations;
+
+type JsonOf<T> = T extends { content: { 'application/json': infer B } } ? B : never;
+type Op<K extends OperationId> = operations[K];
+
+export type RequestBodyOf<K extends OperationId> = Op<K> extends { requestBody: infer R }
+  ? JsonOf<R>
+  : Op<K> extends { requestBody?: infer R }
+    ? JsonOf<NonNullable<R>> | undefined
+    : undefined;
+
+export type PathParamsOf<K extends OperationId> = Op<K>['parameters'] extends { path: infer P } ? P : Record<string, never>;
+export type QueryOf<K extends OperationId> = Op<K>['parameters'] extends { query?: infer Q } ? NonNullable<Q> : Record<string, never>;
+
+type SuccessStatus = 200 | 201 | 202;
+export type ReplyOf<K extends OperationId> = {
+  [S in keyof Op<K>['responses'] & SuccessStatus]: {
+    status: S;
+    body: JsonOf<Op<K>['responses'][S]>;
+    headers?: Record<string, string>;
+  };
+}[keyof Op<K>['responses'] & SuccessStatus];
+
+export interface Call<K extends OperationId> {
+  ctx: ServiceContext;
+  principal: Principal;
+  params: PathParamsOf<K>;
+  query: QueryOf<K>;
+  headers: Record<string, string | undefined>;
+  body: RequestBodyOf<K>;
+}
+
+export type Handler<K extends OperationId> = (call: Call<K>) => Promise<ReplyOf<K>>;
+export type Handlers = { [K in OperationId]: Handler<K> };

@@ -1,0 +1,52 @@
+// Workflow operations: read the validated request, call the service, shape the reply.
+import { etagFor } from '../../domain/etag';
+import { notImplemented } from '../../errors';
+import * as workflows from '../../services/workflows';
+import type { WorkflowWrite } from '../../services/workflows';
+import type { Handlers } from './types';
+
+function writeResult(write: WorkflowWrite) {
+  return { document: write.record.document, applied: write.applied, changes: write.changes, version: write.record.version };
+}
+
+const etag = (write: WorkflowWrite) => etagFor(write.record.document.updated_at);
+
+export const workflowHandlers: Pick<
+  Handlers,
+  'listWorkflows' | 'createWorkflow' | 'getWorkflow' | 'replaceWorkflow' | 'deleteWorkflow' | 'validateWorkflow' | 'testWorkflow'
+> = {
+  listWorkflows: async ({ ctx, principal }) => ({ status: 200, body: { data: await ctx.store.workflows.list(principal.workspaceId) } }),
+
+  createWorkflow: async ({ ctx, principal, body }) => {
+    const write = await workflows.createWorkflow(ctx, principal, body);
+    return {
+      status: 201,
+      headers: { ETag: etag(write), Location: `/api/build/workflows/${write.record.slug}` },
+      body: { data: writeResult(write) },
+    };
+  },
+
+  getWorkflow: async ({ ctx, principal, params }) => {
+    const record = await workflows.findWorkflow(ctx, principal, params.ref);
+    return { status: 200, headers: { ETag: etagFor(record.document.updated_at) }, body: { data: record.document } };
+  },
+
+  replaceWorkflow: async ({ ctx, principal, params, headers, body }) => {
+    const write = await workflows.replaceWorkflow(ctx, principal, params.ref, headers['if-match'] as string, body);
+    return { status: 200, headers: { ETag: etag(write) }, body: { data: writeResult(write) } };
+  },
+
+  deleteWorkflow: async ({ ctx, principal, params }) => {
+    await workflows.deleteWorkflow(ctx, principal, params.ref);
+    return { status: 200, body: { data: null } };
+  },
+
+  validateWorkflow: async ({ ctx, principal, body }) => ({
+    status: 200,
+    body: { data: await workflows.validateWorkflow(ctx, principal, body) },
+  }),
+
+  testWorkflow: async () => {
+    throw notImplemented();
+  },
+};

@@ -1,0 +1,57 @@
+// `build-api serve`: config → store → HTTP server, with graceful shutdown on SIGTERM/SIGINT
+// (stop accepting, let requests in flight finish, close the database).
+import type { Server } from 'node:http';
+import { loadConfig, ConfigError, type Config } from './config';
+import { createLogger } from './log';
+import { createService } from './service';
+
+const SHUTDOWN_GRACE_MS = 10_000;
+
+export async function serve(config: Config = loadConfig()): Promise<Server> {
+  const logger = createLogger(config.logLevel);
+  const service = await createService(config, logger);
+  const server = service.app.listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  server.keepAliveTimeout = 65_000;
+  logger.info(
+    {
+      address: server.address(),
+      database: config.databasePath,
+      issuer: config.auth.issuer ?? `${config.publicBaseUrl} (built-in)`,
+      docs: `${config.publicBaseUrl}/docs`,
+    },
+    'build-api listening',
+  );
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => {
+      logger.warn('requests still running after the grace period; closing them');
+      server.closeAllConnections();
+    }, SHUTDOWN_GRACE_MS);
+    force.unref();
+    server.close(() => {
+      service.close();
+      logger.info('stopped');
+      process.exit(0);
+    });
+    server.closeIdleConnections();
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+  return server;
+}
+
+export function exitOnConfigError(err: unknown): never {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`build-api: configuration error: ${err.message}\n`);
+    process.exit(1);
+  }
+  throw err;
+}

@@ -1,0 +1,74 @@
+// Workflow use cases: read, validate, create, replace and delete.
+import { randomUUID } from 'node:crypto';
+import { badRequest, conflict, notFound } from '../errors';
+import { describeWorkflowChanges } from '../domain/changes';
+import { checkWorkflowShape, materialiseWorkflow, normaliseWorkflow } from '../domain/workflow';
+import { describeProblems, type Workflow, type WorkflowDraft, type WorkflowReplace } from '../domain/types';
+import type { WorkflowRecord } from '../store';
+import { assertStampsMatch, staleConflict } from './concurrency';
+import type { Principal, ServiceContext } from './context';
+
+export interface WorkflowWrite {
+  record: WorkflowRecord;
+  applied: string[];
+  changes: string[];
+}
+
+export async function findWorkflow(ctx: ServiceContext, who: Principal, ref: string): Promise<WorkflowRecord> {
+  const record = await ctx.store.workflows.find(who.workspaceId, ref);
+  if (!record) throw notFound(`workflow '${ref}' not found in this workspace`);
+  return record;
+}
+
+/** Normalises a request document and applies the rules the schema cannot state. */
+function prepare(body: WorkflowDraft) {
+  const problems = checkWorkflowShape(body);
+  if (problems.length) throw badRequest(describeProblems(problems));
+  return normaliseWorkflow(body);
+}
+
+export async function validateWorkflow(_ctx: ServiceContext, _who: Principal, body: WorkflowDraft) {
+  const { document, changes } = prepare(body);
+  return { valid: true as const, changes, document };
+}
+
+export async function createWorkflow(ctx: ServiceContext, who: Principal, body: WorkflowDraft): Promise<WorkflowWrite> {
+  const doc = materialiseWorkflow(prepare(body).document, '');
+  const outcome = await ctx.store.workflows.create(who.workspaceId, randomUUID(), doc, { limit: ctx.limits.workflows });
+  if (!outcome.ok) {
+    throw outcome.reason === 'slug_taken'
+      ? conflict(`body.slug: '${doc.slug}' is taken in this workspace; choose another slug`)
+      : conflict(`this workspace has reached its limit of ${ctx.limits.workflows} workflows`);
+  }
+  return { record: outcome.record, applied: stagesOf(outcome.record.document), changes: describeWorkflowChanges(null, outcome.record.document) };
+}
+
+export async function replaceWorkflow(
+  ctx: ServiceContext,
+  who: Principal,
+  ref: string,
+  ifMatch: string,
+  body: WorkflowReplace,
+): Promise<WorkflowWrite> {
+  const current = await findWorkflow(ctx, who, ref);
+  assertStampsMatch({ ifMatch, bodyStamp: body.updated_at, stored: current.document, rule: 'utc-only' });
+  if (body.slug !== current.slug) {
+    throw badRequest(`body.slug: '${body.slug}' differs from the stored slug '${current.slug}'; a workflow's slug cannot change`);
+  }
+  const doc = materialiseWorkflow(prepare(body).document, current.document.updated_at);
+  const outcome = await ctx.store.workflows.replace(who.workspaceId, current.id, current.stampMicros, doc);
+  if (!outcome.ok) {
+    throw staleConflict(`workflow '${current.slug}' changed while this write was prepared; read it again and rebase your change`, outcome.current?.document ?? null);
+  }
+  const after = outcome.record.document;
+  return { record: outcome.record, applied: stagesOf(after), changes: describeWorkflowChanges(current.document, after) };
+}
+
+export async function deleteWorkflow(ctx: ServiceContext, who: Principal, ref: string): Promise<void> {
+  const current = await findWorkflow(ctx, who, ref);
+  await ctx.store.workflows.remove(who.workspaceId, current.id);
+}
+
+function stagesOf(doc: Workflow): string[] {
+  return doc.schedule ? ['document', 'schedule'] : ['document'];
+}

@@ -1,0 +1,130 @@
+// The persistence both document kinds share: rows keyed by id and unique by (workspace, slug), the
+// whole document as JSON, and writes that are compare-and-set on the stored stamp. Each write is one
+// synchronous SQLite transaction, so it lands whole or not at all, and no other write can slip in
+// between the stamp check and the update.
+import type { Db } from './db';
+import { formatStamp, type StampClock } from '../domain/stamps';
+import { firstFreeSlug } from '../domain/agent';
+
+export interface DocumentRecord<T> {
+  id: string;
+  workspaceId: string;
+  slug: string;
+  version: number;
+  stampMicros: number;
+  /** The stored document exactly as serialised. */
+  json: string;
+  document: T;
+}
+
+export type CreateOutcome<T> =
+  | { ok: true; record: DocumentRecord<T> }
+  | { ok: false; reason: 'slug_taken' | 'limit_reached' };
+
+export type ReplaceOutcome<T> = { ok: true; record: DocumentRecord<T> } | { ok: false; current: DocumentRecord<T> | null };
+
+export interface DocumentTableSpec<T extends { slug?: string; updated_at?: string }> {
+  table: 'agents' | 'workflows';
+  maxSlugLength: number;
+  /** Columns besides the common ones, kept in step with the document (for lists and lookups). */
+  columns: Record<string, (doc: T) => string | number>;
+  /** Further rows that must land in the same transaction as the document (e.g. triggers). */
+  afterWrite?: (db: Db, id: string, doc: T) => void;
+}
+
+interface Row {
+  id: string;
+  workspace_id: string;
+  slug: string;
+  version: number;
+  stamp_us: number;
+  document: string;
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(ref: string): boolean {
+  return UUID_RE.test(ref);
+}
+
+export function createDocumentTable<T extends { slug?: string; updated_at?: string }>(db: Db, clock: StampClock, spec: DocumentTableSpec<T>) {
+  const { table } = spec;
+  const extra = Object.keys(spec.columns);
+  const columnValues = (doc: T) => Object.fromEntries(extra.map((c) => [c, spec.columns[c]!(doc)]));
+  const selectCols = 'id, workspace_id, slug, version, stamp_us, document';
+  const byId = db.prepare(`SELECT ${selectCols} FROM ${table} WHERE workspace_id = ? AND id = ?`);
+  const bySlug = db.prepare(`SELECT ${selectCols} FROM ${table} WHERE workspace_id = ? AND slug = ?`);
+  const slugTaken = db.prepare(`SELECT 1 FROM ${table} WHERE workspace_id = ? AND slug = ?`).pluck();
+  const count = db.prepare(`SELECT COUNT(*) FROM ${table} WHERE workspace_id = ?`).pluck();
+  const insert = db.prepare(
+    `INSERT INTO ${table} (id, workspace_id, slug, version, stamp_us, document, created_at${extra.map((c) => `, ${c}`).join('')})
+     VALUES (@id, @workspace_id, @slug, 1, @stamp_us, @document, @created_at${extra.map((c) => `, @${c}`).join('')})`,
+  );
+  const update = db.prepare(
+    `UPDATE ${table} SET version = version + 1, stamp_us = @stamp_us, document = @document${extra.map((c) => `, ${c} = @${c}`).join('')}
+     WHERE id = @id AND stamp_us = @expected_stamp_us`,
+  );
+  const remove = db.prepare(`DELETE FROM ${table} WHERE workspace_id = ? AND id = ?`);
+
+  const toRecord = (row: Row): DocumentRecord<T> => ({
+    id: row.id,
+    workspaceId: row.workspace_id,
+    slug: row.slug,
+    version: row.version,
+    stampMicros: row.stamp_us,
+    json: row.document,
+    document: JSON.parse(row.document) as T,
+  });
+
+  const find = (workspaceId: string, ref: string): DocumentRecord<T> | null => {
+    const row = (isUuid(ref) ? byId.get(workspaceId, ref.toLowerCase()) : bySlug.get(workspaceId, ref)) as Row | undefined;
+    return row ? toRecord(row) : null;
+  };
+
+  /** Stamps the document and serialises it; the stamp is the document's own `updated_at`. */
+  const stamped = (doc: T, stampMicros: number, slug: string): { doc: T; json: string } => {
+    const withStamp = { ...doc, slug, updated_at: formatStamp(stampMicros) };
+    // Keep the document's member order: put slug and updated_at where the document has them.
+    const ordered = Object.fromEntries(Object.keys(doc).map((k) => [k, (withStamp as Record<string, unknown>)[k]])) as T;
+    return { doc: ordered, json: JSON.stringify(ordered) };
+  };
+
+  const createTx = db.transaction(
+    (workspaceId: string, id: string, doc: T, deriveSlug: boolean, limit: number): CreateOutcome<T> => {
+      if ((count.get(workspaceId) as number) >= limit) return { ok: false, reason: 'limit_reached' };
+      const wanted = doc.slug as string;
+      const taken = (slug: string) => slugTaken.get(workspaceId, slug) !== undefined;
+      let slug = wanted;
+      if (deriveSlug) slug = firstFreeSlug(wanted, taken, spec.maxSlugLength);
+      else if (taken(wanted)) return { ok: false, reason: 'slug_taken' };
+      const stampMicros = clock.next();
+      const { doc: final, json } = stamped(doc, stampMicros, slug);
+      insert.run({ id, workspace_id: workspaceId, slug, stamp_us: stampMicros, document: json, created_at: new Date().toISOString(), ...columnValues(final) });
+      spec.afterWrite?.(db, id, final);
+      return { ok: true, record: { id, workspaceId, slug, version: 1, stampMicros, json, document: final } };
+    },
+  );
+
+  const replaceTx = db.transaction(
+    (workspaceId: string, id: string, expectedStampMicros: number, doc: T): ReplaceOutcome<T> => {
+      const row = byId.get(workspaceId, id) as Row | undefined;
+      if (!row || row.stamp_us !== expectedStampMicros) return { ok: false, current: row ? toRecord(row) : null };
+      const stampMicros = clock.next(row.stamp_us);
+      const { doc: final, json } = stamped(doc, stampMicros, row.slug);
+      update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, document: json, ...columnValues(final) });
+      spec.afterWrite?.(db, id, final);
+      return { ok: true, record: { id, workspaceId, slug: row.slug, version: row.version + 1, stampMicros, json, document: final } };
+    },
+  );
+
+  return {
+    find,
+    /** Inserts a new document (version 1). With deriveSlug, `doc.slug` is a base to make unique. */
+    create: (workspaceId: string, id: string, doc: T, opts: { deriveSlug: boolean; limit: number }): CreateOutcome<T> =>
+      createTx.immediate(workspaceId, id, doc, opts.deriveSlug, opts.limit),
+    /** Writes `doc` if the stored stamp is still `expectedStampMicros`; otherwise returns what is stored. */
+    replace: (workspaceId: string, id: string, expectedStampMicros: number, doc: T): ReplaceOutcome<T> =>
+      replaceTx.immediate(workspaceId, id, expectedStampMicros, doc),
+    remove: (workspaceId: string, id: string): boolean => remove.run(workspaceId, id).changes > 0,
+  };
+}

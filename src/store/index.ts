@@ -1,0 +1,153 @@
+// The store interface the services use, and its SQLite implementation. The interface is async
+// (Promise-returning) although better-sqlite3 is synchronous, so that another database can sit
+// behind it later without touching callers. The store knows nothing about HTTP.
+import { openDatabase, type Db } from './db';
+import { createDocumentTable, type CreateOutcome, type DocumentRecord, type ReplaceOutcome } from './documents';
+import { formatStamp, StampClock } from '../domain/stamps';
+import type { StoredTrigger } from '../domain/agent';
+import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../domain/types';
+
+export type { CreateOutcome, DocumentRecord, ReplaceOutcome } from './documents';
+export type AgentRecord = DocumentRecord<Agent>;
+export type WorkflowRecord = DocumentRecord<Workflow>;
+
+export interface AgentRepository {
+  list(workspaceId: string): Promise<AgentListItem[]>;
+  /** `ref` is an id (UUID) or a slug. Null when the workspace has no such agent. */
+  find(workspaceId: string, ref: string): Promise<AgentRecord | null>;
+  triggers(agentId: string): Promise<StoredTrigger[]>;
+  create(workspaceId: string, id: string, doc: Agent, opts: { deriveSlug: boolean; limit: number }): Promise<CreateOutcome<Agent>>;
+  replace(workspaceId: string, id: string, expectedStampMicros: number, doc: Agent): Promise<ReplaceOutcome<Agent>>;
+}
+
+export interface WorkflowRepository {
+  list(workspaceId: string): Promise<WorkflowListItem[]>;
+  find(workspaceId: string, ref: string): Promise<WorkflowRecord | null>;
+  create(workspaceId: string, id: string, doc: Workflow, opts: { limit: number }): Promise<CreateOutcome<Workflow>>;
+  replace(workspaceId: string, id: string, expectedStampMicros: number, doc: Workflow): Promise<ReplaceOutcome<Workflow>>;
+  remove(workspaceId: string, id: string): Promise<boolean>;
+}
+
+export interface ConnectionRepository {
+  list(workspaceId: string): Promise<Connection[]>;
+  /** Adds the connection, or replaces the one with the same ref. */
+  upsert(workspaceId: string, connection: Connection): Promise<void>;
+}
+
+export interface WorkspaceRepository {
+  /** The workspace's credit balance; a workspace seen for the first time starts with `initial`. */
+  credits(workspaceId: string, initial: number): Promise<number>;
+  setCredits(workspaceId: string, amount: number): Promise<void>;
+}
+
+export interface Store {
+  agents: AgentRepository;
+  workflows: WorkflowRepository;
+  connections: ConnectionRepository;
+  workspaces: WorkspaceRepository;
+  /** Throws when the database cannot answer (readiness probe). */
+  ping(): Promise<void>;
+  close(): void;
+}
+
+export function openSqliteStore(file: string, clock = new StampClock()): Store {
+  return createSqliteStore(openDatabase(file), clock);
+}
+
+export function createSqliteStore(db: Db, clock: StampClock): Store {
+  const agents = agentRepository(db, clock);
+  const workflows = workflowRepository(db, clock);
+  const connections = connectionRepository(db);
+  const workspaces = workspaceRepository(db);
+  const ping = db.prepare('SELECT 1').pluck();
+  return {
+    agents,
+    workflows,
+    connections,
+    workspaces,
+    ping: async () => {
+      ping.get();
+    },
+    close: () => db.close(),
+  };
+}
+
+function agentRepository(db: Db, clock: StampClock): AgentRepository {
+  const triggerRows = db.prepare('SELECT id, kind, secret_prefix FROM agent_triggers WHERE agent_id = ?');
+  const insertTrigger = db.prepare('INSERT OR IGNORE INTO agent_triggers (id, agent_id, kind) VALUES (?, ?, ?)');
+  const triggerIds = db.prepare('SELECT id FROM agent_triggers WHERE agent_id = ?').pluck();
+  const deleteTrigger = db.prepare('DELETE FROM agent_triggers WHERE id = ?');
+  const table = createDocumentTable<Agent>(db, clock, {
+    table: 'agents',
+    maxSlugLength: 160,
+    columns: { name: (doc) => doc.name, status: (doc) => doc.status },
+    // Trigger rows follow the document: new ones are added, the ones it no longer names go.
+    afterWrite: (_db, agentId, doc) => {
+      const keep = new Set(doc.triggers.map((t) => t.id));
+      for (const id of triggerIds.all(agentId) as string[]) if (!keep.has(id)) deleteTrigger.run(id);
+      for (const t of doc.triggers) insertTrigger.run(t.id, agentId, t.kind);
+    },
+  });
+  const list = db.prepare('SELECT id, slug, name, status, stamp_us FROM agents WHERE workspace_id = ? ORDER BY slug');
+  return {
+    list: async (workspaceId) =>
+      (list.all(workspaceId) as { id: string; slug: string; name: string; status: Agent['status']; stamp_us: number }[]).map(
+        (r) => ({ id: r.id, slug: r.slug, name: r.name, status: r.status, updated_at: formatStamp(r.stamp_us) }),
+      ),
+    find: async (workspaceId, ref) => table.find(workspaceId, ref),
+    triggers: async (agentId) => triggerRows.all(agentId) as StoredTrigger[],
+    create: async (workspaceId, id, doc, opts) => table.create(workspaceId, id, doc, opts),
+    replace: async (workspaceId, id, expected, doc) => table.replace(workspaceId, id, expected, doc),
+  };
+}
+
+function workflowRepository(db: Db, clock: StampClock): WorkflowRepository {
+  const table = createDocumentTable<Workflow>(db, clock, {
+    table: 'workflows',
+    maxSlugLength: 80,
+    columns: { name: (doc) => doc.name, enabled: (doc) => (doc.enabled ? 1 : 0) },
+  });
+  const list = db.prepare('SELECT slug, name, enabled, version, stamp_us FROM workflows WHERE workspace_id = ? ORDER BY slug');
+  return {
+    list: async (workspaceId) =>
+      (list.all(workspaceId) as { slug: string; name: string; enabled: number; version: number; stamp_us: number }[]).map(
+        (r) => ({ slug: r.slug, name: r.name, enabled: r.enabled === 1, version: r.version, updated_at: formatStamp(r.stamp_us) }),
+      ),
+    find: async (workspaceId, ref) => table.find(workspaceId, ref),
+    create: async (workspaceId, id, doc, opts) => table.create(workspaceId, id, doc, { deriveSlug: false, limit: opts.limit }),
+    replace: async (workspaceId, id, expected, doc) => table.replace(workspaceId, id, expected, doc),
+    remove: async (workspaceId, id) => table.remove(workspaceId, id),
+  };
+}
+
+function connectionRepository(db: Db): ConnectionRepository {
+  const list = db.prepare('SELECT ref, app, label, status FROM connections WHERE workspace_id = ? ORDER BY ref');
+  const upsert = db.prepare(
+    `INSERT INTO connections (workspace_id, ref, app, label, status, created_at) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (workspace_id, ref) DO UPDATE SET app = excluded.app, label = excluded.label, status = excluded.status`,
+  );
+  return {
+    list: async (workspaceId) => list.all(workspaceId) as Connection[],
+    upsert: async (workspaceId, c) => {
+      upsert.run(workspaceId, c.ref, c.app, c.label, c.status, new Date().toISOString());
+    },
+  };
+}
+
+function workspaceRepository(db: Db): WorkspaceRepository {
+  const ensure = db.prepare('INSERT OR IGNORE INTO workspaces (id, credits, created_at) VALUES (?, ?, ?)');
+  const credits = db.prepare('SELECT credits FROM workspaces WHERE id = ?').pluck();
+  const set = db.prepare(
+    `INSERT INTO workspaces (id, credits, created_at) VALUES (?, ?, ?)
+     ON CONFLICT (id) DO UPDATE SET credits = excluded.credits`,
+  );
+  return {
+    credits: async (workspaceId, initial) => {
+      ensure.run(workspaceId, initial, new Date().toISOString());
+      return credits.get(workspaceId) as number;
+    },
+    setCredits: async (workspaceId, amount) => {
+      set.run(workspaceId, amount, new Date().toISOString());
+    },
+  };
+}
