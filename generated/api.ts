@@ -406,8 +406,8 @@ export interface components {
         Error: {
             error: string;
         };
-        /** @description An id (UUID) or a slug. */
-        DocumentRef: string | components["schemas"]["AgentSlug"];
+        /** @description An id (UUID) or a slug. A ref that names no document of the caller's workspace is 404, whatever its form. */
+        DocumentRef: string;
         /** @description Lowercase letters and digits, groups joined by single hyphens. */
         AgentSlug: string;
         /** @description Lowercase letters and digits, groups joined by single hyphens. */

@@ -15,7 +15,7 @@ import type { ServiceContext } from '../services/context';
 import type { Store } from '../store';
 import { BUILD_SCOPE } from '../auth/bearer';
 import type { Jwks } from '../auth/local-issuer';
-import { generatedDocsDir, projectRoot } from '../paths';
+import { generatedDocsDir } from '../paths';
 import { readJsonBody, BODY_LIMIT_BYTES } from './body';
 import { handlers } from './handlers';
 import { contractViolation, createOpenApi, type Reply } from './openapi';
@@ -179,19 +179,15 @@ function requestLog(logger: Logger): express.RequestHandler {
   };
 }
 
-/** The Redoc page built by `npm run generate:docs`, with Redoc's script served locally (no CDN). */
+/** The Redoc page built by `npm run generate:docs` (self-contained: no CDN needed to view it). */
 function mountDocs(app: express.Express): void {
   const page = path.join(generatedDocsDir, 'index.html');
-  const redocScript = path.join(projectRoot, 'node_modules', 'redoc', 'bundles', 'redoc.standalone.js');
   app.get(['/docs', '/docs/'], (_req, res) => {
     if (!fs.existsSync(page)) {
       res.status(404).json({ error: 'the docs are not built; run npm run generate:docs' });
       return;
     }
     res.type('html').sendFile(page);
-  });
-  app.get('/docs/redoc.standalone.js', (_req, res) => {
-    res.type('application/javascript').sendFile(redocScript);
   });
 }
 

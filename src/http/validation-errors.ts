@@ -99,11 +99,11 @@ function collapseAlternatives(errors: ErrorObject[]): ErrorObject[] {
       const branch = e.schemaPath.slice(prefix.length).split('/', 1)[0] as string;
       byBranch.set(branch, [...(byBranch.get(branch) ?? []), e]);
     }
-    const matched = [...byBranch.values()].find((list) => !list.some((e) => e.keyword === 'type' && e.instancePath === alt.instancePath));
+    const typeMatches = [...byBranch.values()].filter((list) => !list.some((e) => e.keyword === 'type' && e.instancePath === alt.instancePath));
     const forms = [...byBranch.values()].map((list) => describeForm(list));
-    result = result.filter((e) => e !== alt && !branchErrors.includes(e));
-    if (matched) result.push(...matched);
-    else result.push({ ...alt, keyword: 'alternatives', message: `must be ${forms.join(' or ')}` });
+    // The explanation takes the place of the oneOf/anyOf error, so problems keep their order.
+    const explanation = typeMatches.length === 1 ? (typeMatches[0] as ErrorObject[]) : [{ ...alt, keyword: 'alternatives', message: `must be ${forms.join(' or ')}` }];
+    result = result.flatMap((e) => (e === alt ? explanation : branchErrors.includes(e) ? [] : [e]));
   }
   return result;
 }

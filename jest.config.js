@@ -1,0 +1,15 @@
+// Unit tests (pure code) and integration tests (the app over HTTP on a temporary SQLite file).
+// Type checking is `npm run typecheck`'s job; ts-jest only transpiles here, which keeps runs fast.
+const transform = { '^.+\\.ts$': ['ts-jest', { isolatedModules: true, diagnostics: false }] };
+
+module.exports = {
+  projects: [
+    { displayName: 'unit', testEnvironment: 'node', transform, testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    {
+      displayName: 'integration',
+      testEnvironment: 'node',
+      transform,
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+    },
+  ],
+};
