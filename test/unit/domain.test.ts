@@ -1,0 +1,111 @@
+import { assignTriggerIds, firstFreeSlug, normaliseAgent, slugFromName } from '../../src/domain/agent';
+import { describeAgentChanges, describeWorkflowChanges } from '../../src/domain/changes';
+import { checkWorkflowShape, materialiseWorkflow, normaliseWorkflow } from '../../src/domain/workflow';
+import type { Agent, AgentDraft, Workflow } from '../../src/domain/types';
+import { minimalAgent } from '../helpers/fixtures';
+
+describe('slugs', () => {
+  test.each([
+    ['Support triage', 'support-triage'],
+    ['  Ünïcode -- Name!! ', 'unicode-name'],
+    ['***', 'agent'],
+    ['a'.repeat(200), 'a'.repeat(160)],
+  ])('%j → %j', (name, slug) => expect(slugFromName(name)).toBe(slug));
+
+  test('the first free slug appends -2, -3 and stays within the length limit', () => {
+    const taken = new Set(['x', 'x-2']);
+    expect(firstFreeSlug('x', (s) => taken.has(s))).toBe('x-3');
+    expect(firstFreeSlug('y', (s) => taken.has(s))).toBe('y');
+    const long = 'b'.repeat(160);
+    expect(firstFreeSlug(long, (s) => s === long)).toBe(`${'b'.repeat(158)}-2`);
+  });
+});
+
+describe('normaliseAgent', () => {
+  test('drops read-only members and fills defaults, saying so', () => {
+    const input = { ...minimalAgent(), status: 'active', triggers: [{ kind: 'webhook', name: 'W', secret_prefix: 'x' }] } as AgentDraft;
+    const { document, changes } = normaliseAgent(input);
+    expect(document).not.toHaveProperty('status');
+    expect(document.reasoning_effort).toBeNull();
+    expect(document.triggers).toEqual([{ kind: 'webhook', name: 'W', prompt: null, enabled: true }]);
+    expect(changes).toHaveLength(5);
+  });
+
+  test('a complete document needs no changes', () => {
+    const input = { ...minimalAgent(), reasoning_effort: 'high' } as AgentDraft;
+    expect(normaliseAgent(input).changes).toEqual([]);
+  });
+});
+
+describe('assignTriggerIds', () => {
+  const stored = [{ id: 'a', kind: 'webhook' as const, secret_prefix: 'whk_abcd' }];
+  let n = 0;
+  const newId = () => `new-${++n}`;
+
+  test('keeps known ids with their secret prefix and mints new ones', () => {
+    const { triggers, problems } = assignTriggerIds(
+      [
+        { kind: 'webhook', id: 'a', name: 'A', prompt: null, enabled: true },
+        { kind: 'webhook', name: 'B', prompt: null, enabled: true },
+      ],
+      stored,
+      newId,
+    );
+    expect(problems).toEqual([]);
+    expect(triggers.map((t) => [t.id, t.kind === 'webhook' ? t.secret_prefix : undefined])).toEqual([
+      ['a', 'whk_abcd'],
+      ['new-1', null],
+    ]);
+  });
+
+  test('reports unknown ids, kind changes and repeats with their paths', () => {
+    const { problems } = assignTriggerIds(
+      [
+        { kind: 'webhook', id: 'zzz', name: 'Z' },
+        { kind: 'poll', id: 'a', name: 'A', tool: 'kv.list', cron: '* * * * *', timezone: 'UTC' },
+        { kind: 'poll', id: 'a', name: 'A', tool: 'kv.list', cron: '* * * * *', timezone: 'UTC' },
+      ],
+      stored,
+      newId,
+    );
+    expect(problems.map((p) => p.path)).toEqual(['body.triggers[0].id', 'body.triggers[1].id', 'body.triggers[2].id', 'body.triggers[2].id']);
+  });
+});
+
+describe('workflows', () => {
+  const base = { kind: 'service.workflow/v1' as const, slug: 'w', name: 'W', steps: [{ id: 'a', kind: 'tool' as const, tool: 'core.echo' }] };
+
+  test('input names must be lowercase letters, digits and underscores, 1..40', () => {
+    expect(checkWorkflowShape({ ...base, inputs: { ok_1: {}, Bad: {}, ['x'.repeat(41)]: {} } }).map((p) => p.path)).toEqual([
+      'body.inputs.Bad',
+      `body.inputs.${'x'.repeat(41)}`,
+    ]);
+  });
+
+  test('normalisation fills every default in schema order', () => {
+    const doc = materialiseWorkflow(normaliseWorkflow(base).document, 'stamp');
+    expect(Object.keys(doc)).toEqual(['kind', 'slug', 'name', 'description', 'enabled', 'updated_at', 'space', 'send_as', 'inputs', 'schedule', 'steps', 'output']);
+    expect(doc.steps[0]).toEqual({ id: 'a', kind: 'tool', tool: 'core.echo', args: {}, after: [] });
+  });
+});
+
+describe('change descriptions', () => {
+  const agent = (overrides: Partial<Agent> = {}): Agent =>
+    ({ ...minimalAgent('A'), id: 'i', slug: 'a', status: 'draft', updated_at: 's', reasoning_effort: null, ...overrides }) as Agent;
+
+  test('members, status and triggers', () => {
+    const hook = { kind: 'webhook' as const, id: 't1', name: 'Hook', prompt: null, enabled: true, secret_prefix: null };
+    const before = agent({ triggers: [hook] });
+    const after = agent({ name: 'B', status: 'active', triggers: [{ ...hook, enabled: false }, { ...hook, id: 't2', name: 'New' }] });
+    expect(describeAgentChanges(before, after)).toEqual(['name changed', 'status changed from draft to active', "trigger 'Hook' changed", "trigger 'New' added"]);
+    expect(describeAgentChanges(after, before)).toEqual(['name changed', 'status changed from active to draft', "trigger 'Hook' changed", "trigger 'New' removed"]);
+    expect(describeAgentChanges(before, before)).toEqual(['no changes']);
+  });
+
+  test('workflow steps, including a reorder', () => {
+    const step = (id: string) => ({ id, kind: 'tool' as const, tool: 'core.echo', args: {}, after: [] });
+    const wf = (steps: Workflow['steps']) => materialiseWorkflow(normaliseWorkflow({ kind: 'service.workflow/v1', slug: 'w', name: 'W', steps }).document, 's');
+    expect(describeWorkflowChanges(wf([step('a'), step('b')]), wf([step('b'), step('a')]))).toEqual(['steps reordered']);
+    expect(describeWorkflowChanges(wf([step('a')]), wf([step('b')]))).toEqual(["step 'b' added", "step 'a' removed"]);
+  });
+});
