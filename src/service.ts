@@ -31,7 +31,7 @@ export async function createService(config: Config, logger: Logger, opts: { vali
     : remoteKeySource({ issuer, jwksUri: config.auth.jwksUri });
   const resourceMetadataUrl = `${config.publicBaseUrl}/.well-known/oauth-protected-resource`;
   const app = await createApp({
-    ctx: { store, limits: config.limits },
+    ctx: { store, limits: config.limits, publicBaseUrl: config.publicBaseUrl },
     store,
     logger,
     publicBaseUrl: config.publicBaseUrl,

@@ -52,6 +52,12 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
   app.set('etag', false);
   app.set('x-powered-by', false);
   app.set('query parser', 'simple');
+  // JSON is UTF-8 by definition (RFC 8259): answer `application/json` without a charset parameter,
+  // exactly the media type the spec declares, so contract tools compare like with like.
+  app.response.json = function json(this: Response, body: unknown) {
+    this.setHeader('Content-Type', 'application/json');
+    return this.send(Buffer.from(JSON.stringify(body)));
+  };
 
   app.use(requestLog(opts.logger));
   if (opts.validateResponses) app.use(contractCheck(api));

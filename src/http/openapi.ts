@@ -27,10 +27,10 @@ function isOnlyMissingIfMatch(errors: ErrorObject[]): boolean {
   return errors.length > 0 && errors.every((e) => e.keyword === 'required' && e.instancePath === '/header' && (e.params as { missingProperty: string }).missingProperty === 'if-match');
 }
 
-export async function createOpenApi(spec: LoadedSpec, handlers: Handlers, ctx: ServiceContext): Promise<OpenAPIBackend> {
-  const api = new OpenAPIBackend({
+function newBackend(spec: LoadedSpec, strict: boolean): OpenAPIBackend {
+  return new OpenAPIBackend({
     definition: structuredClone(spec.forValidation) as never,
-    strict: true,
+    strict,
     quick: false,
     validate: true,
     ajvOpts: { allErrors: true, discriminator: true, strict: false } as never,
@@ -39,6 +39,17 @@ export async function createOpenApi(spec: LoadedSpec, handlers: Handlers, ctx: S
       return ajv;
     },
   });
+}
+
+/** A backend that only validates (no handlers): the contract test's hooks check replies with it. */
+export async function createContractValidator(spec: LoadedSpec): Promise<OpenAPIBackend> {
+  const api = newBackend(spec, false);
+  await api.init();
+  return api;
+}
+
+export async function createOpenApi(spec: LoadedSpec, handlers: Handlers, ctx: ServiceContext): Promise<OpenAPIBackend> {
+  const api = newBackend(spec, true);
   const discriminatorValues = discriminatorValuesFrom(spec);
 
   // The token was verified before the body was read (auth/bearer.ts); the scheme's handler only

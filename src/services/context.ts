@@ -5,6 +5,8 @@ import type { Store } from '../store';
 export interface ServiceContext {
   store: Store;
   limits: WorkspaceLimits;
+  /** Where the service is reached from outside: webhook URLs are built on it. */
+  publicBaseUrl: string;
 }
 
 /** The caller, as the verified token names them. */

@@ -23,13 +23,13 @@ export type CreateOutcome<T> =
 
 export type ReplaceOutcome<T> = { ok: true; record: DocumentRecord<T> } | { ok: false; current: DocumentRecord<T> | null };
 
-export interface DocumentTableSpec<T extends { slug?: string; updated_at?: string }> {
+export interface DocumentTableSpec<T extends { slug?: string; updated_at?: string }, W = undefined> {
   table: 'agents' | 'workflows';
   maxSlugLength: number;
   /** Columns besides the common ones, kept in step with the document (for lists and lookups). */
   columns: Record<string, (doc: T) => string | number>;
-  /** Further rows that must land in the same transaction as the document (e.g. triggers). */
-  afterWrite?: (db: Db, id: string, doc: T) => void;
+  /** Further rows that must land in the same transaction as the document (e.g. triggers); `extra` is what the caller passed with the write. */
+  afterWrite?: (id: string, doc: T, extra: W | undefined) => void;
 }
 
 interface Row {
@@ -47,7 +47,7 @@ export function isUuid(ref: string): boolean {
   return UUID_RE.test(ref);
 }
 
-export function createDocumentTable<T extends { slug?: string; updated_at?: string }>(db: Db, clock: StampClock, spec: DocumentTableSpec<T>) {
+export function createDocumentTable<T extends { slug?: string; updated_at?: string }, W = undefined>(db: Db, clock: StampClock, spec: DocumentTableSpec<T, W>) {
   const { table } = spec;
   const extra = Object.keys(spec.columns);
   const columnValues = (doc: T) => Object.fromEntries(extra.map((c) => [c, spec.columns[c]!(doc)]));
@@ -90,7 +90,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
   };
 
   const createTx = db.transaction(
-    (workspaceId: string, id: string, doc: T, deriveSlug: boolean, limit: number): CreateOutcome<T> => {
+    (workspaceId: string, id: string, doc: T, deriveSlug: boolean, limit: number, extra: W | undefined): CreateOutcome<T> => {
       if ((count.get(workspaceId) as number) >= limit) return { ok: false, reason: 'limit_reached' };
       const wanted = doc.slug as string;
       const taken = (slug: string) => slugTaken.get(workspaceId, slug) !== undefined;
@@ -100,19 +100,19 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
       const stampMicros = clock.next();
       const { doc: final, json } = stamped(doc, stampMicros, slug);
       insert.run({ id, workspace_id: workspaceId, slug, stamp_us: stampMicros, document: json, created_at: new Date().toISOString(), ...columnValues(final) });
-      spec.afterWrite?.(db, id, final);
+      spec.afterWrite?.(id, final, extra);
       return { ok: true, record: { id, workspaceId, slug, version: 1, stampMicros, json, document: final } };
     },
   );
 
   const replaceTx = db.transaction(
-    (workspaceId: string, id: string, expectedStampMicros: number, doc: T): ReplaceOutcome<T> => {
+    (workspaceId: string, id: string, expectedStampMicros: number, doc: T, extra: W | undefined): ReplaceOutcome<T> => {
       const row = byId.get(workspaceId, id) as Row | undefined;
       if (!row || row.stamp_us !== expectedStampMicros) return { ok: false, current: row ? toRecord(row) : null };
       const stampMicros = clock.next(row.stamp_us);
       const { doc: final, json } = stamped(doc, stampMicros, row.slug);
       update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, document: json, ...columnValues(final) });
-      spec.afterWrite?.(db, id, final);
+      spec.afterWrite?.(id, final, extra);
       return { ok: true, record: { id, workspaceId, slug: row.slug, version: row.version + 1, stampMicros, json, document: final } };
     },
   );
@@ -120,11 +120,11 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
   return {
     find,
     /** Inserts a new document (version 1). With deriveSlug, `doc.slug` is a base to make unique. */
-    create: (workspaceId: string, id: string, doc: T, opts: { deriveSlug: boolean; limit: number }): CreateOutcome<T> =>
-      createTx.immediate(workspaceId, id, doc, opts.deriveSlug, opts.limit),
+    create: (workspaceId: string, id: string, doc: T, opts: { deriveSlug: boolean; limit: number }, extra?: W): CreateOutcome<T> =>
+      createTx.immediate(workspaceId, id, doc, opts.deriveSlug, opts.limit, extra),
     /** Writes `doc` if the stored stamp is still `expectedStampMicros`; otherwise returns what is stored. */
-    replace: (workspaceId: string, id: string, expectedStampMicros: number, doc: T): ReplaceOutcome<T> =>
-      replaceTx.immediate(workspaceId, id, expectedStampMicros, doc),
+    replace: (workspaceId: string, id: string, expectedStampMicros: number, doc: T, extra?: W): ReplaceOutcome<T> =>
+      replaceTx.immediate(workspaceId, id, expectedStampMicros, doc, extra),
     remove: (workspaceId: string, id: string): boolean => remove.run(workspaceId, id).changes > 0,
   };
 }

@@ -16,8 +16,16 @@ export interface AgentRepository {
   /** `ref` is an id (UUID) or a slug. Null when the workspace has no such agent. */
   find(workspaceId: string, ref: string): Promise<AgentRecord | null>;
   triggers(agentId: string): Promise<StoredTrigger[]>;
-  create(workspaceId: string, id: string, doc: Agent, opts: { deriveSlug: boolean; limit: number }): Promise<CreateOutcome<Agent>>;
-  replace(workspaceId: string, id: string, expectedStampMicros: number, doc: Agent): Promise<ReplaceOutcome<Agent>>;
+  /** `secrets`: the hashes of webhook secrets minted for this write, stored in the same transaction. */
+  create(workspaceId: string, id: string, doc: Agent, opts: { deriveSlug: boolean; limit: number }, secrets: SecretRow[]): Promise<CreateOutcome<Agent>>;
+  replace(workspaceId: string, id: string, expectedStampMicros: number, doc: Agent, secrets: SecretRow[]): Promise<ReplaceOutcome<Agent>>;
+}
+
+/** What the store keeps of a webhook secret: never the secret itself. */
+export interface SecretRow {
+  triggerId: string;
+  hash: string;
+  prefix: string;
 }
 
 export interface WorkflowRepository {
@@ -75,17 +83,20 @@ export function createSqliteStore(db: Db, clock: StampClock): Store {
 function agentRepository(db: Db, clock: StampClock): AgentRepository {
   const triggerRows = db.prepare('SELECT id, kind, secret_prefix FROM agent_triggers WHERE agent_id = ?');
   const insertTrigger = db.prepare('INSERT OR IGNORE INTO agent_triggers (id, agent_id, kind) VALUES (?, ?, ?)');
+  const setSecret = db.prepare('UPDATE agent_triggers SET secret_hash = ?, secret_prefix = ? WHERE id = ? AND agent_id = ?');
   const triggerIds = db.prepare('SELECT id FROM agent_triggers WHERE agent_id = ?').pluck();
   const deleteTrigger = db.prepare('DELETE FROM agent_triggers WHERE id = ?');
-  const table = createDocumentTable<Agent>(db, clock, {
+  const table = createDocumentTable<Agent, SecretRow[]>(db, clock, {
     table: 'agents',
     maxSlugLength: 160,
     columns: { name: (doc) => doc.name, status: (doc) => doc.status },
-    // Trigger rows follow the document: new ones are added, the ones it no longer names go.
-    afterWrite: (_db, agentId, doc) => {
+    // Trigger rows follow the document: new ones are added (with their secret's hash), the ones it
+    // no longer names go, and with them their secrets, so a dropped webhook's URL stops existing.
+    afterWrite: (agentId, doc, secrets = []) => {
       const keep = new Set(doc.triggers.map((t) => t.id));
       for (const id of triggerIds.all(agentId) as string[]) if (!keep.has(id)) deleteTrigger.run(id);
       for (const t of doc.triggers) insertTrigger.run(t.id, agentId, t.kind);
+      for (const s of secrets) setSecret.run(s.hash, s.prefix, s.triggerId, agentId);
     },
   });
   const list = db.prepare('SELECT id, slug, name, status, stamp_us FROM agents WHERE workspace_id = ? ORDER BY slug');
@@ -96,8 +107,8 @@ function agentRepository(db: Db, clock: StampClock): AgentRepository {
       ),
     find: async (workspaceId, ref) => table.find(workspaceId, ref),
     triggers: async (agentId) => triggerRows.all(agentId) as StoredTrigger[],
-    create: async (workspaceId, id, doc, opts) => table.create(workspaceId, id, doc, opts),
-    replace: async (workspaceId, id, expected, doc) => table.replace(workspaceId, id, expected, doc),
+    create: async (workspaceId, id, doc, opts, secrets) => table.create(workspaceId, id, doc, opts, secrets),
+    replace: async (workspaceId, id, expected, doc, secrets) => table.replace(workspaceId, id, expected, doc, secrets),
   };
 }
 

@@ -26,8 +26,9 @@ describe('create agent', () => {
     expect(result.document.updated_at).toMatch(STAMP);
     expect(response.headers.get('etag')).toBe(`"${result.document.updated_at}"`);
     expect(response.headers.get('location')).toBe(`/api/build/agents/${result.document.id}`);
-    expect(result.applied).toEqual(['document', 'triggers']);
+    expect(result.applied).toEqual(['document', 'triggers', 'webhooks']);
     expect(result.changes).toEqual(["agent 'create-full' created", "trigger 'Inbound' added"]);
+    expect(result.webhook_urls).toEqual([{ trigger_id: result.document.triggers[0]!.id, url: expect.stringMatching(/^http:\/\/build\.test\/hooks\//) }]);
     const trigger = result.document.triggers[0]!;
     expect(trigger.id).toMatch(/^[0-9a-f-]{36}$/);
 

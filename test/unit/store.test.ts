@@ -27,28 +27,28 @@ test('migrations apply once and are recorded; the file uses WAL', () => {
 test('replace is compare-and-set on the stamp, and stamps and versions grow', async () => {
   const clock = new StampClock(() => 1_000_000);
   const store = createSqliteStore(openDatabase(path.join(dir, 'b.db')), clock);
-  const created = await store.agents.create('ws', 'id-1', agent('id-1', 'a'), { deriveSlug: false, limit: 10 });
+  const created = await store.agents.create('ws', 'id-1', agent('id-1', 'a'), { deriveSlug: false, limit: 10 }, []);
   if (!created.ok) throw new Error('create failed');
   expect(created.record.document.updated_at).toBe(formatStamp(1_000_000));
 
-  const first = await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, name: 'B' });
+  const first = await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, name: 'B' }, []);
   expect(first).toMatchObject({ ok: true, record: { version: 2, stampMicros: 1_000_001 } });
 
-  const stale = await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, name: 'C' });
+  const stale = await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, name: 'C' }, []);
   expect(stale.ok).toBe(false);
   expect(!stale.ok && stale.current?.document.name).toBe('B');
 
-  expect(await store.agents.replace('other-ws', 'id-1', 1_000_001, created.record.document)).toEqual({ ok: false, current: null });
+  expect(await store.agents.replace('other-ws', 'id-1', 1_000_001, created.record.document, [])).toEqual({ ok: false, current: null });
   store.close();
 });
 
 test('trigger rows follow the document', async () => {
   const store = createSqliteStore(openDatabase(path.join(dir, 'c.db')), new StampClock());
   const hook = (id: string) => ({ kind: 'webhook' as const, id, name: id, prompt: null, enabled: true, secret_prefix: null });
-  const created = await store.agents.create('ws', 'id-1', { ...agent('id-1', 'a'), triggers: [hook('t1'), hook('t2')] }, { deriveSlug: false, limit: 10 });
+  const created = await store.agents.create('ws', 'id-1', { ...agent('id-1', 'a'), triggers: [hook('t1'), hook('t2')] }, { deriveSlug: false, limit: 10 }, [{ triggerId: 't1', hash: 'h1', prefix: 'whk_abcd' }]);
   if (!created.ok) throw new Error('create failed');
-  expect((await store.agents.triggers('id-1')).map((t) => t.id).sort()).toEqual(['t1', 't2']);
-  await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, triggers: [hook('t2'), hook('t3')] });
+  expect((await store.agents.triggers('id-1')).map((t) => [t.id, t.secret_prefix])).toEqual([['t1', 'whk_abcd'], ['t2', null]]);
+  await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, triggers: [hook('t2'), hook('t3')] }, []);
   expect((await store.agents.triggers('id-1')).map((t) => t.id).sort()).toEqual(['t2', 't3']);
   store.close();
 });

@@ -6,7 +6,9 @@ import type { AgentWrite } from '../../services/agents';
 import type { Handlers } from './types';
 
 function writeResult(write: AgentWrite) {
-  return { document: write.record.document, applied: write.applied, changes: write.changes, version: write.record.version };
+  const result = { document: write.record.document, applied: write.applied, changes: write.changes, version: write.record.version };
+  // webhook_urls appears only when the write created a webhook trigger (its URL is shown once).
+  return write.webhookUrls.length ? { ...result, webhook_urls: write.webhookUrls } : result;
 }
 
 const etag = (write: AgentWrite) => etagFor(write.record.document.updated_at);
@@ -31,8 +33,8 @@ export const agentHandlers: Pick<
     return { status: 200, headers: { ETag: etagFor(record.document.updated_at) }, body: { data: record.document } };
   },
 
-  replaceAgent: async ({ ctx, principal, params, headers, body }) => {
-    const write = await agents.replaceAgent(ctx, principal, params.ref, headers['if-match'] as string, body);
+  replaceAgent: async ({ ctx, principal, params, query, headers, body }) => {
+    const write = await agents.replaceAgent(ctx, principal, params.ref, headers['if-match'] as string, body, query.force === 'true');
     return { status: 200, headers: { ETag: etag(write) }, body: { data: writeResult(write) } };
   },
 
