@@ -3,6 +3,7 @@
 const transform = { '^.+\\.ts$': ['ts-jest', { isolatedModules: true, diagnostics: false }] };
 
 module.exports = {
+  reporters: ['default', '<rootDir>/test/summary-reporter.js'],
   projects: [
     { displayName: 'unit', testEnvironment: 'node', transform, testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     {

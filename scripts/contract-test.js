@@ -38,10 +38,20 @@ async function waitReady(url, server, timeoutMs = 30000) {
   throw new Error(`server not ready at ${url} within ${timeoutMs} ms`);
 }
 
-function run(command, args, env) {
+/** Runs Dredd, echoing its output, and closes with one line: `contract: N passed, N failed, N skipped`. */
+function runDredd(args, env) {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd: root, env, stdio: 'inherit' });
-    child.on('exit', (code) => resolve(code ?? 1));
+    const child = spawn(process.execPath, [require.resolve('dredd/bin/dredd'), ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+      process.stdout.write(chunk);
+    });
+    child.on('exit', (code) => {
+      const m = /complete\S*: (\d+) passing, (\d+) failing, (\d+) errors, (\d+) skipped/.exec(output);
+      if (m) process.stdout.write(`contract: ${m[1]} passed, ${Number(m[2]) + Number(m[3])} failed, ${m[4]} skipped\n`);
+      resolve(code ?? 1);
+    });
   });
 }
 
@@ -63,11 +73,11 @@ async function main() {
   let code = 1;
   try {
     await waitReady(baseUrl, server);
-    code = await run(
-      process.execPath,
-      [require.resolve('dredd/bin/dredd'), 'openapi.yaml', baseUrl, '--hookfiles=test/contract/hooks.js', '--loglevel=error', '--reporter=dot'],
-      { ...env, CONTRACT_BASE_URL: baseUrl, CONTRACT_DATA_DIR: dataDir },
-    );
+    code = await runDredd(['openapi.yaml', baseUrl, '--hookfiles=test/contract/hooks.js', '--loglevel=error', '--color=false'], {
+      ...env,
+      CONTRACT_BASE_URL: baseUrl,
+      CONTRACT_DATA_DIR: dataDir,
+    });
   } finally {
     const exited = new Promise((resolve) => server.once('exit', (c, signal) => resolve({ c, signal })));
     server.kill('SIGTERM');

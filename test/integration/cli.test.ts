@@ -1,0 +1,74 @@
+// The `build-api` command as an operator runs it (needs `npm run build`, which `npm test` does first).
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { projectRoot } from '../../src/paths';
+import { startService, type TestService } from '../helpers/service';
+
+const bin = path.join(projectRoot, 'bin', 'build-api.js');
+let t: TestService;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  t = await startService();
+  env = { ...process.env, DATABASE_PATH: t.config.databasePath, PUBLIC_BASE_URL: 'http://build.test' } as Record<string, string>;
+});
+afterAll(() => t.close());
+
+function cli(args: string[], extraEnv: Record<string, string> = {}) {
+  const res = spawnSync(process.execPath, [bin, ...args], { env: { ...env, ...extraEnv }, encoding: 'utf8' });
+  return { code: res.status, stdout: res.stdout, stderr: res.stderr };
+}
+
+test('token prints a JWT the running service accepts, with the scope asked for', async () => {
+  const { code, stdout } = cli(['token', '--user', 'cli-user', '--workspace', 'cli-ws']);
+  expect(code).toBe(0);
+  const token = stdout.trim();
+  expect(token.split('.')).toHaveLength(3);
+  expect((await t.client(token).GET('/api/build/agents')).response.status).toBe(200);
+
+  const readOnly = cli(['token', '--user', 'cli-user', '--workspace', 'cli-ws', '--scope', 'read']).stdout.trim();
+  expect((await t.client(readOnly).GET('/api/build/agents')).response.status).toBe(403);
+});
+
+test('connections add and list work on the service database', async () => {
+  const add = cli(['connections', 'add', '--workspace', 'cli-ws', '--app', 'kv', '--ref', 'kv-cli', '--label', 'From CLI']);
+  expect(add.code).toBe(0);
+  const list = cli(['connections', 'list', '--workspace', 'cli-ws']);
+  expect(JSON.parse(list.stdout)).toEqual([{ ref: 'kv-cli', app: 'kv', label: 'From CLI', status: 'connected' }]);
+  const token = cli(['token', '--user', 'u', '--workspace', 'cli-ws']).stdout.trim();
+  expect((await t.client(token).GET('/api/build/connections')).data!.data).toEqual([{ ref: 'kv-cli', app: 'kv', label: 'From CLI', status: 'connected' }]);
+});
+
+test('credits set writes the balance', async () => {
+  const res = cli(['credits', 'set', '--workspace', 'cli-ws', '--amount', '42']);
+  expect(res.code).toBe(0);
+  expect(JSON.parse(res.stdout)).toEqual({ workspace: 'cli-ws', credits: 42 });
+  expect(await t.service.store.workspaces.credits('cli-ws', 1000)).toBe(42);
+});
+
+test('bad usage exits 2 with the problem and the usage', () => {
+  const res = cli(['connections', 'add', '--workspace', 'w', '--app', 'kv', '--ref', 'r', '--status', 'broken']);
+  expect(res.code).toBe(2);
+  expect(res.stderr).toMatch(/^build-api: --status: must be one of connected, disconnected, expired\nusage:/);
+  expect(cli(['token', '--workspace', 'w']).stderr).toMatch(/^build-api: --user: required/);
+  expect(cli(['frobnicate']).code).toBe(2);
+});
+
+test('a bad configuration value stops the command with one line naming the variable', () => {
+  const res = cli(['serve'], { PORT: 'eighty' });
+  expect(res.code).toBe(1);
+  expect(res.stderr).toBe("build-api: configuration error: PORT: must be a whole number, got 'eighty'\n");
+});
+
+test('DATABASE_PATH: the parent directory is created', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-cli-'));
+  try {
+    const res = cli(['credits', 'set', '--workspace', 'w', '--amount', '1'], { DATABASE_PATH: path.join(dir, 'nested', 'deeper', 'b.db') });
+    expect(res.code).toBe(0);
+    expect(fs.existsSync(path.join(dir, 'nested', 'deeper', 'b.db'))).toBe(true);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
