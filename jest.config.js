@@ -1,6 +1,6 @@
 // Unit tests (pure code) and integration tests (the app over HTTP on a temporary SQLite file).
 // Type checking is `npm run typecheck`'s job; ts-jest only transpiles here, which keeps runs fast.
-const transform = { '^.+\\.ts$': ['ts-jest', { isolatedModules: true, diagnostics: false }] };
+const transform = { '^.+\\.ts$': ['ts-jest', { diagnostics: false }] };
 
 module.exports = {
   reporters: ['default', '<rootDir>/test/summary-reporter.js'],

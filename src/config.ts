@@ -1,15 +1,10 @@
 // Environment → one typed, validated Config. A bad value stops start-up with a one-line message
 // that names the variable, so an operator can fix it without reading code.
 import path from 'node:path';
+import type { components } from '../generated/api';
 
-export interface WorkspaceLimits {
-  document_bytes: number;
-  agents: number;
-  workflows: number;
-  triggers_per_agent: number;
-  workflow_steps: number;
-  agent_steps: number;
-}
+/** The workspace limits the catalog reports (DESIGN §6); the same numbers are enforced on writes. */
+export type WorkspaceLimits = components['schemas']['WorkspaceLimits'];
 
 export interface AuthConfig {
   /** null: the server is its own issuer (key pair in the data directory). */
