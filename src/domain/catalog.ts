@@ -87,11 +87,7 @@ export const BUILTIN_APPS: AppDefinition[] = [
   },
 ];
 
-export function findApp(slug: string): AppDefinition | undefined {
-  return BUILTIN_APPS.find((app) => app.slug === slug);
-}
 
-export function findTool(slug: string): ToolDefinition | undefined {
-  const app = findApp(slug.split('.', 1)[0] ?? '');
-  return app?.tools.find((t) => t.slug === slug);
-}
+export const CATALOG_APPS: ReadonlyMap<string, AppDefinition> = new Map(BUILTIN_APPS.map((app) => [app.slug, app]));
+export const CATALOG_TOOLS: ReadonlyMap<string, ToolDefinition> = new Map(BUILTIN_APPS.flatMap((app) => app.tools.map((t) => [t.slug, t] as const)));
+export const CATALOG_MODELS: ReadonlySet<string> = new Set(BUILTIN_MODELS.map((m) => m.id));

@@ -1,14 +1,16 @@
-// Agent use cases: read, validate, create, replace and set status. Each one reads what it needs,
-// lets the pure domain decide, and hands the store one compare-and-set write.
+// Agent use cases: read, validate, create, replace, set status and rotate a webhook secret. Each one
+// reads what it needs, lets the pure domain decide, and hands the store one compare-and-set write.
 import { randomUUID } from 'node:crypto';
-import { badRequest, conflict, notFound } from '../errors';
-import { assignTriggerIds, materialiseAgent, normaliseAgent, slugFromName } from '../domain/agent';
+import { conflict, notFound } from '../errors';
+import { assignTriggerIds, materialiseAgent, normaliseAgent, slugFromName, type StoredTrigger } from '../domain/agent';
 import { describeAgentChanges } from '../domain/changes';
-import { describeProblems, type Agent, type AgentCreate, type AgentDraft, type AgentReplace, type AgentStatus } from '../domain/types';
+import { checkAgent } from '../domain/semantics';
+import type { Agent, AgentCreate, AgentDraft, AgentReplace, AgentStatus, Trigger } from '../domain/types';
 import type { AgentRecord, SecretRow } from '../store';
 import { assertStampsMatch, staleConflict } from './concurrency';
 import type { Principal, ServiceContext } from './context';
-import { mintSecretsForNewWebhooks, type WebhookSecret } from './webhooks';
+import { documentBytes, referencesFor, rejectProblems } from './references';
+import { mintSecretsForNewWebhooks, mintWebhookSecret, type WebhookSecret } from './webhooks';
 
 export interface AgentWrite {
   record: AgentRecord;
@@ -27,18 +29,28 @@ export async function findAgent(ctx: ServiceContext, who: Principal, ref: string
   return record;
 }
 
-export async function validateAgent(_ctx: ServiceContext, _who: Principal, body: AgentDraft) {
-  const { document, changes } = normaliseAgent(body);
-  return { valid: true as const, changes, document };
+/**
+ * The one path validate, create and replace share: normalise, then every semantic rule and (for
+ * writes) trigger identity against the stored triggers; all problems are reported in one 400.
+ */
+async function prepare(ctx: ServiceContext, who: Principal, body: AgentDraft, stored: StoredTrigger[] | null) {
+  const { document: draft, changes } = normaliseAgent(body);
+  const problems = checkAgent(draft, await referencesFor(ctx, who), documentBytes(draft));
+  const identified = stored ? assignTriggerIds(draft.triggers, stored, randomUUID) : null;
+  rejectProblems([...(identified?.problems ?? []), ...problems]);
+  return { draft, changes, triggers: identified?.triggers ?? [] };
+}
+
+export async function validateAgent(ctx: ServiceContext, who: Principal, body: AgentDraft) {
+  const { draft, changes } = await prepare(ctx, who, body, null);
+  return { valid: true as const, changes, document: draft };
 }
 
 export async function createAgent(ctx: ServiceContext, who: Principal, body: AgentCreate): Promise<AgentWrite> {
-  const { document: draft } = normaliseAgent(body);
-  const identified = assignTriggerIds(draft.triggers, [], randomUUID);
-  if (identified.problems.length) throw badRequest(describeProblems(identified.problems));
-  const { triggers, secrets } = mintSecretsForNewWebhooks(identified.triggers, () => true, ctx.publicBaseUrl);
+  const prepared = await prepare(ctx, who, body, []);
+  const { triggers, secrets } = mintSecretsForNewWebhooks(prepared.triggers, () => true, ctx.publicBaseUrl);
   const id = randomUUID();
-  const doc = materialiseAgent(draft, {
+  const doc = materialiseAgent(prepared.draft, {
     id,
     slug: body.slug ?? slugFromName(body.name),
     status: 'draft',
@@ -72,16 +84,14 @@ export async function replaceAgent(
   const current = await findAgent(ctx, who, ref);
   assertStampsMatch({ ifMatch, bodyStamp: body.updated_at, stored: current.document, rule: 'instant' });
   if (body.id !== undefined && body.id.toLowerCase() !== current.id) {
-    throw badRequest(`body.id: '${body.id}' is not the id of agent '${current.slug}' (${current.id}); a replace cannot move a document`);
+    rejectProblems([{ path: 'body.id', message: `'${body.id}' is not the id of agent '${current.slug}' (${current.id}); a replace cannot move a document` }]);
   }
   if (body.slug !== undefined && body.slug !== current.slug) {
-    throw badRequest(`body.slug: '${body.slug}' differs from the stored slug '${current.slug}'; a slug cannot change after creation`);
+    rejectProblems([{ path: 'body.slug', message: `'${body.slug}' differs from the stored slug '${current.slug}'; a slug cannot change after creation` }]);
   }
-  const { document: draft } = normaliseAgent(body);
   const stored = await ctx.store.agents.triggers(current.id);
-  const identified = assignTriggerIds(draft.triggers, stored, randomUUID);
-  if (identified.problems.length) throw badRequest(describeProblems(identified.problems));
-  const kept = new Set(identified.triggers.map((t) => t.id));
+  const prepared = await prepare(ctx, who, body, stored);
+  const kept = new Set(prepared.triggers.map((t) => t.id));
   const dropped = current.document.triggers.filter((t) => t.kind === 'webhook' && !kept.has(t.id));
   if (dropped.length && !force) {
     const names = dropped.map((t) => `'${t.name}' (${t.id})`).join(', ');
@@ -91,8 +101,8 @@ export async function replaceAgent(
     );
   }
   const storedIds = new Set(stored.map((t) => t.id));
-  const { triggers, secrets } = mintSecretsForNewWebhooks(identified.triggers, (triggerId) => !storedIds.has(triggerId), ctx.publicBaseUrl);
-  const doc = materialiseAgent(draft, {
+  const { triggers, secrets } = mintSecretsForNewWebhooks(prepared.triggers, (triggerId) => !storedIds.has(triggerId), ctx.publicBaseUrl);
+  const doc = materialiseAgent(prepared.draft, {
     id: current.id,
     slug: current.slug,
     status: current.document.status,
@@ -112,6 +122,36 @@ export async function setAgentStatus(
   const current = await findAgent(ctx, who, ref);
   assertStampsMatch({ ifMatch, stored: current.document, rule: 'instant' });
   return write(ctx, who, current, { ...current.document, status }, [], false);
+}
+
+const ROTATE_ATTEMPTS = 5;
+
+/**
+ * Re-mints one webhook trigger's secret: the old URL stops working at once and the new one is in
+ * the result only. The trigger's secret_prefix is part of the document, so rotation is a write
+ * (new stamp and version). The caller sends no stamp, so a concurrent write is simply retried.
+ */
+export async function rotateWebhook(
+  ctx: ServiceContext,
+  who: Principal,
+  ref: string,
+  triggerId: string,
+): Promise<{ record: AgentRecord; secret: WebhookSecret }> {
+  for (let attempt = 0; attempt < ROTATE_ATTEMPTS; attempt++) {
+    const current = await findAgent(ctx, who, ref);
+    const trigger = current.document.triggers.find((t) => t.id === triggerId.toLowerCase());
+    if (!trigger || trigger.kind !== 'webhook') {
+      throw notFound(`body.trigger_id: agent '${current.slug}' has no webhook trigger '${triggerId}'`);
+    }
+    if (current.document.status === 'archived') {
+      throw conflict(`agent '${current.slug}' is archived; set its status to draft or active before rotating a webhook`);
+    }
+    const secret = mintWebhookSecret(trigger.id, ctx.publicBaseUrl);
+    const triggers = current.document.triggers.map((t): Trigger => (t.id === trigger.id ? { ...trigger, secret_prefix: secret.prefix } : t));
+    const outcome = await ctx.store.agents.replace(who.workspaceId, current.id, current.stampMicros, { ...current.document, triggers }, secretRows([secret]));
+    if (outcome.ok) return { record: outcome.record, secret };
+  }
+  throw conflict(`agent '${ref}' kept changing while its webhook was rotated; try again`);
 }
 
 async function write(

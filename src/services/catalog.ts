@@ -1,7 +1,7 @@
 // The catalog a document may reference: built-in models and apps, trigger types, the workspace's
 // limits and, per app, how many connections the workspace has.
 import { notFound } from '../errors';
-import { BUILTIN_APPS, BUILTIN_MODELS, findApp, TRIGGER_TYPES } from '../domain/catalog';
+import { BUILTIN_APPS, BUILTIN_MODELS, CATALOG_APPS, TRIGGER_TYPES } from '../domain/catalog';
 import type { Catalog, CatalogApp, Connection } from '../domain/types';
 import type { Principal, ServiceContext } from './context';
 
@@ -22,7 +22,7 @@ export async function getCatalog(ctx: ServiceContext, who: Principal): Promise<C
 }
 
 export async function getCatalogApp(ctx: ServiceContext, who: Principal, slug: string): Promise<CatalogApp> {
-  const app = findApp(slug);
+  const app = CATALOG_APPS.get(slug);
   if (!app) throw notFound(`app '${slug}' not found; GET /api/build/catalog lists the apps`);
   const count = connectionsPerApp(await ctx.store.connections.list(who.workspaceId));
   return { slug: app.slug, name: app.name, description: app.description, connections: count(app.slug), tools: app.tools };

@@ -1,12 +1,14 @@
 // Workflow use cases: read, validate, create, replace and delete.
 import { randomUUID } from 'node:crypto';
-import { badRequest, conflict, notFound } from '../errors';
+import { conflict, notFound } from '../errors';
 import { describeWorkflowChanges } from '../domain/changes';
+import { checkWorkflow } from '../domain/semantics';
 import { checkWorkflowShape, materialiseWorkflow, normaliseWorkflow } from '../domain/workflow';
-import { describeProblems, type Workflow, type WorkflowDraft, type WorkflowReplace } from '../domain/types';
+import type { Workflow, WorkflowDraft, WorkflowReplace } from '../domain/types';
 import type { WorkflowRecord } from '../store';
 import { assertStampsMatch, staleConflict } from './concurrency';
 import type { Principal, ServiceContext } from './context';
+import { documentBytes, referencesFor, rejectProblems } from './references';
 
 export interface WorkflowWrite {
   record: WorkflowRecord;
@@ -20,20 +22,24 @@ export async function findWorkflow(ctx: ServiceContext, who: Principal, ref: str
   return record;
 }
 
-/** Normalises a request document and applies the rules the schema cannot state. */
-function prepare(body: WorkflowDraft) {
-  const problems = checkWorkflowShape(body);
-  if (problems.length) throw badRequest(describeProblems(problems));
-  return normaliseWorkflow(body);
+/**
+ * The one path validate, create and replace share: the rules the schema cannot state, then
+ * normalisation and every semantic rule; all problems are reported in one 400.
+ */
+async function prepare(ctx: ServiceContext, who: Principal, body: WorkflowDraft) {
+  rejectProblems(checkWorkflowShape(body));
+  const normalised = normaliseWorkflow(body);
+  rejectProblems(checkWorkflow(normalised.document, await referencesFor(ctx, who), documentBytes(normalised.document)));
+  return normalised;
 }
 
-export async function validateWorkflow(_ctx: ServiceContext, _who: Principal, body: WorkflowDraft) {
-  const { document, changes } = prepare(body);
+export async function validateWorkflow(ctx: ServiceContext, who: Principal, body: WorkflowDraft) {
+  const { document, changes } = await prepare(ctx, who, body);
   return { valid: true as const, changes, document };
 }
 
 export async function createWorkflow(ctx: ServiceContext, who: Principal, body: WorkflowDraft): Promise<WorkflowWrite> {
-  const doc = materialiseWorkflow(prepare(body).document, '');
+  const doc = materialiseWorkflow((await prepare(ctx, who, body)).document, '');
   const outcome = await ctx.store.workflows.create(who.workspaceId, randomUUID(), doc, { limit: ctx.limits.workflows });
   if (!outcome.ok) {
     throw outcome.reason === 'slug_taken'
@@ -53,9 +59,9 @@ export async function replaceWorkflow(
   const current = await findWorkflow(ctx, who, ref);
   assertStampsMatch({ ifMatch, bodyStamp: body.updated_at, stored: current.document, rule: 'utc-only' });
   if (body.slug !== current.slug) {
-    throw badRequest(`body.slug: '${body.slug}' differs from the stored slug '${current.slug}'; a workflow's slug cannot change`);
+    rejectProblems([{ path: 'body.slug', message: `'${body.slug}' differs from the stored slug '${current.slug}'; a workflow's slug cannot change` }]);
   }
-  const doc = materialiseWorkflow(prepare(body).document, current.document.updated_at);
+  const doc = materialiseWorkflow((await prepare(ctx, who, body)).document, current.document.updated_at);
   const outcome = await ctx.store.workflows.replace(who.workspaceId, current.id, current.stampMicros, doc);
   if (!outcome.ok) {
     throw staleConflict(`workflow '${current.slug}' changed while this write was prepared; read it again and rebase your change`, outcome.current?.document ?? null);

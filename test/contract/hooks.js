@@ -20,8 +20,9 @@ const mint = (scope = 'build') =>
 const token = mint();
 const validatorReady = createContractValidator(loadSpec());
 
-const NOT_IMPLEMENTED = ['Test agent', 'Rotate webhook secret', 'Test workflow', 'Read agent run', 'Read workflow run'];
+const NOT_IMPLEMENTED = ['Test agent', 'Test workflow', 'Read agent run', 'Read workflow run'];
 const STALE = '"2020-01-01T00:00:00.000000Z"';
+const exampleAgent = JSON.stringify(loadSpec().document.components.examples.AgentCreateRequestExample.value);
 
 function parse(name) {
   const [path, summary, status] = name.split(' > ');
@@ -84,12 +85,39 @@ async function prepare(t) {
       return;
     case 409:
       if (summary.startsWith('Create')) return; // the example's slug was created by the 201 transaction
+      if (summary === 'Rotate webhook secret') return aimAtArchivedAgent(t);
       await carryStamp(t, summary);
       req.headers['If-Match'] = STALE;
       return;
     default:
+      if (summary === 'Rotate webhook secret') return aimAtWebhook(t, 'support-triage');
       await carryStamp(t, summary);
   }
+}
+
+async function api(method, path, body, headers = {}) {
+  const res = await fetch(`${baseUrl}/api/build${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+  return { etag: res.headers.get('etag'), data: (await res.json()).data };
+}
+
+/** Rotation names a trigger by id: use the agent's real webhook trigger. */
+async function aimAtWebhook(t, ref) {
+  const { doc } = await current('agents', ref);
+  const hook = doc.triggers.find((tr) => tr.kind === 'webhook');
+  setUri(t, withRef(t.request.uri, ref));
+  t.request.body = JSON.stringify({ trigger_id: hook.id });
+}
+
+/** Rotation of an archived agent's webhook is refused: make one. */
+async function aimAtArchivedAgent(t) {
+  const created = await api('PUT', '/agents', { ...JSON.parse(exampleAgent), slug: 'archived-agent' });
+  await api('POST', '/agents/archived-agent/status', { status: 'archived' }, { 'If-Match': created.etag });
+  await aimAtWebhook(t, 'archived-agent');
 }
 
 /** Replaces and status writes: send the stored stamp (and, for replaces, the stored document with the example's edit). */

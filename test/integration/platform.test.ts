@@ -67,7 +67,6 @@ test('operations whose issues have not landed answer 501 { error: "not implement
   const runId = '5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d';
   for (const [method, path, body] of [
     ['POST', '/api/build/agents/a/test', '{"prompt":"hi"}'],
-    ['POST', '/api/build/agents/a/rotate-webhook', `{"trigger_id":"${runId}"}`],
     ['POST', '/api/build/workflows/w/test', '{}'],
     ['GET', `/api/build/runs/${runId}`, undefined],
     ['GET', `/api/build/workflow-runs/${runId}`, undefined],

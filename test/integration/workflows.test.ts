@@ -1,5 +1,5 @@
 import { startService, type TestService } from '../helpers/service';
-import { workflowCreate } from '../helpers/fixtures';
+import { minimalAgent, workflowCreate } from '../helpers/fixtures';
 import type { components } from '../../generated/api';
 
 type Workflow = components['schemas']['Workflow'];
@@ -55,9 +55,11 @@ describe('create workflow', () => {
   });
 
   test('the example document round-trips with agent and tool steps', async () => {
+    expect((await t.client().PUT('/api/build/agents', { body: { ...minimalAgent('Support triage') } })).response.status).toBe(201);
     const { doc } = await create(
       workflowCreate({
         slug: 'with-agent-step',
+        output: '{{steps.store.output}}',
         steps: [
           { id: 'ask', kind: 'agent', agent: 'support-triage', prompt: 'Summarise {{inputs.topic}}' },
           { id: 'store', kind: 'tool', tool: 'kv.set', args: { key: 'summary', value: '{{steps.ask.output}}' }, after: ['ask'] },

@@ -49,7 +49,12 @@ export const agentHandlers: Pick<
     throw notImplemented();
   },
 
-  rotateWebhook: async () => {
-    throw notImplemented();
+  rotateWebhook: async ({ ctx, principal, params, body }) => {
+    const { record, secret } = await agents.rotateWebhook(ctx, principal, params.ref, body.trigger_id);
+    return {
+      status: 200,
+      headers: { ETag: etagFor(record.document.updated_at) },
+      body: { data: { trigger_id: secret.triggerId, secret_prefix: secret.prefix, url: secret.url } },
+    };
   },
 };

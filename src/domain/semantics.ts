@@ -1,0 +1,146 @@
+// Semantic checks (DESIGN §5): the rules a document must meet beyond its JSON schema. Shared by
+// validate, create and replace, so all three report a document the same way. Pure: the caller
+// gathers what the workspace has (catalog, connections, agents, limits) into References.
+import type { WorkspaceLimits } from '../config';
+import type { AppDefinition, ToolDefinition } from './catalog';
+import { ancestorsOf, findCycle } from './dag';
+import { cronProblem, isTimezone } from './schedule';
+import { referencesIn, stringsIn, type TemplateRef } from './templates';
+import type { AgentDraft, Connection, Problem, TriggerInput, WorkflowDraft } from './types';
+
+export interface References {
+  models: ReadonlySet<string>;
+  apps: ReadonlyMap<string, AppDefinition>;
+  tools: ReadonlyMap<string, ToolDefinition>;
+  /** The caller's workspace's connections, by ref. */
+  connections: ReadonlyMap<string, Connection>;
+  /** The slugs of the caller's workspace's agents. */
+  agents: ReadonlySet<string>;
+  limits: WorkspaceLimits;
+}
+
+const CATALOG_HINT = 'GET /api/build/catalog lists them';
+
+function checkSize(bytes: number, limits: WorkspaceLimits, problems: Problem[]): void {
+  if (bytes > limits.document_bytes) {
+    problems.push({ path: 'body', message: `the document is ${bytes} bytes; the workspace limit is ${limits.document_bytes}` });
+  }
+}
+
+function checkSchedule(path: string, cron: string | undefined, timezone: string | undefined, problems: Problem[]): void {
+  if (cron !== undefined) {
+    const problem = cronProblem(cron);
+    if (problem) problems.push({ path: `${path}.cron`, message: `'${cron}' ${problem}` });
+  }
+  if (timezone !== undefined && !isTimezone(timezone)) {
+    problems.push({ path: `${path}.timezone`, message: `'${timezone}' is not an IANA timezone (such as Europe/Berlin or UTC)` });
+  }
+}
+
+function checkTool(path: string, slug: string, refs: References, problems: Problem[]): ToolDefinition | undefined {
+  const tool = refs.tools.get(slug);
+  if (!tool) problems.push({ path, message: `'${slug}' is not a tool of the catalog (GET /api/build/catalog/apps/{app} lists an app's tools)` });
+  return tool;
+}
+
+function checkTrigger(trigger: TriggerInput, path: string, refs: References, problems: Problem[]): void {
+  if (trigger.kind === 'poll') {
+    const tool = checkTool(`${path}.tool`, trigger.tool, refs, problems);
+    if (tool && !tool.read_only) {
+      problems.push({ path: `${path}.tool`, message: `'${trigger.tool}' is not read-only; a poll trigger's detector must be a read-only tool` });
+    }
+    checkSchedule(path, trigger.cron, trigger.timezone, problems);
+  } else if (trigger.kind === 'app_event') {
+    if (!refs.apps.has(trigger.app)) problems.push({ path: `${path}.app`, message: `'${trigger.app}' is not an app of the catalog; ${CATALOG_HINT}` });
+    const connection = refs.connections.get(trigger.connection);
+    if (!connection) {
+      problems.push({ path: `${path}.connection`, message: `'${trigger.connection}' is not a connection of this workspace; GET /api/build/connections lists them` });
+    } else if (connection.app !== trigger.app) {
+      problems.push({ path: `${path}.connection`, message: `'${trigger.connection}' is a connection of app '${connection.app}', not of '${trigger.app}'` });
+    }
+  }
+}
+
+export function checkAgent(doc: AgentDraft, refs: References, documentBytes: number): Problem[] {
+  const problems: Problem[] = [];
+  checkSize(documentBytes, refs.limits, problems);
+  if (!refs.models.has(doc.model)) problems.push({ path: 'body.model', message: `'${doc.model}' is not a model of the catalog; ${CATALOG_HINT}` });
+  if (doc.max_steps > refs.limits.agent_steps) {
+    problems.push({ path: 'body.max_steps', message: `must be <= ${refs.limits.agent_steps} (the workspace's agent_steps limit)` });
+  }
+  doc.tools.apps.forEach((app, i) => {
+    if (!refs.apps.has(app)) problems.push({ path: `body.tools.apps[${i}]`, message: `'${app}' is not an app of the catalog; ${CATALOG_HINT}` });
+  });
+  doc.tools.disabled_tools.forEach((slug, i) => checkTool(`body.tools.disabled_tools[${i}]`, slug, refs, problems));
+  if (Array.isArray(doc.tools.connections)) {
+    doc.tools.connections.forEach((ref, i) => {
+      if (!refs.connections.has(ref)) {
+        problems.push({ path: `body.tools.connections[${i}]`, message: `'${ref}' is not a connection of this workspace; GET /api/build/connections lists them` });
+      }
+    });
+  }
+  if (doc.schedule.enabled && doc.schedule.cron === undefined) {
+    problems.push({ path: 'body.schedule.cron', message: 'required when schedule.enabled is true' });
+  }
+  checkSchedule('body.schedule', doc.schedule.cron, doc.schedule.timezone, problems);
+  if (doc.triggers.length > refs.limits.triggers_per_agent) {
+    problems.push({ path: 'body.triggers', message: `has ${doc.triggers.length} triggers; the workspace limit is ${refs.limits.triggers_per_agent}` });
+  }
+  doc.triggers.forEach((trigger, i) => checkTrigger(trigger, `body.triggers[${i}]`, refs, problems));
+  return problems;
+}
+
+function checkReference(ref: TemplateRef, path: string, doc: WorkflowDraft, reachable: ReadonlySet<string> | 'all', stepIds: ReadonlySet<string>, problems: Problem[]): void {
+  switch (ref.kind) {
+    case 'malformed':
+      problems.push({ path, message: `${ref.text} is not a reference; use {{inputs.<name>}}, {{steps.<id>.output}} or {{steps.<id>.output.<path>}}` });
+      return;
+    case 'input':
+      if (!(ref.name in (doc.inputs ?? {}))) problems.push({ path, message: `${ref.text} names no declared input; declare '${ref.name}' in inputs` });
+      return;
+    case 'step':
+      if (!stepIds.has(ref.stepId)) problems.push({ path, message: `${ref.text} names no step of this workflow` });
+      else if (reachable !== 'all' && !reachable.has(ref.stepId)) {
+        problems.push({ path, message: `${ref.text}: this step does not wait for step '${ref.stepId}'; add it to after (directly or through another step)` });
+      }
+  }
+}
+
+export function checkWorkflow(doc: WorkflowDraft, refs: References, documentBytes: number): Problem[] {
+  const problems: Problem[] = [];
+  checkSize(documentBytes, refs.limits, problems);
+  if (doc.steps.length > refs.limits.workflow_steps) {
+    problems.push({ path: 'body.steps', message: `has ${doc.steps.length} steps; the workspace limit is ${refs.limits.workflow_steps}` });
+  }
+  const firstIndex = new Map<string, number>();
+  doc.steps.forEach((step, i) => {
+    const first = firstIndex.get(step.id);
+    if (first !== undefined) problems.push({ path: `body.steps[${i}].id`, message: `'${step.id}' is already the id of steps[${first}]; step ids must be unique` });
+    else firstIndex.set(step.id, i);
+  });
+  const stepIds = new Set(firstIndex.keys());
+  const nodes = doc.steps.map((s) => ({ id: s.id, after: s.after ?? [] }));
+  doc.steps.forEach((step, i) => {
+    (step.after ?? []).forEach((dep, j) => {
+      if (!stepIds.has(dep)) problems.push({ path: `body.steps[${i}].after[${j}]`, message: `'${dep}' is not a step of this workflow` });
+    });
+  });
+  const cycle = findCycle(nodes);
+  if (cycle) problems.push({ path: 'body.steps', message: `the after lists form a cycle: ${cycle.join(' → ')} (each step waits for the one before it)` });
+
+  const ancestors = ancestorsOf(nodes);
+  doc.steps.forEach((step, i) => {
+    const path = `body.steps[${i}]`;
+    const reachable = ancestors.get(step.id) ?? new Set<string>();
+    const texts = step.kind === 'tool' ? stringsIn(step.args ?? {}, `${path}.args`) : [{ path: `${path}.prompt`, text: step.prompt }];
+    for (const { path: at, text } of texts) for (const ref of referencesIn(text)) checkReference(ref, at, doc, reachable, stepIds, problems);
+    if (step.kind === 'tool') checkTool(`${path}.tool`, step.tool, refs, problems);
+    else if (!refs.agents.has(step.agent)) {
+      problems.push({ path: `${path}.agent`, message: `'${step.agent}' is not an agent of this workspace; GET /api/build/agents lists them` });
+    }
+  });
+  // The output is rendered when the run ends, so it may use any step.
+  for (const ref of referencesIn(doc.output ?? '')) checkReference(ref, 'body.output', doc, 'all', stepIds, problems);
+  if (doc.schedule) checkSchedule('body.schedule', doc.schedule.cron, doc.schedule.timezone, problems);
+  return problems;
+}

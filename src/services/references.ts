@@ -1,0 +1,28 @@
+// Gathers what a document may reference in the caller's workspace, for the semantic checks.
+import { CATALOG_APPS, CATALOG_MODELS, CATALOG_TOOLS } from '../domain/catalog';
+import type { References } from '../domain/semantics';
+import { describeProblems, type Problem } from '../domain/types';
+import { badRequest } from '../errors';
+import type { Principal, ServiceContext } from './context';
+
+export async function referencesFor(ctx: ServiceContext, who: Principal): Promise<References> {
+  const [connections, agents] = await Promise.all([ctx.store.connections.list(who.workspaceId), ctx.store.agents.list(who.workspaceId)]);
+  return {
+    models: CATALOG_MODELS,
+    apps: CATALOG_APPS,
+    tools: CATALOG_TOOLS,
+    connections: new Map(connections.map((c) => [c.ref, c])),
+    agents: new Set(agents.map((a) => a.slug)),
+    limits: ctx.limits,
+  };
+}
+
+/** The size a document counts against the workspace's document_bytes limit: its JSON in UTF-8. */
+export function documentBytes(doc: unknown): number {
+  return Buffer.byteLength(JSON.stringify(doc));
+}
+
+/** One 400 that lists every problem found, each with its JSON path. */
+export function rejectProblems(problems: Problem[]): void {
+  if (problems.length) throw badRequest(describeProblems(problems));
+}
