@@ -42,7 +42,15 @@ export interface paths {
         put?: never;
         /**
          * Validate agent
-         * @description Checks an agent document and returns it normalised. Nothing is written.
+         * @description Checks an agent document exactly as create and replace do, and returns it normalised with
+         *     the list of what normalisation changed. Nothing is written. Besides the schema, the rules
+         *     are: `model`, `tools.apps`, `tools.disabled_tools` and poll-trigger tools exist in the
+         *     catalog; explicit `tools.connections` and app-event connections exist in the workspace (an
+         *     app-event connection belongs to its `app`); a poll trigger's tool is read-only; cron
+         *     expressions have 5 fields (names and `@daily`-style macros allowed) and fire at least once;
+         *     timezones are IANA zones; `schedule.cron` is required when `schedule.enabled` is true;
+         *     `max_steps`, the trigger count and the document's size are within the workspace `limits`.
+         *     Every problem is reported in one 400, each with its JSON path.
          */
         post: operations["validateAgent"];
         delete?: never;
@@ -131,8 +139,10 @@ export interface paths {
         /**
          * Rotate webhook secret
          * @description Mints a new secret for one webhook trigger of the agent. The new one-time URL is returned in
-         *     this response only; the old URL stops working at once. A `trigger_id` that names no trigger
-         *     of this agent, or names a trigger that is not a webhook, gives 404. An archived agent gives 409.
+         *     this response only; the old URL stops working at once. The trigger's `secret_prefix` is part
+         *     of the document, so rotation is a write: the agent's `updated_at` and version change and the
+         *     new stamp is in `ETag`. A `trigger_id` that names no trigger of this agent, or names a trigger
+         *     that is not a webhook, gives 404. An archived agent gives 409.
          */
         post: operations["rotateWebhook"];
         delete?: never;
@@ -205,7 +215,16 @@ export interface paths {
         put?: never;
         /**
          * Validate workflow
-         * @description Checks a workflow document and returns it normalised. Nothing is written.
+         * @description Checks a workflow document exactly as create and replace do, and returns it normalised with
+         *     the list of the defaults it filled. Nothing is written. Besides the schema, the rules are:
+         *     input names are 1..40 lowercase letters, digits and underscores; step ids are unique; `after`
+         *     names existing steps and the steps form no cycle (the cycle is named); templates
+         *     `{{inputs.<name>}}`, `{{steps.<id>.output}}` and `{{steps.<id>.output.<path>}}` in step
+         *     `args`, agent-step `prompt` and `output` name a declared input, or a step the referencing
+         *     step waits for directly or transitively (`output` may name any step); tool steps name a
+         *     catalog tool and agent steps an agent of the workspace; the schedule's cron and timezone are
+         *     valid; the step count and the document's size are within the workspace `limits`. Every
+         *     problem is reported in one 400, each with its JSON path.
          */
         post: operations["validateWorkflow"];
         delete?: never;
@@ -466,7 +485,7 @@ export interface components {
              */
             approval: "destructive" | "write";
         };
-        /** @description The agent's own schedule. Every member is optional; the object is required. */
+        /** @description The agent's own schedule. Every member is optional; the object is required. `cron` is required when `enabled` is true; `timezone` defaults to UTC. */
         AgentSchedule: {
             enabled?: boolean;
             cron?: string;
@@ -1075,7 +1094,7 @@ export interface components {
             ref: string;
             app: string;
             label: string | null;
-            /** @description `connected`, `disconnected` or `expired`. Only `connected` connections can be referenced. */
+            /** @description `connected`, `disconnected` or `expired`. */
             status: string;
         };
         AgentListResponse: {
@@ -1552,6 +1571,7 @@ export interface operations {
             /** @description The secret was rotated. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
