@@ -186,6 +186,8 @@ describe('replace agent', () => {
     expect(res.response.status).toBe(409);
     expect((res.error as { error: string }).error).toMatch(/^body\.updated_at: .* is not the current stamp/);
     expect((res.error as { current: unknown }).current).toEqual(doc);
+    const read = await t.client().GET('/api/build/agents/{ref}', { params: { path: { ref: doc.id } } });
+    expect(read.data!.data).toEqual(doc);
   });
 
   test('If-Match * with the current body stamp is accepted', async () => {

@@ -182,3 +182,20 @@ describe('validate workflow', () => {
     expect((await t.client().GET('/api/build/workflows/{ref}', { params: { path: { ref: 'validate-only' } } })).response.status).toBe(404);
   });
 });
+
+describe('workspace limits', () => {
+  test('creating past the workflow limit is 409 and writes nothing', async () => {
+    const small = await startService({}, (config) => {
+      config.limits.workflows = 1;
+    });
+    try {
+      expect((await small.client().PUT('/api/build/workflows', { body: minimal('first') })).response.status).toBe(201);
+      const res = await small.client().PUT('/api/build/workflows', { body: minimal('second') });
+      expect(res.response.status).toBe(409);
+      expect(res.error).toEqual({ error: 'this workspace has reached its limit of 1 workflows' });
+      expect((await small.client().GET('/api/build/workflows')).data!.data.map((w) => w.slug)).toEqual(['first']);
+    } finally {
+      await small.close();
+    }
+  });
+});
