@@ -110,9 +110,12 @@ export interface paths {
         /**
          * Test agent
          * @description Starts a test run of the stored agent with `prompt` and answers at once with the run's id;
-         *     poll `GET /api/build/runs/{runId}`. A run spends workspace credits (one per model step). A
-         *     workspace below the run's minimum cost, or an archived agent, gives 409; a refusal by the
-         *     runtime is recorded as a run (`run_id`) that the starter can read.
+         *     poll `GET /api/build/runs/{runId}`. A run spends one workspace credit per model step, paid as
+         *     it goes; a run that exhausts the balance midway fails with an error that says so. A balance
+         *     below 1 is 409 with the `run_id` of the recorded refusal (a run with status `refused` the
+         *     starter can read); an archived agent is 409 with `run_id` null. Tool calls that the agent's
+         *     `approval` policy holds are not executed in a test run: they are recorded in `tool_calls` as
+         *     `awaiting_approval`.
          */
         post: operations["testAgent"];
         delete?: never;
@@ -285,10 +288,13 @@ export interface paths {
         put?: never;
         /**
          * Test workflow
-         * @description Starts a test run of the stored workflow with `input` (checked against the workflow's
-         *     `inputs`; defaults applied) and answers at once; poll `GET /api/build/workflow-runs/{runId}`.
-         *     A run costs one credit per executed step and is refused (409) when the balance is below the
-         *     number of steps, or when the workflow is disabled.
+         * @description Starts a test run of the stored workflow with `input` and answers at once; poll
+         *     `GET /api/build/workflow-runs/{runId}`. `input` is checked against the workflow's `inputs`:
+         *     a name it does not declare, or a declared input without a default that is missing, is 400;
+         *     defaults are applied. A run costs one credit per executed step (an agent step counts as one):
+         *     the number of steps is reserved on acceptance and what skipped steps did not use is returned.
+         *     A balance below the number of steps is 409 with the `run_id` of the recorded refusal; a
+         *     disabled workflow is 409 with `run_id` null.
          */
         post: operations["testWorkflow"];
         delete?: never;
@@ -1035,6 +1041,8 @@ export interface components {
             input: {
                 [key: string]: unknown;
             };
+            /** @description The workflow's `output` template rendered when the run succeeded; null before, on failure, or without a template. */
+            output: string | null;
             /** Format: date-time */
             started_at: string | null;
             /** Format: date-time */

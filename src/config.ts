@@ -14,6 +14,13 @@ export interface AuthConfig {
   workspaceClaim: string;
 }
 
+export interface OpenAiConfig {
+  baseUrl: string;
+  apiKey: string | null;
+  /** The model ids the provider offers; the catalog lists them. */
+  models: string[];
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -24,6 +31,12 @@ export interface Config {
   defaultCredits: number;
   logLevel: string;
   limits: WorkspaceLimits;
+  /** How many runs execute at once. */
+  runWorkers: number;
+  /** Let the http.request tool reach private, loopback and link-local addresses (tests, local setups). */
+  httpToolAllowPrivate: boolean;
+  /** An OpenAI-compatible chat-completions provider, when OPENAI_BASE_URL is set. */
+  openai: OpenAiConfig | null;
 }
 
 export class ConfigError extends Error {}
@@ -65,6 +78,27 @@ function httpUrl(env: Env, name: string, fallback: string | null): string | null
   return raw.replace(/\/+$/, '');
 }
 
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(`${name}: must be true or false, got '${raw}'`);
+}
+
+function openAi(env: Env): OpenAiConfig | null {
+  const baseUrl = httpUrl(env, 'OPENAI_BASE_URL', null);
+  const models = (env.OPENAI_MODELS ?? '').split(',').map((m) => m.trim()).filter(Boolean);
+  if (!baseUrl) {
+    if (models.length) throw new ConfigError('OPENAI_MODELS: needs OPENAI_BASE_URL as well');
+    return null;
+  }
+  if (!models.length) throw new ConfigError('OPENAI_MODELS: required with OPENAI_BASE_URL, a comma-separated list of model ids');
+  const bad = models.find((m) => !/^[A-Za-z0-9._:/-]{1,120}$/.test(m));
+  if (bad) throw new ConfigError(`OPENAI_MODELS: '${bad}' is not a model id (1..120 letters, digits and . _ : / -)`);
+  return { baseUrl, apiKey: env.OPENAI_API_KEY || null, models };
+}
+
 function nonEmpty(env: Env, name: string, fallback: string, pattern: RegExp, rule: string): string {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -99,5 +133,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     defaultCredits: integer(env, 'DEFAULT_CREDITS', 1000, 0, 1_000_000_000),
     logLevel,
     limits: { ...DEFAULT_LIMITS },
+    runWorkers: integer(env, 'RUN_WORKERS', 4, 1, 64),
+    httpToolAllowPrivate: boolean(env, 'HTTP_TOOL_ALLOW_PRIVATE', false),
+    openai: openAi(env),
   };
 }

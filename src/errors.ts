@@ -19,6 +19,3 @@ export class ApiError extends Error {
 export const badRequest = (message: string) => new ApiError(400, message);
 export const notFound = (message: string) => new ApiError(404, message);
 export const conflict = (message: string, extra: Record<string, unknown> = {}) => new ApiError(409, message, extra);
-
-/** For operations whose issue has not landed yet; the only 501 the API gives. */
-export const notImplemented = () => new ApiError(501, 'not implemented yet');

@@ -37,9 +37,10 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
     }, SHUTDOWN_GRACE_MS);
     force.unref();
     server.close(() => {
-      service.close();
-      logger.info('stopped');
-      process.exit(0);
+      void service.close(SHUTDOWN_GRACE_MS).then(() => {
+        logger.info('stopped');
+        process.exit(0);
+      });
     });
     server.closeIdleConnections();
   };

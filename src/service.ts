@@ -7,15 +7,22 @@ import { remoteKeySource, staticKeySource, type KeySource } from './auth/key-sou
 import { openLocalIssuer, type LocalIssuer } from './auth/local-issuer';
 import { createApp } from './http/app';
 import type { Logger } from './log';
+import { createModelRegistry } from './runtime/models';
+import { createRunner, type Runner } from './runtime/runner';
 import { openSqliteStore, type Store } from './store';
 
 export interface Service {
   app: express.Express;
   store: Store;
+  runner: Runner;
   /** Present when the service is its own issuer (no AUTH_ISSUER). */
   localIssuer: LocalIssuer | null;
-  close(): void;
+  /** Stops the run workers (waiting up to graceMs for runs in progress) and closes the store. */
+  close(graceMs?: number): Promise<void>;
 }
+
+/** Limits of the http.request tool. */
+const HTTP_TOOL = { timeoutMs: 10_000, maxResponseBytes: 1024 * 1024 };
 
 /** The issuer the embedded key pair signs as: the service's own public address. */
 export function localIssuerFor(config: Config): LocalIssuer {
@@ -30,8 +37,23 @@ export async function createService(config: Config, logger: Logger, opts: { vali
     ? staticKeySource(localIssuer.jwks)
     : remoteKeySource({ issuer, jwksUri: config.auth.jwksUri });
   const resourceMetadataUrl = `${config.publicBaseUrl}/.well-known/oauth-protected-resource`;
+  const models = createModelRegistry(config);
+  const runner = createRunner({
+    store,
+    models,
+    http: { ...HTTP_TOOL, allowPrivate: config.httpToolAllowPrivate },
+    workers: config.runWorkers,
+    logger,
+  });
   const app = await createApp({
-    ctx: { store, limits: config.limits, publicBaseUrl: config.publicBaseUrl },
+    ctx: {
+      store,
+      limits: config.limits,
+      publicBaseUrl: config.publicBaseUrl,
+      models: models.catalog,
+      defaultCredits: config.defaultCredits,
+      notifyRunQueued: runner.notify,
+    },
     store,
     logger,
     publicBaseUrl: config.publicBaseUrl,
@@ -46,5 +68,15 @@ export async function createService(config: Config, logger: Logger, opts: { vali
     localJwks: localIssuer?.jwks,
     validateResponses: opts.validateResponses,
   });
-  return { app, store, localIssuer, close: () => store.close() };
+  await runner.start();
+  return {
+    app,
+    store,
+    runner,
+    localIssuer,
+    close: async (graceMs = 5000) => {
+      await runner.stop(graceMs);
+      store.close();
+    },
+  };
 }

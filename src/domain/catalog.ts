@@ -1,7 +1,5 @@
 // The built-in catalog: the deterministic model and the tool apps every workspace has (DESIGN §6).
 // Each tool carries the JSON schema its arguments must satisfy and its read-only/destructive flags.
-import type { CatalogModel } from './types';
-
 export interface ToolDefinition {
   slug: string;
   name: string;
@@ -19,10 +17,6 @@ export interface AppDefinition {
 }
 
 export const TRIGGER_TYPES = ['webhook', 'poll', 'app_event'] as const;
-
-export const BUILTIN_MODELS: CatalogModel[] = [
-  { id: 'builtin/scripted', label: 'Built-in scripted model (deterministic)', tier: 'test' },
-];
 
 const objectOf = (properties: Record<string, unknown>, required: string[] = []) => ({
   type: 'object',
@@ -90,4 +84,3 @@ export const BUILTIN_APPS: AppDefinition[] = [
 
 export const CATALOG_APPS: ReadonlyMap<string, AppDefinition> = new Map(BUILTIN_APPS.map((app) => [app.slug, app]));
 export const CATALOG_TOOLS: ReadonlyMap<string, ToolDefinition> = new Map(BUILTIN_APPS.flatMap((app) => app.tools.map((t) => [t.slug, t] as const)));
-export const CATALOG_MODELS: ReadonlySet<string> = new Set(BUILTIN_MODELS.map((m) => m.id));

@@ -40,3 +40,53 @@ export function stringsIn(value: unknown, base: string): { path: string; text: s
   }
   return [];
 }
+
+/** What templates are rendered from: the run's input and the outputs of finished steps. */
+export interface TemplateScope {
+  inputs: Record<string, unknown>;
+  steps: Record<string, unknown>;
+}
+
+function lookup(ref: TemplateRef, scope: TemplateScope): unknown {
+  if (ref.kind === 'input') return scope.inputs[ref.name] ?? null;
+  if (ref.kind !== 'step') return undefined;
+  let value: unknown = scope.steps[ref.stepId];
+  for (const key of ref.path) {
+    if (value === null || typeof value !== 'object' || !Object.prototype.hasOwnProperty.call(value, key)) return null;
+    value = (value as Record<string, unknown>)[key];
+  }
+  return value ?? null;
+}
+
+function asText(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+const WHOLE = /^\s*\{\{\s*([^{}]*?)\s*\}\}\s*$/;
+
+/** A string with its references replaced by their values as text. */
+export function renderText(text: string, scope: TemplateScope): string {
+  return text.replace(PLACEHOLDER, (whole, expression: string) => {
+    const ref = parseRef(expression);
+    return ref && ref.kind !== 'malformed' ? asText(lookup(ref, scope)) : whole;
+  });
+}
+
+/**
+ * Renders every string inside a JSON value. A string that is exactly one reference becomes the
+ * referenced value with its JSON type (a number stays a number, an object an object).
+ */
+export function renderValue(value: unknown, scope: TemplateScope): unknown {
+  if (typeof value === 'string') {
+    const whole = WHOLE.exec(value);
+    const ref = whole ? parseRef(whole[1] as string) : null;
+    if (ref && ref.kind !== 'malformed') return structuredClone(lookup(ref, scope));
+    return renderText(value, scope);
+  }
+  if (Array.isArray(value)) return value.map((v) => renderValue(v, scope));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renderValue(v, scope)]));
+  }
+  return value;
+}

@@ -85,3 +85,26 @@ export function materialiseWorkflow(draft: WorkflowDraft, updatedAt: string): Wo
     output: draft.output ?? null,
   };
 }
+
+/**
+ * A test run's input against the workflow's declared inputs: unknown names are problems, missing
+ * ones take their default, and a missing input without a default is a problem too.
+ */
+export function resolveInput(doc: Workflow, input: Record<string, unknown>): { input: Record<string, unknown>; problems: Problem[] } {
+  const declared = doc.inputs;
+  const names = Object.keys(declared);
+  const problems: Problem[] = [];
+  for (const name of Object.keys(input)) {
+    if (!Object.prototype.hasOwnProperty.call(declared, name)) {
+      problems.push({ path: `body.input.${name}`, message: `not an input of workflow '${doc.slug}' (declared: ${names.join(', ') || 'none'})` });
+    }
+  }
+  const resolved: Record<string, unknown> = {};
+  for (const name of names) {
+    const declaration = declared[name] ?? {};
+    if (Object.prototype.hasOwnProperty.call(input, name)) resolved[name] = input[name];
+    else if (Object.prototype.hasOwnProperty.call(declaration, 'default')) resolved[name] = declaration.default;
+    else problems.push({ path: `body.input.${name}`, message: 'required: the input has no default' });
+  }
+  return { input: resolved, problems };
+}

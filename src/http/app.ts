@@ -199,15 +199,14 @@ function mountDocs(app: express.Express): void {
 
 /**
  * Test mode: every reply under /api/build is checked against the operation's documented responses;
- * a reply the spec does not describe becomes a 500 that says why. 501 (an operation whose issue has
- * not landed) is the one exemption.
+ * a reply the spec does not describe becomes a 500 that says why.
  */
 function contractCheck(api: OpenAPIBackend): express.RequestHandler {
   return (req, res, next) => {
     const json = res.json.bind(res);
     res.json = (body: unknown) => {
       const operation = req.operation;
-      if (operation && res.statusCode !== 501) {
+      if (operation) {
         const headers: Record<string, string> = {};
         for (const [name, value] of Object.entries(res.getHeaders())) headers[name] = String(value);
         const problem = contractViolation(api, operation, { status: res.statusCode, body, headers });

@@ -1,7 +1,7 @@
 // The catalog a document may reference: built-in models and apps, trigger types, the workspace's
 // limits and, per app, how many connections the workspace has.
 import { notFound } from '../errors';
-import { BUILTIN_APPS, BUILTIN_MODELS, CATALOG_APPS, TRIGGER_TYPES } from '../domain/catalog';
+import { BUILTIN_APPS, CATALOG_APPS, TRIGGER_TYPES } from '../domain/catalog';
 import type { Catalog, CatalogApp, Connection } from '../domain/types';
 import type { Principal, ServiceContext } from './context';
 
@@ -14,7 +14,7 @@ function connectionsPerApp(connections: Connection[]): (app: string) => number {
 export async function getCatalog(ctx: ServiceContext, who: Principal): Promise<Catalog> {
   const count = connectionsPerApp(await ctx.store.connections.list(who.workspaceId));
   return {
-    models: BUILTIN_MODELS,
+    models: ctx.models,
     apps: BUILTIN_APPS.map((app) => ({ slug: app.slug, name: app.name, connections: count(app.slug), tools: app.tools.length })),
     trigger_types: [...TRIGGER_TYPES],
     limits: ctx.limits,

@@ -1,5 +1,6 @@
 // What every use case receives: the store, the workspace limits, and who is asking.
 import type { WorkspaceLimits } from '../config';
+import type { CatalogModel } from '../domain/types';
 import type { Store } from '../store';
 
 export interface ServiceContext {
@@ -7,6 +8,12 @@ export interface ServiceContext {
   limits: WorkspaceLimits;
   /** Where the service is reached from outside: webhook URLs are built on it. */
   publicBaseUrl: string;
+  /** The models the configured providers offer (the catalog lists them). */
+  models: CatalogModel[];
+  /** The credit balance of a workspace seen for the first time. */
+  defaultCredits: number;
+  /** Tells the run workers that a run was queued. */
+  notifyRunQueued: () => void;
 }
 
 /** The caller, as the verified token names them. */

@@ -1,5 +1,5 @@
 // Gathers what a document may reference in the caller's workspace, for the semantic checks.
-import { CATALOG_APPS, CATALOG_MODELS, CATALOG_TOOLS } from '../domain/catalog';
+import { CATALOG_APPS, CATALOG_TOOLS } from '../domain/catalog';
 import type { References } from '../domain/semantics';
 import { describeProblems, type Problem } from '../domain/types';
 import { badRequest } from '../errors';
@@ -8,7 +8,7 @@ import type { Principal, ServiceContext } from './context';
 export async function referencesFor(ctx: ServiceContext, who: Principal): Promise<References> {
   const [connections, agents] = await Promise.all([ctx.store.connections.list(who.workspaceId), ctx.store.agents.list(who.workspaceId)]);
   return {
-    models: CATALOG_MODELS,
+    models: new Set(ctx.models.map((m) => m.id)),
     apps: CATALOG_APPS,
     tools: CATALOG_TOOLS,
     connections: new Map(connections.map((c) => [c.ref, c])),

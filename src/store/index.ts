@@ -6,8 +6,10 @@ import { createDocumentTable, type CreateOutcome, type DocumentRecord, type Repl
 import { formatStamp, StampClock } from '../domain/stamps';
 import type { StoredTrigger } from '../domain/agent';
 import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../domain/types';
+import { kvRepository, runRepository, type KvRepository, type RunRepository } from './runs';
 
 export type { CreateOutcome, DocumentRecord, ReplaceOutcome } from './documents';
+export type { KvRepository, RunRepository, RunRow, RunStatus, RunKind, NewRun } from './runs';
 export type AgentRecord = DocumentRecord<Agent>;
 export type WorkflowRecord = DocumentRecord<Workflow>;
 
@@ -53,6 +55,8 @@ export interface Store {
   workflows: WorkflowRepository;
   connections: ConnectionRepository;
   workspaces: WorkspaceRepository;
+  runs: RunRepository;
+  kv: KvRepository;
   /** Throws when the database cannot answer (readiness probe). */
   ping(): Promise<void>;
   close(): void;
@@ -73,6 +77,8 @@ export function createSqliteStore(db: Db, clock: StampClock): Store {
     workflows,
     connections,
     workspaces,
+    runs: runRepository(db),
+    kv: kvRepository(db),
     ping: async () => {
       ping.get();
     },

@@ -5,8 +5,6 @@
 //  - turn the request of each documented 4xx into one that provokes it (Dredd skips non-2xx by
 //    default; every 4xx that a request can provoke is exercised here),
 //  - validate every real reply (status, headers, body) against the spec with openapi-backend.
-// Transactions of operations whose issues have not landed yet (runs, webhooks) are skipped where
-// they would reach the handler; their 501 answer is covered by the integration tests.
 'use strict';
 const hooks = require('hooks');
 const { openLocalIssuer } = require('../../dist/src/auth/local-issuer');

@@ -51,7 +51,7 @@ export async function startService(env: Record<string, string> = {}, mutate?: (c
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
-      service.close();
+      await service.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };

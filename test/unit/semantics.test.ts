@@ -1,5 +1,5 @@
 import { DEFAULT_LIMITS } from '../../src/config';
-import { CATALOG_APPS, CATALOG_MODELS, CATALOG_TOOLS } from '../../src/domain/catalog';
+import { CATALOG_APPS, CATALOG_TOOLS } from '../../src/domain/catalog';
 import { ancestorsOf, findCycle } from '../../src/domain/dag';
 import { cronProblem, isTimezone } from '../../src/domain/schedule';
 import { checkAgent, checkWorkflow, type References } from '../../src/domain/semantics';
@@ -10,7 +10,7 @@ import { normaliseWorkflow } from '../../src/domain/workflow';
 import { minimalAgent } from '../helpers/fixtures';
 
 const refs: References = {
-  models: CATALOG_MODELS,
+  models: new Set(['builtin/scripted']),
   apps: CATALOG_APPS,
   tools: CATALOG_TOOLS,
   connections: new Map([

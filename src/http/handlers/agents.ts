@@ -1,7 +1,7 @@
 // Agent operations: read the validated request, call the service, shape the reply.
 import { etagFor } from '../../domain/etag';
-import { notImplemented } from '../../errors';
 import * as agents from '../../services/agents';
+import * as runs from '../../services/runs';
 import type { AgentWrite } from '../../services/agents';
 import type { Handlers } from './types';
 
@@ -45,9 +45,10 @@ export const agentHandlers: Pick<
     return { status: 200, headers: { ETag: etag(write) }, body: { data: writeResult(write) } };
   },
 
-  testAgent: async () => {
-    throw notImplemented();
-  },
+  testAgent: async ({ ctx, principal, params, body }) => ({
+    status: 202,
+    body: { data: await runs.testAgent(ctx, principal, params.ref, body.prompt) },
+  }),
 
   rotateWebhook: async ({ ctx, principal, params, body }) => {
     const { record, secret } = await agents.rotateWebhook(ctx, principal, params.ref, body.trigger_id);

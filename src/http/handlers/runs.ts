@@ -1,12 +1,11 @@
-// Run projections (the run queue lands with its own issue).
-import { notImplemented } from '../../errors';
+// Run projections: only the user who started a run can read it.
+import * as runs from '../../services/runs';
 import type { Handlers } from './types';
 
 export const runHandlers: Pick<Handlers, 'getAgentRun' | 'getWorkflowRun'> = {
-  getAgentRun: async () => {
-    throw notImplemented();
-  },
-  getWorkflowRun: async () => {
-    throw notImplemented();
-  },
+  getAgentRun: async ({ ctx, principal, params }) => ({ status: 200, body: { data: await runs.getAgentRun(ctx, principal, params.runId) } }),
+  getWorkflowRun: async ({ ctx, principal, params }) => ({
+    status: 200,
+    body: { data: await runs.getWorkflowRun(ctx, principal, params.runId) },
+  }),
 };

@@ -1,6 +1,6 @@
 // Workflow operations: read the validated request, call the service, shape the reply.
 import { etagFor } from '../../domain/etag';
-import { notImplemented } from '../../errors';
+import * as runs from '../../services/runs';
 import * as workflows from '../../services/workflows';
 import type { WorkflowWrite } from '../../services/workflows';
 import type { Handlers } from './types';
@@ -46,7 +46,8 @@ export const workflowHandlers: Pick<
     body: { data: await workflows.validateWorkflow(ctx, principal, body) },
   }),
 
-  testWorkflow: async () => {
-    throw notImplemented();
-  },
+  testWorkflow: async ({ ctx, principal, params, body }) => ({
+    status: 202,
+    body: { data: await runs.testWorkflow(ctx, principal, params.ref, body?.input ?? {}) },
+  }),
 };

@@ -1,0 +1,39 @@
+// The interface between the agent loop and a model: messages and tool specs in, text or tool calls out.
+import type { CatalogModel } from '../../domain/types';
+
+export interface ToolCall {
+  id: string;
+  tool: string;
+  args: Record<string, unknown>;
+}
+
+export type ChatMessage =
+  | { role: 'system' | 'user'; content: string }
+  | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+export interface ToolSpec {
+  slug: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface ModelRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools: ToolSpec[];
+  reasoningEffort: 'low' | 'medium' | 'high' | null;
+}
+
+export interface ModelReply {
+  text: string | null;
+  toolCalls: ToolCall[];
+}
+
+export interface ModelProvider {
+  models: CatalogModel[];
+  complete(request: ModelRequest): Promise<ModelReply>;
+}
+
+/** The model could not answer (provider down, bad reply); the run fails with this message. */
+export class ModelError extends Error {}

@@ -1,0 +1,141 @@
+// Runs queued test runs in this process with bounded concurrency. A worker claims the oldest
+// queued run, executes it, records the end, and claims the next; a run that throws is recorded as
+// failed and the worker goes on. At start, runs a stopped process left `running` are finished as
+// failed, with their unspent credits returned.
+import type { Logger } from '../log';
+import type { Agent, Workflow } from '../domain/types';
+import type { RunRow, Store } from '../store';
+import { runAgent, type AgentRunState } from './agent-loop';
+import type { ModelRegistry } from './models';
+import type { HttpToolOptions, ToolContext } from './tools/types';
+import { runWorkflow, type StepOutcome } from './workflow-executor';
+
+export const INTERRUPTED = 'interrupted: the service stopped while this run was running; start a new test run';
+
+export interface RunnerOptions {
+  store: Store;
+  models: ModelRegistry;
+  http: HttpToolOptions;
+  workers: number;
+  logger: Logger;
+}
+
+export interface Runner {
+  start(): Promise<void>;
+  /** A run was queued: wake a worker. */
+  notify(): void;
+  /** Stops claiming runs and waits (at most `graceMs`) for the ones executing. */
+  stop(graceMs: number): Promise<void>;
+  /** Resolves when no run is queued or executing (tests). */
+  idle(): Promise<void>;
+}
+
+export function createRunner(opts: RunnerOptions): Runner {
+  const { store, logger } = opts;
+  let active = 0;
+  let stopping = false;
+  // Counts notifications, so a worker that found the queue empty can tell whether a run was
+  // queued while it looked (and look again instead of leaving it behind).
+  let notifications = 0;
+  const workers = new Set<Promise<void>>();
+  let idleWaiters: (() => void)[] = [];
+
+  const toolContext = (workspaceId: string): ToolContext => ({ workspaceId, kv: store.kv, http: opts.http });
+  const now = () => new Date().toISOString();
+
+  async function executeAgentRun(run: RunRow): Promise<void> {
+    const agent = JSON.parse(run.snapshot as string) as Agent;
+    const { prompt } = JSON.parse(run.request) as { prompt: string };
+    const outcome = await runAgent(agent, prompt, {
+      models: opts.models,
+      tools: toolContext(run.workspace_id),
+      // The first step was reserved when the run was accepted; later ones are paid as they come.
+      chargeStep: () => store.runs.spend(run.id, 1),
+      onProgress: (state: AgentRunState) => store.runs.saveState(run.id, state),
+    });
+    await store.runs.finish(run.id, outcome.status, outcome.error, outcome.state, now());
+  }
+
+  async function executeWorkflowRun(run: RunRow): Promise<void> {
+    const workflow = JSON.parse(run.snapshot as string) as Workflow;
+    const { input } = JSON.parse(run.request) as { input: Record<string, unknown> };
+    const runAgentStep = async (slug: string, prompt: string): Promise<StepOutcome> => {
+      const record = await store.agents.find(run.workspace_id, slug);
+      if (!record) return { ok: false, error: `agent '${slug}' not found in this workspace` };
+      // The workflow step is the unit of cost: the agent's own model steps are not charged again.
+      const outcome = await runAgent(record.document, prompt, {
+        models: opts.models,
+        tools: toolContext(run.workspace_id),
+        chargeStep: async () => true,
+        onProgress: async () => undefined,
+      });
+      return outcome.status === 'succeeded' ? { ok: true, output: outcome.state.final_text } : { ok: false, error: outcome.error as string };
+    };
+    const outcome = await runWorkflow(workflow, input, {
+      tools: toolContext(run.workspace_id),
+      runAgentStep,
+      chargeStep: () => store.runs.spend(run.id, 1),
+      onProgress: (state) => store.runs.saveState(run.id, state),
+    });
+    await store.runs.finish(run.id, outcome.status, outcome.error, outcome.state, now());
+  }
+
+  async function execute(run: RunRow): Promise<void> {
+    try {
+      if (run.kind === 'agent') await executeAgentRun(run);
+      else await executeWorkflowRun(run);
+    } catch (err) {
+      logger.error({ err, runId: run.id }, 'run failed unexpectedly');
+      const state = JSON.parse(run.state) as unknown;
+      await store.runs.finish(run.id, 'failed', 'internal error while executing the run', state, now()).catch((e: unknown) => {
+        logger.error({ err: e, runId: run.id }, 'could not record the failure of a run');
+      });
+    }
+  }
+
+  async function work(): Promise<void> {
+    active++;
+    try {
+      while (!stopping) {
+        const seen = notifications;
+        const run = await store.runs.claimNext(now());
+        if (run) await execute(run);
+        else if (seen === notifications) break;
+      }
+    } catch (err) {
+      logger.error({ err }, 'run worker stopped unexpectedly');
+    } finally {
+      active--;
+      if (active === 0) {
+        const waiters = idleWaiters;
+        idleWaiters = [];
+        for (const resolve of waiters) resolve();
+      }
+    }
+  }
+
+  /** Adds a worker unless all are busy; each queued run notifies once, so busy periods fill up to `workers`. */
+  function notify(): void {
+    notifications++;
+    if (stopping || active >= opts.workers) return;
+    const worker = work(); // counts itself active before its first await
+    workers.add(worker);
+    void worker.finally(() => workers.delete(worker));
+  }
+
+  return {
+    async start() {
+      const interrupted = await store.runs.failInterrupted(INTERRUPTED, now());
+      if (interrupted) logger.warn({ runs: interrupted }, 'finished interrupted runs as failed');
+      for (let i = 0; i < opts.workers; i++) notify();
+    },
+    notify,
+    async stop(graceMs) {
+      stopping = true;
+      await Promise.race([Promise.all([...workers]), new Promise((resolve) => setTimeout(resolve, graceMs).unref())]);
+    },
+    idle() {
+      return active === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve));
+    },
+  };
+}

@@ -1,0 +1,48 @@
+// Calls a catalog tool: its arguments are checked against the tool's JSON schema first, then the
+// implementation runs. Every outcome is a value ({ ok, output } or { ok: false, error }), so a
+// failing tool never takes a run or a worker down with it.
+import Ajv, { type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import { CATALOG_TOOLS } from '../../domain/catalog';
+import { describeValidationErrors } from '../../http/validation-errors';
+import { coreTools } from './core';
+import { httpTools } from './http';
+import { kvTools } from './kv';
+import { timeTools } from './time';
+import { ToolError, type ToolContext, type ToolImplementation } from './types';
+
+export { ToolError, type ToolContext } from './types';
+
+const implementations: Record<string, ToolImplementation> = { ...coreTools, ...kvTools, ...timeTools, ...httpTools };
+
+const ajv = addFormats(new Ajv({ allErrors: true, strict: false }));
+const validators = new Map<string, ValidateFunction>();
+
+function validatorFor(slug: string, schema: Record<string, unknown>): ValidateFunction {
+  let validate = validators.get(slug);
+  if (!validate) {
+    validate = ajv.compile(schema);
+    validators.set(slug, validate);
+  }
+  return validate;
+}
+
+export type ToolOutcome = { ok: true; output: unknown } | { ok: false; error: string };
+
+export async function invokeTool(slug: string, args: unknown, ctx: ToolContext): Promise<ToolOutcome> {
+  const definition = CATALOG_TOOLS.get(slug);
+  const implementation = implementations[slug];
+  if (!definition || !implementation) return { ok: false, error: `'${slug}' is not a tool of the catalog` };
+  const validate = validatorFor(slug, definition.args_schema);
+  if (!validate(args)) {
+    // ajv paths are relative to the arguments object: name them `args.<member>`.
+    const errors = (validate.errors ?? []).map((e) => ({ ...e, instancePath: `/args${e.instancePath}` }));
+    return { ok: false, error: `invalid arguments for ${slug}: ${describeValidationErrors(errors, () => [])}` };
+  }
+  try {
+    return { ok: true, output: (await implementation(args as Record<string, unknown>, ctx)) ?? null };
+  } catch (err) {
+    if (err instanceof ToolError) return { ok: false, error: err.message };
+    return { ok: false, error: `${slug} failed unexpectedly: ${(err as Error).message}` };
+  }
+}

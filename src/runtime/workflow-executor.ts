@@ -1,0 +1,104 @@
+// The workflow executor: steps run as soon as every step in their `after` has succeeded, so
+// independent steps run concurrently; a failed step fails the run and every step that waits for it
+// (directly or transitively) is recorded as skipped. Arguments and prompts are rendered from the
+// run's input and the outputs of the steps they wait for; the output template is rendered last.
+import { renderText, renderValue, type TemplateScope } from '../domain/templates';
+import type { Workflow, WorkflowStep } from '../domain/types';
+import type { components } from '../../generated/api';
+import { invokeTool, type ToolContext } from './tools';
+
+type StepResult = components['schemas']['StepResult'];
+
+export interface WorkflowRunState {
+  current_step: string | null;
+  step_results: Record<string, StepResult>;
+  output: string | null;
+}
+
+export type StepOutcome = { ok: true; output: unknown } | { ok: false; error: string };
+
+export interface WorkflowExecutorDeps {
+  tools: ToolContext;
+  /** Runs the workspace's agent `slug` with a prompt; its final text is the step's output. */
+  runAgentStep: (slug: string, prompt: string) => Promise<StepOutcome>;
+  /** Pays for one executed step; false when the workspace cannot. */
+  chargeStep: () => Promise<boolean>;
+  onProgress: (state: WorkflowRunState) => Promise<void>;
+  now?: () => string;
+}
+
+export interface WorkflowOutcome {
+  status: 'succeeded' | 'failed';
+  error: string | null;
+  state: WorkflowRunState;
+}
+
+export function initialWorkflowState(doc: Workflow): WorkflowRunState {
+  const step_results: Record<string, StepResult> = {};
+  for (const step of doc.steps) step_results[step.id] = { status: 'pending', output: null, error: null, started_at: null, finished_at: null };
+  return { current_step: null, step_results, output: null };
+}
+
+export async function runWorkflow(doc: Workflow, input: Record<string, unknown>, deps: WorkflowExecutorDeps): Promise<WorkflowOutcome> {
+  const now = deps.now ?? (() => new Date().toISOString());
+  const state = initialWorkflowState(doc);
+  const results = state.step_results;
+  const scope: TemplateScope = { inputs: input, steps: {} };
+  const running = new Map<string, Promise<void>>();
+  const result = (id: string) => results[id] as StepResult;
+
+  async function execute(step: WorkflowStep): Promise<StepOutcome> {
+    if (!(await deps.chargeStep())) return { ok: false, error: 'credits exhausted: the workspace cannot pay for this step' };
+    if (step.kind === 'tool') return invokeTool(step.tool, renderValue(step.args, scope), deps.tools);
+    return deps.runAgentStep(step.agent, renderText(step.prompt, scope));
+  }
+
+  function start(step: WorkflowStep): void {
+    Object.assign(result(step.id), { status: 'running', started_at: now() });
+    state.current_step = step.id;
+    const task = execute(step)
+      .catch((err: unknown): StepOutcome => ({ ok: false, error: `step failed unexpectedly: ${(err as Error).message}` }))
+      .then(async (outcome) => {
+        const r = result(step.id);
+        Object.assign(r, outcome.ok ? { status: 'succeeded', output: outcome.output } : { status: 'failed', error: outcome.error }, { finished_at: now() });
+        if (outcome.ok) scope.steps[step.id] = outcome.output;
+        running.delete(step.id);
+        if (state.current_step === step.id) state.current_step = [...running.keys()].pop() ?? null;
+        await deps.onProgress(state);
+      });
+    running.set(step.id, task);
+  }
+
+  /** Starts every step whose dependencies succeeded and skips every step behind a failure; repeats until nothing changes. */
+  function advance(): boolean {
+    let changedAny = false;
+    for (let changed = true; changed; ) {
+      changed = false;
+      for (const step of doc.steps) {
+        if (result(step.id).status !== 'pending') continue;
+        const blocker = step.after.find((dep) => ['failed', 'skipped'].includes(result(dep).status));
+        if (blocker) {
+          Object.assign(result(step.id), { status: 'skipped', error: `skipped: step '${blocker}' did not succeed` });
+          changed = true;
+        } else if (step.after.every((dep) => result(dep).status === 'succeeded')) {
+          start(step);
+          changed = true;
+        }
+      }
+      changedAny ||= changed;
+    }
+    return changedAny;
+  }
+
+  for (;;) {
+    if (advance()) await deps.onProgress(state);
+    if (!running.size) break;
+    await Promise.race(running.values());
+  }
+
+  state.current_step = null;
+  const failed = doc.steps.find((s) => result(s.id).status === 'failed');
+  if (failed) return { status: 'failed', error: `step '${failed.id}' failed: ${result(failed.id).error}`, state };
+  state.output = doc.output === null ? null : renderText(doc.output, scope);
+  return { status: 'succeeded', error: null, state };
+}

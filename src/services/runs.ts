@@ -1,0 +1,126 @@
+// Test runs: accepting them (credits reserved, or the refusal recorded as a run the starter can
+// read), and their projections. A run is visible only to the user who started it, in its workspace.
+import { randomUUID } from 'node:crypto';
+import type { components } from '../../generated/api';
+import { resolveInput } from '../domain/workflow';
+import type { Agent } from '../domain/types';
+import { ApiError, notFound } from '../errors';
+import type { NewRun, RunRow } from '../store';
+import type { AgentRunState } from '../runtime/agent-loop';
+import { initialWorkflowState, type WorkflowRunState } from '../runtime/workflow-executor';
+import { findAgent } from './agents';
+import type { Principal, ServiceContext } from './context';
+import { rejectProblems } from './references';
+import { findWorkflow } from './workflows';
+
+type AgentRun = components['schemas']['AgentRun'];
+type WorkflowRun = components['schemas']['WorkflowRun'];
+type Accepted = { accepted: true; run_id: string; status: 'queued' };
+
+export const AGENT_RUN_WARNING =
+  'Transcript and tool output can contain instructions from third parties; review them before copying anything into an agent or workflow.';
+export const WORKFLOW_RUN_WARNING =
+  'Step output can contain instructions from third parties; review it before copying anything into an agent or workflow.';
+
+const refused = (error: string, runId: string | null) => new ApiError(409, error, { run_id: runId });
+
+async function accept(ctx: ServiceContext, run: Omit<NewRun, 'initialCredits' | 'id' | 'source'>): Promise<Accepted> {
+  const id = randomUUID();
+  const refusal = (balance: number) => `insufficient credits: the run needs at least ${run.minimumCost}, the workspace has ${balance}`;
+  const outcome = await ctx.store.runs.accept({ ...run, id, source: 'test', initialCredits: ctx.defaultCredits }, refusal);
+  if (outcome.status === 'refused') throw refused(refusal(outcome.balance), id);
+  ctx.notifyRunQueued();
+  return { accepted: true, run_id: id, status: 'queued' };
+}
+
+export async function testAgent(ctx: ServiceContext, who: Principal, ref: string, prompt: string): Promise<Accepted> {
+  const agent = await findAgent(ctx, who, ref);
+  if (agent.document.status === 'archived') {
+    throw refused(`agent '${agent.slug}' is archived; set its status to draft or active to test it`, null);
+  }
+  const initial: AgentRunState = { transcript: [], tool_calls: [], final_text: null, steps: 0 };
+  return accept(ctx, {
+    kind: 'agent',
+    workspaceId: who.workspaceId,
+    startedBy: who.userId,
+    targetId: agent.id,
+    targetVersion: agent.version,
+    request: { prompt },
+    snapshot: agent.document,
+    state: initial,
+    minimumCost: 1,
+  });
+}
+
+export async function testWorkflow(ctx: ServiceContext, who: Principal, ref: string, input: Record<string, unknown>): Promise<Accepted> {
+  const workflow = await findWorkflow(ctx, who, ref);
+  const resolved = resolveInput(workflow.document, input);
+  rejectProblems(resolved.problems);
+  if (!workflow.document.enabled) {
+    throw refused(`workflow '${workflow.slug}' is disabled; set enabled to true to test it`, null);
+  }
+  return accept(ctx, {
+    kind: 'workflow',
+    workspaceId: who.workspaceId,
+    startedBy: who.userId,
+    targetId: workflow.id,
+    targetVersion: workflow.version,
+    request: { input: resolved.input },
+    snapshot: workflow.document,
+    state: initialWorkflowState(workflow.document),
+    minimumCost: workflow.document.steps.length,
+  });
+}
+
+async function findRun(ctx: ServiceContext, who: Principal, runId: string, kind: RunRow['kind']): Promise<RunRow> {
+  const run = await ctx.store.runs.find(runId.toLowerCase());
+  if (!run || run.kind !== kind || run.workspace_id !== who.workspaceId || run.started_by !== who.userId) {
+    throw notFound(`run '${runId}' not found: no ${kind} run of yours has this id`);
+  }
+  return run;
+}
+
+export async function getAgentRun(ctx: ServiceContext, who: Principal, runId: string): Promise<AgentRun> {
+  const run = await findRun(ctx, who, runId, 'agent');
+  const agent = run.snapshot ? (JSON.parse(run.snapshot) as Agent) : null;
+  const state = JSON.parse(run.state) as AgentRunState;
+  const executed = run.started_at !== null;
+  return {
+    id: run.id,
+    agent: agent && { slug: agent.slug, name: agent.name },
+    status: run.status,
+    version: run.target_version,
+    steps: executed ? state.steps : null,
+    transcript: state.transcript,
+    final_text: state.final_text,
+    tool_calls: state.tool_calls,
+    credits: run.status === 'refused' ? null : run.credits_spent,
+    error: run.error,
+    started_at: run.accepted_at,
+    run_started_at: run.started_at,
+    finished_at: run.finished_at,
+    warning: AGENT_RUN_WARNING,
+  };
+}
+
+export async function getWorkflowRun(ctx: ServiceContext, who: Principal, runId: string): Promise<WorkflowRun> {
+  const run = await findRun(ctx, who, runId, 'workflow');
+  const state = JSON.parse(run.state) as WorkflowRunState;
+  const { input } = JSON.parse(run.request) as { input: Record<string, unknown> };
+  return {
+    id: run.id,
+    workflow_id: run.target_id,
+    workflow_version_id: run.target_version === null ? null : `${run.target_id}@${run.target_version}`,
+    status: run.status,
+    source: run.source,
+    current_step: state.current_step,
+    step_results: state.step_results,
+    input,
+    output: state.output,
+    started_at: run.started_at,
+    finished_at: run.finished_at,
+    error: run.error,
+    started_by: run.started_by,
+    warning: WORKFLOW_RUN_WARNING,
+  };
+}

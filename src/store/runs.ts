@@ -1,0 +1,188 @@
+// Runs and credits. Credits are reserved when a run is accepted (its minimum cost) and charged
+// as it spends; whatever was reserved and not spent goes back when it ends. Every debit is one
+// conditional UPDATE, so a balance never goes below zero, whatever the concurrency.
+import type { Db } from './db';
+
+export type RunKind = 'agent' | 'workflow';
+export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'refused';
+
+export interface RunRow {
+  id: string;
+  kind: RunKind;
+  workspace_id: string;
+  started_by: string;
+  target_id: string;
+  target_version: number | null;
+  status: RunStatus;
+  source: string;
+  request: string;
+  snapshot: string | null;
+  state: string;
+  credits_reserved: number;
+  credits_spent: number;
+  error: string | null;
+  accepted_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+export interface NewRun {
+  id: string;
+  kind: RunKind;
+  workspaceId: string;
+  startedBy: string;
+  targetId: string;
+  targetVersion: number;
+  source: string;
+  request: unknown;
+  snapshot: unknown;
+  state: unknown;
+  /** Credits the run needs at least; reserved on acceptance, or the run is refused. */
+  minimumCost: number;
+  /** The balance of a workspace seen for the first time. */
+  initialCredits: number;
+}
+
+export type AcceptOutcome = { status: 'queued' } | { status: 'refused'; balance: number };
+
+export interface RunRepository {
+  accept(run: NewRun, refusal: (balance: number) => string): Promise<AcceptOutcome>;
+  find(id: string): Promise<RunRow | null>;
+  /** Moves the oldest queued run to running and returns it. */
+  claimNext(now: string): Promise<RunRow | null>;
+  saveState(id: string, state: unknown): Promise<void>;
+  /** Spends `amount` credits for the run, from its reservation first, then from the balance. False when the balance cannot cover it. */
+  spend(id: string, amount: number): Promise<boolean>;
+  /** Ends the run and returns what it reserved and did not spend to the workspace. */
+  finish(id: string, status: 'succeeded' | 'failed', error: string | null, state: unknown, now: string): Promise<void>;
+  /** Runs left `running` by a stopped process: failed with `message`, reservations returned. */
+  failInterrupted(message: string, now: string): Promise<number>;
+}
+
+export function runRepository(db: Db): RunRepository {
+  const ensureWorkspace = db.prepare('INSERT OR IGNORE INTO workspaces (id, credits, created_at) VALUES (?, ?, ?)');
+  const debit = db.prepare('UPDATE workspaces SET credits = credits - @amount WHERE id = @workspace AND credits >= @amount');
+  const credit = db.prepare('UPDATE workspaces SET credits = credits + @amount WHERE id = @workspace');
+  const balance = db.prepare('SELECT credits FROM workspaces WHERE id = ?').pluck();
+  const insert = db.prepare(
+    `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, request, snapshot, state, credits_reserved, error, accepted_at, finished_at)
+     VALUES (@id, @kind, @workspace_id, @started_by, @target_id, @target_version, @status, @source, @request, @snapshot, @state, @reserved, @error, @accepted_at, @finished_at)`,
+  );
+  const byId = db.prepare('SELECT * FROM runs WHERE id = ?');
+  const nextQueued = db.prepare(`SELECT id FROM runs WHERE status = 'queued' ORDER BY accepted_at, id LIMIT 1`).pluck();
+  const markRunning = db.prepare(`UPDATE runs SET status = 'running', started_at = ? WHERE id = ? AND status = 'queued'`);
+  const saveState = db.prepare('UPDATE runs SET state = ? WHERE id = ?');
+  const spendReserved = db.prepare(
+    'UPDATE runs SET credits_spent = credits_spent + @amount WHERE id = @id AND credits_spent + @amount <= credits_reserved',
+  );
+  const reserveMore = db.prepare('UPDATE runs SET credits_reserved = credits_reserved + @amount, credits_spent = credits_spent + @amount WHERE id = @id');
+  const finish = db.prepare(
+    `UPDATE runs SET status = @status, error = @error, state = @state, finished_at = @now,
+       credits_reserved = credits_spent WHERE id = @id`,
+  );
+  const running = db.prepare(`SELECT id, workspace_id, credits_reserved, credits_spent FROM runs WHERE status = 'running'`);
+  const failOne = db.prepare(
+    `UPDATE runs SET status = 'failed', error = @error, finished_at = @now, credits_reserved = credits_spent WHERE id = @id`,
+  );
+
+  const acceptTx = db.transaction((run: NewRun, refusal: (balance: number) => string): AcceptOutcome => {
+    const now = new Date().toISOString();
+    ensureWorkspace.run(run.workspaceId, run.initialCredits, now);
+    const reserved = debit.run({ amount: run.minimumCost, workspace: run.workspaceId }).changes === 1;
+    const row = {
+      id: run.id,
+      kind: run.kind,
+      workspace_id: run.workspaceId,
+      started_by: run.startedBy,
+      target_id: run.targetId,
+      target_version: run.targetVersion,
+      source: run.source,
+      request: JSON.stringify(run.request),
+      snapshot: JSON.stringify(run.snapshot),
+      state: JSON.stringify(run.state),
+      accepted_at: now,
+    };
+    if (reserved) {
+      insert.run({ ...row, status: 'queued', reserved: run.minimumCost, error: null, finished_at: null });
+      return { status: 'queued' };
+    }
+    const left = balance.get(run.workspaceId) as number;
+    insert.run({ ...row, status: 'refused', reserved: 0, error: refusal(left), finished_at: now });
+    return { status: 'refused', balance: left };
+  });
+
+  const claimTx = db.transaction((now: string): RunRow | null => {
+    const id = nextQueued.get() as string | undefined;
+    if (!id) return null;
+    markRunning.run(now, id);
+    return byId.get(id) as RunRow;
+  });
+
+  const spendTx = db.transaction((id: string, amount: number): boolean => {
+    if (spendReserved.run({ id, amount }).changes === 1) return true;
+    const run = byId.get(id) as RunRow | undefined;
+    if (!run) return false;
+    if (debit.run({ amount, workspace: run.workspace_id }).changes !== 1) return false;
+    reserveMore.run({ id, amount });
+    return true;
+  });
+
+  const finishTx = db.transaction((id: string, status: string, error: string | null, state: unknown, now: string) => {
+    const run = byId.get(id) as RunRow | undefined;
+    if (!run) return;
+    const unspent = run.credits_reserved - run.credits_spent;
+    if (unspent > 0) credit.run({ amount: unspent, workspace: run.workspace_id });
+    finish.run({ id, status, error, state: JSON.stringify(state), now });
+  });
+
+  const failInterruptedTx = db.transaction((message: string, now: string): number => {
+    const rows = running.all() as Pick<RunRow, 'id' | 'workspace_id' | 'credits_reserved' | 'credits_spent'>[];
+    for (const run of rows) {
+      const unspent = run.credits_reserved - run.credits_spent;
+      if (unspent > 0) credit.run({ amount: unspent, workspace: run.workspace_id });
+      failOne.run({ id: run.id, error: message, now });
+    }
+    return rows.length;
+  });
+
+  return {
+    accept: async (run, refusal) => acceptTx.immediate(run, refusal),
+    find: async (id) => (byId.get(id) as RunRow | undefined) ?? null,
+    claimNext: async (now) => claimTx.immediate(now),
+    saveState: async (id, state) => {
+      saveState.run(JSON.stringify(state), id);
+    },
+    spend: async (id, amount) => spendTx.immediate(id, amount),
+    finish: async (id, status, error, state, now) => finishTx.immediate(id, status, error, state, now),
+    failInterrupted: async (message, now) => failInterruptedTx.immediate(message, now),
+  };
+}
+
+export interface KvRepository {
+  get(workspaceId: string, key: string): Promise<unknown | undefined>;
+  list(workspaceId: string, prefix: string, limit: number): Promise<string[]>;
+  set(workspaceId: string, key: string, value: unknown): Promise<void>;
+  delete(workspaceId: string, key: string): Promise<boolean>;
+}
+
+export function kvRepository(db: Db): KvRepository {
+  const get = db.prepare('SELECT value FROM kv_entries WHERE workspace_id = ? AND key = ?').pluck();
+  // Prefix match by range, so `%` and `_` in a prefix are plain characters.
+  const list = db.prepare('SELECT key FROM kv_entries WHERE workspace_id = ? AND key >= ? AND key < ? ORDER BY key LIMIT ?').pluck();
+  const set = db.prepare(
+    `INSERT INTO kv_entries (workspace_id, key, value, updated_at) VALUES (?, ?, ?, ?)
+     ON CONFLICT (workspace_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+  );
+  const del = db.prepare('DELETE FROM kv_entries WHERE workspace_id = ? AND key = ?');
+  return {
+    get: async (ws, key) => {
+      const value = get.get(ws, key) as string | undefined;
+      return value === undefined ? undefined : JSON.parse(value);
+    },
+    list: async (ws, prefix, limit) => list.all(ws, prefix, `${prefix}\uffff`, limit) as string[],
+    set: async (ws, key, value) => {
+      set.run(ws, key, JSON.stringify(value), new Date().toISOString());
+    },
+    delete: async (ws, key) => del.run(ws, key).changes > 0,
+  };
+}
