@@ -1,0 +1,149 @@
+import { startService, type TestService } from '../helpers/service';
+import { minimalAgent } from '../helpers/fixtures';
+import { waitForWorkflowRun } from '../helpers/runs';
+import type { components } from '../../generated/api';
+
+type WorkflowCreate = components['schemas']['WorkflowCreate'];
+let t: TestService;
+beforeAll(async () => {
+  t = await startService();
+  await t.client().PUT('/api/build/agents', { body: { ...minimalAgent('Summariser'), slug: 'summariser' } });
+});
+afterAll(() => t.close());
+
+let n = 0;
+async function workflow(body: Omit<WorkflowCreate, 'kind' | 'slug' | 'name'>) {
+  const slug = `wf-${++n}`;
+  const res = await t.client().PUT('/api/build/workflows', { body: { kind: 'service.workflow/v1', slug, name: slug, ...body } });
+  expect(res.response.status).toBe(201);
+  return slug;
+}
+
+const startRun = (ref: string, input?: Record<string, unknown>, token?: string) =>
+  t.client(token).POST('/api/build/workflows/{ref}/test', { params: { path: { ref } }, body: input === undefined ? {} : { input } });
+
+test('fan-out and fan-in with templated arguments: JSON types kept, output rendered, every field present', async () => {
+  const slug = await workflow({
+    inputs: { count: { default: 2 }, label: { description: 'a name' } },
+    steps: [
+      { id: 'start', kind: 'tool', tool: 'core.echo', args: { count: '{{inputs.count}}', label: 'item {{inputs.label}}' } },
+      { id: 'left', kind: 'tool', tool: 'kv.set', args: { key: 'left', value: '{{steps.start.output}}' }, after: ['start'] },
+      { id: 'right', kind: 'tool', tool: 'core.sleep', args: { ms: '{{steps.start.output.count}}' }, after: ['start'] },
+      { id: 'join', kind: 'tool', tool: 'core.echo', args: { both: ['{{steps.left.output.key}}', '{{steps.right.output}}'] }, after: ['left', 'right'] },
+    ],
+    output: 'slept {{steps.right.output.slept_ms}} ms, stored {{steps.left.output.key}}',
+  });
+  const started = await startRun(slug, { label: 'A' });
+  expect(started.response.status).toBe(202);
+  expect(started.data!.data).toEqual({ accepted: true, run_id: expect.any(String), status: 'queued' });
+  const run = await waitForWorkflowRun(t, started.data!.data.run_id);
+  expect(run).toMatchObject({
+    status: 'succeeded',
+    source: 'test',
+    current_step: null,
+    input: { count: 2, label: 'A' },
+    output: 'slept 2 ms, stored left',
+    error: null,
+    started_by: 'user-1',
+    warning: expect.stringContaining('third parties'),
+  });
+  expect(run.workflow_version_id).toBe(`${run.workflow_id}@1`);
+  expect(run.step_results.start!.output).toEqual({ count: 2, label: 'item A' });
+  expect(run.step_results.right!.output).toEqual({ slept_ms: 2 });
+  expect(run.step_results.join!.output).toEqual({ both: ['left', { slept_ms: 2 }] });
+  for (const result of Object.values(run.step_results)) {
+    expect(result.status).toBe('succeeded');
+    expect(result.started_at! <= result.finished_at!).toBe(true);
+  }
+  expect(run.step_results.join!.started_at! >= run.step_results.right!.finished_at!).toBe(true);
+  expect(await t.service.store.kv.get('ws-1', 'left')).toEqual({ count: 2, label: 'item A' });
+});
+
+test('a failing step fails the run; its dependants are skipped, independent steps still run', async () => {
+  const slug = await workflow({
+    steps: [
+      { id: 'boom', kind: 'tool', tool: 'core.fail', args: { message: 'no luck' } },
+      { id: 'after-boom', kind: 'tool', tool: 'core.echo', after: ['boom'] },
+      { id: 'further', kind: 'tool', tool: 'core.echo', after: ['after-boom'] },
+      { id: 'independent', kind: 'tool', tool: 'time.now' },
+    ],
+    output: '{{steps.further.output}}',
+  });
+  const before = await t.service.store.workspaces.credits('ws-1', 0);
+  const run = await waitForWorkflowRun(t, (await startRun(slug)).data!.data.run_id);
+  expect(run.status).toBe('failed');
+  expect(run.error).toBe("step 'boom' failed: no luck");
+  expect(run.output).toBeNull();
+  expect(Object.fromEntries(Object.entries(run.step_results).map(([id, r]) => [id, r.status]))).toEqual({
+    boom: 'failed',
+    'after-boom': 'skipped',
+    further: 'skipped',
+    independent: 'succeeded',
+  });
+  expect(run.step_results['after-boom']!.error).toBe("skipped: step 'boom' did not succeed");
+  // 4 credits reserved, 2 steps executed: 2 spent, 2 returned.
+  expect(await t.service.store.workspaces.credits('ws-1', 0)).toBe(before - 2);
+});
+
+test('an agent step runs the named agent with its rendered prompt', async () => {
+  const slug = await workflow({
+    inputs: { topic: {} },
+    steps: [{ id: 'ask', kind: 'agent', agent: 'summariser', prompt: 'Summarise {{inputs.topic}}' }],
+    output: '{{steps.ask.output}}',
+  });
+  const run = await waitForWorkflowRun(t, (await startRun(slug, { topic: 'billing' })).data!.data.run_id);
+  expect(run.status).toBe('succeeded');
+  expect(run.step_results.ask!.output).toBe('Summarise billing');
+  expect(run.output).toBe('Summarise billing');
+});
+
+test('invalid arguments after rendering fail the step with the argument path', async () => {
+  const slug = await workflow({ inputs: { ms: {} }, steps: [{ id: 'nap', kind: 'tool', tool: 'core.sleep', args: { ms: '{{inputs.ms}}' } }] });
+  const run = await waitForWorkflowRun(t, (await startRun(slug, { ms: 'soon' })).data!.data.run_id);
+  expect(run.status).toBe('failed');
+  expect(run.step_results.nap!.error).toBe('invalid arguments for core.sleep: args.ms: must be a whole number');
+});
+
+test('input: unknown names and missing inputs without a default are 400; nothing is queued', async () => {
+  const slug = await workflow({ inputs: { needed: {} }, steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] });
+  const unknown = await startRun(slug, { needed: 1, extra: true });
+  expect(unknown.response.status).toBe(400);
+  expect(unknown.error).toEqual({ error: `body.input.extra: not an input of workflow '${slug}' (declared: needed)` });
+  const missing = await startRun(slug, {});
+  expect(missing.error).toEqual({ error: 'body.input.needed: required: the input has no default' });
+  const notObject = await t.client().POST('/api/build/workflows/{ref}/test', { params: { path: { ref: slug } }, body: { input: 5 } as never });
+  expect(notObject.error).toEqual({ error: 'body.input: must be of type object' });
+});
+
+test('a disabled workflow refuses test runs with 409 and run_id null', async () => {
+  const slug = await workflow({ enabled: false, steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] });
+  const res = await startRun(slug);
+  expect(res.response.status).toBe(409);
+  expect(res.error).toEqual({ error: `workflow '${slug}' is disabled; set enabled to true to test it`, run_id: null });
+});
+
+test('a balance below the number of steps is refused and recorded', async () => {
+  const slug = await workflow({ steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }, { id: 'b', kind: 'tool', tool: 'core.echo' }] });
+  await t.service.store.workspaces.setCredits('ws-1', 1);
+  try {
+    const res = await startRun(slug);
+    expect(res.response.status).toBe(409);
+    const body = res.error as { error: string; run_id: string };
+    expect(body.error).toBe('insufficient credits: the run needs at least 2, the workspace has 1');
+    const run = await t.client().GET('/api/build/workflow-runs/{runId}', { params: { path: { runId: body.run_id } } });
+    expect(run.data!.data).toMatchObject({ status: 'refused', error: body.error, started_at: null, finished_at: expect.any(String) });
+    expect(await t.service.store.workspaces.credits('ws-1', 0)).toBe(1);
+  } finally {
+    await t.service.store.workspaces.setCredits('ws-1', 1000);
+  }
+});
+
+test('a run is readable only by its starter', async () => {
+  const slug = await workflow({ steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] });
+  const runId = (await startRun(slug)).data!.data.run_id;
+  await waitForWorkflowRun(t, runId);
+  for (const token of [t.token({ user: 'other' }), t.token({ workspace: 'ws-2' })]) {
+    expect((await t.client(token).GET('/api/build/workflow-runs/{runId}', { params: { path: { runId } } })).response.status).toBe(404);
+  }
+  expect((await t.client().GET('/api/build/runs/{runId}', { params: { path: { runId } } })).response.status).toBe(404);
+});
