@@ -18,7 +18,8 @@ const mint = (scope = 'build') =>
 const token = mint();
 const validatorReady = createContractValidator(loadSpec());
 
-const NOT_IMPLEMENTED = ['Test agent', 'Test workflow', 'Read agent run', 'Read workflow run'];
+// Run ids captured from the 202 of the test transactions, for the run reads that follow them.
+const started = {};
 const STALE = '"2020-01-01T00:00:00.000000Z"';
 const exampleAgent = JSON.stringify(loadSpec().document.components.examples.AgentCreateRequestExample.value);
 
@@ -48,10 +49,6 @@ async function prepare(t) {
   req.headers.Authorization = `Bearer ${token}`;
   if (status >= 400) t.skip = false;
 
-  if (NOT_IMPLEMENTED.includes(summary) && ![400, 401, 403, 413, 415].includes(status)) {
-    t.skip = true;
-    return;
-  }
   switch (status) {
     case 401:
       delete req.headers.Authorization;
@@ -83,12 +80,17 @@ async function prepare(t) {
       return;
     case 409:
       if (summary.startsWith('Create')) return; // the example's slug was created by the 201 transaction
-      if (summary === 'Rotate webhook secret') return aimAtArchivedAgent(t);
+      if (summary === 'Rotate webhook secret') return aimAtArchivedAgent(t, true);
+      if (summary === 'Test agent') return aimAtArchivedAgent(t, false);
+      if (summary === 'Test workflow') return aimAtDisabledWorkflow(t);
       await carryStamp(t, summary);
       req.headers['If-Match'] = STALE;
       return;
     default:
       if (summary === 'Rotate webhook secret') return aimAtWebhook(t, 'support-triage');
+      if (summary === 'Delete workflow') return aimAtThrowawayWorkflow(t);
+      if (summary === 'Read agent run') return setUri(t, t.request.uri.replace(/[0-9a-f-]{36}$/, started.agent));
+      if (summary === 'Read workflow run') return setUri(t, t.request.uri.replace(/[0-9a-f-]{36}$/, started.workflow));
       await carryStamp(t, summary);
   }
 }
@@ -111,11 +113,29 @@ async function aimAtWebhook(t, ref) {
   t.request.body = JSON.stringify({ trigger_id: hook.id });
 }
 
-/** Rotation of an archived agent's webhook is refused: make one. */
-async function aimAtArchivedAgent(t) {
-  const created = await api('PUT', '/agents', { ...JSON.parse(exampleAgent), slug: 'archived-agent' });
-  await api('POST', '/agents/archived-agent/status', { status: 'archived' }, { 'If-Match': created.etag });
-  await aimAtWebhook(t, 'archived-agent');
+let archived;
+/** An archived agent refuses test runs and webhook rotation: make one (once). */
+async function aimAtArchivedAgent(t, rotate) {
+  archived ??= api('PUT', '/agents', { ...JSON.parse(exampleAgent), slug: 'archived-agent' }).then((created) =>
+    api('POST', '/agents/archived-agent/status', { status: 'archived' }, { 'If-Match': created.etag }),
+  );
+  await archived;
+  if (rotate) await aimAtWebhook(t, 'archived-agent');
+  else setUri(t, withRef(t.request.uri, 'archived-agent'));
+}
+
+const workflowExample = () => JSON.parse(JSON.stringify(loadSpec().document.components.examples.WorkflowCreateRequestExample.value));
+
+/** A disabled workflow refuses test runs. */
+async function aimAtDisabledWorkflow(t) {
+  await api('PUT', '/workflows', { ...workflowExample(), slug: 'disabled-workflow', enabled: false });
+  setUri(t, withRef(t.request.uri, 'disabled-workflow'));
+}
+
+/** Delete a workflow of its own, so the example workflow stays for the test transactions. */
+async function aimAtThrowawayWorkflow(t) {
+  await api('PUT', '/workflows', { ...workflowExample(), slug: 'throwaway' });
+  setUri(t, withRef(t.request.uri, 'throwaway'));
 }
 
 /** Replaces and status writes: send the stored stamp (and, for replaces, the stored document with the example's edit). */
@@ -137,6 +157,16 @@ hooks.beforeEach((t, done) => {
     t.fail = `hook could not prepare the request: ${err.message}`;
     done();
   });
+});
+
+hooks.afterEach((t, done) => {
+  const { summary, status } = parse(t.name);
+  if (status === 202 && t.real && t.real.statusCode === 202) {
+    const runId = JSON.parse(t.real.body).data.run_id;
+    if (summary === 'Test agent') started.agent = runId;
+    if (summary === 'Test workflow') started.workflow = runId;
+  }
+  done();
 });
 
 hooks.beforeEachValidation((t, done) => {
