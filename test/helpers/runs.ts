@@ -3,26 +3,27 @@ import type { TestService } from './service';
 
 const TERMINAL = ['succeeded', 'failed', 'refused'];
 
-export async function waitForAgentRun(t: TestService, runId: string, token?: string, timeoutMs = 5000) {
+async function waitFor<T extends { status: string }>(read: () => Promise<{ status: number; run?: T; error?: unknown }>, runId: string, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const res = await t.client(token).GET('/api/build/runs/{runId}', { params: { path: { runId } } });
-    if (res.response.status !== 200) throw new Error(`run ${runId}: ${res.response.status} ${JSON.stringify(res.error)}`);
-    const run = res.data!.data;
+    const { status, run, error } = await read();
+    if (status !== 200 || !run) throw new Error(`run ${runId}: ${status} ${JSON.stringify(error)}`);
     if (TERMINAL.includes(run.status)) return run;
     if (Date.now() > deadline) throw new Error(`run ${runId} still ${run.status} after ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
-export async function waitForWorkflowRun(t: TestService, runId: string, token?: string, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+export function waitForAgentRun(t: TestService, runId: string, token?: string, timeoutMs = 5000) {
+  return waitFor(async () => {
+    const res = await t.client(token).GET('/api/build/runs/{runId}', { params: { path: { runId } } });
+    return { status: res.response.status, run: res.data?.data, error: res.error };
+  }, runId, timeoutMs);
+}
+
+export function waitForWorkflowRun(t: TestService, runId: string, token?: string, timeoutMs = 5000) {
+  return waitFor(async () => {
     const res = await t.client(token).GET('/api/build/workflow-runs/{runId}', { params: { path: { runId } } });
-    if (res.response.status !== 200) throw new Error(`run ${runId}: ${res.response.status} ${JSON.stringify(res.error)}`);
-    const run = res.data!.data;
-    if (TERMINAL.includes(run.status)) return run;
-    if (Date.now() > deadline) throw new Error(`run ${runId} still ${run.status} after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+    return { status: res.response.status, run: res.data?.data, error: res.error };
+  }, runId, timeoutMs);
 }
