@@ -6,6 +6,8 @@ import path from 'node:path';
 import { openSqliteStore } from '../../src/store';
 import { INTERRUPTED } from '../../src/runtime/runner';
 import { startService } from '../helpers/service';
+import { minimalAgent } from '../helpers/fixtures';
+import { waitForAgentRun } from '../helpers/runs';
 
 test('a run cut off while running is failed with a message at the next start', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-recovery-'));
@@ -41,5 +43,39 @@ test('a run cut off while running is failed with a message at the next start', a
   } finally {
     await t.close();
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a run that throws is recorded as failed and the workers go on with the next run', async () => {
+  const t = await startService();
+  try {
+    // A run whose snapshot cannot be executed (as if the row were damaged).
+    await t.service.store.runs.accept(
+      {
+        id: '22222222-3333-4444-8555-666666666666',
+        kind: 'agent',
+        workspaceId: 'ws-1',
+        startedBy: 'user-1',
+        targetId: 'gone',
+        targetVersion: 1,
+        source: 'test',
+        request: { prompt: 'hi' },
+        snapshot: null,
+        state: { transcript: [], tool_calls: [], final_text: null, steps: 0 },
+        minimumCost: 1,
+        initialCredits: 10,
+      },
+      () => 'refused',
+    );
+    t.service.runner.notify();
+    await t.service.runner.idle();
+    const broken = await t.client().GET('/api/build/runs/{runId}', { params: { path: { runId: '22222222-3333-4444-8555-666666666666' } } });
+    expect(broken.data!.data).toMatchObject({ status: 'failed', error: 'internal error while executing the run', credits: 0 });
+
+    const created = await t.client().PUT('/api/build/agents', { body: minimalAgent('After') });
+    const next = await t.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: created.data!.data.document.id } }, body: { prompt: 'still working' } });
+    expect((await waitForAgentRun(t, next.data!.data.run_id)).status).toBe('succeeded');
+  } finally {
+    await t.close();
   }
 });
