@@ -12,5 +12,12 @@ module.exports = {
       transform,
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
     },
+    {
+      // Against a real server process (built into dist/): concurrency, crashes, hostile input, token attacks.
+      displayName: 'reliability',
+      testEnvironment: 'node',
+      transform,
+      testMatch: ['<rootDir>/test/reliability/**/*.test.ts'],
+    },
   ],
 };

@@ -6,6 +6,8 @@ import type { Operation } from 'openapi-backend';
 import { ApiError } from '../errors';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
+/** Deeper JSON is refused: no document needs it, and recursive code (serialisers, validators) must not meet it. */
+export const BODY_DEPTH_LIMIT = 64;
 
 const tooLarge = () => new ApiError(413, `body is over the ${BODY_LIMIT_BYTES}-byte limit`, {}, { Connection: 'close' });
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
@@ -74,9 +76,24 @@ export async function readJsonBody(req: Request, operation: Operation): Promise<
   } catch {
     throw new ApiError(400, 'body: is not valid UTF-8');
   }
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch (err) {
     throw new ApiError(400, `body: malformed JSON (${(err as Error).message})`);
   }
+  if (exceedsDepth(body, BODY_DEPTH_LIMIT)) throw new ApiError(400, `body: nested deeper than ${BODY_DEPTH_LIMIT} levels`);
+  return body;
+}
+
+/** Whether a parsed JSON value nests objects and arrays deeper than `limit` (checked without recursion). */
+export function exceedsDepth(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [node, depth] = stack.pop() as [unknown, number];
+    if (node === null || typeof node !== 'object') continue;
+    if (depth > limit) return true;
+    for (const child of Object.values(node)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+  }
+  return false;
 }

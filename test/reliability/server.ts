@@ -1,0 +1,99 @@
+// A real server process (`build-api serve`, built into dist/ by `npm run build`) on a loopback
+// port, for the reliability tests: they kill it, restart it on the same database, and read its logs.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import createClient from 'openapi-fetch';
+import type { paths } from '../../generated/api';
+import { openLocalIssuer } from '../../src/auth/local-issuer';
+import { projectRoot } from '../../src/paths';
+
+export const PUBLIC_BASE_URL = 'http://reliability.test';
+
+export interface ServerProcess {
+  baseUrl: string;
+  dataDir: string;
+  databasePath: string;
+  /** Every line the process wrote to stdout and stderr, across restarts. */
+  logs: string[];
+  pid(): number;
+  token(opts?: { user?: string; workspace?: string; scope?: string; ttl?: number }): string;
+  client(token?: string | null): ReturnType<typeof createClient<paths>>;
+  /** Kills the process (SIGKILL by default) and waits for it to exit. */
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Starts it again on the same database. */
+  restart(): Promise<void>;
+  /** Stops it and removes its data directory. */
+  dispose(): Promise<void>;
+}
+
+export async function startServer(env: Record<string, string> = {}): Promise<ServerProcess> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-reliability-'));
+  const databasePath = path.join(dataDir, 'build.db');
+  const logs: string[] = [];
+  let child: ChildProcess;
+  let baseUrl = '';
+
+  async function launch(): Promise<void> {
+    child = spawn(process.execPath, [path.join(projectRoot, 'bin', 'build-api.js'), 'serve'], {
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, PUBLIC_BASE_URL, LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    baseUrl = await new Promise<string>((resolve, reject) => {
+      let buffered = '';
+      const timer = setTimeout(() => reject(new Error(`server did not start:\n${logs.slice(-10).join('\n')}`)), 20_000);
+      const onLine = (line: string) => {
+        logs.push(line);
+        if (!line.includes('"build-api listening"')) return;
+        const { address } = JSON.parse(line) as { address: { port: number } };
+        clearTimeout(timer);
+        resolve(`http://127.0.0.1:${address.port}`);
+      };
+      child.stdout!.on('data', (chunk: Buffer) => {
+        buffered += chunk.toString('utf8');
+        const lines = buffered.split('\n');
+        buffered = lines.pop() ?? '';
+        lines.forEach(onLine);
+      });
+      child.stderr!.on('data', (chunk: Buffer) => logs.push(...chunk.toString('utf8').split('\n').filter(Boolean)));
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`server exited with ${code}:\n${logs.slice(-10).join('\n')}`));
+      });
+    });
+  }
+
+  await launch();
+  const issuer = () => openLocalIssuer(dataDir, PUBLIC_BASE_URL);
+  const server: ServerProcess = {
+    get baseUrl() {
+      return baseUrl;
+    },
+    dataDir,
+    databasePath,
+    logs,
+    pid: () => child.pid as number,
+    token: (opts = {}) =>
+      issuer().mint({
+        sub: opts.user ?? 'user-1',
+        audience: 'build-api',
+        claims: { workspace: opts.workspace ?? 'ws-1', scope: opts.scope ?? 'build' },
+        ttlSeconds: opts.ttl ?? 3600,
+      }),
+    client: (t = server.token()) => createClient<paths>({ baseUrl, headers: t ? { Authorization: `Bearer ${t}` } : {} }),
+    kill: (signal = 'SIGKILL') =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode);
+        child.removeAllListeners('exit');
+        child.once('exit', (code) => resolve(code));
+        child.kill(signal);
+      }),
+    restart: launch,
+    dispose: async () => {
+      await server.kill('SIGTERM');
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return server;
+}
