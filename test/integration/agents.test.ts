@@ -97,6 +97,14 @@ describe('create agent', () => {
     expect(error!.error).toBe('body.triggers[0].kind: must be one of webhook, poll, app_event');
   });
 
+  test('a trigger or step that is not an object is 400, not passed on (found by the fuzzer)', async () => {
+    const res = await t.client().PUT('/api/build/agents', { body: { ...minimalAgent('x'), triggers: ['webhook'] } as never });
+    expect(res.response.status).toBe(400);
+    expect(res.error).toEqual({ error: 'body.triggers[0]: must be of type object' });
+    const wf = await t.client().POST('/api/build/workflows/validate', { body: { kind: 'service.workflow/v1', slug: 'w', name: 'W', steps: [42] } as never });
+    expect(wf.error).toEqual({ error: 'body.steps[0]: must be of type object' });
+  });
+
   test('a trigger id the agent does not own is 400', async () => {
     const body = { ...minimalAgent('x'), triggers: [{ kind: 'webhook' as const, name: 'W', id: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d' }] };
     const { error, response } = await t.client().PUT('/api/build/agents', { body });

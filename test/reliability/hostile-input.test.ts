@@ -1,0 +1,202 @@
+// Hostile input against a real server process, property-based (fast-check, fixed seed): documents
+// generated from openapi.yaml's schemas are accepted by validate; every single mutation that breaks
+// one schema rule is a 400 naming the field; garbage of every kind is a 4xx with { error }, never a
+// 5xx; the process stays up and nothing is stored. `npm run fuzz` runs many more cases.
+import Database from 'better-sqlite3';
+import fc from 'fast-check';
+import { minimalAgent } from '../helpers/fixtures';
+import { arbitraryFor, mutationsOf, schemaNamed, type Hints } from './schema-arbitrary';
+import { startServer, type ServerProcess } from './server';
+
+jest.setTimeout(600_000);
+
+const RUNS = Number(process.env.FUZZ_RUNS ?? 2000);
+const SEED = Number(process.env.FUZZ_SEED ?? 20261121);
+let s: ServerProcess;
+let token: string;
+let baseline: string;
+
+beforeAll(async () => {
+  s = await startServer();
+  token = s.token();
+  const db = new Database(s.databasePath);
+  db.prepare('INSERT INTO connections (workspace_id, ref, app, label, status, created_at) VALUES (?, ?, ?, ?, ?, ?)').run('ws-1', 'kv-main', 'kv', null, 'connected', new Date().toISOString());
+  db.close();
+  const hooked = await s.client().PUT('/api/build/agents', { body: { ...minimalAgent('Fixture'), slug: 'fixture', triggers: [{ kind: 'webhook', name: 'Hook' }] } });
+  expect(hooked.response.status).toBe(201);
+  await s.client().PUT('/api/build/agents', { body: { ...minimalAgent('Helper'), slug: 'helper' } });
+  await s.client().PUT('/api/build/workflows', { body: { kind: 'service.workflow/v1', slug: 'fixture', name: 'Fixture', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] } });
+  baseline = await storedState();
+});
+afterAll(() => s.dispose());
+
+/** Everything a request could have written. */
+async function storedState(): Promise<string> {
+  const db = new Database(s.databasePath, { readonly: true });
+  try {
+    return JSON.stringify(['agents', 'workflows', 'runs', 'agent_triggers', 'kv_entries'].map((table) => db.prepare(`SELECT * FROM ${table} ORDER BY rowid`).all()));
+  } finally {
+    db.close();
+  }
+}
+
+const anyText = fc.string({ maxLength: 20, unit: fc.constantFrom(...'abc xyz'.split('')) });
+const agentHints: Hints = {
+  '.model': fc.constant('builtin/scripted'),
+  '.tools.apps[]': fc.constantFrom('core', 'kv', 'http', 'time'),
+  '.tools.disabled_tools[]': fc.constantFrom('kv.delete', 'core.fail', 'http.request'),
+  '.tools.connections': fc.constantFrom('all', ['kv-main']),
+  '.schedule': fc.oneof(
+    fc.constant({}),
+    fc.record({ enabled: fc.boolean(), cron: fc.constantFrom('0 7 * * 1-5', '*/15 * * * *', '@daily'), timezone: fc.constantFrom('UTC', 'Europe/Berlin'), prompt: anyText }),
+  ),
+  '.triggers[].id': 'omit',
+  '.triggers[].tool': fc.constantFrom('kv.get', 'kv.list', 'time.now'),
+  '.triggers[].cron': fc.constantFrom('*/5 * * * *', '0 9 * * MON'),
+  '.triggers[].timezone': fc.constantFrom('UTC', 'America/New_York'),
+  '.triggers[].app': fc.constant('kv'),
+  '.triggers[].connection': fc.constant('kv-main'),
+};
+
+const stepIds = ['fetch', 'shape', 'store', 'notify'];
+const workflowSteps = fc.integer({ min: 1, max: 4 }).chain((count) =>
+  fc.tuple(
+    ...stepIds.slice(0, count).map((id, i) =>
+      fc.tuple(fc.boolean(), fc.subarray(stepIds.slice(0, i)), fc.dictionary(fc.stringMatching(/^[a-z]{1,6}$/), fc.oneof(fc.integer(), anyText), { maxKeys: 3 })).map(
+        ([agentStep, after, args]) =>
+          agentStep
+            ? { id, kind: 'agent', agent: 'helper', prompt: `Step ${id}`, after }
+            : { id, kind: 'tool', tool: 'core.echo', args, after },
+      ),
+    ),
+  ),
+);
+const workflowHints: Hints = {
+  '.steps': workflowSteps,
+  '.schedule': fc.option(fc.record({ cron: fc.constantFrom('0 7 * * 1-5', '30 2 1 * *'), timezone: fc.constantFrom('UTC', 'Asia/Tokyo') }), { nil: null }),
+};
+
+interface Operation {
+  name: string;
+  schema: string;
+  hints: Hints;
+  send: (body: unknown) => Promise<Response>;
+}
+
+const request = (method: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${s.baseUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
+  });
+
+const operations: Operation[] = [
+  { name: 'validateAgent', schema: 'AgentDraft', hints: agentHints, send: (b) => request('POST', '/api/build/agents/validate', b) },
+  { name: 'createAgent', schema: 'AgentCreate', hints: agentHints, send: (b) => request('PUT', '/api/build/agents', b) },
+  { name: 'replaceAgent', schema: 'AgentReplace', hints: agentHints, send: (b) => request('PUT', '/api/build/agents/fixture', b, { 'if-match': '*' }) },
+  { name: 'setAgentStatus', schema: 'AgentStatusRequest', hints: {}, send: (b) => request('POST', '/api/build/agents/fixture/status', b, { 'if-match': '*' }) },
+  { name: 'testAgent', schema: 'AgentTestRequest', hints: {}, send: (b) => request('POST', '/api/build/agents/fixture/test', b) },
+  { name: 'rotateWebhook', schema: 'RotateWebhookRequest', hints: {}, send: (b) => request('POST', '/api/build/agents/fixture/rotate-webhook', b) },
+  { name: 'validateWorkflow', schema: 'WorkflowDraft', hints: workflowHints, send: (b) => request('POST', '/api/build/workflows/validate', b) },
+  { name: 'createWorkflow', schema: 'WorkflowCreate', hints: workflowHints, send: (b) => request('PUT', '/api/build/workflows', b) },
+  { name: 'replaceWorkflow', schema: 'WorkflowReplace', hints: workflowHints, send: (b) => request('PUT', '/api/build/workflows/fixture', b, { 'if-match': '*' }) },
+  { name: 'testWorkflow', schema: 'WorkflowTestRequest', hints: {}, send: (b) => request('POST', '/api/build/workflows/fixture/test', b) },
+];
+
+async function expectError(res: Response, statuses: number[]): Promise<string> {
+  const text = await res.text();
+  if (!statuses.includes(res.status)) throw new Error(`expected ${statuses.join('/')}, got ${res.status}: ${text.slice(0, 300)}`);
+  const body = JSON.parse(text) as Record<string, unknown>;
+  expect(Object.keys(body)).toEqual(['error']);
+  expect(typeof body.error).toBe('string');
+  return body.error as string;
+}
+
+test('documents generated from the spec are accepted by validate', async () => {
+  const validates = operations.filter((op) => op.name.startsWith('validate'));
+  await fc.assert(
+    fc.asyncProperty(fc.constantFrom(...validates).chain((op) => arbitraryFor(schemaNamed(op.schema), op.hints).map((doc) => ({ op, doc }))), async ({ op, doc }) => {
+      const res = await op.send(doc);
+      if (res.status !== 200) throw new Error(`${op.name} refused a valid document: ${res.status} ${await res.text()}`);
+      const body = (await res.json()) as { data: { valid: boolean } };
+      expect(body.data.valid).toBe(true);
+    }),
+    { seed: SEED, numRuns: Math.ceil(RUNS / 4) },
+  );
+});
+
+test('every single schema mutation of a valid body is a 400 that names the field', async () => {
+  // Cases carry plain data (the operation's name, the mutated body), so a counterexample reads well.
+  const cases = fc.constantFrom(...operations.map((op) => op.name)).chain((name) => {
+    const op = operations.find((o) => o.name === name)!;
+    return arbitraryFor(schemaNamed(op.schema), op.hints).chain((doc) => {
+      const mutations = mutationsOf(doc, schemaNamed(op.schema));
+      return fc.constantFrom(...mutations).map((mutation) => ({ name, rule: mutation.rule, path: mutation.path, body: mutation.apply(doc) }));
+    });
+  });
+  await fc.assert(
+    fc.asyncProperty(cases, async ({ name, rule, path, body }) => {
+      const res = await operations.find((o) => o.name === name)!.send(body);
+      const error = await expectError(res, [400]);
+      if (!error.includes(path)) throw new Error(`${name}, ${rule} at ${path}: the error does not name it: ${error}`);
+    }),
+    { seed: SEED, numRuns: Math.ceil((RUNS * 3) / 4) },
+  );
+});
+
+describe('garbage', () => {
+  const bodyOps = operations;
+
+  test('random bytes and truncated JSON: 4xx with { error }', async () => {
+    const valid = JSON.stringify({ ...minimalAgent('Cut'), triggers: [{ kind: 'webhook', name: 'x' }] });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...bodyOps),
+        fc.oneof(
+          fc.uint8Array({ minLength: 1, maxLength: 512 }),
+          fc.integer({ min: 1, max: valid.length - 1 }).map((cut) => valid.slice(0, cut)),
+        ),
+        async (op, body) => {
+          await expectError(await op.send(body), [400, 415]);
+        },
+      ),
+      { seed: SEED, numRuns: Math.ceil(RUNS / 10) },
+    );
+  });
+
+  test('deep nesting, 64 KiB + 1, multi-megabyte bodies', async () => {
+    const deep = `{"kind":"service.workflow/v1","slug":"deep","name":"Deep","steps":[{"id":"a","kind":"tool","tool":"core.echo","args":{"x":${'['.repeat(10_000)}${']'.repeat(10_000)}}}]}`;
+    expect(await expectError(await request('PUT', '/api/build/workflows', deep), [400])).toBe('body: nested deeper than 64 levels');
+    const justOver = JSON.stringify({ ...minimalAgent('Big'), instructions: '' }).replace('"instructions":""', `"instructions":"${'x'.repeat(65_537)}"`);
+    const exact = Buffer.from(justOver).subarray(0, 65_537);
+    expect(exact.length).toBe(65_537);
+    expect(await expectError(await request('POST', '/api/build/agents/validate', exact), [413])).toBe('body is over the 65536-byte limit');
+    const huge = Buffer.alloc(5 * 1024 * 1024, 0x20);
+    expect(await expectError(await request('PUT', '/api/build/agents', huge), [413])).toBe('body is over the 65536-byte limit');
+  });
+
+  test('NUL, lone surrogates, __proto__ and constructor keys, huge numbers: never a 5xx', async () => {
+    const strange = { ...minimalAgent('N\u0000ul \ud800 lone'), instructions: '\udfff\u0000' };
+    const accepted = await request('POST', '/api/build/agents/validate', strange);
+    expect(accepted.status).toBe(200);
+    expect(((await accepted.json()) as { data: { document: { name: string } } }).data.document.name).toBe('N\u0000ul \ud800 lone');
+
+    const proto = '{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}},"kind":"service.workflow/v1","slug":"p","name":"P","steps":[{"id":"a","kind":"tool","tool":"core.echo","args":{"__proto__":{"polluted":true}}}]}';
+    const error = await expectError(await request('POST', '/api/build/workflows/validate', proto), [400]);
+    expect(error).toContain('body.__proto__: not allowed here');
+    const inArgs = '{"kind":"service.workflow/v1","slug":"p","name":"P","steps":[{"id":"a","kind":"tool","tool":"core.echo","args":{"__proto__":{"polluted":true},"constructor":1}}]}';
+    const ok = await request('POST', '/api/build/workflows/validate', inArgs);
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as { data: { document: { steps: { args: Record<string, unknown> }[] } } }).data.document.steps[0]!.args).toEqual(JSON.parse('{"__proto__":{"polluted":true},"constructor":1}'));
+
+    expect(await expectError(await request('POST', '/api/build/agents/validate', JSON.stringify(minimalAgent('Num')).replace('"max_steps":1', '"max_steps":1e400')), [400])).toBe('body.max_steps: must be <= 40');
+    expect(await expectError(await request('POST', '/api/build/agents/validate', JSON.stringify(minimalAgent('Num')).replace('"max_steps":1', '"max_steps":123456789012345678901234567890')), [400])).toBe('body.max_steps: must be <= 40');
+  });
+
+  test('after all of it: the process is up, healthy, and nothing was stored', async () => {
+    expect((await fetch(`${s.baseUrl}/healthz`)).status).toBe(200);
+    expect((await fetch(`${s.baseUrl}/readyz`)).status).toBe(200);
+    expect(await storedState()).toBe(baseline);
+    expect(s.logs.filter((line) => line.includes('"level":50'))).toEqual([]);
+  });
+});
