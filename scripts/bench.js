@@ -1,0 +1,241 @@
+#!/usr/bin/env node
+// npm run bench: the real server on a temporary database seeded with a realistic workspace (100
+// agents of ~8 KiB, 100 workflows of 10 steps), measured with autocannon over loopback next to two
+// baselines that answer the same bytes from memory (bare node:http, bare express). Every scenario is
+// reported as requests/s, p50/p99 latency, peak RSS, and as a ratio to both baselines, so figures
+// survive a noisy machine. Writes docs/benchmarks.md (not in --smoke mode, the CI check).
+//
+//   node scripts/bench.js [--seconds 10] [--connections 32] [--smoke]
+'use strict';
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { parseArgs } = require('node:util');
+const autocannon = require('autocannon');
+
+const root = path.resolve(__dirname, '..');
+const { values } = parseArgs({ options: { seconds: { type: 'string' }, connections: { type: 'string', default: '32' }, smoke: { type: 'boolean', default: false } } });
+const SMOKE = values.smoke;
+const SECONDS = Number(values.seconds ?? (SMOKE ? 1 : 10));
+const CONNECTIONS = Number(values.connections);
+const AGENTS = SMOKE ? 5 : 100;
+const WORKFLOWS = SMOKE ? 5 : 100;
+const PUBLIC_BASE_URL = 'http://bench.test';
+
+if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli.js'))) throw new Error('run npm run build first');
+const { openLocalIssuer } = require(path.join(root, 'dist/src/auth/local-issuer'));
+
+/** Starts a child process that prints its port (as JSON or in the listening log line). */
+function startProcess(args, env, portOf) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let buffered = '';
+    let found = false;
+    child.stdout.on('data', (chunk) => {
+      if (found) return; // keep draining: the service logs a line per request
+      buffered += chunk;
+      for (const line of buffered.split('\n')) {
+        const port = line && portOf(line);
+        if (port) {
+          found = true;
+          resolve({ child, url: `http://127.0.0.1:${port}` });
+          return;
+        }
+      }
+    });
+    child.once('exit', (code) => !found && reject(new Error(`${args.join(' ')} exited with ${code}`)));
+  });
+}
+
+const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+
+/** Runs `fn` while sampling the RSS of `pid`; returns fn's result and the peak in MB. */
+async function withPeakRss(pid, fn) {
+  let peak = rssOf(pid);
+  const timer = setInterval(() => (peak = Math.max(peak, rssOf(pid))), 100);
+  try {
+    return { result: await fn(), peakRss: Math.max(peak, rssOf(pid)) };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+function cannon(opts) {
+  return new Promise((resolve, reject) => {
+    autocannon({ connections: CONNECTIONS, duration: SECONDS, pipelining: 1, ...opts }, (err, result) => (err ? reject(err) : resolve(result)));
+  });
+}
+
+/**
+ * `count` clients, each calling `op(client, n)` back to back for the scenario's duration (for
+ * operations that carry state from one request to the next, which autocannon does not).
+ */
+async function clients(count, op) {
+  const deadline = Date.now() + SECONDS * 1000;
+  const latencies = [];
+  let failed = 0;
+  await Promise.all(
+    Array.from({ length: count }, async (_, client) => {
+      for (let n = 1; Date.now() < deadline; n++) {
+        const started = performance.now();
+        if (await op(client, n)) latencies.push(performance.now() - started);
+        else failed++;
+      }
+    }),
+  );
+  latencies.sort((a, b) => a - b);
+  const at = (p) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))];
+  return { rps: latencies.length / SECONDS, p50: at(0.5), p99: at(0.99), non2xx: failed, errors: 0 };
+}
+
+const summarise = (r) => ({ rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts });
+
+function agentDocument(i) {
+  const paragraph = 'Read each incoming request, decide its category, and file it with kv.set under a key that names the category and the ticket. ';
+  return {
+    kind: 'service.agent/v1', slug: `bench-agent-${i}`, name: `Bench agent ${i}`, description: 'An agent of realistic size for benchmarks.', icon: 'inbox',
+    space: { team: null }, folder: 'bench/agents', instructions: paragraph.repeat(52).slice(0, 6500), model: 'builtin/scripted', max_steps: 8, reasoning_effort: 'low',
+    tools: { apps: ['kv', 'core', 'time'], connections: 'all', disabled_tools: ['core.fail'], approval: 'destructive' },
+    skills: ['triage', 'filing'], workspace_skills: [], workflows: [], schedule: { enabled: true, cron: '0 7 * * 1-5', timezone: 'Europe/Berlin', prompt: 'Morning sweep.' },
+    email: { enabled: false }, whatsapp: { enabled: false },
+    triggers: [{ kind: 'webhook', name: 'Inbound' }, { kind: 'poll', name: 'Sweep', tool: 'kv.list', args: { prefix: 'ticket:' }, cron: '*/15 * * * *', timezone: 'UTC' }],
+    eval_criteria: ['Every request is stored under its category.', 'Nothing is deleted.'],
+  };
+}
+
+function workflowDocument(slug, steps) {
+  return {
+    kind: 'service.workflow/v1', slug, name: slug, inputs: { topic: { default: 'billing' } },
+    steps: Array.from({ length: steps }, (_, i) => ({
+      id: `s${i}`, kind: 'tool', tool: i % 2 ? 'core.echo' : 'kv.set',
+      args: i % 2 ? { topic: '{{inputs.topic}}', previous: i ? `{{steps.s${i - 1}.output}}` : null } : { key: `${slug}:${i}`, value: '{{inputs.topic}}' },
+      after: i ? [`s${i - 1}`] : [],
+    })),
+    output: `{{steps.s${steps - 1}.output}}`,
+  };
+}
+
+async function main() {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-bench-'));
+  const service = await startProcess(
+    [path.join(root, 'bin', 'build-api.js'), 'serve'],
+    { PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: path.join(dataDir, 'build.db'), PUBLIC_BASE_URL, DEFAULT_CREDITS: '1000000000' },
+    (line) => line.includes('"build-api listening"') && JSON.parse(line).address.port,
+  );
+  const token = openLocalIssuer(dataDir, PUBLIC_BASE_URL).mint({ sub: 'bench', audience: 'build-api', claims: { workspace: 'bench', scope: 'build' }, ttlSeconds: 86400 });
+  const auth = { authorization: `Bearer ${token}` };
+  const json = { ...auth, 'content-type': 'application/json' };
+  const api = async (method, url, body, headers = json) => {
+    const res = await fetch(`${service.url}${url}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
+    return { headers: res.headers, body: await res.json() };
+  };
+
+  // Seed: 100 agents of ~8 KiB, 100 workflows of 10 steps, one 3-step workflow for runs.
+  const agents = [];
+  for (let i = 0; i < AGENTS; i++) agents.push((await api('PUT', '/api/build/agents', agentDocument(i))).body.data.document);
+  for (let i = 0; i < WORKFLOWS; i++) await api('PUT', '/api/build/workflows', workflowDocument(`bench-flow-${i}`, 10));
+  await api('PUT', '/api/build/workflows', workflowDocument('bench-run', 3));
+  const readPath = `/api/build/agents/${agents[0].id}`;
+  const readBytes = Buffer.from(JSON.stringify((await api('GET', readPath)).body));
+  const agentSize = Buffer.byteLength(JSON.stringify(agents[0]));
+
+  // Baselines answer the bytes of the read-agent response.
+  const bodyFile = path.join(dataDir, 'baseline-body.json');
+  fs.writeFileSync(bodyFile, readBytes);
+  const rows = [];
+  for (const mode of ['http', 'express']) {
+    const baseline = await startProcess([path.join(__dirname, 'bench-baseline.js'), mode, bodyFile], {}, (line) => JSON.parse(line).port);
+    const { result, peakRss } = await withPeakRss(baseline.child.pid, () => cannon({ url: `${baseline.url}${readPath}` }));
+    rows.push({ name: mode === 'http' ? 'baseline: bare node:http' : 'baseline: bare express', ...summarise(result), peakRss, unit: 'req/s' });
+    baseline.child.kill('SIGTERM');
+  }
+  const measure = async (name, opts) => {
+    const { result, peakRss } = await withPeakRss(service.child.pid, () => cannon(opts));
+    rows.push({ name, ...summarise(result), peakRss, unit: 'req/s' });
+  };
+
+  await measure('read agent', { url: `${service.url}${readPath}`, headers: auth });
+  await measure('list agents', { url: `${service.url}/api/build/agents`, headers: auth });
+  const { id: _id, slug: _slug, status: _status, updated_at: _u, ...draft } = agents[1];
+  await measure('validate agent', { url: `${service.url}/api/build/agents/validate`, method: 'POST', headers: json, body: JSON.stringify(draft) });
+
+  // Durable replace: each client owns one agent and carries its stamp from write to write.
+  const replaces = await withPeakRss(service.child.pid, () =>
+    clients(Math.min(CONNECTIONS, agents.length), async (i, n) => {
+      const doc = agents[i];
+      const res = await fetch(`${service.url}/api/build/agents/${doc.id}`, {
+        method: 'PUT',
+        headers: { ...json, 'if-match': `"${doc.updated_at}"` },
+        body: JSON.stringify({ ...doc, description: `write ${n}` }),
+      });
+      const text = await res.text();
+      if (res.status !== 200) return false;
+      agents[i] = JSON.parse(text).data.document;
+      return true;
+    }),
+  );
+  rows.push({ name: 'replace agent (durable write)', ...replaces.result, peakRss: replaces.peakRss, unit: 'writes/s' });
+
+  // Workflow test runs, created and polled to their end.
+  const runs = await withPeakRss(service.child.pid, () =>
+    clients(CONNECTIONS, async () => {
+      const run = await api('POST', '/api/build/workflows/bench-run/test', { input: {} });
+      for (;;) {
+        const read = await api('GET', `/api/build/workflow-runs/${run.body.data.run_id}`, undefined, auth);
+        if (read.body.data.status === 'succeeded') return true;
+        if (read.body.data.status !== 'queued' && read.body.data.status !== 'running') return false;
+      }
+    }),
+  );
+  rows.push({ name: 'workflow test run, 3 steps, created and polled to its end', ...runs.result, peakRss: runs.peakRss, unit: 'executions/s' });
+
+  await measure('401 path (no token)', { url: `${service.url}/api/build/agents` });
+  service.child.kill('SIGTERM');
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  report(rows, agentSize);
+}
+
+function report(rows, agentSize) {
+  const http = rows[0].rps;
+  const express = rows[1].rps;
+  const fmt = (n, d = 0) => (n === undefined ? '–' : n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }));
+  const table = [
+    '| scenario | throughput | p50 ms | p99 ms | peak RSS MB | vs node:http | vs express | non-2xx |',
+    '|---|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.name} | ${fmt(r.rps)} ${r.unit} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.peakRss)} | ${fmt((100 * r.rps) / http)}% | ${fmt((100 * r.rps) / express)}% | ${r.name.startsWith('401') ? '(all 401, expected)' : fmt(r.non2xx)} |`),
+  ].join('\n');
+  console.log(table);
+  const find = (prefix) => rows.find((r) => r.name.startsWith(prefix));
+  const targets = [
+    ['read agent ≥ 70% of bare express, p99 < 10 ms', (100 * find('read agent').rps) / express >= 70 && find('read agent').p99 < 10],
+    ['401 path ≥ 80% of bare express', (100 * find('401').rps) / express >= 80],
+    ['validate agent ≥ 40% of bare express', (100 * find('validate').rps) / express >= 40],
+    ['durable replace ≥ 2,000 writes/s', find('replace').rps >= 2000],
+    ['workflow test runs ≥ 2,000 executions/s', find('workflow test run').rps >= 2000],
+    ['peak RSS < 250 MB', Math.max(...rows.slice(2).map((r) => r.peakRss)) < 250],
+  ];
+  console.log(targets.map(([t, ok]) => `${ok ? 'met' : 'NOT met'}: ${t}`).join('\n'));
+  if (SMOKE) return;
+  const cpu = os.cpus()[0];
+  const doc = path.join(root, 'docs', 'benchmarks.md');
+  const text = fs.readFileSync(doc, 'utf8');
+  const results = [
+    `Last run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${cpu.model} × ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}, node ${process.version}.`,
+    `${SECONDS} s per scenario, ${CONNECTIONS} connections, loopback, load generator on the same machine. Agent documents are ${(agentSize / 1024).toFixed(1)} KiB.`,
+    '',
+    table,
+    '',
+    '| target | status |',
+    '|---|---|',
+    ...targets.map(([t, ok]) => `| ${t} | ${ok ? 'met' : '**not met**'} |`),
+  ].join('\n');
+  fs.writeFileSync(doc, text.replace(/<!-- bench:start -->[\s\S]*<!-- bench:end -->/, `<!-- bench:start -->\n${results}\n<!-- bench:end -->`));
+  console.log(`updated ${path.relative(root, doc)}`);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
