@@ -41,6 +41,11 @@ export function createRunner(opts: RunnerOptions): Runner {
   let idleWaiters: (() => void)[] = [];
 
   const toolContext = (workspaceId: string): ToolContext => ({ workspaceId, kv: store.kv, http: opts.http });
+  // Progress is persisted without holding the run up: the write joins the next group commit, and
+  // the group commit keeps order, so the final state (finish) always lands after it.
+  const persistProgress = (runId: string) => async (state: unknown) => {
+    store.runs.saveState(runId, state).catch((err: unknown) => logger.error({ err, runId }, 'could not save the progress of a run'));
+  };
   const now = () => new Date().toISOString();
 
   async function executeAgentRun(run: RunRow): Promise<void> {
@@ -51,7 +56,7 @@ export function createRunner(opts: RunnerOptions): Runner {
       tools: toolContext(run.workspace_id),
       // The first step was reserved when the run was accepted; later ones are paid as they come.
       chargeStep: () => store.runs.spend(run.id, 1),
-      onProgress: (state: AgentRunState) => store.runs.saveState(run.id, state),
+      onProgress: persistProgress(run.id) as (state: AgentRunState) => Promise<void>,
     });
     await store.runs.finish(run.id, outcome.status, outcome.error, outcome.state, now());
   }
@@ -75,7 +80,7 @@ export function createRunner(opts: RunnerOptions): Runner {
       tools: toolContext(run.workspace_id),
       runAgentStep,
       chargeStep: () => store.runs.spend(run.id, 1),
-      onProgress: (state) => store.runs.saveState(run.id, state),
+      onProgress: persistProgress(run.id),
     });
     await store.runs.finish(run.id, outcome.status, outcome.error, outcome.state, now());
   }

@@ -1,8 +1,9 @@
 // The persistence both document kinds share: rows keyed by id and unique by (workspace, slug), the
-// whole document as JSON, and writes that are compare-and-set on the stored stamp. Each write is one
-// synchronous SQLite transaction, so it lands whole or not at all, and no other write can slip in
-// between the stamp check and the update.
+// whole document as JSON, and writes that are compare-and-set on the stored stamp. Each write runs
+// synchronously in its own savepoint of a group commit (group-commit.ts), so it lands whole or not at
+// all, and no other write can slip in between the stamp check and the update.
 import type { Db } from './db';
+import type { GroupCommit } from './group-commit';
 import { formatStamp, type StampClock } from '../domain/stamps';
 import { firstFreeSlug } from '../domain/agent';
 
@@ -47,7 +48,12 @@ export function isUuid(ref: string): boolean {
   return UUID_RE.test(ref);
 }
 
-export function createDocumentTable<T extends { slug?: string; updated_at?: string }, W = undefined>(db: Db, clock: StampClock, spec: DocumentTableSpec<T, W>) {
+export function createDocumentTable<T extends { slug?: string; updated_at?: string }, W = undefined>(
+  db: Db,
+  commit: GroupCommit,
+  clock: StampClock,
+  spec: DocumentTableSpec<T, W>,
+) {
   const { table } = spec;
   const extra = Object.keys(spec.columns);
   const columnValues = (doc: T) => Object.fromEntries(extra.map((c) => [c, spec.columns[c]!(doc)]));
@@ -120,11 +126,11 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
   return {
     find,
     /** Inserts a new document (version 1). With deriveSlug, `doc.slug` is a base to make unique. */
-    create: (workspaceId: string, id: string, doc: T, opts: { deriveSlug: boolean; limit: number }, extra?: W): CreateOutcome<T> =>
-      createTx.immediate(workspaceId, id, doc, opts.deriveSlug, opts.limit, extra),
+    create: (workspaceId: string, id: string, doc: T, opts: { deriveSlug: boolean; limit: number }, extra?: W): Promise<CreateOutcome<T>> =>
+      commit.run(() => createTx(workspaceId, id, doc, opts.deriveSlug, opts.limit, extra)),
     /** Writes `doc` if the stored stamp is still `expectedStampMicros`; otherwise returns what is stored. */
-    replace: (workspaceId: string, id: string, expectedStampMicros: number, doc: T, extra?: W): ReplaceOutcome<T> =>
-      replaceTx.immediate(workspaceId, id, expectedStampMicros, doc, extra),
-    remove: (workspaceId: string, id: string): boolean => remove.run(workspaceId, id).changes > 0,
+    replace: (workspaceId: string, id: string, expectedStampMicros: number, doc: T, extra?: W): Promise<ReplaceOutcome<T>> =>
+      commit.run(() => replaceTx(workspaceId, id, expectedStampMicros, doc, extra)),
+    remove: (workspaceId: string, id: string): Promise<boolean> => commit.run(() => remove.run(workspaceId, id).changes > 0),
   };
 }

@@ -7,6 +7,7 @@ import { formatStamp, StampClock } from '../domain/stamps';
 import type { StoredTrigger } from '../domain/agent';
 import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../domain/types';
 import { kvRepository, runRepository, type KvRepository, type RunRepository } from './runs';
+import { createGroupCommit, type GroupCommit } from './group-commit';
 
 export type { CreateOutcome, DocumentRecord, ReplaceOutcome } from './documents';
 export type { KvRepository, RunRepository, RunRow, RunStatus, RunKind, NewRun } from './runs';
@@ -67,32 +68,36 @@ export function openSqliteStore(file: string, clock = new StampClock()): Store {
 }
 
 export function createSqliteStore(db: Db, clock: StampClock): Store {
-  const agents = agentRepository(db, clock);
-  const workflows = workflowRepository(db, clock);
-  const connections = connectionRepository(db);
-  const workspaces = workspaceRepository(db);
+  const commit = createGroupCommit(db);
+  const agents = agentRepository(db, commit, clock);
+  const workflows = workflowRepository(db, commit, clock);
+  const connections = connectionRepository(db, commit);
+  const workspaces = workspaceRepository(db, commit);
   const ping = db.prepare('SELECT 1').pluck();
   return {
     agents,
     workflows,
     connections,
     workspaces,
-    runs: runRepository(db),
-    kv: kvRepository(db),
+    runs: runRepository(db, commit),
+    kv: kvRepository(db, commit),
     ping: async () => {
       ping.get();
     },
-    close: () => db.close(),
+    close: () => {
+      commit.drain();
+      db.close();
+    },
   };
 }
 
-function agentRepository(db: Db, clock: StampClock): AgentRepository {
+function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentRepository {
   const triggerRows = db.prepare('SELECT id, kind, secret_prefix FROM agent_triggers WHERE agent_id = ?');
   const insertTrigger = db.prepare('INSERT OR IGNORE INTO agent_triggers (id, agent_id, kind) VALUES (?, ?, ?)');
   const setSecret = db.prepare('UPDATE agent_triggers SET secret_hash = ?, secret_prefix = ? WHERE id = ? AND agent_id = ?');
   const triggerIds = db.prepare('SELECT id FROM agent_triggers WHERE agent_id = ?').pluck();
   const deleteTrigger = db.prepare('DELETE FROM agent_triggers WHERE id = ?');
-  const table = createDocumentTable<Agent, SecretRow[]>(db, clock, {
+  const table = createDocumentTable<Agent, SecretRow[]>(db, commit, clock, {
     table: 'agents',
     maxSlugLength: 160,
     columns: { name: (doc) => doc.name, status: (doc) => doc.status },
@@ -113,13 +118,13 @@ function agentRepository(db: Db, clock: StampClock): AgentRepository {
       ),
     find: async (workspaceId, ref) => table.find(workspaceId, ref),
     triggers: async (agentId) => triggerRows.all(agentId) as StoredTrigger[],
-    create: async (workspaceId, id, doc, opts, secrets) => table.create(workspaceId, id, doc, opts, secrets),
-    replace: async (workspaceId, id, expected, doc, secrets) => table.replace(workspaceId, id, expected, doc, secrets),
+    create: (workspaceId, id, doc, opts, secrets) => table.create(workspaceId, id, doc, opts, secrets),
+    replace: (workspaceId, id, expected, doc, secrets) => table.replace(workspaceId, id, expected, doc, secrets),
   };
 }
 
-function workflowRepository(db: Db, clock: StampClock): WorkflowRepository {
-  const table = createDocumentTable<Workflow>(db, clock, {
+function workflowRepository(db: Db, commit: GroupCommit, clock: StampClock): WorkflowRepository {
+  const table = createDocumentTable<Workflow>(db, commit, clock, {
     table: 'workflows',
     maxSlugLength: 80,
     columns: { name: (doc) => doc.name, enabled: (doc) => (doc.enabled ? 1 : 0) },
@@ -131,13 +136,13 @@ function workflowRepository(db: Db, clock: StampClock): WorkflowRepository {
         (r) => ({ slug: r.slug, name: r.name, enabled: r.enabled === 1, version: r.version, updated_at: formatStamp(r.stamp_us) }),
       ),
     find: async (workspaceId, ref) => table.find(workspaceId, ref),
-    create: async (workspaceId, id, doc, opts) => table.create(workspaceId, id, doc, { deriveSlug: false, limit: opts.limit }),
-    replace: async (workspaceId, id, expected, doc) => table.replace(workspaceId, id, expected, doc),
-    remove: async (workspaceId, id) => table.remove(workspaceId, id),
+    create: (workspaceId, id, doc, opts) => table.create(workspaceId, id, doc, { deriveSlug: false, limit: opts.limit }),
+    replace: (workspaceId, id, expected, doc) => table.replace(workspaceId, id, expected, doc),
+    remove: (workspaceId, id) => table.remove(workspaceId, id),
   };
 }
 
-function connectionRepository(db: Db): ConnectionRepository {
+function connectionRepository(db: Db, commit: GroupCommit): ConnectionRepository {
   const list = db.prepare('SELECT ref, app, label, status FROM connections WHERE workspace_id = ? ORDER BY ref');
   const upsert = db.prepare(
     `INSERT INTO connections (workspace_id, ref, app, label, status, created_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -145,13 +150,14 @@ function connectionRepository(db: Db): ConnectionRepository {
   );
   return {
     list: async (workspaceId) => list.all(workspaceId) as Connection[],
-    upsert: async (workspaceId, c) => {
-      upsert.run(workspaceId, c.ref, c.app, c.label, c.status, new Date().toISOString());
-    },
+    upsert: (workspaceId, c) =>
+      commit.run(() => {
+        upsert.run(workspaceId, c.ref, c.app, c.label, c.status, new Date().toISOString());
+      }),
   };
 }
 
-function workspaceRepository(db: Db): WorkspaceRepository {
+function workspaceRepository(db: Db, commit: GroupCommit): WorkspaceRepository {
   const ensure = db.prepare('INSERT OR IGNORE INTO workspaces (id, credits, created_at) VALUES (?, ?, ?)');
   const credits = db.prepare('SELECT credits FROM workspaces WHERE id = ?').pluck();
   const set = db.prepare(
@@ -159,12 +165,14 @@ function workspaceRepository(db: Db): WorkspaceRepository {
      ON CONFLICT (id) DO UPDATE SET credits = excluded.credits`,
   );
   return {
-    credits: async (workspaceId, initial) => {
-      ensure.run(workspaceId, initial, new Date().toISOString());
-      return credits.get(workspaceId) as number;
-    },
-    setCredits: async (workspaceId, amount) => {
-      set.run(workspaceId, amount, new Date().toISOString());
-    },
+    credits: (workspaceId, initial) =>
+      commit.run(() => {
+        ensure.run(workspaceId, initial, new Date().toISOString());
+        return credits.get(workspaceId) as number;
+      }),
+    setCredits: (workspaceId, amount) =>
+      commit.run(() => {
+        set.run(workspaceId, amount, new Date().toISOString());
+      }),
   };
 }

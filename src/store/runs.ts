@@ -2,6 +2,7 @@
 // as it spends; whatever was reserved and not spent goes back when it ends. Every debit is one
 // conditional UPDATE, so a balance never goes below zero, whatever the concurrency.
 import type { Db } from './db';
+import type { GroupCommit } from './group-commit';
 
 export type RunKind = 'agent' | 'workflow';
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'refused';
@@ -59,7 +60,7 @@ export interface RunRepository {
   failInterrupted(message: string, now: string): Promise<number>;
 }
 
-export function runRepository(db: Db): RunRepository {
+export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   const ensureWorkspace = db.prepare('INSERT OR IGNORE INTO workspaces (id, credits, created_at) VALUES (?, ?, ?)');
   const debit = db.prepare('UPDATE workspaces SET credits = credits - @amount WHERE id = @workspace AND credits >= @amount');
   const credit = db.prepare('UPDATE workspaces SET credits = credits + @amount WHERE id = @workspace');
@@ -146,15 +147,18 @@ export function runRepository(db: Db): RunRepository {
   });
 
   return {
-    accept: async (run, refusal) => acceptTx.immediate(run, refusal),
+    accept: (run, refusal) => commit.run(() => acceptTx(run, refusal)),
     find: async (id) => (byId.get(id) as RunRow | undefined) ?? null,
-    claimNext: async (now) => claimTx.immediate(now),
-    saveState: async (id, state) => {
-      saveState.run(JSON.stringify(state), id);
+    claimNext: (now) => commit.run(() => claimTx(now)),
+    saveState: (id, state) => {
+      const json = JSON.stringify(state); // serialised now: the caller may change `state` before the group commits
+      return commit.run(() => {
+        saveState.run(json, id);
+      });
     },
-    spend: async (id, amount) => spendTx.immediate(id, amount),
-    finish: async (id, status, error, state, now) => finishTx.immediate(id, status, error, state, now),
-    failInterrupted: async (message, now) => failInterruptedTx.immediate(message, now),
+    spend: (id, amount) => commit.run(() => spendTx(id, amount)),
+    finish: (id, status, error, state, now) => commit.run(() => finishTx(id, status, error, state, now)),
+    failInterrupted: (message, now) => commit.run(() => failInterruptedTx(message, now)),
   };
 }
 
@@ -165,7 +169,7 @@ export interface KvRepository {
   delete(workspaceId: string, key: string): Promise<boolean>;
 }
 
-export function kvRepository(db: Db): KvRepository {
+export function kvRepository(db: Db, commit: GroupCommit): KvRepository {
   const get = db.prepare('SELECT value FROM kv_entries WHERE workspace_id = ? AND key = ?').pluck();
   // Prefix match by range, so `%` and `_` in a prefix are plain characters.
   const list = db.prepare('SELECT key FROM kv_entries WHERE workspace_id = ? AND key >= ? AND key < ? ORDER BY key LIMIT ?').pluck();
@@ -180,9 +184,12 @@ export function kvRepository(db: Db): KvRepository {
       return value === undefined ? undefined : JSON.parse(value);
     },
     list: async (ws, prefix, limit) => list.all(ws, prefix, `${prefix}\uffff`, limit) as string[],
-    set: async (ws, key, value) => {
-      set.run(ws, key, JSON.stringify(value), new Date().toISOString());
+    set: (ws, key, value) => {
+      const json = JSON.stringify(value);
+      return commit.run(() => {
+        set.run(ws, key, json, new Date().toISOString());
+      });
     },
-    delete: async (ws, key) => del.run(ws, key).changes > 0,
+    delete: (ws, key) => commit.run(() => del.run(ws, key).changes > 0),
   };
 }
