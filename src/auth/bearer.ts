@@ -3,6 +3,7 @@
 // module decides everything around it: tokens only from the Authorization header, keys from a
 // KeySource (503 when the issuer is unreachable), the principal's claims, the `build` scope (403), and
 // one WWW-Authenticate header that points at the protected-resource metadata.
+import crypto from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { auth, UnauthorizedError } from 'express-oauth2-jwt-bearer';
 import { ApiError } from '../errors';
@@ -54,6 +55,36 @@ function hasBuildScope(payload: Record<string, unknown>): boolean {
 
 const CLAIM_VALUE = /^[^\s\u0000-\u001f]{1,160}$/;
 
+/**
+ * Tokens that verified, by the SHA-256 of the token (the token itself is not kept), until their
+ * `exp`: a client sends the same token many times, and the signature check and the library's work
+ * around it were the largest cost of a read. Bounded; the oldest entries go first.
+ */
+class VerifiedTokens {
+  private readonly entries = new Map<string, { principal: Principal; build: boolean; expiresAtMs: number }>();
+
+  constructor(private readonly max = 10_000) {}
+
+  static key(token: string): string {
+    return crypto.createHash('sha256').update(token).digest('base64url');
+  }
+
+  get(key: string, nowMs: number) {
+    const entry = this.entries.get(key);
+    if (entry && entry.expiresAtMs <= nowMs) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  set(key: string, principal: Principal, build: boolean, exp: unknown): void {
+    if (typeof exp !== 'number') return; // a token without exp is checked every time
+    if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value as string);
+    this.entries.set(key, { principal, build, expiresAtMs: exp * 1000 });
+  }
+}
+
 export function createBearerAuth(opts: BearerOptions): RequestHandler {
   const verifiers = new WeakMap<Jwks, RequestHandler>();
   const verifierFor = (jwks: Jwks): RequestHandler => {
@@ -73,6 +104,11 @@ export function createBearerAuth(opts: BearerOptions): RequestHandler {
   };
   const unauthorized = (message: string, challenge: Challenge) =>
     new ApiError(401, message, {}, { 'WWW-Authenticate': challengeHeader(opts.resourceMetadataUrl, challenge) });
+  const forbidden = () =>
+    new ApiError(403, `the token has no Build authorization: scope "${BUILD_SCOPE}" is required`, {}, {
+      'WWW-Authenticate': challengeHeader(opts.resourceMetadataUrl, 'insufficient_scope'),
+    });
+  const verified = new VerifiedTokens();
 
   async function authenticate(req: Request, res: Response): Promise<Principal> {
     if (req.query && typeof req.query === 'object' && 'access_token' in req.query) {
@@ -83,6 +119,12 @@ export function createBearerAuth(opts: BearerOptions): RequestHandler {
     const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i.exec(header.trim());
     if (!match) throw unauthorized('Authorization: must be "Bearer <token>"', 'invalid_token');
     const token = match[1] as string;
+    const cacheKey = VerifiedTokens.key(token);
+    const known = verified.get(cacheKey, Date.now());
+    if (known) {
+      if (!known.build) throw forbidden();
+      return known.principal;
+    }
     const kid = kidOf(token);
     if (kid === null || token.split('.').length !== 3) throw unauthorized('invalid token: not a JWT', 'invalid_token');
 
@@ -111,12 +153,11 @@ export function createBearerAuth(opts: BearerOptions): RequestHandler {
     if (typeof workspace !== 'string' || !CLAIM_VALUE.test(workspace)) {
       throw unauthorized(`invalid token: no usable "${opts.workspaceClaim}" claim naming the workspace`, 'invalid_token');
     }
-    if (!hasBuildScope(payload)) {
-      throw new ApiError(403, `the token has no Build authorization: scope "${BUILD_SCOPE}" is required`, {}, {
-        'WWW-Authenticate': challengeHeader(opts.resourceMetadataUrl, 'insufficient_scope'),
-      });
-    }
-    return { userId: sub, workspaceId: workspace };
+    const principal = { userId: sub, workspaceId: workspace };
+    const build = hasBuildScope(payload);
+    verified.set(cacheKey, principal, build, payload.exp);
+    if (!build) throw forbidden();
+    return principal;
   }
 
   return (req: Request, res: Response, next: NextFunction) => {

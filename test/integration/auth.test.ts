@@ -65,6 +65,14 @@ describe('401', () => {
     expect(list.data!.data).toEqual([]);
   });
 
+  test('a token that verified stops working after its exp (5 s of clock tolerance); the verified-token cache keeps none past it', async () => {
+    const token = t.token({ ttl: 1 });
+    expect((await get(token)).status).toBe(200);
+    expect((await get(token)).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 6500));
+    await expectUnauthorized(await get(token), `${METADATA}, error="invalid_token"`, /invalid token/);
+  });
+
   test('a token in the query string is refused, even a valid one', async () => {
     await expectUnauthorized(await get(null, `/api/build/agents?access_token=${t.token()}`), `${METADATA}, error="invalid_token"`, /query string is refused/);
   });
