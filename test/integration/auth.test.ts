@@ -71,7 +71,7 @@ describe('401', () => {
     expect((await get(token)).status).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, 6500));
     await expectUnauthorized(await get(token), `${METADATA}, error="invalid_token"`, /invalid token/);
-  });
+  }, 15_000);
 
   test('a token in the query string is refused, even a valid one', async () => {
     await expectUnauthorized(await get(null, `/api/build/agents?access_token=${t.token()}`), `${METADATA}, error="invalid_token"`, /query string is refused/);
