@@ -6,7 +6,6 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type OpenAPIBackend from 'openapi-backend';
 import type { Operation } from 'openapi-backend';
 import { ApiError } from '../errors';
 import type { Logger } from '../log';
@@ -18,7 +17,7 @@ import type { Jwks } from '../auth/local-issuer';
 import { generatedDocsDir } from '../paths';
 import { readJsonBody, BODY_LIMIT_BYTES } from './body';
 import { handlers } from './handlers';
-import { contractViolation, createOpenApi, type Reply } from './openapi';
+import { contractViolation, createOperations, type Match, type Operations, type Reply } from './openapi';
 import { loadSpec } from './spec';
 
 export interface AppOptions {
@@ -36,18 +35,18 @@ export interface AppOptions {
   validateResponses?: boolean;
 }
 
-const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
 
 declare module 'express-serve-static-core' {
   interface Request {
     id?: string;
     operation?: Operation;
+    matched?: Extract<Match, { operation: Operation }>;
   }
 }
 
 export async function createApp(opts: AppOptions): Promise<express.Express> {
   const spec = loadSpec();
-  const api = await createOpenApi(spec, handlers, opts.ctx);
+  const operations = await createOperations(spec, handlers, opts.ctx);
   const app = express();
   app.set('etag', false);
   app.set('x-powered-by', false);
@@ -60,7 +59,7 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
   };
 
   app.use(requestLog(opts.logger));
-  if (opts.validateResponses) app.use(contractCheck(api));
+  if (opts.validateResponses) app.use(contractCheck(operations));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -94,13 +93,12 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
   });
   mountDocs(app);
 
-  app.use('/api/build', routeOperation(api), opts.authenticate, async (req: Request, res: Response, next: NextFunction) => {
+  app.use('/api/build', routeOperation(operations), opts.authenticate, async (req: Request, res: Response, next: NextFunction) => {
     try {
-      const body = await readJsonBody(req, req.operation as Operation);
-      const reply = (await api.handleRequest(
-        { method: req.method, path: req.originalUrl.split('?', 1)[0] as string, headers: req.headers as never, query: req.query as never, body },
-        req.principal,
-      )) as Reply;
+      const route = req.matched as Extract<Match, { operation: Operation }>;
+      const body = await readJsonBody(req, route.operation);
+      const path = req.originalUrl.split('?', 1)[0] as string;
+      const reply = await operations.dispatch(route, { method: req.method, path, headers: req.headers, query: req.query as Record<string, unknown>, body }, req.principal!);
       send(res, reply);
     } catch (err) {
       next(err);
@@ -121,15 +119,16 @@ function send(res: Response, reply: Reply): void {
 }
 
 /** Finds the operation before anything else, so unknown paths are 404 and wrong methods 405. */
-function routeOperation(api: OpenAPIBackend): express.RequestHandler {
+function routeOperation(operations: Operations): express.RequestHandler {
   return (req, res, next) => {
     const path = req.originalUrl.split('?', 1)[0] as string;
-    const operation = api.matchOperation({ method: req.method, path, headers: {} });
-    if (operation) {
-      req.operation = operation;
+    const match = operations.match(req.method, path);
+    if (match && 'operation' in match) {
+      req.operation = match.operation;
+      req.matched = match;
       return next();
     }
-    const allowed = METHODS.filter((m) => api.matchOperation({ method: m, path, headers: {} })).map((m) => m.toUpperCase());
+    const allowed = match?.allowed ?? [];
     if (allowed.length) {
       res.setHeader('Allow', allowed.join(', '));
       return next(new ApiError(405, `method ${req.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`));
@@ -201,7 +200,7 @@ function mountDocs(app: express.Express): void {
  * Test mode: every reply under /api/build is checked against the operation's documented responses;
  * a reply the spec does not describe becomes a 500 that says why.
  */
-function contractCheck(api: OpenAPIBackend): express.RequestHandler {
+function contractCheck({ api }: Operations): express.RequestHandler {
   return (req, res, next) => {
     const json = res.json.bind(res);
     res.json = (body: unknown) => {

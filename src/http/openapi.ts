@@ -1,11 +1,13 @@
-// openapi-backend, set up once: ajv with ajv-formats and discriminators, every operation of the
-// spec routed by operationId to its typed handler, and schema failures turned into the API's one
-// error shape (428 when the only thing missing is If-Match).
-import OpenAPIBackend, { type Context, type Operation } from 'openapi-backend';
+// The operations of the spec, set up once: openapi-backend loads the spec and compiles ajv (with
+// ajv-formats and discriminators) for every operation; requests are routed by operationId to their
+// typed handler; schema failures become the API's one error shape (428 when the only thing missing
+// is If-Match). Routing and dispatch are done here rather than by openapi-backend's handleRequest,
+// which parsed every request three times and rebuilt its route table per call (docs/benchmarks.md).
+import OpenAPIBackend, { type Operation } from 'openapi-backend';
 import addFormats from 'ajv-formats';
 import type { ErrorObject } from 'ajv';
 import { ApiError } from '../errors';
-import type { ServiceContext } from '../services/context';
+import type { Principal, ServiceContext } from '../services/context';
 import type { Handlers, OperationId } from './handlers/types';
 import type { LoadedSpec } from './spec';
 import { describeValidationErrors } from './validation-errors';
@@ -27,10 +29,10 @@ function isOnlyMissingIfMatch(errors: ErrorObject[]): boolean {
   return errors.length > 0 && errors.every((e) => e.keyword === 'required' && e.instancePath === '/header' && (e.params as { missingProperty: string }).missingProperty === 'if-match');
 }
 
-function newBackend(spec: LoadedSpec, strict: boolean): OpenAPIBackend {
+function newBackend(spec: LoadedSpec): OpenAPIBackend {
   return new OpenAPIBackend({
     definition: structuredClone(spec.forValidation) as never,
-    strict,
+    strict: false,
     quick: false,
     validate: true,
     ajvOpts: { allErrors: true, discriminator: true, strict: false } as never,
@@ -41,99 +43,92 @@ function newBackend(spec: LoadedSpec, strict: boolean): OpenAPIBackend {
   });
 }
 
-interface RouterInternals {
-  getOperations(): Operation[];
-  matchOperation(req: { method: string; path: string }, strict?: boolean): Operation | undefined;
-  normalizeRequest(req: { method: string; path: string }): { method: string; path: string };
-  normalizePath(path: string): string;
-  isUnderApiRoot(path: string): boolean;
+interface Route {
+  operation: Operation;
+  pattern: RegExp;
+  names: string[];
 }
 
 const escapeRegExp = (literal: string) => literal.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
- * openapi-backend's router rebuilds its operation list (lodash chains, one new RegExp per path) on
- * every match, which a profile showed as the largest cost of a request. The definition never changes
- * after init, so the list and the patterns are built once here; matching keeps the router's rules:
- * exact paths first, then templates by specificity, 404 when no path matches, 405 when no method does.
+ * The operations' paths compiled once into patterns with a capture group per path parameter,
+ * ordered like openapi-backend's router orders them: literal paths first, then templates by the
+ * length of their literal part. (The router itself rebuilt its operation list and one RegExp per
+ * path on every match: the largest cost of a request in a profile.)
  */
-function compileRouting(api: OpenAPIBackend): void {
-  const router = (api as unknown as { router: RouterInternals }).router;
-  const operations = router.getOperations();
-  const routes = operations
-    .map((op) => ({
-      op,
-      exact: !op.path.includes('{'),
-      pattern: new RegExp(`^${op.path.replace(/\{[^}]+\}/g, '\0').split('\0').map(escapeRegExp).join('[^/]+')}$`),
-      specificity: op.path.replace(/\{.*?\}/g, '').length,
+function compileRoutes(operations: Operation[]): Route[] {
+  return operations
+    .map((operation) => ({
+      operation,
+      names: [...operation.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] as string),
+      pattern: new RegExp(`^${operation.path.split(/\{[^}]+\}/).map(escapeRegExp).join('([^/]+)')}/?$`),
+      literal: operation.path.replace(/\{[^}]+\}/g, '').length,
+      exact: !operation.path.includes('{'),
     }))
-    .sort((a, b) => Number(b.exact) - Number(a.exact) || b.specificity - a.specificity);
-  router.getOperations = () => operations;
-  router.matchOperation = (req, strict) => {
-    const { method, path } = router.normalizeRequest(req);
-    let pathMatched = false;
-    if (router.isUnderApiRoot(path)) {
-      const relative = router.normalizePath(path);
-      for (const route of routes) {
-        if (route.exact ? route.op.path !== relative : !route.pattern.test(relative)) continue;
-        pathMatched = true;
-        if (route.op.method === method) return route.op;
-      }
-    }
-    if (!strict) return undefined;
-    throw new Error(pathMatched ? '405-methodNotAllowed: this method is not registered for the route' : '404-notFound: no route matches request');
-  };
+    .sort((a, b) => Number(b.exact) - Number(a.exact) || b.literal - a.literal);
+}
+
+function decode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment; // not valid percent-encoding: names no document, so the lookup answers 404
+  }
+}
+
+export type Match = { operation: Operation; params: Record<string, string> } | { allowed: string[] };
+
+export interface Operations {
+  /** The backend, for validating replies against the spec (tests, contract hooks). */
+  api: OpenAPIBackend;
+  /** The operation a method and path name, or the methods the path allows (405), or null (404). */
+  match(method: string, path: string): Match | null;
+  /** Validates the request against the operation's schemas (ajv) and calls its handler. */
+  dispatch(match: Extract<Match, { operation: Operation }>, request: { method: string; path: string; headers: Record<string, unknown>; query: Record<string, unknown>; body: unknown }, principal: Principal): Promise<Reply>;
 }
 
 /** A backend that only validates (no handlers): the contract test's hooks check replies with it. */
 export async function createContractValidator(spec: LoadedSpec): Promise<OpenAPIBackend> {
-  const api = newBackend(spec, false);
+  const api = newBackend(spec);
   await api.init();
-  compileRouting(api);
   return api;
 }
 
-export async function createOpenApi(spec: LoadedSpec, handlers: Handlers, ctx: ServiceContext): Promise<OpenAPIBackend> {
-  const api = newBackend(spec, true);
+export async function createOperations(spec: LoadedSpec, handlers: Handlers, ctx: ServiceContext): Promise<Operations> {
+  const api = newBackend(spec);
+  await api.init();
+  const routes = compileRoutes(api.getOperations());
   const discriminatorValues = discriminatorValuesFrom(spec);
 
-  // The token was verified before the body was read (auth/bearer.ts); the scheme's handler only
-  // confirms that a principal came with the request, so a route can never skip authentication.
-  api.registerSecurityHandler('bearerAuth', (_c: Context, principal: unknown) => principal !== undefined);
-  api.register({
-    unauthorizedHandler: () => {
-      throw new ApiError(401, 'missing bearer token: send Authorization: Bearer <token>');
-    },
-    validationFail: (c: Context) => {
-      const errors = (c.validation.errors ?? []) as ErrorObject[];
-      if (isOnlyMissingIfMatch(errors)) {
-        throw new ApiError(428, 'If-Match: required; send the ETag of your last read of this document (or *)');
+  return {
+    api,
+    match(method, path) {
+      const verb = method.toLowerCase();
+      const allowed: string[] = [];
+      for (const route of routes) {
+        const found = route.pattern.exec(path);
+        if (!found) continue;
+        if (route.operation.method === verb) {
+          const params: Record<string, string> = {};
+          route.names.forEach((name, i) => (params[name] = decode(found[i + 1] as string)));
+          return { operation: route.operation, params };
+        }
+        allowed.push(route.operation.method.toUpperCase());
       }
-      throw new ApiError(400, describeValidationErrors(errors, discriminatorValues));
+      return allowed.length ? { allowed } : null;
     },
-    notFound: () => {
-      throw new ApiError(404, 'no such operation');
+    async dispatch({ operation, params }, request, principal) {
+      const validation = api.validateRequest({ ...request, headers: request.headers as never, query: request.query as never }, operation);
+      if (!validation.valid) {
+        const errors = (validation.errors ?? []) as ErrorObject[];
+        if (isOnlyMissingIfMatch(errors)) throw new ApiError(428, 'If-Match: required; send the ETag of your last read of this document (or *)');
+        throw new ApiError(400, describeValidationErrors(errors, discriminatorValues));
+      }
+      const handler = handlers[operation.operationId as OperationId] as (call: unknown) => Promise<Reply>;
+      return handler({ ctx, principal, params, query: request.query, headers: request.headers, body: request.body });
     },
-    methodNotAllowed: () => {
-      throw new ApiError(405, 'method not allowed');
-    },
-  });
-  for (const operationId of Object.keys(handlers) as OperationId[]) {
-    const handler = handlers[operationId] as (call: unknown) => Promise<Reply>;
-    api.register(operationId, (c: Context, principal: unknown) =>
-      handler({
-        ctx,
-        principal,
-        params: c.request.params,
-        query: c.request.query,
-        headers: c.request.headers,
-        body: c.request.requestBody,
-      }),
-    );
-  }
-  await api.init();
-  compileRouting(api);
-  return api;
+  };
 }
 
 /**
