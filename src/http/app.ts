@@ -61,6 +61,20 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
   app.use(requestLog(opts.logger));
   if (opts.validateResponses) app.use(contractCheck(operations));
 
+  // The API first: most requests are API calls, and express tries its layers in order.
+  app.use('/api/build', routeOperation(operations), opts.authenticate, async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const route = req.matched as Extract<Match, { operation: Operation }>;
+      const body = await readJsonBody(req, route.operation);
+      const path = req.originalUrl.split('?', 1)[0] as string;
+      const reply = await operations.dispatch(route, { method: req.method, path, headers: req.headers, query: req.query as Record<string, unknown>, body }, req.principal!);
+      send(res, reply);
+    } catch (err) {
+      next(err);
+    }
+  });
+
+
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -93,18 +107,6 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
   });
   mountDocs(app);
 
-  app.use('/api/build', routeOperation(operations), opts.authenticate, async (req: Request, res: Response, next: NextFunction) => {
-    try {
-      const route = req.matched as Extract<Match, { operation: Operation }>;
-      const body = await readJsonBody(req, route.operation);
-      const path = req.originalUrl.split('?', 1)[0] as string;
-      const reply = await operations.dispatch(route, { method: req.method, path, headers: req.headers, query: req.query as Record<string, unknown>, body }, req.principal!);
-      send(res, reply);
-    } catch (err) {
-      next(err);
-    }
-  });
-
   app.use((req: Request, _res: Response, next: NextFunction) => {
     next(new ApiError(404, `no route ${req.method} ${loggablePath(req.originalUrl)}; the API is described at /openapi.yaml`));
   });
@@ -115,7 +117,12 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
 function send(res: Response, reply: Reply): void {
   res.status(reply.status);
   for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
-  res.json(reply.body);
+  if ('body' in reply) {
+    res.json(reply.body);
+  } else {
+    res.setHeader('Content-Type', 'application/json');
+    res.send(Buffer.from(`{"data":${reply.rawData}}`));
+  }
 }
 
 /** Finds the operation before anything else, so unknown paths are 404 and wrong methods 405. */
@@ -202,19 +209,20 @@ function mountDocs(app: express.Express): void {
  */
 function contractCheck({ api }: Operations): express.RequestHandler {
   return (req, res, next) => {
-    const json = res.json.bind(res);
-    res.json = (body: unknown) => {
+    // Every JSON reply ends in res.send (res.json included), whether serialised here or sent as stored.
+    const send = res.send.bind(res);
+    res.send = (payload: unknown) => {
       const operation = req.operation;
-      if (operation) {
+      if (operation && Buffer.isBuffer(payload) && String(res.getHeader('content-type')).startsWith('application/json')) {
         const headers: Record<string, string> = {};
         for (const [name, value] of Object.entries(res.getHeaders())) headers[name] = String(value);
-        const problem = contractViolation(api, operation, { status: res.statusCode, body, headers });
+        const problem = contractViolation(api, operation, { status: res.statusCode, body: JSON.parse(payload.toString('utf8')), headers });
         if (problem) {
           res.status(500);
-          return json({ error: `reply breaks the contract of ${operation.operationId}: ${problem}` });
+          return send(Buffer.from(JSON.stringify({ error: `reply breaks the contract of ${operation.operationId}: ${problem}` })));
         }
       }
-      return json(body);
+      return send(payload);
     };
     next();
   };

@@ -12,7 +12,7 @@ import type { Handlers, OperationId } from './handlers/types';
 import type { LoadedSpec } from './spec';
 import { describeValidationErrors } from './validation-errors';
 
-export type Reply = { status: number; body: unknown; headers?: Record<string, string> };
+export type Reply = { status: number; headers?: Record<string, string> } & ({ body: unknown } | { rawData: string });
 
 /** The values a discriminated list accepts for its tag, by the list's name (`triggers`, `steps`). */
 function discriminatorValuesFrom(spec: LoadedSpec): (path: string) => string[] {
@@ -140,7 +140,7 @@ export function contractViolation(api: OpenAPIBackend, operation: Operation, rep
   if (!documented.includes(String(reply.status))) {
     return `status ${reply.status} is not documented for ${operation.operationId} (documented: ${documented.join(', ')})`;
   }
-  const body = api.validateResponse(reply.body, operation, reply.status);
+  const body = api.validateResponse('body' in reply ? reply.body : JSON.parse(`{"data":${reply.rawData}}`), operation, reply.status);
   if (body.errors?.length) return `body: ${JSON.stringify(body.errors)}`;
   const headers = Object.fromEntries(Object.entries(reply.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
   const headerResult = api.validateResponseHeaders(headers, operation, { statusCode: reply.status, setMatchType: 'superset' as never });

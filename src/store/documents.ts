@@ -7,15 +7,19 @@ import type { GroupCommit } from './group-commit';
 import { formatStamp, type StampClock } from '../domain/stamps';
 import { firstFreeSlug } from '../domain/agent';
 
+/** JSON text known to serialise a T (so it can be sent as is, without parsing it first). */
+export type Serialized<T> = string & { readonly __serializes?: T };
+
 export interface DocumentRecord<T> {
   id: string;
   workspaceId: string;
   slug: string;
   version: number;
   stampMicros: number;
-  /** The stored document exactly as serialised. */
-  json: string;
-  document: T;
+  /** The stored document exactly as serialised: a read sends it as is. */
+  json: Serialized<T>;
+  /** The parsed document (parsed on first use). */
+  readonly document: T;
 }
 
 export type CreateOutcome<T> =
@@ -72,15 +76,20 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
   );
   const remove = db.prepare(`DELETE FROM ${table} WHERE workspace_id = ? AND id = ?`);
 
-  const toRecord = (row: Row): DocumentRecord<T> => ({
-    id: row.id,
-    workspaceId: row.workspace_id,
-    slug: row.slug,
-    version: row.version,
-    stampMicros: row.stamp_us,
-    json: row.document,
-    document: JSON.parse(row.document) as T,
-  });
+  const toRecord = (row: Row): DocumentRecord<T> => {
+    let parsed: T | undefined;
+    return {
+      id: row.id,
+      workspaceId: row.workspace_id,
+      slug: row.slug,
+      version: row.version,
+      stampMicros: row.stamp_us,
+      json: row.document,
+      get document() {
+        return (parsed ??= JSON.parse(row.document) as T);
+      },
+    };
+  };
 
   const find = (workspaceId: string, ref: string): DocumentRecord<T> | null => {
     const row = (isUuid(ref) ? byId.get(workspaceId, ref.toLowerCase()) : bySlug.get(workspaceId, ref)) as Row | undefined;

@@ -9,7 +9,7 @@ import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } fro
 import { kvRepository, runRepository, type KvRepository, type RunRepository } from './runs';
 import { createGroupCommit, type GroupCommit } from './group-commit';
 
-export type { CreateOutcome, DocumentRecord, ReplaceOutcome } from './documents';
+export type { CreateOutcome, DocumentRecord, ReplaceOutcome, Serialized } from './documents';
 export type { KvRepository, RunRepository, RunRow, RunStatus, RunKind, NewRun } from './runs';
 export type AgentRecord = DocumentRecord<Agent>;
 export type WorkflowRecord = DocumentRecord<Workflow>;

@@ -1,5 +1,6 @@
 // Agent operations: read the validated request, call the service, shape the reply.
 import { etagFor } from '../../domain/etag';
+import { formatStamp } from '../../domain/stamps';
 import * as agents from '../../services/agents';
 import * as runs from '../../services/runs';
 import type { AgentWrite } from '../../services/agents';
@@ -30,7 +31,7 @@ export const agentHandlers: Pick<
 
   getAgent: async ({ ctx, principal, params }) => {
     const record = await agents.findAgent(ctx, principal, params.ref);
-    return { status: 200, headers: { ETag: etagFor(record.document.updated_at) }, body: { data: record.document } };
+    return { status: 200, headers: { ETag: etagFor(formatStamp(record.stampMicros)) }, rawData: record.json };
   },
 
   replaceAgent: async ({ ctx, principal, params, query, headers, body }) => {

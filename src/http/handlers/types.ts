@@ -3,6 +3,7 @@
 // operation without a handler, or a reply the spec does not describe, fails the type check.
 import type { operations } from '../../../generated/api';
 import type { Principal, ServiceContext } from '../../services/context';
+import type { Serialized } from '../../store';
 
 export type OperationId = keyof operations;
 
@@ -19,12 +20,15 @@ export type PathParamsOf<K extends OperationId> = Op<K>['parameters'] extends { 
 export type QueryOf<K extends OperationId> = Op<K>['parameters'] extends { query?: infer Q } ? NonNullable<Q> : Record<string, never>;
 
 type SuccessStatus = 200 | 201 | 202;
+type DataOf<B> = B extends { data: infer D } ? D : never;
+/**
+ * A success reply: `body`, or `data`'s JSON text as stored (`rawData`), which is sent inside
+ * `{"data":…}` without being parsed and serialised again.
+ */
 export type ReplyOf<K extends OperationId> = {
-  [S in keyof Op<K>['responses'] & SuccessStatus]: {
-    status: S;
-    body: JsonOf<Op<K>['responses'][S]>;
-    headers?: Record<string, string>;
-  };
+  [S in keyof Op<K>['responses'] & SuccessStatus]:
+    | { status: S; body: JsonOf<Op<K>['responses'][S]>; headers?: Record<string, string> }
+    | { status: S; rawData: Serialized<DataOf<JsonOf<Op<K>['responses'][S]>>>; headers?: Record<string, string> };
 }[keyof Op<K>['responses'] & SuccessStatus];
 
 export interface Call<K extends OperationId> {

@@ -1,5 +1,6 @@
 // Workflow operations: read the validated request, call the service, shape the reply.
 import { etagFor } from '../../domain/etag';
+import { formatStamp } from '../../domain/stamps';
 import * as runs from '../../services/runs';
 import * as workflows from '../../services/workflows';
 import type { WorkflowWrite } from '../../services/workflows';
@@ -28,7 +29,7 @@ export const workflowHandlers: Pick<
 
   getWorkflow: async ({ ctx, principal, params }) => {
     const record = await workflows.findWorkflow(ctx, principal, params.ref);
-    return { status: 200, headers: { ETag: etagFor(record.document.updated_at) }, body: { data: record.document } };
+    return { status: 200, headers: { ETag: etagFor(formatStamp(record.stampMicros)) }, rawData: record.json };
   },
 
   replaceWorkflow: async ({ ctx, principal, params, headers, body }) => {
