@@ -2,8 +2,20 @@
 // zone database (Intl) rather than by hand.
 import { Cron } from 'croner';
 
+const cronVerdicts = new Map<string, string | null>();
+
 /** Why a cron expression is unusable, or null. Five fields; names and `@daily`-style macros allowed. */
 export function cronProblem(expression: string): string | null {
+  let verdict = cronVerdicts.get(expression);
+  if (verdict === undefined) {
+    verdict = judgeCron(expression);
+    if (cronVerdicts.size >= 10_000) cronVerdicts.clear(); // documents reuse a handful of expressions
+    cronVerdicts.set(expression, verdict);
+  }
+  return verdict;
+}
+
+function judgeCron(expression: string): string | null {
   const text = expression.trim();
   if (!text.startsWith('@') && text.split(/\s+/).length !== 5) {
     return 'must be a cron expression of 5 fields (minute hour day-of-month month day-of-week) or a macro such as @daily';

@@ -14,7 +14,7 @@ export interface References {
   tools: ReadonlyMap<string, ToolDefinition>;
   /** The caller's workspace's connections, by ref. */
   connections: ReadonlyMap<string, Connection>;
-  /** The slugs of the caller's workspace's agents. */
+  /** The slugs of the caller's workspace's agents that the document names (others are not looked up). */
   agents: ReadonlySet<string>;
   limits: WorkspaceLimits;
 }

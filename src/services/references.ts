@@ -5,14 +5,17 @@ import { describeProblems, type Problem } from '../domain/types';
 import { badRequest } from '../errors';
 import type { Principal, ServiceContext } from './context';
 
-export async function referencesFor(ctx: ServiceContext, who: Principal): Promise<References> {
-  const [connections, agents] = await Promise.all([ctx.store.connections.list(who.workspaceId), ctx.store.agents.list(who.workspaceId)]);
+/** `agentSlugs`: the agents the document names (workflow agent steps); only those are looked up. */
+export async function referencesFor(ctx: ServiceContext, who: Principal, agentSlugs: string[] = []): Promise<References> {
+  const connections = await ctx.store.connections.list(who.workspaceId);
+  const agents = new Set<string>();
+  for (const slug of new Set(agentSlugs)) if (await ctx.store.agents.find(who.workspaceId, slug)) agents.add(slug);
   return {
     models: new Set(ctx.models.map((m) => m.id)),
     apps: CATALOG_APPS,
     tools: CATALOG_TOOLS,
     connections: new Map(connections.map((c) => [c.ref, c])),
-    agents: new Set(agents.map((a) => a.slug)),
+    agents,
     limits: ctx.limits,
   };
 }

@@ -29,7 +29,8 @@ export async function findWorkflow(ctx: ServiceContext, who: Principal, ref: str
 async function prepare(ctx: ServiceContext, who: Principal, body: WorkflowDraft) {
   rejectProblems(checkWorkflowShape(body));
   const normalised = normaliseWorkflow(body);
-  rejectProblems(checkWorkflow(normalised.document, await referencesFor(ctx, who), documentBytes(normalised.document)));
+  const agentSlugs = normalised.document.steps.flatMap((step) => (step.kind === 'agent' ? [step.agent] : []));
+  rejectProblems(checkWorkflow(normalised.document, await referencesFor(ctx, who, agentSlugs), documentBytes(normalised.document)));
   return normalised;
 }
 

@@ -2,8 +2,8 @@
 // (Promise-returning) although better-sqlite3 is synchronous, so that another database can sit
 // behind it later without touching callers. The store knows nothing about HTTP.
 import { openDatabase, type Db } from './db';
-import { createDocumentTable, type CreateOutcome, type DocumentRecord, type ReplaceOutcome } from './documents';
-import { formatStamp, StampClock } from '../domain/stamps';
+import { createDocumentTable, type CreateOutcome, type DocumentRecord, type ReplaceOutcome, type Serialized } from './documents';
+import { StampClock } from '../domain/stamps';
 import type { StoredTrigger } from '../domain/agent';
 import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../domain/types';
 import { kvRepository, runRepository, type KvRepository, type RunRepository } from './runs';
@@ -14,8 +14,12 @@ export type { KvRepository, RunRepository, RunRow, RunStatus, RunKind, NewRun } 
 export type AgentRecord = DocumentRecord<Agent>;
 export type WorkflowRecord = DocumentRecord<Workflow>;
 
+/** A stamp column (microseconds) as the ISO 8601 text of `formatStamp`, computed by SQLite. */
+const STAMP_SQL = `strftime('%Y-%m-%dT%H:%M:%S', stamp_us / 1000000, 'unixepoch') || '.' || printf('%06d', stamp_us % 1000000) || 'Z'`;
+
 export interface AgentRepository {
-  list(workspaceId: string): Promise<AgentListItem[]>;
+  /** The list items of the workspace, ordered by slug, as JSON built by SQLite (sent as is). */
+  list(workspaceId: string): Promise<Serialized<AgentListItem[]>>;
   /** `ref` is an id (UUID) or a slug. Null when the workspace has no such agent. */
   find(workspaceId: string, ref: string): Promise<AgentRecord | null>;
   triggers(agentId: string): Promise<StoredTrigger[]>;
@@ -32,7 +36,8 @@ export interface SecretRow {
 }
 
 export interface WorkflowRepository {
-  list(workspaceId: string): Promise<WorkflowListItem[]>;
+  /** The list items of the workspace, ordered by slug, as JSON built by SQLite (sent as is). */
+  list(workspaceId: string): Promise<Serialized<WorkflowListItem[]>>;
   find(workspaceId: string, ref: string): Promise<WorkflowRecord | null>;
   create(workspaceId: string, id: string, doc: Workflow, opts: { limit: number }): Promise<CreateOutcome<Workflow>>;
   replace(workspaceId: string, id: string, expectedStampMicros: number, doc: Workflow): Promise<ReplaceOutcome<Workflow>>;
@@ -110,12 +115,14 @@ function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentR
       for (const s of secrets) setSecret.run(s.hash, s.prefix, s.triggerId, agentId);
     },
   });
-  const list = db.prepare('SELECT id, slug, name, status, stamp_us FROM agents WHERE workspace_id = ? ORDER BY slug');
+  const list = db
+    .prepare(
+      `SELECT json_group_array(json_object('id', id, 'slug', slug, 'name', name, 'status', status, 'updated_at', ${STAMP_SQL}))
+       FROM (SELECT * FROM agents WHERE workspace_id = ? ORDER BY slug)`,
+    )
+    .pluck();
   return {
-    list: async (workspaceId) =>
-      (list.all(workspaceId) as { id: string; slug: string; name: string; status: Agent['status']; stamp_us: number }[]).map(
-        (r) => ({ id: r.id, slug: r.slug, name: r.name, status: r.status, updated_at: formatStamp(r.stamp_us) }),
-      ),
+    list: async (workspaceId) => list.get(workspaceId) as string,
     find: async (workspaceId, ref) => table.find(workspaceId, ref),
     triggers: async (agentId) => triggerRows.all(agentId) as StoredTrigger[],
     create: (workspaceId, id, doc, opts, secrets) => table.create(workspaceId, id, doc, opts, secrets),
@@ -129,12 +136,14 @@ function workflowRepository(db: Db, commit: GroupCommit, clock: StampClock): Wor
     maxSlugLength: 80,
     columns: { name: (doc) => doc.name, enabled: (doc) => (doc.enabled ? 1 : 0) },
   });
-  const list = db.prepare('SELECT slug, name, enabled, version, stamp_us FROM workflows WHERE workspace_id = ? ORDER BY slug');
+  const list = db
+    .prepare(
+      `SELECT json_group_array(json_object('slug', slug, 'name', name, 'enabled', json(CASE enabled WHEN 1 THEN 'true' ELSE 'false' END), 'version', version, 'updated_at', ${STAMP_SQL}))
+       FROM (SELECT * FROM workflows WHERE workspace_id = ? ORDER BY slug)`,
+    )
+    .pluck();
   return {
-    list: async (workspaceId) =>
-      (list.all(workspaceId) as { slug: string; name: string; enabled: number; version: number; stamp_us: number }[]).map(
-        (r) => ({ slug: r.slug, name: r.name, enabled: r.enabled === 1, version: r.version, updated_at: formatStamp(r.stamp_us) }),
-      ),
+    list: async (workspaceId) => list.get(workspaceId) as string,
     find: async (workspaceId, ref) => table.find(workspaceId, ref),
     create: (workspaceId, id, doc, opts) => table.create(workspaceId, id, doc, { deriveSlug: false, limit: opts.limit }),
     replace: (workspaceId, id, expected, doc) => table.replace(workspaceId, id, expected, doc),

@@ -16,7 +16,7 @@ export const workflowHandlers: Pick<
   Handlers,
   'listWorkflows' | 'createWorkflow' | 'getWorkflow' | 'replaceWorkflow' | 'deleteWorkflow' | 'validateWorkflow' | 'testWorkflow'
 > = {
-  listWorkflows: async ({ ctx, principal }) => ({ status: 200, body: { data: await ctx.store.workflows.list(principal.workspaceId) } }),
+  listWorkflows: async ({ ctx, principal }) => ({ status: 200, rawData: await ctx.store.workflows.list(principal.workspaceId) }),
 
   createWorkflow: async ({ ctx, principal, body }) => {
     const write = await workflows.createWorkflow(ctx, principal, body);
