@@ -129,7 +129,7 @@ test('an issuer whose JWKS cannot be reached gives 503, and the service recovers
   const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
   const jwk = { ...(publicKey.export({ format: 'jwk' }) as object), kid: 'ext-1', alg: 'RS256', use: 'sig' };
   let up = true;
-  const jwks = http.createServer((req, res) => {
+  const jwks = http.createServer((_req, res) => {
     if (!up) {
       res.statusCode = 503;
       return res.end('down');
