@@ -35,12 +35,13 @@ export interface AppOptions {
   validateResponses?: boolean;
 }
 
+type Matched = Extract<Match, { operation: Operation }>;
 
 declare module 'express-serve-static-core' {
   interface Request {
     id?: string;
-    operation?: Operation;
-    matched?: Extract<Match, { operation: Operation }>;
+    /** The operation and path parameters the request was routed to. */
+    matched?: Matched;
   }
 }
 
@@ -64,7 +65,7 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
   // The API first: most requests are API calls, and express tries its layers in order.
   app.use('/api/build', routeOperation(operations), opts.authenticate, async (req: Request, res: Response, next: NextFunction) => {
     try {
-      const route = req.matched as Extract<Match, { operation: Operation }>;
+      const route = req.matched as Matched;
       const body = await readJsonBody(req, route.operation);
       const path = req.originalUrl.split('?', 1)[0] as string;
       const reply = await operations.dispatch(route, { method: req.method, path, headers: req.headers, query: req.query as Record<string, unknown>, body }, req.principal!);
@@ -73,7 +74,6 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
       next(err);
     }
   });
-
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -131,7 +131,6 @@ function routeOperation(operations: Operations): express.RequestHandler {
     const path = req.originalUrl.split('?', 1)[0] as string;
     const match = operations.match(req.method, path);
     if (match && 'operation' in match) {
-      req.operation = match.operation;
       req.matched = match;
       return next();
     }
@@ -212,7 +211,7 @@ function contractCheck({ api }: Operations): express.RequestHandler {
     // Every JSON reply ends in res.send (res.json included), whether serialised here or sent as stored.
     const send = res.send.bind(res);
     res.send = (payload: unknown) => {
-      const operation = req.operation;
+      const operation = req.matched?.operation;
       if (operation && Buffer.isBuffer(payload) && String(res.getHeader('content-type')).startsWith('application/json')) {
         const headers: Record<string, string> = {};
         for (const [name, value] of Object.entries(res.getHeaders())) headers[name] = String(value);
