@@ -5,13 +5,21 @@ import { describeProblems, type Problem } from '../domain/types';
 import { badRequest } from '../errors';
 import type { Principal, ServiceContext } from './context';
 
+// The catalog's model ids, built once per model list (it is fixed for the life of the service).
+const modelIdSets = new WeakMap<ServiceContext['models'], ReadonlySet<string>>();
+function modelIds(models: ServiceContext['models']): ReadonlySet<string> {
+  let ids = modelIdSets.get(models);
+  if (!ids) modelIdSets.set(models, (ids = new Set(models.map((m) => m.id))));
+  return ids;
+}
+
 /** `agentSlugs`: the agents the document names (workflow agent steps); only those are looked up. */
 export async function referencesFor(ctx: ServiceContext, who: Principal, agentSlugs: string[] = []): Promise<References> {
   const connections = await ctx.store.connections.list(who.workspaceId);
   const agents = new Set<string>();
   for (const slug of new Set(agentSlugs)) if (await ctx.store.agents.find(who.workspaceId, slug)) agents.add(slug);
   return {
-    models: new Set(ctx.models.map((m) => m.id)),
+    models: modelIds(ctx.models),
     apps: CATALOG_APPS,
     tools: CATALOG_TOOLS,
     connections: new Map(connections.map((c) => [c.ref, c])),

@@ -27,3 +27,13 @@ export function waitForWorkflowRun(t: TestService, runId: string, token?: string
     return { status: res.response.status, run: res.data?.data, error: res.error };
   }, runId, timeoutMs);
 }
+
+/** Runs `fn` with the workspace's balance set to `amount`, and puts a large balance back afterwards. */
+export async function withCredits<T>(t: TestService, workspaceId: string, amount: number, fn: () => Promise<T>): Promise<T> {
+  await t.service.store.workspaces.setCredits(workspaceId, amount);
+  try {
+    return await fn();
+  } finally {
+    await t.service.store.workspaces.setCredits(workspaceId, 1000);
+  }
+}

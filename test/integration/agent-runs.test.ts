@@ -1,6 +1,6 @@
 import { startService, type TestService } from '../helpers/service';
 import { minimalAgent } from '../helpers/fixtures';
-import { waitForAgentRun } from '../helpers/runs';
+import { waitForAgentRun, withCredits } from '../helpers/runs';
 import type { components } from '../../generated/api';
 
 type AgentCreate = components['schemas']['AgentCreate'];
@@ -108,35 +108,28 @@ test('an unknown agent is 404; a prompt out of bounds is 400', async () => {
 describe('credits', () => {
   test('no credits: 409 with the run_id of a recorded refusal the starter can read', async () => {
     const doc = await agent();
-    await t.service.store.workspaces.setCredits('ws-1', 0);
-    try {
+    await withCredits(t, 'ws-1', 0, async () => {
       const res = await startRun(doc.slug, 'hi');
       expect(res.response.status).toBe(409);
       const body = res.error as { error: string; run_id: string };
       expect(body.error).toBe('insufficient credits: the run needs at least 1, the workspace has 0');
       const run = await t.client().GET('/api/build/runs/{runId}', { params: { path: { runId: body.run_id } } });
       expect(run.data!.data).toMatchObject({ status: 'refused', error: body.error, steps: null, credits: null, run_started_at: null });
-    } finally {
-      await t.service.store.workspaces.setCredits('ws-1', 1000);
-    }
+    });
   });
 
   test('a run that exhausts the balance midway fails and the balance ends at zero', async () => {
     const doc = await agent();
-    await t.service.store.workspaces.setCredits('ws-1', 2);
-    try {
+    await withCredits(t, 'ws-1', 2, async () => {
       const run = await waitForAgentRun(t, (await startRun(doc.slug, '/call core.echo {}\n/call core.echo {}\n/call core.echo {}')).data!.data.run_id);
       expect(run).toMatchObject({ status: 'failed', steps: 2, credits: 2, error: 'credits exhausted after 2 model steps' });
       expect(await t.service.store.workspaces.credits('ws-1', 0)).toBe(0);
-    } finally {
-      await t.service.store.workspaces.setCredits('ws-1', 1000);
-    }
+    });
   });
 
   test('concurrent runs never spend more than the balance; every refusal is recorded', async () => {
     const doc = await agent();
-    await t.service.store.workspaces.setCredits('ws-1', 5);
-    try {
+    await withCredits(t, 'ws-1', 5, async () => {
       const starts = await Promise.all(Array.from({ length: 12 }, () => startRun(doc.slug, 'hello')));
       const accepted = starts.filter((s) => s.response.status === 202);
       const refused = starts.filter((s) => s.response.status === 409);
@@ -148,9 +141,7 @@ describe('credits', () => {
       }
       for (const a of accepted) expect((await waitForAgentRun(t, a.data!.data.run_id)).status).toBe('succeeded');
       expect(await t.service.store.workspaces.credits('ws-1', 0)).toBe(0);
-    } finally {
-      await t.service.store.workspaces.setCredits('ws-1', 1000);
-    }
+    });
   });
 });
 

@@ -1,6 +1,6 @@
 import { startService, type TestService } from '../helpers/service';
 import { minimalAgent } from '../helpers/fixtures';
-import { waitForWorkflowRun } from '../helpers/runs';
+import { waitForWorkflowRun, withCredits } from '../helpers/runs';
 import type { components } from '../../generated/api';
 
 type WorkflowCreate = components['schemas']['WorkflowCreate'];
@@ -124,8 +124,7 @@ test('a disabled workflow refuses test runs with 409 and run_id null', async () 
 
 test('a balance below the number of steps is refused and recorded', async () => {
   const slug = await workflow({ steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }, { id: 'b', kind: 'tool', tool: 'core.echo' }] });
-  await t.service.store.workspaces.setCredits('ws-1', 1);
-  try {
+  await withCredits(t, 'ws-1', 1, async () => {
     const res = await startRun(slug);
     expect(res.response.status).toBe(409);
     const body = res.error as { error: string; run_id: string };
@@ -133,9 +132,7 @@ test('a balance below the number of steps is refused and recorded', async () => 
     const run = await t.client().GET('/api/build/workflow-runs/{runId}', { params: { path: { runId: body.run_id } } });
     expect(run.data!.data).toMatchObject({ status: 'refused', error: body.error, started_at: null, finished_at: expect.any(String) });
     expect(await t.service.store.workspaces.credits('ws-1', 0)).toBe(1);
-  } finally {
-    await t.service.store.workspaces.setCredits('ws-1', 1000);
-  }
+  });
 });
 
 test('a run is readable only by its starter', async () => {
