@@ -4,7 +4,7 @@
 // KeySource (503 when the issuer is unreachable), the principal's claims, the `build` scope (403), and
 // one WWW-Authenticate header that points at the protected-resource metadata.
 import crypto from 'node:crypto';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { auth, UnauthorizedError } from 'express-oauth2-jwt-bearer';
 import { ApiError } from '../errors';
 import type { Principal } from '../services/context';
@@ -85,7 +85,13 @@ class VerifiedTokens {
   }
 }
 
-export function createBearerAuth(opts: BearerOptions): RequestHandler {
+/**
+ * The principal of a request, or an ApiError (401/403/503). Synchronous when the token was verified
+ * before (the common case: no promise, no extra turn of the event loop), a promise otherwise.
+ */
+export type Authenticate = (req: Request, res: Response, query: Record<string, unknown>) => Principal | Promise<Principal>;
+
+export function createBearerAuth(opts: BearerOptions): Authenticate {
   const verifiers = new WeakMap<Jwks, RequestHandler>();
   const verifierFor = (jwks: Jwks): RequestHandler => {
     let verifier = verifiers.get(jwks);
@@ -110,8 +116,8 @@ export function createBearerAuth(opts: BearerOptions): RequestHandler {
     });
   const verified = new VerifiedTokens();
 
-  async function authenticate(req: Request, res: Response): Promise<Principal> {
-    if (req.query && typeof req.query === 'object' && 'access_token' in req.query) {
+  return function authenticate(req, res, query) {
+    if ('access_token' in query) {
       throw unauthorized('access_token in the query string is refused; send the token in the Authorization header', 'invalid_token');
     }
     const header = req.headers.authorization;
@@ -127,6 +133,10 @@ export function createBearerAuth(opts: BearerOptions): RequestHandler {
     }
     const kid = kidOf(token);
     if (kid === null || token.split('.').length !== 3) throw unauthorized('invalid token: not a JWT', 'invalid_token');
+    return verify(req, res, kid, cacheKey);
+  };
+
+  async function verify(req: Request, res: Response, kid: string | undefined, cacheKey: string): Promise<Principal> {
 
     let jwks: Jwks;
     try {
@@ -159,14 +169,4 @@ export function createBearerAuth(opts: BearerOptions): RequestHandler {
     if (!build) throw forbidden();
     return principal;
   }
-
-  return (req: Request, res: Response, next: NextFunction) => {
-    authenticate(req, res).then(
-      (principal) => {
-        req.principal = principal;
-        next();
-      },
-      next,
-    );
-  };
 }

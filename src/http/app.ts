@@ -5,6 +5,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import querystring from 'node:querystring';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Operation } from 'openapi-backend';
 import { ApiError } from '../errors';
@@ -12,7 +13,8 @@ import type { Logger } from '../log';
 import { loggablePath } from '../log';
 import type { ServiceContext } from '../services/context';
 import type { Store } from '../store';
-import { BUILD_SCOPE } from '../auth/bearer';
+import { BUILD_SCOPE, type Authenticate } from '../auth/bearer';
+import type { Principal } from '../services/context';
 import type { Jwks } from '../auth/local-issuer';
 import { generatedDocsDir } from '../paths';
 import { readJsonBody, BODY_LIMIT_BYTES } from './body';
@@ -27,8 +29,8 @@ export interface AppOptions {
   publicBaseUrl: string;
   /** The issuer tokens must come from, named in the protected-resource metadata. */
   issuer: string;
-  /** Verifies the bearer token and sets req.principal (see auth/bearer.ts). */
-  authenticate: express.RequestHandler;
+  /** Verifies the bearer token (see auth/bearer.ts). */
+  authenticate: Authenticate;
   /** The embedded issuer's public keys, served at /.well-known/jwks.json when it is in use. */
   localJwks?: Jwks;
   /** Check every reply against the spec and answer 500 on drift (tests). */
@@ -63,17 +65,7 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
   if (opts.validateResponses) app.use(contractCheck(operations));
 
   // The API first: most requests are API calls, and express tries its layers in order.
-  app.use('/api/build', routeOperation(operations), opts.authenticate, async (req: Request, res: Response, next: NextFunction) => {
-    try {
-      const route = req.matched as Matched;
-      const body = await readJsonBody(req, route.operation);
-      const path = req.originalUrl.split('?', 1)[0] as string;
-      const reply = await operations.dispatch(route, { method: req.method, path, headers: req.headers, query: req.query as Record<string, unknown>, body }, req.principal!);
-      send(res, reply);
-    } catch (err) {
-      next(err);
-    }
-  });
+  app.use(apiRequests(operations, opts.authenticate));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -125,22 +117,47 @@ function send(res: Response, reply: Reply): void {
   }
 }
 
-/** Finds the operation before anything else, so unknown paths are 404 and wrong methods 405. */
-function routeOperation(operations: Operations): express.RequestHandler {
-  return (req, res, next) => {
-    const path = req.originalUrl.split('?', 1)[0] as string;
-    const match = operations.match(req.method, path);
-    if (match && 'operation' in match) {
-      req.matched = match;
-      return next();
-    }
-    const allowed = match?.allowed ?? [];
-    if (allowed.length) {
-      res.setHeader('Allow', allowed.join(', '));
-      return next(new ApiError(405, `method ${req.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`));
-    }
-    next(new ApiError(404, `no route ${req.method} ${loggablePath(path)}; the API is described at /openapi.yaml`));
+const API_ROOT = '/api/build';
+
+/**
+ * Every request under /api/build, in one layer (each express layer costs its router a turn): the
+ * operation first, so unknown paths are 404 and wrong methods 405; then the token; then the body,
+ * the request's validation and the handler (operations.dispatch).
+ */
+function apiRequests(operations: Operations, authenticate: Authenticate): express.RequestHandler {
+  const answer = async (req: Request, res: Response, route: Matched, path: string, query: Record<string, unknown>, principal: Principal) => {
+    const body = await readJsonBody(req, route.operation);
+    send(res, await operations.dispatch(route, { method: req.method, path, headers: req.headers, query, body }, principal));
   };
+  return (req, res, next) => {
+    const url = req.originalUrl;
+    if (!url.startsWith(API_ROOT) || (url.length > API_ROOT.length && !'/?'.includes(url[API_ROOT.length] as string))) return next();
+    const queryAt = url.indexOf('?');
+    const path = queryAt < 0 ? url : url.slice(0, queryAt);
+    const match = operations.match(req.method, path);
+    if (!match || !('operation' in match)) return next(routingError(req.method, path, match?.allowed ?? [], res));
+    req.matched = match;
+    // Parsed once, as express's 'simple' query parser would (its req.query getter parses on every read).
+    const query = queryAt < 0 ? {} : { ...querystring.parse(url.slice(queryAt + 1)) };
+    let principal: Principal | Promise<Principal>;
+    try {
+      principal = authenticate(req, res, query);
+    } catch (err) {
+      return next(err);
+    }
+    const principalKnown = (who: Principal) => {
+      req.principal = who;
+      return answer(req, res, match, path, query, who);
+    };
+    if (principal instanceof Promise) principal.then(principalKnown).catch(next);
+    else principalKnown(principal).catch(next);
+  };
+}
+
+function routingError(method: string, path: string, allowed: string[], res: Response): ApiError {
+  if (!allowed.length) return new ApiError(404, `no route ${method} ${loggablePath(path)}; the API is described at /openapi.yaml`);
+  res.setHeader('Allow', allowed.join(', '));
+  return new ApiError(405, `method ${method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`);
 }
 
 function errorHandler(logger: Logger) {
