@@ -1,15 +1,20 @@
 // Group commit: every write the store makes is queued and, once the code that is running now and
-// its microtasks are done (process.nextTick), all queued writes run in one SQLite transaction — one
-// fsync for the group instead of one per write. (Waiting for setImmediate batched more HTTP writes
-// together but added the length of a whole I/O phase to every await of the run workers: workflow
-// runs fell from 224 to 48 executions/s. See docs/benchmarks.md.) Each write runs in its own savepoint, so one that fails (a constraint, a refused
-// compare-and-set) rolls back alone; each caller learns its own outcome only after the group has
-// committed, so nothing is acknowledged before it is durable.
-import type { Db } from './db';
+// its microtasks are done (process.nextTick), all queued writes run in one SQLite transaction. Each
+// write runs in its own savepoint, so one that fails (a constraint, a refused compare-and-set)
+// rolls back alone. Each caller learns its own outcome only once the group is durable: with a
+// WalSync, after an fsync of the WAL on the thread pool that started after the group committed —
+// groups committed while one fsync runs share the next one — so the event loop never waits for
+// the disk and nothing is acknowledged before it is on disk.
+//
+// A committed group is visible to reads before its fsync returns (as with any WAL commit before
+// the caller hears back); only its writers wait. (Flushing on setImmediate instead of nextTick
+// batched more writes per transaction but added a whole I/O phase to every await of the run
+// workers: workflow runs fell from 224 to 48 executions/s. See docs/benchmarks.md.)
+import type { Db, WalSync } from './db';
 
 export interface GroupCommit {
   run<T>(work: () => T): Promise<T>;
-  /** Commits what is queued now (before the database is closed). */
+  /** Commits and syncs what is queued now (before the database is closed). */
   drain(): void;
 }
 
@@ -19,18 +24,46 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
-export function createGroupCommit(db: Db): GroupCommit {
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupCommit {
   let pending: Pending[] = [];
   let scheduled = false;
+  /** Committed groups whose writers wait for the next fsync. */
+  let unsynced: (() => void)[] = [];
+  let unsyncedFailure: ((error: Error) => void)[] = [];
+  let syncing = false;
   // Called inside the group's transaction, better-sqlite3 makes this a SAVEPOINT.
   const inSavepoint = db.transaction((work: () => unknown) => work());
+
+  const settle = (batch: Pending[], outcomes: Outcome[]) =>
+    batch.forEach((item, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) item.resolve(outcome.value);
+      else item.reject(outcome.error);
+    });
+
+  const startSync = () => {
+    if (syncing || !wal || !unsynced.length) return;
+    syncing = true;
+    const covered = unsynced;
+    const failed = unsyncedFailure;
+    unsynced = [];
+    unsyncedFailure = [];
+    wal.sync((err) => {
+      syncing = false;
+      if (err) for (const fail of failed) fail(new Error(`the write could not be made durable: ${err.message}`));
+      else for (const acknowledge of covered) acknowledge();
+      startSync();
+    });
+  };
 
   const flush = () => {
     scheduled = false;
     if (!pending.length) return; // drained already
     const batch = pending;
     pending = [];
-    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    const outcomes: Outcome[] = [];
     try {
       db.transaction(() => {
         for (const item of batch) {
@@ -45,16 +78,22 @@ export function createGroupCommit(db: Db): GroupCommit {
       for (const item of batch) item.reject(error); // the commit failed: nothing of the group landed
       return;
     }
-    batch.forEach((item, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.ok) item.resolve(outcome.value);
-      else item.reject(outcome.error);
-    });
+    if (!wal) return settle(batch, outcomes);
+    unsynced.push(() => settle(batch, outcomes));
+    unsyncedFailure.push((error) => batch.forEach((item) => item.reject(error)));
+    startSync();
   };
 
   return {
     drain() {
       if (pending.length) flush();
+      if (wal && unsynced.length) {
+        wal.syncNow();
+        const covered = unsynced;
+        unsynced = [];
+        unsyncedFailure = [];
+        for (const acknowledge of covered) acknowledge();
+      }
     },
     run<T>(work: () => T): Promise<T> {
       return new Promise<T>((resolve, reject) => {

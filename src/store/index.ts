@@ -1,7 +1,7 @@
 // The store interface the services use, and its SQLite implementation. The interface is async
 // (Promise-returning) although better-sqlite3 is synchronous, so that another database can sit
 // behind it later without touching callers. The store knows nothing about HTTP.
-import { openDatabase, type Db } from './db';
+import { openDatabase, walSync, type Db, type WalSync } from './db';
 import { createDocumentTable, type CreateOutcome, type DocumentRecord, type ReplaceOutcome, type Serialized } from './documents';
 import { StampClock } from '../domain/stamps';
 import type { StoredTrigger } from '../domain/agent';
@@ -69,11 +69,13 @@ export interface Store {
 }
 
 export function openSqliteStore(file: string, clock = new StampClock()): Store {
-  return createSqliteStore(openDatabase(file), clock);
+  const db = openDatabase(file);
+  return createSqliteStore(db, clock, walSync(db));
 }
 
-export function createSqliteStore(db: Db, clock: StampClock): Store {
-  const commit = createGroupCommit(db);
+/** Without `wal`, each commit syncs itself (synchronous=FULL) before its writers hear back. */
+export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null = null): Store {
+  const commit = createGroupCommit(db, wal);
   const agents = agentRepository(db, commit, clock);
   const workflows = workflowRepository(db, commit, clock);
   const connections = connectionRepository(db, commit);
@@ -92,6 +94,7 @@ export function createSqliteStore(db: Db, clock: StampClock): Store {
     close: () => {
       commit.drain();
       db.close();
+      wal?.close();
     },
   };
 }
