@@ -12,14 +12,24 @@
 // workers: workflow runs fell from 224 to 48 executions/s. See docs/benchmarks.md.)
 import type { Db, WalSync } from './db';
 
+/**
+ * When a write's caller hears back: `durable` once it is on disk (every API write), `visible` once
+ * its transaction has committed (the run workers' own progress: a run that a stop interrupts is
+ * finished as failed at the next start whatever it wrote, and the WAL keeps commit order, so what
+ * survives a power loss is always a prefix of what committed — never a run's end without the
+ * writes before it).
+ */
+export type Ack = 'durable' | 'visible';
+
 export interface GroupCommit {
-  run<T>(work: () => T): Promise<T>;
+  run<T>(work: () => T, ack?: Ack): Promise<T>;
   /** Commits and syncs what is queued now (before the database is closed). */
   drain(): void;
 }
 
 interface Pending {
   work: () => unknown;
+  ack: Ack;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -79,8 +89,18 @@ export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupComm
       return;
     }
     if (!wal) return settle(batch, outcomes);
-    unsynced.push(() => settle(batch, outcomes));
-    unsyncedFailure.push((error) => batch.forEach((item) => item.reject(error)));
+    const durable: Pending[] = [];
+    const durableOutcomes: Outcome[] = [];
+    const visible: Pending[] = [];
+    const visibleOutcomes: Outcome[] = [];
+    batch.forEach((item, i) => {
+      (item.ack === 'durable' ? durable : visible).push(item);
+      (item.ack === 'durable' ? durableOutcomes : visibleOutcomes).push(outcomes[i]!);
+    });
+    settle(visible, visibleOutcomes);
+    if (!durable.length) return;
+    unsynced.push(() => settle(durable, durableOutcomes));
+    unsyncedFailure.push((error) => durable.forEach((item) => item.reject(error)));
     startSync();
   };
 
@@ -95,9 +115,9 @@ export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupComm
         for (const acknowledge of covered) acknowledge();
       }
     },
-    run<T>(work: () => T): Promise<T> {
+    run<T>(work: () => T, ack: Ack = 'durable'): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
+        pending.push({ work, ack, resolve: resolve as (value: unknown) => void, reject });
         if (!scheduled) {
           scheduled = true;
           process.nextTick(flush);

@@ -149,15 +149,16 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   return {
     accept: (run, refusal) => commit.run(() => acceptTx(run, refusal)),
     find: async (id) => (byId.get(id) as RunRow | undefined) ?? null,
-    claimNext: (now) => commit.run(() => claimTx(now)),
+    // The workers' writes are acknowledged once committed, not once on disk (see Ack in group-commit.ts).
+    claimNext: (now) => commit.run(() => claimTx(now), 'visible'),
     saveState: (id, state) => {
       const json = JSON.stringify(state); // serialised now: the caller may change `state` before the group commits
       return commit.run(() => {
         saveState.run(json, id);
-      });
+      }, 'visible');
     },
-    spend: (id, amount) => commit.run(() => spendTx(id, amount)),
-    finish: (id, status, error, state, now) => commit.run(() => finishTx(id, status, error, state, now)),
+    spend: (id, amount) => commit.run(() => spendTx(id, amount), 'visible'),
+    finish: (id, status, error, state, now) => commit.run(() => finishTx(id, status, error, state, now), 'visible'),
     failInterrupted: (message, now) => commit.run(() => failInterruptedTx(message, now)),
   };
 }
@@ -184,12 +185,13 @@ export function kvRepository(db: Db, commit: GroupCommit): KvRepository {
       return value === undefined ? undefined : JSON.parse(value);
     },
     list: async (ws, prefix, limit) => list.all(ws, prefix, `${prefix}\uffff`, limit) as string[],
+    // Only the run workers' tools write here: acknowledged once committed, like the runs' progress.
     set: (ws, key, value) => {
       const json = JSON.stringify(value);
       return commit.run(() => {
         set.run(ws, key, json, new Date().toISOString());
-      });
+      }, 'visible');
     },
-    delete: (ws, key) => commit.run(() => del.run(ws, key).changes > 0),
+    delete: (ws, key) => commit.run(() => del.run(ws, key).changes > 0, 'visible'),
   };
 }
