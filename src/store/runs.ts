@@ -60,6 +60,11 @@ export interface RunRepository {
   failInterrupted(message: string, now: string): Promise<number>;
 }
 
+/** The worker's next run: the oldest queued one (by the partial index runs_queued, migration 003). */
+export const NEXT_QUEUED_SQL = `SELECT id FROM runs WHERE status = 'queued' ORDER BY accepted_at, id LIMIT 1`;
+/** Runs a stopped process left running (by the partial index runs_running). */
+export const RUNNING_SQL = `SELECT id, workspace_id, credits_reserved, credits_spent FROM runs WHERE status = 'running'`;
+
 export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   const ensureWorkspace = db.prepare('INSERT OR IGNORE INTO workspaces (id, credits, created_at) VALUES (?, ?, ?)');
   const debit = db.prepare('UPDATE workspaces SET credits = credits - @amount WHERE id = @workspace AND credits >= @amount');
@@ -70,7 +75,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
      VALUES (@id, @kind, @workspace_id, @started_by, @target_id, @target_version, @status, @source, @request, @snapshot, @state, @reserved, @error, @accepted_at, @finished_at)`,
   );
   const byId = db.prepare('SELECT * FROM runs WHERE id = ?');
-  const nextQueued = db.prepare(`SELECT id FROM runs WHERE status = 'queued' ORDER BY accepted_at, id LIMIT 1`).pluck();
+  const nextQueued = db.prepare(NEXT_QUEUED_SQL).pluck();
   const markRunning = db.prepare(`UPDATE runs SET status = 'running', started_at = ? WHERE id = ? AND status = 'queued'`);
   const saveState = db.prepare('UPDATE runs SET state = ? WHERE id = ?');
   const spendReserved = db.prepare(
@@ -81,7 +86,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     `UPDATE runs SET status = @status, error = @error, state = @state, finished_at = @now,
        credits_reserved = credits_spent WHERE id = @id`,
   );
-  const running = db.prepare(`SELECT id, workspace_id, credits_reserved, credits_spent FROM runs WHERE status = 'running'`);
+  const running = db.prepare(RUNNING_SQL);
   const failOne = db.prepare(
     `UPDATE runs SET status = 'failed', error = @error, finished_at = @now, credits_reserved = credits_spent WHERE id = @id`,
   );

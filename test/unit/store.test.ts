@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openDatabase, migrate } from '../../src/store/db';
+import { openDatabase, migrate, type WalSync } from '../../src/store/db';
+import { createGroupCommit } from '../../src/store/group-commit';
+import { NEXT_QUEUED_SQL, RUNNING_SQL } from '../../src/store/runs';
 import { createSqliteStore } from '../../src/store';
 import { StampClock, formatStamp } from '../../src/domain/stamps';
 import type { Agent } from '../../src/domain/types';
@@ -19,7 +21,7 @@ const agent = (id: string, slug: string): Agent =>
 test('migrations apply once and are recorded; the file uses WAL', () => {
   const db = openDatabase(path.join(dir, 'a.db'));
   expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
-  expect(db.prepare('SELECT version FROM schema_migrations').pluck().all()).toEqual([1, 2]);
+  expect(db.prepare('SELECT version FROM schema_migrations').pluck().all()).toEqual([1, 2, 3]);
   expect(migrate(db)).toEqual([]);
   db.close();
 });
@@ -60,4 +62,65 @@ test('a workspace starts with the initial credits; set overrides', async () => {
   await store.workspaces.setCredits('ws', 7);
   expect(await store.workspaces.credits('ws', 1000)).toBe(7);
   store.close();
+});
+
+test('the run queue lookups use their partial indexes, not a scan of every run', () => {
+  const db = openDatabase(path.join(dir, 'q.db'));
+  const plan = (sql: string) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join('; ');
+  expect(plan(NEXT_QUEUED_SQL)).toBe('SCAN runs USING COVERING INDEX runs_queued');
+  expect(plan(RUNNING_SQL)).toBe('SCAN runs USING INDEX runs_running');
+  db.close();
+});
+
+describe('group commit with the WAL synced on the side', () => {
+  /** A WalSync whose fsyncs the test completes by hand. */
+  function manualSync() {
+    const waiting: ((err: Error | null) => void)[] = [];
+    const wal: WalSync = { sync: (done) => waiting.push(done), syncNow: () => undefined, close: () => undefined };
+    return { wal, waiting };
+  }
+  const settled = async (p: Promise<unknown>) => {
+    let state = 'pending';
+    p.then(() => (state = 'resolved'), () => (state = 'rejected'));
+    await new Promise((resolve) => setImmediate(resolve));
+    return state;
+  };
+
+  test('a durable write is acknowledged after the sync that follows its commit; a visible one at its commit', async () => {
+    const db = openDatabase(path.join(dir, 'g.db'));
+    db.exec('CREATE TABLE t (v INTEGER)');
+    const { wal, waiting } = manualSync();
+    const commit = createGroupCommit(db, wal);
+    const durable = commit.run(() => db.prepare('INSERT INTO t VALUES (1)').run());
+    const visible = commit.run(() => db.prepare('INSERT INTO t VALUES (2)').run(), 'visible');
+    expect(await settled(visible)).toBe('resolved');
+    expect(await settled(durable)).toBe('pending');
+    expect(db.prepare('SELECT COUNT(*) FROM t').pluck().get()).toBe(2); // committed, not yet synced
+    expect(waiting).toHaveLength(1);
+    waiting.shift()!(null);
+    expect(await settled(durable)).toBe('resolved');
+    db.close();
+  });
+
+  test('groups that commit while a sync runs share the next one; a failed sync rejects what it covered', async () => {
+    const db = openDatabase(path.join(dir, 'h.db'));
+    db.exec('CREATE TABLE t (v INTEGER)');
+    const { wal, waiting } = manualSync();
+    const commit = createGroupCommit(db, wal);
+    const first = commit.run(() => db.prepare('INSERT INTO t VALUES (1)').run());
+    await settled(first); // its group committed and its sync started
+    const second = commit.run(() => db.prepare('INSERT INTO t VALUES (2)').run());
+    await settled(second);
+    const third = commit.run(() => db.prepare('INSERT INTO t VALUES (3)').run());
+    await settled(third);
+    expect(waiting).toHaveLength(1); // one sync at a time
+    waiting.shift()!(null);
+    expect(await settled(first)).toBe('resolved');
+    expect(await settled(second)).toBe('pending'); // committed after that sync started
+    expect(waiting).toHaveLength(1); // the next sync covers the second and third groups
+    waiting.shift()!(new Error('EIO'));
+    await expect(second).rejects.toThrow('the write could not be made durable: EIO');
+    await expect(third).rejects.toThrow('the write could not be made durable: EIO');
+    db.close();
+  });
 });
