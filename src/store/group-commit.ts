@@ -1,5 +1,6 @@
-// Group commit: every write the store makes is queued and, once the code that is running now and
-// its microtasks are done (process.nextTick), all queued writes run in one SQLite transaction. Each
+// Group commit: every write the store makes is queued, and the queued writes run together in one
+// SQLite transaction (when: see `schedule`; durable and visible writes form separate groups, each
+// kept in the order it was queued — no write of one kind waits for the other). Each
 // write runs in its own savepoint, so one that fails (a constraint, a refused compare-and-set)
 // rolls back alone. Each caller learns its own outcome only once the group is durable: with a
 // WalSync, after an fsync of the WAL on the thread pool that started after the group committed —
@@ -7,9 +8,9 @@
 // the disk and nothing is acknowledged before it is on disk.
 //
 // A committed group is visible to reads before its fsync returns (as with any WAL commit before
-// the caller hears back); only its writers wait. (Flushing on setImmediate instead of nextTick
-// batched more writes per transaction but added a whole I/O phase to every await of the run
-// workers: workflow runs fell from 224 to 48 executions/s. See docs/benchmarks.md.)
+// the caller hears back); only its writers wait. (Flushing every write on setImmediate, before
+// the workers' writes were `visible`, added a whole I/O phase to each of their awaits: workflow
+// runs fell from 224 to 48 executions/s. See docs/benchmarks.md.)
 import type { Db, WalSync } from './db';
 
 /**
@@ -29,7 +30,6 @@ export interface GroupCommit {
 
 interface Pending {
   work: () => unknown;
-  ack: Ack;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -37,8 +37,8 @@ interface Pending {
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupCommit {
-  let pending: Pending[] = [];
-  let scheduled = false;
+  const pending: Record<Ack, Pending[]> = { durable: [], visible: [] };
+  const scheduled: Record<Ack, boolean> = { durable: false, visible: false };
   /** Committed groups whose writers wait for the next fsync. */
   let unsynced: (() => void)[] = [];
   let unsyncedFailure: ((error: Error) => void)[] = [];
@@ -68,11 +68,11 @@ export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupComm
     });
   };
 
-  const flush = () => {
-    scheduled = false;
-    if (!pending.length) return; // drained already
-    const batch = pending;
-    pending = [];
+  const flush = (ack: Ack) => {
+    scheduled[ack] = false;
+    const batch = pending[ack];
+    if (!batch.length) return; // drained already
+    pending[ack] = [];
     const outcomes: Outcome[] = [];
     try {
       db.transaction(() => {
@@ -88,25 +88,27 @@ export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupComm
       for (const item of batch) item.reject(error); // the commit failed: nothing of the group landed
       return;
     }
-    if (!wal) return settle(batch, outcomes);
-    const durable: Pending[] = [];
-    const durableOutcomes: Outcome[] = [];
-    const visible: Pending[] = [];
-    const visibleOutcomes: Outcome[] = [];
-    batch.forEach((item, i) => {
-      (item.ack === 'durable' ? durable : visible).push(item);
-      (item.ack === 'durable' ? durableOutcomes : visibleOutcomes).push(outcomes[i]!);
-    });
-    settle(visible, visibleOutcomes);
-    if (!durable.length) return;
-    unsynced.push(() => settle(durable, durableOutcomes));
-    unsyncedFailure.push((error) => durable.forEach((item) => item.reject(error)));
+    if (!wal || ack === 'visible') return settle(batch, outcomes);
+    unsynced.push(() => settle(batch, outcomes));
+    unsyncedFailure.push((error) => batch.forEach((item) => item.reject(error)));
     startSync();
+  };
+
+  // Durable writes wait for an fsync anyway, so they gather for a whole turn of the event loop
+  // (setImmediate: every request that arrived in this I/O phase joins one transaction); visible
+  // ones commit as soon as the running code and its microtasks are done (process.nextTick), since
+  // a run worker awaits each of them in turn. Without a WalSync every commit syncs itself, as before.
+  const schedule = (ack: Ack) => {
+    if (scheduled[ack]) return;
+    scheduled[ack] = true;
+    if (wal && ack === 'durable') setImmediate(flush, ack);
+    else process.nextTick(flush, ack);
   };
 
   return {
     drain() {
-      if (pending.length) flush();
+      flush('durable');
+      flush('visible');
       if (wal && unsynced.length) {
         wal.syncNow();
         const covered = unsynced;
@@ -117,11 +119,8 @@ export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupComm
     },
     run<T>(work: () => T, ack: Ack = 'durable'): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        pending.push({ work, ack, resolve: resolve as (value: unknown) => void, reject });
-        if (!scheduled) {
-          scheduled = true;
-          process.nextTick(flush);
-        }
+        pending[ack].push({ work, resolve: resolve as (value: unknown) => void, reject });
+        schedule(ack);
       });
     },
   };
