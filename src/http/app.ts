@@ -106,15 +106,22 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
   return app;
 }
 
+/**
+ * Writes a JSON reply with node's own response methods: express's res.send would look for a
+ * charset, compute freshness against If-None-Match (answering an undocumented 304) and check the
+ * method again — none of which an API reply needs (5 % of a read in a profile).
+ */
+function sendJson(res: Response, status: number, headers: Record<string, string> | undefined, bytes: Buffer): void {
+  res.statusCode = status;
+  if (headers) for (const name in headers) res.setHeader(name, headers[name] as string);
+  res.setHeader('Content-Type', 'application/json');
+  res.setHeader('Content-Length', bytes.length);
+  res.end(bytes);
+}
+
 function send(res: Response, reply: Reply): void {
-  res.status(reply.status);
-  for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
-  if ('body' in reply) {
-    res.json(reply.body);
-  } else {
-    res.setHeader('Content-Type', 'application/json');
-    res.send(Buffer.from(`{"data":${reply.rawData}}`));
-  }
+  const bytes = 'body' in reply ? Buffer.from(JSON.stringify(reply.body)) : Buffer.from(`{"data":${reply.rawData}}`);
+  sendJson(res, reply.status, reply.headers, bytes);
 }
 
 const API_ROOT = '/api/build';
@@ -175,9 +182,7 @@ function errorHandler(logger: Logger) {
       error = new ApiError(500, `internal error (request id ${req.id})`);
     }
     if (res.headersSent) return res.end();
-    res.status(error.status);
-    for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
-    res.json(error.body());
+    sendJson(res, error.status, error.headers, Buffer.from(JSON.stringify(error.body())));
   };
 }
 
@@ -225,21 +230,23 @@ function mountDocs(app: express.Express): void {
  */
 function contractCheck({ api }: Operations): express.RequestHandler {
   return (req, res, next) => {
-    // Every JSON reply ends in res.send (res.json included), whether serialised here or sent as stored.
-    const send = res.send.bind(res);
-    res.send = (payload: unknown) => {
+    // Every JSON reply ends in res.end with its bytes (sendJson, and express's res.send under res.json).
+    const end = res.end.bind(res) as (chunk?: unknown) => Response;
+    res.end = ((payload?: unknown) => {
       const operation = req.matched?.operation;
       if (operation && Buffer.isBuffer(payload) && String(res.getHeader('content-type')).startsWith('application/json')) {
         const headers: Record<string, string> = {};
         for (const [name, value] of Object.entries(res.getHeaders())) headers[name] = String(value);
         const problem = contractViolation(api, operation, { status: res.statusCode, body: JSON.parse(payload.toString('utf8')), headers });
         if (problem) {
-          res.status(500);
-          return send(Buffer.from(JSON.stringify({ error: `reply breaks the contract of ${operation.operationId}: ${problem}` })));
+          const bytes = Buffer.from(JSON.stringify({ error: `reply breaks the contract of ${operation.operationId}: ${problem}` }));
+          res.statusCode = 500;
+          res.setHeader('Content-Length', bytes.length);
+          return end(bytes);
         }
       }
-      return send(payload);
-    };
+      return end(payload);
+    }) as Response['end'];
     next();
   };
 }
