@@ -6,6 +6,10 @@ import type { Db } from './db';
 import type { GroupCommit } from './group-commit';
 import { formatStamp, type StampClock } from '../domain/stamps';
 import { firstFreeSlug } from '../domain/agent';
+import { RowCache } from './row-cache';
+
+/** The document text the row cache of each table may hold (UTF-16 code units, about bytes for JSON). */
+const ROW_CACHE_BYTES = 32 * 1024 * 1024;
 
 /** JSON text known to serialise a T (so it can be sent as is, without parsing it first). */
 export type Serialized<T> = string & { readonly __serializes?: T };
@@ -91,8 +95,14 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     };
   };
 
+  const cache = new RowCache<Row>(ROW_CACHE_BYTES);
   const find = (workspaceId: string, ref: string): DocumentRecord<T> | null => {
-    const row = (isUuid(ref) ? byId.get(workspaceId, ref.toLowerCase()) : bySlug.get(workspaceId, ref)) as Row | undefined;
+    const id = isUuid(ref) ? ref.toLowerCase() : cache.idOfSlug(workspaceId, ref);
+    let row = id === undefined ? undefined : cache.get(workspaceId, id);
+    if (!row) {
+      row = (isUuid(ref) ? byId.get(workspaceId, ref.toLowerCase()) : bySlug.get(workspaceId, ref)) as Row | undefined;
+      if (row) cache.set(row);
+    }
     return row ? toRecord(row) : null;
   };
 
@@ -126,6 +136,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
       if (!row || row.stamp_us !== expectedStampMicros) return { ok: false, current: row ? toRecord(row) : null };
       const stampMicros = clock.next(row.stamp_us);
       const { doc: final, json } = stamped(doc, stampMicros, row.slug);
+      cache.drop(workspaceId, id);
       update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, document: json, ...columnValues(final) });
       spec.afterWrite?.(id, final, extra);
       return { ok: true, record: { id, workspaceId, slug: row.slug, version: row.version + 1, stampMicros, json, document: final } };
@@ -140,6 +151,10 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     /** Writes `doc` if the stored stamp is still `expectedStampMicros`; otherwise returns what is stored. */
     replace: (workspaceId: string, id: string, expectedStampMicros: number, doc: T, extra?: W): Promise<ReplaceOutcome<T>> =>
       commit.run(() => replaceTx(workspaceId, id, expectedStampMicros, doc, extra)),
-    remove: (workspaceId: string, id: string): Promise<boolean> => commit.run(() => remove.run(workspaceId, id).changes > 0),
+    remove: (workspaceId: string, id: string): Promise<boolean> =>
+      commit.run(() => {
+        cache.drop(workspaceId, id);
+        return remove.run(workspaceId, id).changes > 0;
+      }),
   };
 }

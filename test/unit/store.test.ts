@@ -4,6 +4,7 @@ import path from 'node:path';
 import { openDatabase, migrate, type WalSync } from '../../src/store/db';
 import { createGroupCommit } from '../../src/store/group-commit';
 import { NEXT_QUEUED_SQL, RUNNING_SQL } from '../../src/store/runs';
+import { RowCache } from '../../src/store/row-cache';
 import { createSqliteStore } from '../../src/store';
 import { StampClock, formatStamp } from '../../src/domain/stamps';
 import type { Agent } from '../../src/domain/types';
@@ -123,4 +124,39 @@ describe('group commit with the WAL synced on the side', () => {
     await expect(third).rejects.toThrow('the write could not be made durable: EIO');
     db.close();
   });
+});
+
+test('reads served from the row cache follow every write: replace, remove, a new document under a freed slug', async () => {
+  const store = createSqliteStore(openDatabase(path.join(dir, 'r.db')), new StampClock());
+  const created = await store.workflows.create('ws', '11111111-1111-4111-8111-111111111111', { kind: 'service.workflow/v1', slug: 'w', name: 'One', steps: [] } as never, { limit: 10 });
+  if (!created.ok) throw new Error('create failed');
+  expect((await store.workflows.find('ws', 'w'))?.document.name).toBe('One'); // now cached, by slug and id
+  const replaced = await store.workflows.replace('ws', created.record.id, created.record.stampMicros, { ...created.record.document, name: 'Two' });
+  expect(replaced.ok).toBe(true);
+  expect((await store.workflows.find('ws', 'w'))?.document.name).toBe('Two');
+  expect((await store.workflows.find('ws', created.record.id))?.version).toBe(2);
+  expect(await store.workflows.remove('ws', created.record.id)).toBe(true);
+  expect(await store.workflows.find('ws', 'w')).toBeNull();
+  expect(await store.workflows.find('ws', created.record.id)).toBeNull();
+  await store.workflows.create('ws', '22222222-2222-4222-8222-222222222222', { kind: 'service.workflow/v1', slug: 'w', name: 'Three', steps: [] } as never, { limit: 10 });
+  expect((await store.workflows.find('ws', 'w'))?.id).toBe('22222222-2222-4222-8222-222222222222');
+  expect(await store.workflows.find('other-ws', 'w')).toBeNull();
+  store.close();
+});
+
+test('the row cache holds at most its byte budget, dropping the least recently read rows', () => {
+  const cache = new RowCache<{ id: string; workspace_id: string; slug: string; document: string }>(25);
+  const row = (id: string) => ({ id, workspace_id: 'ws', slug: `s-${id}`, document: '0123456789' });
+  cache.set(row('a'));
+  cache.set(row('b'));
+  expect(cache.get('ws', 'a')).toBeDefined(); // a is now the most recently read
+  cache.set(row('c')); // 30 > 25: b goes
+  expect(cache.get('ws', 'b')).toBeUndefined();
+  expect(cache.idOfSlug('ws', 's-b')).toBeUndefined();
+  expect(cache.idOfSlug('ws', 's-a')).toBe('a');
+  expect(cache.size).toBe(2);
+  cache.drop('ws', 'a');
+  expect(cache.idOfSlug('ws', 's-a')).toBeUndefined();
+  cache.set({ ...row('big'), document: 'x'.repeat(26) }); // larger than the budget: not kept
+  expect(cache.get('ws', 'big')).toBeUndefined();
 });
