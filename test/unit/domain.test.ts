@@ -1,5 +1,5 @@
 import { assignTriggerIds, firstFreeSlug, normaliseAgent, slugFromName } from '../../src/domain/agent';
-import { describeAgentChanges, describeWorkflowChanges } from '../../src/domain/changes';
+import { describeAgentChanges, describeWorkflowChanges, same } from '../../src/domain/changes';
 import { checkWorkflowShape, materialiseWorkflow, normaliseWorkflow } from '../../src/domain/workflow';
 import type { Agent, AgentDraft, Workflow } from '../../src/domain/types';
 import { minimalAgent } from '../helpers/fixtures';
@@ -108,4 +108,14 @@ describe('change descriptions', () => {
     expect(describeWorkflowChanges(wf([step('a'), step('b')]), wf([step('b'), step('a')]))).toEqual(['steps reordered']);
     expect(describeWorkflowChanges(wf([step('a')]), wf([step('b')]))).toEqual(["step 'b' added", "step 'a' removed"]);
   });
+});
+
+test('change reports compare JSON values by content: member order does not count, array order and types do', () => {
+  expect(same({ a: 1, b: [1, { c: null }] }, { b: [1, { c: null }], a: 1 })).toBe(true);
+  expect(same([1, 2], [2, 1])).toBe(false);
+  expect(same({ a: 1 }, { a: 1, b: 1 })).toBe(false);
+  expect(same({ a: undefined }, { b: undefined })).toBe(false);
+  expect(same([], {})).toBe(false);
+  expect(same('1', 1)).toBe(false);
+  expect(same(null, {})).toBe(false);
 });

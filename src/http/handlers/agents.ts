@@ -4,12 +4,13 @@ import { formatStamp } from '../../domain/stamps';
 import * as agents from '../../services/agents';
 import * as runs from '../../services/runs';
 import type { AgentWrite } from '../../services/agents';
-import type { Handlers } from './types';
+import type { components } from '../../../generated/api';
+import { writeResultJson, type Handlers } from './types';
 
 function writeResult(write: AgentWrite) {
-  const result = { document: write.record.document, applied: write.applied, changes: write.changes, version: write.record.version };
+  const result = { applied: write.applied, changes: write.changes, version: write.record.version };
   // webhook_urls appears only when the write created a webhook trigger (its URL is shown once).
-  return write.webhookUrls.length ? { ...result, webhook_urls: write.webhookUrls } : result;
+  return writeResultJson<components['schemas']['AgentWriteResult']>(write.record.json, write.webhookUrls.length ? { ...result, webhook_urls: write.webhookUrls } : result);
 }
 
 const etag = (write: AgentWrite) => etagFor(write.record.document.updated_at);
@@ -25,7 +26,7 @@ export const agentHandlers: Pick<
     return {
       status: 201,
       headers: { ETag: etag(write), Location: `/api/build/agents/${write.record.id}` },
-      body: { data: writeResult(write) },
+      rawData: writeResult(write),
     };
   },
 
@@ -36,14 +37,14 @@ export const agentHandlers: Pick<
 
   replaceAgent: async ({ ctx, principal, params, query, headers, body }) => {
     const write = await agents.replaceAgent(ctx, principal, params.ref, headers['if-match'] as string, body, query.force === 'true');
-    return { status: 200, headers: { ETag: etag(write) }, body: { data: writeResult(write) } };
+    return { status: 200, headers: { ETag: etag(write) }, rawData: writeResult(write) };
   },
 
   validateAgent: async ({ ctx, principal, body }) => ({ status: 200, body: { data: await agents.validateAgent(ctx, principal, body) } }),
 
   setAgentStatus: async ({ ctx, principal, params, headers, body }) => {
     const write = await agents.setAgentStatus(ctx, principal, params.ref, headers['if-match'] as string, body.status);
-    return { status: 200, headers: { ETag: etag(write) }, body: { data: writeResult(write) } };
+    return { status: 200, headers: { ETag: etag(write) }, rawData: writeResult(write) };
   },
 
   testAgent: async ({ ctx, principal, params, body }) => ({

@@ -42,3 +42,12 @@ export interface Call<K extends OperationId> {
 
 export type Handler<K extends OperationId> = (call: Call<K>) => Promise<ReplyOf<K>>;
 export type Handlers = { [K in OperationId]: Handler<K> };
+
+/**
+ * A write result's JSON: `document` is the stored JSON spliced in as is, the other members are
+ * serialised (a write's reply carried the whole document through JSON.stringify a second time).
+ */
+export function writeResultJson<R>(documentJson: string, rest: Omit<R, 'document'>): Serialized<R> {
+  const tail = JSON.stringify(rest);
+  return (tail === '{}' ? `{"document":${documentJson}}` : `{"document":${documentJson},${tail.slice(1)}`) as Serialized<R>;
+}

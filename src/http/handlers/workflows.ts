@@ -4,10 +4,11 @@ import { formatStamp } from '../../domain/stamps';
 import * as runs from '../../services/runs';
 import * as workflows from '../../services/workflows';
 import type { WorkflowWrite } from '../../services/workflows';
-import type { Handlers } from './types';
+import type { components } from '../../../generated/api';
+import { writeResultJson, type Handlers } from './types';
 
 function writeResult(write: WorkflowWrite) {
-  return { document: write.record.document, applied: write.applied, changes: write.changes, version: write.record.version };
+  return writeResultJson<components['schemas']['WorkflowWriteResult']>(write.record.json, { applied: write.applied, changes: write.changes, version: write.record.version });
 }
 
 const etag = (write: WorkflowWrite) => etagFor(write.record.document.updated_at);
@@ -23,7 +24,7 @@ export const workflowHandlers: Pick<
     return {
       status: 201,
       headers: { ETag: etag(write), Location: `/api/build/workflows/${write.record.slug}` },
-      body: { data: writeResult(write) },
+      rawData: writeResult(write),
     };
   },
 
@@ -34,7 +35,7 @@ export const workflowHandlers: Pick<
 
   replaceWorkflow: async ({ ctx, principal, params, headers, body }) => {
     const write = await workflows.replaceWorkflow(ctx, principal, params.ref, headers['if-match'] as string, body);
-    return { status: 200, headers: { ETag: etag(write) }, body: { data: writeResult(write) } };
+    return { status: 200, headers: { ETag: etag(write) }, rawData: writeResult(write) };
   },
 
   deleteWorkflow: async ({ ctx, principal, params }) => {
