@@ -89,26 +89,26 @@ function cannon(opts) {
 }
 
 /**
- * `count` clients, each calling `op(client, n)` back to back for the scenario's duration (for
- * operations that carry state from one request to the next, which autocannon does not).
+ * autocannon for operations that carry state from one request to the next on a connection (a
+ * stamp, a run id). autocannon resets a connection's `context` each time it loops over its
+ * requests; here each connection keeps the state `newState()` gives it for the whole scenario.
+ * (autocannon's client costs the shared cores far less than fetch, so the server gets its share.)
  */
-async function clients(count, op) {
-  const deadline = Date.now() + SECONDS * 1000;
-  const latencies = [];
-  let failed = 0;
-  await Promise.all(
-    Array.from({ length: count }, async (_, client) => {
-      for (let n = 1; Date.now() < deadline; n++) {
-        const started = performance.now();
-        if (await op(client, n)) latencies.push(performance.now() - started);
-        else failed++;
-      }
-    }),
-  );
-  latencies.sort((a, b) => a - b);
-  const at = (p) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))];
-  return { rps: latencies.length / SECONDS, p50: at(0.5), p99: at(0.99), non2xx: failed, errors: 0 };
+function statefulCannon(opts, newState) {
+  return cannon({
+    ...opts,
+    setupClient(client) {
+      const state = newState();
+      client.requestIterator.resetContext = function keep() {
+        this.context = state;
+      };
+      client.requestIterator.resetContext();
+      client.requestIterator.rebuildRequest(); // the first request was built before this client had its state
+    },
+  });
 }
+
+const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 
 const summarise = (r) => ({ rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts });
 
@@ -184,36 +184,67 @@ async function main() {
     ['validate agent', cannonScenario({ url: `${service.url}/api/build/agents/validate`, method: 'POST', headers: json, body: JSON.stringify(draft) })],
     [
       // Each client owns one agent and carries its stamp from write to write.
+      // Each connection owns one agent and carries its stamp from write to write.
       'replace agent (durable write)',
-      async () => ({
-        ...(await clients(Math.min(CONNECTIONS, agents.length), async (i, n) => {
-          const doc = agents[i];
-          const res = await fetch(`${service.url}/api/build/agents/${doc.id}`, {
-            method: 'PUT',
-            headers: { ...json, 'if-match': `"${doc.updated_at}"` },
-            body: JSON.stringify({ ...doc, description: `write ${n}` }),
-          });
-          const text = await res.text();
-          if (res.status !== 200) return false;
-          agents[i] = JSON.parse(text).data.document;
-          return true;
-        })),
-        unit: 'writes/s',
-      }),
+      async () => {
+        let owners = 0;
+        const result = await statefulCannon(
+          {
+            url: service.url,
+            connections: Math.min(CONNECTIONS, agents.length),
+            requests: [
+              {
+                setupRequest: (req, state) => {
+                  const doc = state.doc ?? agents[0];
+                  state.writes = (state.writes ?? 0) + 1;
+                  const body = JSON.stringify({ ...doc, description: `write ${state.writes}` });
+                  return { ...req, method: 'PUT', path: `/api/build/agents/${doc.id}`, headers: { ...json, 'if-match': `"${doc.updated_at}"` }, body };
+                },
+                onResponse: (status, body, state) => {
+                  if (status === 200) state.doc = JSON.parse(body).data.document;
+                },
+              },
+            ],
+          },
+          () => ({ doc: agents[owners++] }),
+        );
+        return { ...summarise(result), unit: 'writes/s' };
+      },
     ],
     [
+      // Each connection starts a run, polls it until it ends, and starts the next.
       'workflow test run, 3 steps, created and polled to its end',
-      async () => ({
-        ...(await clients(CONNECTIONS, async () => {
-          const run = await api('POST', '/api/build/workflows/bench-run/test', { input: {} });
-          for (;;) {
-            const read = await api('GET', `/api/build/workflow-runs/${run.body.data.run_id}`, undefined, auth);
-            if (read.body.data.status === 'succeeded') return true;
-            if (read.body.data.status !== 'queued' && read.body.data.status !== 'running') return false;
-          }
-        })),
-        unit: 'executions/s',
-      }),
+      async () => {
+        const latencies = [];
+        let failed = 0;
+        await statefulCannon(
+          {
+            url: service.url,
+            requests: [
+              {
+                setupRequest: (req, state) =>
+                  state.runId
+                    ? { ...req, method: 'GET', path: `/api/build/workflow-runs/${state.runId}`, headers: auth, body: undefined }
+                    : { ...req, method: 'POST', path: '/api/build/workflows/bench-run/test', headers: json, body: '{"input":{}}' },
+                onResponse: (status, body, state) => {
+                  const data = status < 300 ? JSON.parse(body).data : null;
+                  if (!state.runId) {
+                    if (status === 202) Object.assign(state, { runId: data.run_id, started: performance.now() });
+                    else failed++;
+                  } else if (status !== 200 || !['queued', 'running'].includes(data.status)) {
+                    if (data?.status === 'succeeded') latencies.push(performance.now() - state.started);
+                    else failed++;
+                    state.runId = null;
+                  }
+                },
+              },
+            ],
+          },
+          () => ({ runId: null }),
+        );
+        latencies.sort((a, b) => a - b);
+        return { rps: latencies.length / SECONDS, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), non2xx: failed, unit: 'executions/s' };
+      },
     ],
     ['401 path (no token)', cannonScenario({ url: `${service.url}/api/build/agents` })],
   ];
