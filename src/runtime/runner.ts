@@ -41,27 +41,61 @@ export function createRunner(opts: RunnerOptions): Runner {
   let idleWaiters: (() => void)[] = [];
 
   const toolContext = (workspaceId: string): ToolContext => ({ workspaceId, kv: store.kv, http: opts.http });
-  // Progress is persisted without holding the run up: the write joins the next group commit, and
-  // the group commit keeps order, so the final state (finish) always lands after it.
-  const persistProgress = (runId: string) => async (state: unknown) => {
-    store.runs.saveState(runId, state).catch((err: unknown) => logger.error({ err, runId }, 'could not save the progress of a run'));
-  };
   const now = () => new Date().toISOString();
 
-  async function executeAgentRun(run: RunRow): Promise<void> {
+  /**
+   * What a run spends and how far it got, kept here and saved without holding the run up. Steps
+   * are charged against the run's reservation in memory; beyond it, each is reserved from the
+   * workspace's balance at once (a conditional debit: never below zero). The count is saved with
+   * the run's progress and its end; a run that a stop interrupts is refunded what it reserved
+   * beyond what was saved. At most one progress write is queued at a time: it writes the latest
+   * state when its group commits, and the group commit keeps order, so the end always lands after it.
+   */
+  function ledger(run: RunRow) {
+    let reserved = run.credits_reserved;
+    let spent = run.credits_spent;
+    let latest: unknown = null;
+    let queued = false;
+    const current = () => {
+      queued = false;
+      return { state: latest, spent };
+    };
+    return {
+      async charge(): Promise<boolean> {
+        if (spent >= reserved) {
+          if (!(await store.runs.reserveMore(run.id, 1))) return false;
+          reserved++;
+        }
+        spent++;
+        return true;
+      },
+      async progress(state: unknown): Promise<void> {
+        latest = state;
+        if (queued) return;
+        queued = true;
+        store.runs.saveState(run.id, current).catch((err: unknown) => logger.error({ err, runId: run.id }, 'could not save the progress of a run'));
+      },
+      finish: (outcome: { status: 'succeeded' | 'failed'; error: string | null; state: unknown }) =>
+        store.runs.finish(run.id, outcome.status, outcome.error, outcome.state, spent, now()),
+    };
+  }
+
+  type Ledger = ReturnType<typeof ledger>;
+
+  async function executeAgentRun(run: RunRow, account: Ledger): Promise<void> {
     const agent = JSON.parse(run.snapshot as string) as Agent;
     const { prompt } = JSON.parse(run.request) as { prompt: string };
     const outcome = await runAgent(agent, prompt, {
       models: opts.models,
       tools: toolContext(run.workspace_id),
       // The first step was reserved when the run was accepted; later ones are paid as they come.
-      chargeStep: () => store.runs.spend(run.id, 1),
-      onProgress: persistProgress(run.id) as (state: AgentRunState) => Promise<void>,
+      chargeStep: account.charge,
+      onProgress: account.progress as (state: AgentRunState) => Promise<void>,
     });
-    await store.runs.finish(run.id, outcome.status, outcome.error, outcome.state, now());
+    await account.finish(outcome);
   }
 
-  async function executeWorkflowRun(run: RunRow): Promise<void> {
+  async function executeWorkflowRun(run: RunRow, account: Ledger): Promise<void> {
     const workflow = JSON.parse(run.snapshot as string) as Workflow;
     const { input } = JSON.parse(run.request) as { input: Record<string, unknown> };
     const runAgentStep = async (slug: string, prompt: string): Promise<StepOutcome> => {
@@ -79,20 +113,21 @@ export function createRunner(opts: RunnerOptions): Runner {
     const outcome = await runWorkflow(workflow, input, {
       tools: toolContext(run.workspace_id),
       runAgentStep,
-      chargeStep: () => store.runs.spend(run.id, 1),
-      onProgress: persistProgress(run.id),
+      chargeStep: account.charge,
+      onProgress: account.progress,
     });
-    await store.runs.finish(run.id, outcome.status, outcome.error, outcome.state, now());
+    await account.finish(outcome);
   }
 
   async function execute(run: RunRow): Promise<void> {
+    const account = ledger(run);
     try {
-      if (run.kind === 'agent') await executeAgentRun(run);
-      else await executeWorkflowRun(run);
+      if (run.kind === 'agent') await executeAgentRun(run, account);
+      else await executeWorkflowRun(run, account);
     } catch (err) {
       logger.error({ err, runId: run.id }, 'run failed unexpectedly');
       const state = JSON.parse(run.state) as unknown;
-      await store.runs.finish(run.id, 'failed', 'internal error while executing the run', state, now()).catch((e: unknown) => {
+      await account.finish({ status: 'failed', error: 'internal error while executing the run', state }).catch((e: unknown) => {
         logger.error({ err: e, runId: run.id }, 'could not record the failure of a run');
       });
     }

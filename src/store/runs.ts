@@ -48,14 +48,20 @@ export type AcceptOutcome = { status: 'queued' } | { status: 'refused'; balance:
 
 export interface RunRepository {
   accept(run: NewRun, refusal: (balance: number) => string): Promise<AcceptOutcome>;
+  /** The run as its projection needs it: `snapshot` holds only an agent run's agent `slug` and `name` (null for workflow runs). */
   find(id: string): Promise<RunRow | null>;
   /** Moves the oldest queued run to running and returns it. */
   claimNext(now: string): Promise<RunRow | null>;
-  saveState(id: string, state: unknown): Promise<void>;
-  /** Spends `amount` credits for the run, from its reservation first, then from the balance. False when the balance cannot cover it. */
-  spend(id: string, amount: number): Promise<boolean>;
-  /** Ends the run and returns what it reserved and did not spend to the workspace. */
-  finish(id: string, status: 'succeeded' | 'failed', error: string | null, state: unknown, now: string): Promise<void>;
+  /**
+   * Saves the run's progress and the credits it has spent so far (never more than it reserved), as
+   * `current()` gives them when the write's group commits: a worker that reports progress several
+   * times before then needs one write, and it carries the latest state.
+   */
+  saveState(id: string, current: () => { state: unknown; spent: number }): Promise<void>;
+  /** Moves `amount` credits from the workspace's balance to the run's reservation. False when the balance cannot cover it. */
+  reserveMore(id: string, amount: number): Promise<boolean>;
+  /** Ends the run with what it spent, and returns what it reserved and did not spend to the workspace. */
+  finish(id: string, status: 'succeeded' | 'failed', error: string | null, state: unknown, spent: number, now: string): Promise<void>;
   /** Runs left `running` by a stopped process: failed with `message`, reservations returned. */
   failInterrupted(message: string, now: string): Promise<number>;
 }
@@ -75,16 +81,21 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
      VALUES (@id, @kind, @workspace_id, @started_by, @target_id, @target_version, @status, @source, @request, @snapshot, @state, @reserved, @error, @accepted_at, @finished_at)`,
   );
   const byId = db.prepare('SELECT * FROM runs WHERE id = ?');
+  // A poll reads this many times per run: the snapshot (the whole document) stays in the database.
+  const forProjection = db.prepare(
+    `SELECT id, kind, workspace_id, started_by, target_id, target_version, status, source, request,
+       CASE WHEN kind = 'agent' AND json_type(snapshot) = 'object'
+         THEN json_object('slug', json_extract(snapshot, '$.slug'), 'name', json_extract(snapshot, '$.name')) END AS snapshot,
+       state, credits_reserved, credits_spent, error, accepted_at, started_at, finished_at
+     FROM runs WHERE id = ?`,
+  );
   const nextQueued = db.prepare(NEXT_QUEUED_SQL).pluck();
   const markRunning = db.prepare(`UPDATE runs SET status = 'running', started_at = ? WHERE id = ? AND status = 'queued'`);
-  const saveState = db.prepare('UPDATE runs SET state = ? WHERE id = ?');
-  const spendReserved = db.prepare(
-    'UPDATE runs SET credits_spent = credits_spent + @amount WHERE id = @id AND credits_spent + @amount <= credits_reserved',
-  );
-  const reserveMore = db.prepare('UPDATE runs SET credits_reserved = credits_reserved + @amount, credits_spent = credits_spent + @amount WHERE id = @id');
+  const saveState = db.prepare('UPDATE runs SET state = ?, credits_spent = MIN(?, credits_reserved) WHERE id = ?');
+  const reserveMore = db.prepare('UPDATE runs SET credits_reserved = credits_reserved + @amount WHERE id = @id');
   const finish = db.prepare(
     `UPDATE runs SET status = @status, error = @error, state = @state, finished_at = @now,
-       credits_reserved = credits_spent WHERE id = @id`,
+       credits_spent = @spent, credits_reserved = @spent WHERE id = @id`,
   );
   const running = db.prepare(RUNNING_SQL);
   const failOne = db.prepare(
@@ -124,8 +135,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     return byId.get(id) as RunRow;
   });
 
-  const spendTx = db.transaction((id: string, amount: number): boolean => {
-    if (spendReserved.run({ id, amount }).changes === 1) return true;
+  const reserveMoreTx = db.transaction((id: string, amount: number): boolean => {
     const run = byId.get(id) as RunRow | undefined;
     if (!run) return false;
     if (debit.run({ amount, workspace: run.workspace_id }).changes !== 1) return false;
@@ -133,12 +143,13 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     return true;
   });
 
-  const finishTx = db.transaction((id: string, status: string, error: string | null, state: unknown, now: string) => {
+  const finishTx = db.transaction((id: string, status: string, error: string | null, state: string, spent: number, now: string) => {
     const run = byId.get(id) as RunRow | undefined;
     if (!run) return;
-    const unspent = run.credits_reserved - run.credits_spent;
+    const charged = Math.min(spent, run.credits_reserved);
+    const unspent = run.credits_reserved - charged;
     if (unspent > 0) credit.run({ amount: unspent, workspace: run.workspace_id });
-    finish.run({ id, status, error, state: JSON.stringify(state), now });
+    finish.run({ id, status, error, state, spent: charged, now });
   });
 
   const failInterruptedTx = db.transaction((message: string, now: string): number => {
@@ -153,17 +164,19 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
 
   return {
     accept: (run, refusal) => commit.run(() => acceptTx(run, refusal)),
-    find: async (id) => (byId.get(id) as RunRow | undefined) ?? null,
+    find: async (id) => (forProjection.get(id) as RunRow | undefined) ?? null,
     // The workers' writes are acknowledged once committed, not once on disk (see Ack in group-commit.ts).
     claimNext: (now) => commit.run(() => claimTx(now), 'visible'),
-    saveState: (id, state) => {
-      const json = JSON.stringify(state); // serialised now: the caller may change `state` before the group commits
-      return commit.run(() => {
-        saveState.run(json, id);
-      }, 'visible');
+    saveState: (id, current) =>
+      commit.run(() => {
+        const { state, spent } = current();
+        saveState.run(JSON.stringify(state), spent, id);
+      }, 'visible'),
+    reserveMore: (id, amount) => commit.run(() => reserveMoreTx(id, amount), 'visible'),
+    finish: (id, status, error, state, spent, now) => {
+      const json = JSON.stringify(state);
+      return commit.run(() => finishTx(id, status, error, json, spent, now), 'visible');
     },
-    spend: (id, amount) => commit.run(() => spendTx(id, amount), 'visible'),
-    finish: (id, status, error, state, now) => commit.run(() => finishTx(id, status, error, state, now), 'visible'),
     failInterrupted: (message, now) => commit.run(() => failInterruptedTx(message, now)),
   };
 }
