@@ -71,12 +71,24 @@ function startProcess(args, env, portOf, logFile) {
 
 const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
 
-/** Runs `fn` while sampling the RSS of `pid`; returns fn's result and the peak in MB. */
+/** CPU seconds `pid` has used (user + system; /proc counts in USER_HZ, 100 per second on Linux). */
+const cpuOf = (pid) => {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+
+/**
+ * Runs `fn` while sampling the RSS of `pid`; returns fn's result, the peak in MB, and the CPU time
+ * the process spent per operation (`result.count`): a figure the load generator sharing the cores
+ * moves far less than requests/s, for comparing one change with the next.
+ */
 async function withPeakRss(pid, fn) {
   let peak = rssOf(pid);
+  const cpuBefore = cpuOf(pid);
   const timer = setInterval(() => (peak = Math.max(peak, rssOf(pid))), 100);
   try {
-    return { result: await fn(), peakRss: Math.max(peak, rssOf(pid)) };
+    const result = await fn();
+    return { result, peakRss: Math.max(peak, rssOf(pid)), cpuPerOp: (1e6 * (cpuOf(pid) - cpuBefore)) / Math.max(1, result.count) };
   } finally {
     clearInterval(timer);
   }
@@ -110,7 +122,7 @@ function statefulCannon(opts, newState) {
 
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 
-const summarise = (r) => ({ rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts });
+const summarise = (r) => ({ rps: r.requests.average, count: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts });
 
 function agentDocument(i) {
   const paragraph = 'Read each incoming request, decide its category, and file it with kv.set under a key that names the category and the ticket. ';
@@ -169,8 +181,8 @@ async function main() {
   const rows = [];
   for (const mode of ['http', 'express']) {
     const baseline = await startProcess([path.join(__dirname, 'bench-baseline.js'), mode, bodyFile], {}, (line) => JSON.parse(line).port);
-    const { result, peakRss } = await withPeakRss(baseline.child.pid, () => cannon({ url: `${baseline.url}${readPath}` }));
-    rows.push({ name: mode === 'http' ? 'baseline: bare node:http' : 'baseline: bare express', ...summarise(result), peakRss, unit: 'req/s' });
+    const { result, peakRss, cpuPerOp } = await withPeakRss(baseline.child.pid, async () => summarise(await cannon({ url: `${baseline.url}${readPath}` })));
+    rows.push({ name: mode === 'http' ? 'baseline: bare node:http' : 'baseline: bare express', ...result, peakRss, cpuPerOp, unit: 'req/s' });
     baseline.child.kill('SIGTERM');
   }
   const cannonScenario = (opts) => async () => {
@@ -243,14 +255,14 @@ async function main() {
           () => ({ runId: null }),
         );
         latencies.sort((a, b) => a - b);
-        return { rps: latencies.length / SECONDS, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), non2xx: failed, unit: 'executions/s' };
+        return { rps: latencies.length / SECONDS, count: latencies.length, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), non2xx: failed, unit: 'executions/s' };
       },
     ],
     ['401 path (no token)', cannonScenario({ url: `${service.url}/api/build/agents` })],
   ];
   for (const [name, run] of scenarios.filter(([name]) => selected(name))) {
-    const { result, peakRss } = await withPeakRss(service.child.pid, run);
-    rows.push({ name, ...result, peakRss });
+    const { result, peakRss, cpuPerOp } = await withPeakRss(service.child.pid, run);
+    rows.push({ name, ...result, peakRss, cpuPerOp });
   }
 
   await new Promise((resolve) => {
@@ -266,9 +278,9 @@ function report(rows, agentSize) {
   const express = rows[1].rps;
   const fmt = (n, d = 0) => (n === undefined ? '–' : n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }));
   const table = [
-    '| scenario | throughput | p50 ms | p99 ms | peak RSS MB | vs node:http | vs express | non-2xx |',
-    '|---|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.name} | ${fmt(r.rps)} ${r.unit} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.peakRss)} | ${fmt((100 * r.rps) / http)}% | ${fmt((100 * r.rps) / express)}% | ${r.name.startsWith('401') ? '(all 401, expected)' : fmt(r.non2xx)} |`),
+    '| scenario | throughput | p50 ms | p99 ms | peak RSS MB | server CPU µs/op | vs node:http | vs express | non-2xx |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.name} | ${fmt(r.rps)} ${r.unit} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.peakRss)} | ${fmt(r.cpuPerOp)} | ${fmt((100 * r.rps) / http)}% | ${fmt((100 * r.rps) / express)}% | ${r.name.startsWith('401') ? '(all 401, expected)' : fmt(r.non2xx)} |`),
   ].join('\n');
   console.log(table);
   const find = (prefix) => rows.find((r) => r.name.startsWith(prefix));
