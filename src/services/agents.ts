@@ -9,7 +9,7 @@ import type { Agent, AgentCreate, AgentDraft, AgentReplace, AgentStatus, Trigger
 import type { AgentRecord, SecretRow } from '../store';
 import { assertStampsMatch, staleConflict } from './concurrency';
 import type { Principal, ServiceContext } from './context';
-import { documentBytes, referencesFor, rejectProblems } from './references';
+import { referencesFor, rejectProblems, serialised } from './references';
 import { mintSecretsForNewWebhooks, mintWebhookSecret, type WebhookSecret } from './webhooks';
 
 export interface AgentWrite {
@@ -35,15 +35,17 @@ export async function findAgent(ctx: ServiceContext, who: Principal, ref: string
  */
 async function prepare(ctx: ServiceContext, who: Principal, body: AgentDraft, stored: StoredTrigger[] | null) {
   const { document: draft, changes } = normaliseAgent(body);
-  const problems = checkAgent(draft, await referencesFor(ctx, who), documentBytes(draft));
+  const { json, bytes } = serialised(draft);
+  const problems = checkAgent(draft, await referencesFor(ctx, who), bytes);
   const identified = stored ? assignTriggerIds(draft.triggers, stored, randomUUID) : null;
   rejectProblems([...(identified?.problems ?? []), ...problems]);
-  return { draft, changes, triggers: identified?.triggers ?? [] };
+  return { draft, json, changes, triggers: identified?.triggers ?? [] };
 }
 
+/** The validation result, with the normalised document as JSON (`documentJson`) to send as is. */
 export async function validateAgent(ctx: ServiceContext, who: Principal, body: AgentDraft) {
-  const { draft, changes } = await prepare(ctx, who, body, null);
-  return { valid: true as const, changes, document: draft };
+  const { json, changes } = await prepare(ctx, who, body, null);
+  return { valid: true as const, changes, documentJson: json };
 }
 
 export async function createAgent(ctx: ServiceContext, who: Principal, body: AgentCreate): Promise<AgentWrite> {

@@ -28,9 +28,13 @@ export async function referencesFor(ctx: ServiceContext, who: Principal, agentSl
   };
 }
 
-/** The size a document counts against the workspace's document_bytes limit: its JSON in UTF-8. */
-export function documentBytes(doc: unknown): number {
-  return Buffer.byteLength(JSON.stringify(doc));
+/**
+ * A normalised document serialised once: its size counts against the workspace's document_bytes
+ * limit (its JSON in UTF-8), and a validation's reply sends the same text.
+ */
+export function serialised(doc: unknown): { json: string; bytes: number } {
+  const json = JSON.stringify(doc);
+  return { json, bytes: Buffer.byteLength(json) };
 }
 
 /** One 400 that lists every problem found, each with its JSON path. */

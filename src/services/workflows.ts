@@ -8,7 +8,7 @@ import type { Workflow, WorkflowDraft, WorkflowReplace } from '../domain/types';
 import type { WorkflowRecord } from '../store';
 import { assertStampsMatch, staleConflict } from './concurrency';
 import type { Principal, ServiceContext } from './context';
-import { documentBytes, referencesFor, rejectProblems } from './references';
+import { referencesFor, rejectProblems, serialised } from './references';
 
 export interface WorkflowWrite {
   record: WorkflowRecord;
@@ -30,13 +30,15 @@ async function prepare(ctx: ServiceContext, who: Principal, body: WorkflowDraft)
   rejectProblems(checkWorkflowShape(body));
   const normalised = normaliseWorkflow(body);
   const agentSlugs = normalised.document.steps.flatMap((step) => (step.kind === 'agent' ? [step.agent] : []));
-  rejectProblems(checkWorkflow(normalised.document, await referencesFor(ctx, who, agentSlugs), documentBytes(normalised.document)));
-  return normalised;
+  const { json, bytes } = serialised(normalised.document);
+  rejectProblems(checkWorkflow(normalised.document, await referencesFor(ctx, who, agentSlugs), bytes));
+  return { ...normalised, json };
 }
 
+/** The validation result, with the normalised document as JSON (`documentJson`) to send as is. */
 export async function validateWorkflow(ctx: ServiceContext, who: Principal, body: WorkflowDraft) {
-  const { document, changes } = await prepare(ctx, who, body);
-  return { valid: true as const, changes, document };
+  const { json, changes } = await prepare(ctx, who, body);
+  return { valid: true as const, changes, documentJson: json };
 }
 
 export async function createWorkflow(ctx: ServiceContext, who: Principal, body: WorkflowDraft): Promise<WorkflowWrite> {

@@ -5,12 +5,12 @@ import * as agents from '../../services/agents';
 import * as runs from '../../services/runs';
 import type { AgentWrite } from '../../services/agents';
 import type { components } from '../../../generated/api';
-import { writeResultJson, type Handlers } from './types';
+import { withDocumentJson, type Handlers } from './types';
 
 function writeResult(write: AgentWrite) {
   const result = { applied: write.applied, changes: write.changes, version: write.record.version };
   // webhook_urls appears only when the write created a webhook trigger (its URL is shown once).
-  return writeResultJson<components['schemas']['AgentWriteResult']>(write.record.json, write.webhookUrls.length ? { ...result, webhook_urls: write.webhookUrls } : result);
+  return withDocumentJson<components['schemas']['AgentWriteResult']>(write.record.json, write.webhookUrls.length ? { ...result, webhook_urls: write.webhookUrls } : result);
 }
 
 const etag = (write: AgentWrite) => etagFor(write.record.document.updated_at);
@@ -40,7 +40,10 @@ export const agentHandlers: Pick<
     return { status: 200, headers: { ETag: etag(write) }, rawData: writeResult(write) };
   },
 
-  validateAgent: async ({ ctx, principal, body }) => ({ status: 200, body: { data: await agents.validateAgent(ctx, principal, body) } }),
+  validateAgent: async ({ ctx, principal, body }) => {
+    const { documentJson, ...result } = await agents.validateAgent(ctx, principal, body);
+    return { status: 200, rawData: withDocumentJson<components['schemas']['AgentValidationResponse']['data']>(documentJson, result) };
+  },
 
   setAgentStatus: async ({ ctx, principal, params, headers, body }) => {
     const write = await agents.setAgentStatus(ctx, principal, params.ref, headers['if-match'] as string, body.status);

@@ -44,10 +44,11 @@ export type Handler<K extends OperationId> = (call: Call<K>) => Promise<ReplyOf<
 export type Handlers = { [K in OperationId]: Handler<K> };
 
 /**
- * A write result's JSON: `document` is the stored JSON spliced in as is, the other members are
- * serialised (a write's reply carried the whole document through JSON.stringify a second time).
+ * A result's JSON with its `document` member given as JSON text (the stored document, or the one a
+ * validation serialised to measure it) spliced in as is; the other members are serialised. (Replies
+ * carried the whole document through JSON.stringify a second time.)
  */
-export function writeResultJson<R>(documentJson: string, rest: Omit<R, 'document'>): Serialized<R> {
+export function withDocumentJson<R>(documentJson: string, rest: Omit<R, 'document'>): Serialized<R> {
   const tail = JSON.stringify(rest);
   return (tail === '{}' ? `{"document":${documentJson}}` : `{"document":${documentJson},${tail.slice(1)}`) as Serialized<R>;
 }

@@ -5,10 +5,10 @@ import * as runs from '../../services/runs';
 import * as workflows from '../../services/workflows';
 import type { WorkflowWrite } from '../../services/workflows';
 import type { components } from '../../../generated/api';
-import { writeResultJson, type Handlers } from './types';
+import { withDocumentJson, type Handlers } from './types';
 
 function writeResult(write: WorkflowWrite) {
-  return writeResultJson<components['schemas']['WorkflowWriteResult']>(write.record.json, { applied: write.applied, changes: write.changes, version: write.record.version });
+  return withDocumentJson<components['schemas']['WorkflowWriteResult']>(write.record.json, { applied: write.applied, changes: write.changes, version: write.record.version });
 }
 
 const etag = (write: WorkflowWrite) => etagFor(write.record.document.updated_at);
@@ -43,10 +43,10 @@ export const workflowHandlers: Pick<
     return { status: 200, body: { data: null } };
   },
 
-  validateWorkflow: async ({ ctx, principal, body }) => ({
-    status: 200,
-    body: { data: await workflows.validateWorkflow(ctx, principal, body) },
-  }),
+  validateWorkflow: async ({ ctx, principal, body }) => {
+    const { documentJson, ...result } = await workflows.validateWorkflow(ctx, principal, body);
+    return { status: 200, rawData: withDocumentJson<components['schemas']['WorkflowValidationResponse']['data']>(documentJson, result) };
+  },
 
   testWorkflow: async ({ ctx, principal, params, body }) => ({
     status: 202,
