@@ -108,12 +108,15 @@ export function createBearerAuth(opts: BearerOptions): Authenticate {
     }
     return verifier;
   };
-  const unauthorized = (message: string, challenge: Challenge) =>
-    new ApiError(401, message, {}, { 'WWW-Authenticate': challengeHeader(opts.resourceMetadataUrl, challenge) });
-  const forbidden = () =>
-    new ApiError(403, `the token has no Build authorization: scope "${BUILD_SCOPE}" is required`, {}, {
-      'WWW-Authenticate': challengeHeader(opts.resourceMetadataUrl, 'insufficient_scope'),
-    });
+  // The three challenges, built once (each 401/403 carries one).
+  const challenge = (c: Challenge) => ({ 'WWW-Authenticate': challengeHeader(opts.resourceMetadataUrl, c) });
+  const challenges: Record<Challenge, Record<string, string>> = {
+    none: challenge('none'),
+    invalid_token: challenge('invalid_token'),
+    insufficient_scope: challenge('insufficient_scope'),
+  };
+  const unauthorized = (message: string, challenge: Challenge) => new ApiError(401, message, {}, challenges[challenge]);
+  const forbidden = () => new ApiError(403, `the token has no Build authorization: scope "${BUILD_SCOPE}" is required`, {}, challenges.insufficient_scope);
   const verified = new VerifiedTokens();
 
   return function authenticate(req, res, query) {
