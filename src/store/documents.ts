@@ -96,6 +96,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
   };
 
   const cache = new RowCache<Row>(ROW_CACHE_BYTES);
+  commit.onRollback(() => cache.clear());
   const find = (workspaceId: string, ref: string): DocumentRecord<T> | null => {
     const id = isUuid(ref) ? ref.toLowerCase() : cache.idOfSlug(workspaceId, ref);
     let row = id === undefined ? undefined : cache.get(workspaceId, id);
@@ -139,6 +140,9 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
       cache.drop(workspaceId, id);
       update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, document: json, ...columnValues(final) });
       spec.afterWrite?.(id, final, extra);
+      // Last, so a failure above (which rolls this write's savepoint back) never leaves it cached;
+      // if the whole group fails to commit, the cache is cleared (onRollback below).
+      cache.set({ id, workspace_id: workspaceId, slug: row.slug, version: row.version + 1, stamp_us: stampMicros, document: json });
       return { ok: true, record: { id, workspaceId, slug: row.slug, version: row.version + 1, stampMicros, json, document: final } };
     },
   );

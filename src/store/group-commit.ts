@@ -26,6 +26,8 @@ export interface GroupCommit {
   run<T>(work: () => T, ack?: Ack): Promise<T>;
   /** Commits and syncs what is queued now (before the database is closed). */
   drain(): void;
+  /** Calls `listener` when a group fails to commit (its writes rolled back): for caches of what the writes changed. */
+  onRollback(listener: () => void): void;
 }
 
 interface Pending {
@@ -38,6 +40,7 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupCommit {
   const pending: Record<Ack, Pending[]> = { durable: [], visible: [] };
+  const rollbackListeners: (() => void)[] = [];
   const scheduled: Record<Ack, boolean> = { durable: false, visible: false };
   /** Committed groups whose writers wait for the next fsync. */
   let unsynced: (() => void)[] = [];
@@ -85,6 +88,7 @@ export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupComm
         }
       }).immediate();
     } catch (error) {
+      for (const listener of rollbackListeners) listener();
       for (const item of batch) item.reject(error); // the commit failed: nothing of the group landed
       return;
     }
@@ -106,6 +110,9 @@ export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupComm
   };
 
   return {
+    onRollback(listener) {
+      rollbackListeners.push(listener);
+    },
     drain() {
       flush('durable');
       flush('visible');

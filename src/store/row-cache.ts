@@ -1,8 +1,9 @@
 // The rows of a document table that reads asked for lately, by id, with their slugs, bounded by
 // the bytes of the documents they hold (least recently read go first). Reads are most of the
 // traffic and the SQLite lookup of an 8 KiB document was the largest cost of a read left in the
-// profile. This process is the only writer of these tables, and every write drops the rows it
-// touches inside its own transaction, so a row here is always the committed one.
+// profile. This process is the only writer of these tables, and every write replaces or drops the
+// rows it touches inside its own transaction (and a group that fails to commit clears the cache),
+// so a row here is always the committed one.
 
 interface CachedRow {
   id: string;
@@ -58,6 +59,12 @@ export class RowCache<R extends CachedRow> {
     this.byId.delete(key);
     this.idBySlug.delete(RowCache.key(workspaceId, row.slug));
     this.bytes -= row.document.length;
+  }
+
+  clear(): void {
+    this.byId.clear();
+    this.idBySlug.clear();
+    this.bytes = 0;
   }
 
   get size(): number {

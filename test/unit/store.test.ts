@@ -160,3 +160,20 @@ test('the row cache holds at most its byte budget, dropping the least recently r
   cache.set({ ...row('big'), document: 'x'.repeat(26) }); // larger than the budget: not kept
   expect(cache.get('ws', 'big')).toBeUndefined();
 });
+
+test('a group that fails to commit tells its rollback listeners (the row caches clear themselves)', async () => {
+  const db = openDatabase(path.join(dir, 'rb.db'));
+  db.exec('CREATE TABLE t (v INTEGER)');
+  const commit = createGroupCommit(db);
+  let rolledBack = 0;
+  commit.onRollback(() => rolledBack++);
+  await commit.run(() => db.prepare('INSERT INTO t VALUES (1)').run());
+  expect(rolledBack).toBe(0);
+  // Ending the transaction under the group makes its COMMIT fail.
+  const broken = commit.run(() => db.exec('ROLLBACK'));
+  const sibling = commit.run(() => db.prepare('INSERT INTO t VALUES (2)').run());
+  await expect(sibling).rejects.toThrow();
+  await expect(broken).rejects.toThrow();
+  expect(rolledBack).toBe(1);
+  db.close();
+});
