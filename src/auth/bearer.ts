@@ -109,11 +109,11 @@ export function createBearerAuth(opts: BearerOptions): Authenticate {
     return verifier;
   };
   // The three challenges, built once (each 401/403 carries one).
-  const challenge = (c: Challenge) => ({ 'WWW-Authenticate': challengeHeader(opts.resourceMetadataUrl, c) });
+  const headersFor = (c: Challenge) => ({ 'WWW-Authenticate': challengeHeader(opts.resourceMetadataUrl, c) });
   const challenges: Record<Challenge, Record<string, string>> = {
-    none: challenge('none'),
-    invalid_token: challenge('invalid_token'),
-    insufficient_scope: challenge('insufficient_scope'),
+    none: headersFor('none'),
+    invalid_token: headersFor('invalid_token'),
+    insufficient_scope: headersFor('insufficient_scope'),
   };
   const unauthorized = (message: string, challenge: Challenge) => new ApiError(401, message, {}, challenges[challenge]);
   const forbidden = () => new ApiError(403, `the token has no Build authorization: scope "${BUILD_SCOPE}" is required`, {}, challenges.insufficient_scope);
@@ -139,8 +139,8 @@ export function createBearerAuth(opts: BearerOptions): Authenticate {
     return verify(req, res, kid, cacheKey);
   };
 
+  /** A token not seen before: its signature and claims, checked by express-oauth2-jwt-bearer with the issuer's keys. */
   async function verify(req: Request, res: Response, kid: string | undefined, cacheKey: string): Promise<Principal> {
-
     let jwks: Jwks;
     try {
       jwks = await opts.keySource.keysFor(kid);

@@ -45,7 +45,8 @@ export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupComm
   /** Committed groups whose writers wait for the next fsync. */
   let unsynced: (() => void)[] = [];
   let unsyncedFailure: ((error: Error) => void)[] = [];
-  let syncing = false;
+  /** The groups the running fsync covers; `settled` once drain() has synced them itself. */
+  let syncing: { settled: boolean; covered: (() => void)[]; failed: ((error: Error) => void)[] } | null = null;
   // Called inside the group's transaction, better-sqlite3 makes this a SAVEPOINT.
   const inSavepoint = db.transaction((work: () => unknown) => work());
 
@@ -56,17 +57,19 @@ export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupComm
       else item.reject(outcome.error);
     });
 
+  // A failed fsync fails the writes it covered (500): they committed, but nobody can say whether
+  // they are on disk.
   const startSync = () => {
     if (syncing || !wal || !unsynced.length) return;
-    syncing = true;
-    const covered = unsynced;
-    const failed = unsyncedFailure;
+    const run = { settled: false, covered: unsynced, failed: unsyncedFailure };
+    syncing = run;
     unsynced = [];
     unsyncedFailure = [];
     wal.sync((err) => {
-      syncing = false;
-      if (err) for (const fail of failed) fail(new Error(`the write could not be made durable: ${err.message}`));
-      else for (const acknowledge of covered) acknowledge();
+      syncing = null;
+      if (run.settled) return;
+      if (err) for (const fail of run.failed) fail(new Error(`the write could not be made durable: ${err.message}`));
+      else for (const acknowledge of run.covered) acknowledge();
       startSync();
     });
   };
@@ -116,9 +119,11 @@ export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupComm
     drain() {
       flush('durable');
       flush('visible');
-      if (wal && unsynced.length) {
-        wal.syncNow();
-        const covered = unsynced;
+      const inFlight = syncing;
+      if (wal && (unsynced.length || inFlight)) {
+        wal.syncNow(); // covers the running fsync's groups too: the store is about to close its file
+        const covered = [...(inFlight?.covered ?? []), ...unsynced];
+        if (inFlight) inFlight.settled = true;
         unsynced = [];
         unsyncedFailure = [];
         for (const acknowledge of covered) acknowledge();

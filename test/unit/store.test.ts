@@ -177,3 +177,21 @@ test('a group that fails to commit tells its rollback listeners (the row caches 
   expect(rolledBack).toBe(1);
   db.close();
 });
+
+test('drain syncs and acknowledges everything, including the groups a running fsync covers', async () => {
+  const db = openDatabase(path.join(dir, 'dr.db'));
+  db.exec('CREATE TABLE t (v INTEGER)');
+  const waiting: ((err: Error | null) => void)[] = [];
+  let syncedNow = 0;
+  const commit = createGroupCommit(db, { sync: (done) => waiting.push(done), syncNow: () => syncedNow++, close: () => undefined });
+  const first = commit.run(() => db.prepare('INSERT INTO t VALUES (1)').run());
+  await new Promise((resolve) => setImmediate(resolve)); // committed; its fsync is running
+  const second = commit.run(() => db.prepare('INSERT INTO t VALUES (2)').run()); // queued, not committed
+  commit.drain();
+  expect(syncedNow).toBe(1);
+  await expect(first).resolves.toBeDefined();
+  await expect(second).resolves.toBeDefined();
+  waiting.shift()!(new Error('EBADF')); // the running fsync ends after the file was closed: ignored
+  expect(db.prepare('SELECT COUNT(*) FROM t').pluck().get()).toBe(2);
+  db.close();
+});
