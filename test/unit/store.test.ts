@@ -161,20 +161,22 @@ test('the row cache holds at most its byte budget, dropping the least recently r
   expect(cache.get('ws', 'big')).toBeUndefined();
 });
 
-test('a group that fails to commit tells its rollback listeners (the row caches clear themselves)', async () => {
-  const db = openDatabase(path.join(dir, 'rb.db'));
-  db.exec('CREATE TABLE t (v INTEGER)');
+test('a group that fails to commit rejects every write in it and tells its rollback listeners (the row caches clear themselves)', async () => {
+  const db = openDatabase(path.join(dir, 'rb.db')); // foreign keys on
+  // A deferred foreign key is checked at COMMIT: an orphan row makes the group's commit fail.
+  db.exec('CREATE TABLE p (id INTEGER PRIMARY KEY); CREATE TABLE c (p INTEGER REFERENCES p (id) DEFERRABLE INITIALLY DEFERRED)');
   const commit = createGroupCommit(db);
   let rolledBack = 0;
   commit.onRollback(() => rolledBack++);
-  await commit.run(() => db.prepare('INSERT INTO t VALUES (1)').run());
+  await commit.run(() => db.prepare('INSERT INTO p VALUES (1)').run());
   expect(rolledBack).toBe(0);
-  // Ending the transaction under the group makes its COMMIT fail.
-  const broken = commit.run(() => db.exec('ROLLBACK'));
-  const sibling = commit.run(() => db.prepare('INSERT INTO t VALUES (2)').run());
-  await expect(sibling).rejects.toThrow();
-  await expect(broken).rejects.toThrow();
+  const orphan = commit.run(() => db.prepare('INSERT INTO c VALUES (2)').run());
+  const sibling = commit.run(() => db.prepare('INSERT INTO p VALUES (3)').run());
+  await expect(orphan).rejects.toThrow('FOREIGN KEY');
+  await expect(sibling).rejects.toThrow('FOREIGN KEY');
   expect(rolledBack).toBe(1);
+  expect(db.prepare('SELECT COUNT(*) FROM p').pluck().get()).toBe(1);
+  expect(db.prepare('SELECT COUNT(*) FROM c').pluck().get()).toBe(0);
   db.close();
 });
 
