@@ -88,8 +88,6 @@ export interface Operations {
   dispatch(match: Extract<Match, { operation: Operation }>, request: { method: string; path: string; headers: Record<string, unknown>; query: Record<string, unknown>; body: unknown }, principal: Principal): Promise<Reply>;
 }
 
-const mediaTypeOf = (contentType: unknown) => (typeof contentType === 'string' ? (contentType.split(';', 1)[0] as string).trim().toLowerCase() : '');
-
 /**
  * The operation's compiled validators (its body's, then its parameters') applied to the request as
  * openapi-backend's validateRequest applies them, without re-parsing a request that is parsed
@@ -100,7 +98,7 @@ const mediaTypeOf = (contentType: unknown) => (typeof contentType === 'string' ?
 function requestErrors(validators: ValidateFunction[], params: Record<string, string>, request: { headers: Record<string, unknown>; query: Record<string, unknown>; body: unknown }): ErrorObject[] {
   // Copies: the parameters' validator coerces types in place, and handlers read values as sent.
   const parameters: Record<string, unknown> = { path: { ...params }, query: { ...request.query }, header: { ...request.headers }, cookie: {} };
-  if (typeof request.body === 'object' || mediaTypeOf(request.headers['content-type']) === 'application/json') parameters.requestBody = request.body;
+  if (request.body !== undefined) parameters.requestBody = request.body; // readJsonBody parsed it (or found none)
   const errors: ErrorObject[] = [];
   for (const validate of validators) if (!validate(parameters)) errors.push(...(validate.errors ?? []));
   return errors;

@@ -98,10 +98,11 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
   const cache = new RowCache<Row>(ROW_CACHE_BYTES);
   commit.onRollback(() => cache.clear());
   const find = (workspaceId: string, ref: string): DocumentRecord<T> | null => {
-    const id = isUuid(ref) ? ref.toLowerCase() : cache.idOfSlug(workspaceId, ref);
+    const byUuid = isUuid(ref) ? ref.toLowerCase() : undefined;
+    const id = byUuid ?? cache.idOfSlug(workspaceId, ref);
     let row = id === undefined ? undefined : cache.get(workspaceId, id);
     if (!row) {
-      row = (isUuid(ref) ? byId.get(workspaceId, ref.toLowerCase()) : bySlug.get(workspaceId, ref)) as Row | undefined;
+      row = (byUuid ? byId.get(workspaceId, byUuid) : bySlug.get(workspaceId, ref)) as Row | undefined;
       if (row) cache.set(row);
     }
     return row ? toRecord(row) : null;
@@ -137,11 +138,10 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
       if (!row || row.stamp_us !== expectedStampMicros) return { ok: false, current: row ? toRecord(row) : null };
       const stampMicros = clock.next(row.stamp_us);
       const { doc: final, json } = stamped(doc, stampMicros, row.slug);
-      cache.drop(workspaceId, id);
       update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, document: json, ...columnValues(final) });
       spec.afterWrite?.(id, final, extra);
-      // Last, so a failure above (which rolls this write's savepoint back) never leaves it cached;
-      // if the whole group fails to commit, the cache is cleared (onRollback below).
+      // Last, so a failure above (which rolls this write's savepoint back) leaves the old row cached,
+      // which is then still the stored one; if the whole group fails to commit, the cache is cleared.
       cache.set({ id, workspace_id: workspaceId, slug: row.slug, version: row.version + 1, stamp_us: stampMicros, document: json });
       return { ok: true, record: { id, workspaceId, slug: row.slug, version: row.version + 1, stampMicros, json, document: final } };
     },

@@ -37,20 +37,21 @@ interface Pending {
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+/** A committed group whose writers wait for an fsync. */
+type Group = { batch: Pending[]; outcomes: Outcome[] };
 
 export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupCommit {
   const pending: Record<Ack, Pending[]> = { durable: [], visible: [] };
   const rollbackListeners: (() => void)[] = [];
   const scheduled: Record<Ack, boolean> = { durable: false, visible: false };
-  /** Committed groups whose writers wait for the next fsync. */
-  let unsynced: (() => void)[] = [];
-  let unsyncedFailure: ((error: Error) => void)[] = [];
+  /** Committed groups that wait for the next fsync. */
+  let unsynced: Group[] = [];
   /** The groups the running fsync covers; `settled` once drain() has synced them itself. */
-  let syncing: { settled: boolean; covered: (() => void)[]; failed: ((error: Error) => void)[] } | null = null;
+  let syncing: { settled: boolean; covered: Group[] } | null = null;
   // Called inside the group's transaction, better-sqlite3 makes this a SAVEPOINT.
   const inSavepoint = db.transaction((work: () => unknown) => work());
 
-  const settle = (batch: Pending[], outcomes: Outcome[]) =>
+  const settle = ({ batch, outcomes }: Group) =>
     batch.forEach((item, i) => {
       const outcome = outcomes[i]!;
       if (outcome.ok) item.resolve(outcome.value);
@@ -61,15 +62,17 @@ export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupComm
   // they are on disk.
   const startSync = () => {
     if (syncing || !wal || !unsynced.length) return;
-    const run = { settled: false, covered: unsynced, failed: unsyncedFailure };
+    const run = { settled: false, covered: unsynced };
     syncing = run;
     unsynced = [];
-    unsyncedFailure = [];
     wal.sync((err) => {
       syncing = null;
       if (run.settled) return;
-      if (err) for (const fail of run.failed) fail(new Error(`the write could not be made durable: ${err.message}`));
-      else for (const acknowledge of run.covered) acknowledge();
+      const failure = err && new Error(`the write could not be made durable: ${err.message}`);
+      for (const group of run.covered) {
+        if (failure) for (const item of group.batch) item.reject(failure);
+        else settle(group);
+      }
       startSync();
     });
   };
@@ -95,9 +98,8 @@ export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupComm
       for (const item of batch) item.reject(error); // the commit failed: nothing of the group landed
       return;
     }
-    if (!wal || ack === 'visible') return settle(batch, outcomes);
-    unsynced.push(() => settle(batch, outcomes));
-    unsyncedFailure.push((error) => batch.forEach((item) => item.reject(error)));
+    if (!wal || ack === 'visible') return settle({ batch, outcomes });
+    unsynced.push({ batch, outcomes });
     startSync();
   };
 
@@ -125,8 +127,7 @@ export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupComm
         const covered = [...(inFlight?.covered ?? []), ...unsynced];
         if (inFlight) inFlight.settled = true;
         unsynced = [];
-        unsyncedFailure = [];
-        for (const acknowledge of covered) acknowledge();
+        covered.forEach(settle);
       }
     },
     run<T>(work: () => T, ack: Ack = 'durable'): Promise<T> {

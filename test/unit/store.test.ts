@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openDatabase, migrate, type WalSync } from '../../src/store/db';
-import { createGroupCommit } from '../../src/store/group-commit';
+import { createGroupCommit, type Ack } from '../../src/store/group-commit';
 import { NEXT_QUEUED_SQL, RUNNING_SQL } from '../../src/store/runs';
 import { RowCache } from '../../src/store/row-cache';
 import { createSqliteStore } from '../../src/store';
@@ -74,11 +74,17 @@ test('the run queue lookups use their partial indexes, not a scan of every run',
 });
 
 describe('group commit with the WAL synced on the side', () => {
-  /** A WalSync whose fsyncs the test completes by hand. */
-  function manualSync() {
+  /** A group commit over a fresh table, with a WalSync whose fsyncs the test completes by hand. */
+  function groupOver(file: string) {
+    const db = openDatabase(path.join(dir, file));
+    db.exec('CREATE TABLE t (v INTEGER)');
     const waiting: ((err: Error | null) => void)[] = [];
-    const wal: WalSync = { sync: (done) => waiting.push(done), syncNow: () => undefined, close: () => undefined };
-    return { wal, waiting };
+    const syncs = { now: 0 };
+    const wal: WalSync = { sync: (done) => waiting.push(done), syncNow: () => void syncs.now++, close: () => undefined };
+    const commit = createGroupCommit(db, wal);
+    const insert = (v: number, ack?: Ack) => commit.run(() => db.prepare('INSERT INTO t VALUES (?)').run(v), ack);
+    const count = () => db.prepare('SELECT COUNT(*) FROM t').pluck().get();
+    return { db, commit, waiting, syncs, insert, count };
   }
   const settled = async (p: Promise<unknown>) => {
     let state = 'pending';
@@ -88,15 +94,12 @@ describe('group commit with the WAL synced on the side', () => {
   };
 
   test('a durable write is acknowledged after the sync that follows its commit; a visible one at its commit', async () => {
-    const db = openDatabase(path.join(dir, 'g.db'));
-    db.exec('CREATE TABLE t (v INTEGER)');
-    const { wal, waiting } = manualSync();
-    const commit = createGroupCommit(db, wal);
-    const durable = commit.run(() => db.prepare('INSERT INTO t VALUES (1)').run());
-    const visible = commit.run(() => db.prepare('INSERT INTO t VALUES (2)').run(), 'visible');
+    const { db, waiting, insert, count } = groupOver('g.db');
+    const durable = insert(1);
+    const visible = insert(2, 'visible');
     expect(await settled(visible)).toBe('resolved');
     expect(await settled(durable)).toBe('pending');
-    expect(db.prepare('SELECT COUNT(*) FROM t').pluck().get()).toBe(2); // committed, not yet synced
+    expect(count()).toBe(2); // committed, not yet synced
     expect(waiting).toHaveLength(1);
     waiting.shift()!(null);
     expect(await settled(durable)).toBe('resolved');
@@ -104,15 +107,12 @@ describe('group commit with the WAL synced on the side', () => {
   });
 
   test('groups that commit while a sync runs share the next one; a failed sync rejects what it covered', async () => {
-    const db = openDatabase(path.join(dir, 'h.db'));
-    db.exec('CREATE TABLE t (v INTEGER)');
-    const { wal, waiting } = manualSync();
-    const commit = createGroupCommit(db, wal);
-    const first = commit.run(() => db.prepare('INSERT INTO t VALUES (1)').run());
+    const { db, waiting, insert } = groupOver('h.db');
+    const first = insert(1);
     await settled(first); // its group committed and its sync started
-    const second = commit.run(() => db.prepare('INSERT INTO t VALUES (2)').run());
+    const second = insert(2);
     await settled(second);
-    const third = commit.run(() => db.prepare('INSERT INTO t VALUES (3)').run());
+    const third = insert(3);
     await settled(third);
     expect(waiting).toHaveLength(1); // one sync at a time
     waiting.shift()!(null);
@@ -122,6 +122,20 @@ describe('group commit with the WAL synced on the side', () => {
     waiting.shift()!(new Error('EIO'));
     await expect(second).rejects.toThrow('the write could not be made durable: EIO');
     await expect(third).rejects.toThrow('the write could not be made durable: EIO');
+    db.close();
+  });
+
+  test('drain syncs and acknowledges everything, including the groups a running fsync covers', async () => {
+    const { db, commit, waiting, syncs, insert, count } = groupOver('dr.db');
+    const first = insert(1);
+    await new Promise((resolve) => setImmediate(resolve)); // committed; its fsync is running
+    const second = insert(2); // queued, not committed
+    commit.drain();
+    expect(syncs.now).toBe(1);
+    await expect(first).resolves.toBeDefined();
+    await expect(second).resolves.toBeDefined();
+    waiting.shift()!(new Error('EBADF')); // the running fsync ends after the file was closed: ignored
+    expect(count()).toBe(2);
     db.close();
   });
 });
@@ -170,30 +184,15 @@ test('a group that fails to commit rejects every write in it and tells its rollb
   commit.onRollback(() => rolledBack++);
   await commit.run(() => db.prepare('INSERT INTO p VALUES (1)').run());
   expect(rolledBack).toBe(0);
-  const orphan = commit.run(() => db.prepare('INSERT INTO c VALUES (2)').run());
-  const sibling = commit.run(() => db.prepare('INSERT INTO p VALUES (3)').run());
-  await expect(orphan).rejects.toThrow('FOREIGN KEY');
-  await expect(sibling).rejects.toThrow('FOREIGN KEY');
+  // Both settle at once: allSettled handles both rejections (an unhandled one would end the process).
+  const [orphan, sibling] = await Promise.allSettled([
+    commit.run(() => db.prepare('INSERT INTO c VALUES (2)').run()),
+    commit.run(() => db.prepare('INSERT INTO p VALUES (3)').run()),
+  ]);
+  expect(orphan).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ message: expect.stringContaining('FOREIGN KEY') }) });
+  expect(sibling).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ message: expect.stringContaining('FOREIGN KEY') }) });
   expect(rolledBack).toBe(1);
   expect(db.prepare('SELECT COUNT(*) FROM p').pluck().get()).toBe(1);
   expect(db.prepare('SELECT COUNT(*) FROM c').pluck().get()).toBe(0);
-  db.close();
-});
-
-test('drain syncs and acknowledges everything, including the groups a running fsync covers', async () => {
-  const db = openDatabase(path.join(dir, 'dr.db'));
-  db.exec('CREATE TABLE t (v INTEGER)');
-  const waiting: ((err: Error | null) => void)[] = [];
-  let syncedNow = 0;
-  const commit = createGroupCommit(db, { sync: (done) => waiting.push(done), syncNow: () => syncedNow++, close: () => undefined });
-  const first = commit.run(() => db.prepare('INSERT INTO t VALUES (1)').run());
-  await new Promise((resolve) => setImmediate(resolve)); // committed; its fsync is running
-  const second = commit.run(() => db.prepare('INSERT INTO t VALUES (2)').run()); // queued, not committed
-  commit.drain();
-  expect(syncedNow).toBe(1);
-  await expect(first).resolves.toBeDefined();
-  await expect(second).resolves.toBeDefined();
-  waiting.shift()!(new Error('EBADF')); // the running fsync ends after the file was closed: ignored
-  expect(db.prepare('SELECT COUNT(*) FROM t').pluck().get()).toBe(2);
   db.close();
 });
