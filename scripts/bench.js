@@ -7,9 +7,11 @@
 //
 //   node scripts/bench.js [--seconds 10] [--connections 32] [--smoke]
 //                         [--only <scenario prefix>] [--cpu-prof <dir>]
+//                         [--against <other checkout> [--rounds 5]]
 // --only runs the baselines and the scenarios whose names start with the prefix (no doc update);
 // --cpu-prof runs the service under `node --cpu-prof` and writes its profile to <dir> on exit
-// (summarise it with scripts/profile-summary.js).
+// (summarise it with scripts/profile-summary.js); --against compares another built checkout's
+// service with this one in alternating rounds (see compare()).
 'use strict';
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -19,7 +21,7 @@ const { parseArgs } = require('node:util');
 const autocannon = require('autocannon');
 
 const root = path.resolve(__dirname, '..');
-const { values } = parseArgs({ options: { seconds: { type: 'string' }, connections: { type: 'string', default: '32' }, smoke: { type: 'boolean', default: false }, only: { type: 'string' }, 'cpu-prof': { type: 'string' } } });
+const { values } = parseArgs({ options: { seconds: { type: 'string' }, connections: { type: 'string', default: '32' }, smoke: { type: 'boolean', default: false }, only: { type: 'string' }, 'cpu-prof': { type: 'string' }, against: { type: 'string' }, rounds: { type: 'string', default: '5' } } });
 const SMOKE = values.smoke;
 const SECONDS = Number(values.seconds ?? (SMOKE ? 1 : 10));
 const CONNECTIONS = Number(values.connections);
@@ -28,6 +30,8 @@ const WORKFLOWS = SMOKE ? 5 : 100;
 const PUBLIC_BASE_URL = 'http://bench.test';
 const ONLY = values.only;
 const CPU_PROF = values['cpu-prof'] && path.resolve(values['cpu-prof']);
+const AGAINST = values.against;
+const ROUNDS = Number(values.rounds);
 const selected = (name) => !ONLY || name.startsWith(ONLY);
 
 if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli.js'))) throw new Error('run npm run build first');
@@ -149,10 +153,10 @@ function workflowDocument(slug, steps) {
   };
 }
 
-async function main() {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-bench-'));
+/** The service built in `dir` (a checkout after `npm run build`), on a fresh database in `dataDir`. */
+async function startService(dir, dataDir) {
   const service = await startProcess(
-    [...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []), path.join(root, 'bin', 'build-api.js'), 'serve'],
+    [...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []), path.join(dir, 'bin', 'build-api.js'), 'serve'],
     { PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: path.join(dataDir, 'build.db'), PUBLIC_BASE_URL, DEFAULT_CREDITS: '1000000000' },
     (line) => line.includes('"build-api listening"') && JSON.parse(line).address.port,
     path.join(dataDir, 'service.log'),
@@ -172,31 +176,30 @@ async function main() {
   for (let i = 0; i < WORKFLOWS; i++) await api('PUT', '/api/build/workflows', workflowDocument(`bench-flow-${i}`, 10));
   await api('PUT', '/api/build/workflows', workflowDocument('bench-run', 3));
   const readPath = `/api/build/agents/${agents[0].id}`;
-  const readBytes = Buffer.from(JSON.stringify((await api('GET', readPath)).body));
-  const agentSize = Buffer.byteLength(JSON.stringify(agents[0]));
+  const stop = () =>
+    new Promise((resolve) => {
+      service.child.once('exit', resolve);
+      service.child.kill('SIGTERM'); // a clean exit: --cpu-prof writes its profile then
+    });
+  return { ...service, auth, json, agents, readPath, readBytes: Buffer.from(JSON.stringify((await api('GET', readPath)).body)), stop };
+}
 
-  // Baselines answer the bytes of the read-agent response.
-  const bodyFile = path.join(dataDir, 'baseline-body.json');
-  fs.writeFileSync(bodyFile, readBytes);
-  const rows = [];
-  for (const mode of ['http', 'express']) {
-    const baseline = await startProcess([path.join(__dirname, 'bench-baseline.js'), mode, bodyFile], {}, (line) => JSON.parse(line).port);
-    const { result, peakRss, cpuPerOp } = await withPeakRss(baseline.child.pid, async () => summarise(await cannon({ url: `${baseline.url}${readPath}` })));
-    rows.push({ name: mode === 'http' ? 'baseline: bare node:http' : 'baseline: bare express', ...result, peakRss, cpuPerOp, unit: 'req/s' });
-    baseline.child.kill('SIGTERM');
-  }
+/** The scenarios against one seeded service, by name. */
+function scenariosOf(service) {
+  const { auth, json, agents, readPath } = service;
   const cannonScenario = (opts) => async () => {
     const result = await cannon(opts);
     return { ...summarise(result), unit: 'req/s' };
   };
   const { id: _id, slug: _slug, status: _status, updated_at: _u, ...draft } = agents[1];
-  const scenarios = [
+  const latest = [...agents]; // each agent as its last replace left it
+  let writes = 0;
+  return [
     ['read agent', cannonScenario({ url: `${service.url}${readPath}`, headers: auth })],
     ['list agents', cannonScenario({ url: `${service.url}/api/build/agents`, headers: auth })],
     ['validate agent', cannonScenario({ url: `${service.url}/api/build/agents/validate`, method: 'POST', headers: json, body: JSON.stringify(draft) })],
     [
-      // Each client owns one agent and carries its stamp from write to write.
-      // Each connection owns one agent and carries its stamp from write to write.
+      // Each connection owns one agent and carries its stamp from write to write (across rounds too).
       'replace agent (durable write)',
       async () => {
         let owners = 0;
@@ -207,18 +210,17 @@ async function main() {
             requests: [
               {
                 setupRequest: (req, state) => {
-                  const doc = state.doc ?? agents[0];
-                  state.writes = (state.writes ?? 0) + 1;
-                  const body = JSON.stringify({ ...doc, description: `write ${state.writes}` });
+                  const doc = latest[state.owner];
+                  const body = JSON.stringify({ ...doc, description: `write ${++writes}` });
                   return { ...req, method: 'PUT', path: `/api/build/agents/${doc.id}`, headers: { ...json, 'if-match': `"${doc.updated_at}"` }, body };
                 },
                 onResponse: (status, body, state) => {
-                  if (status === 200) state.doc = JSON.parse(body).data.document;
+                  if (status === 200) latest[state.owner] = JSON.parse(body).data.document;
                 },
               },
             ],
           },
-          () => ({ doc: agents[owners++] }),
+          () => ({ owner: owners++ }),
         );
         return { ...summarise(result), unit: 'writes/s' };
       },
@@ -259,18 +261,59 @@ async function main() {
       },
     ],
     ['401 path (no token)', cannonScenario({ url: `${service.url}/api/build/agents` })],
-  ];
-  for (const [name, run] of scenarios.filter(([name]) => selected(name))) {
+  ].filter(([name]) => selected(name));
+}
+
+async function main() {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-bench-'));
+  const service = await startService(root, dataDir);
+  const agentSize = Buffer.byteLength(JSON.stringify(service.agents[0]));
+
+  // Baselines answer the bytes of the read-agent response.
+  const bodyFile = path.join(dataDir, 'baseline-body.json');
+  fs.writeFileSync(bodyFile, service.readBytes);
+  const rows = [];
+  for (const mode of ['http', 'express']) {
+    const baseline = await startProcess([path.join(__dirname, 'bench-baseline.js'), mode, bodyFile], {}, (line) => JSON.parse(line).port);
+    const { result, peakRss, cpuPerOp } = await withPeakRss(baseline.child.pid, async () => summarise(await cannon({ url: `${baseline.url}${service.readPath}` })));
+    rows.push({ name: mode === 'http' ? 'baseline: bare node:http' : 'baseline: bare express', ...result, peakRss, cpuPerOp, unit: 'req/s' });
+    baseline.child.kill('SIGTERM');
+  }
+  for (const [name, run] of scenariosOf(service)) {
     const { result, peakRss, cpuPerOp } = await withPeakRss(service.child.pid, run);
     rows.push({ name, ...result, peakRss, cpuPerOp });
   }
-
-  await new Promise((resolve) => {
-    service.child.once('exit', resolve);
-    service.child.kill('SIGTERM'); // a clean exit: --cpu-prof writes its profile then
-  });
+  await service.stop();
   fs.rmSync(dataDir, { recursive: true, force: true });
   report(rows, agentSize);
+}
+
+/**
+ * --against <checkout>: the service built there (A) and this one (B), both running, measured in
+ * alternating rounds per scenario so that a noisy machine moves both alike; prints each round's
+ * server CPU per operation and the medians. For deciding whether a change is worth keeping.
+ */
+async function compare(otherRoot) {
+  const dirs = [fs.mkdtempSync(path.join(os.tmpdir(), 'build-bench-a-')), fs.mkdtempSync(path.join(os.tmpdir(), 'build-bench-b-'))];
+  const services = [await startService(otherRoot, dirs[0]), await startService(root, dirs[1])];
+  const scenarios = services.map(scenariosOf);
+  const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+  for (let s = 0; s < scenarios[0].length; s++) {
+    const cpu = [[], []];
+    const rps = [[], []];
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const side of round % 2 ? [1, 0] : [0, 1]) {
+        const { result, cpuPerOp } = await withPeakRss(services[side].child.pid, scenarios[side][s][1]);
+        cpu[side].push(cpuPerOp);
+        rps[side].push(result.rps);
+      }
+    }
+    const [a, b] = cpu.map(median);
+    console.log(`${scenarios[0][s][0]}: server CPU µs/op A ${cpu[0].map(Math.round).join(' ')} | B ${cpu[1].map(Math.round).join(' ')}`);
+    console.log(`  median A ${Math.round(a)} (${Math.round(median(rps[0]))}/s)  B ${Math.round(b)} (${Math.round(median(rps[1]))}/s)  B vs A ${(((b - a) / a) * 100).toFixed(1)}%`);
+  }
+  for (const service of services) await service.stop();
+  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
 }
 
 function report(rows, agentSize) {
@@ -314,7 +357,7 @@ function report(rows, agentSize) {
   console.log(`updated ${path.relative(root, doc)}`);
 }
 
-main().catch((err) => {
+(AGAINST ? compare(path.resolve(AGAINST)) : main()).catch((err) => {
   console.error(err);
   process.exit(1);
 });

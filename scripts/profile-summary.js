@@ -2,13 +2,15 @@
 // Summarises a V8 CPU profile (`node --cpu-prof`, e.g. from `node scripts/bench.js --cpu-prof
 // <dir>`): self time by function and by package, so an optimisation starts from what costs most.
 //
-//   node scripts/profile-summary.js <file.cpuprofile | dir (newest profile)> [--top 40]
+//   node scripts/profile-summary.js <file.cpuprofile | dir (newest profile)> [--top 40] [--total]
+// --total adds time by function including what it calls (each function counted once per sample),
+// which shows what a whole step of a request costs.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '40' } } });
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '40' }, total: { type: 'boolean', default: false } } });
 let file = positionals[0];
 if (!file) throw new Error('usage: profile-summary.js <file.cpuprofile | dir>');
 if (fs.statSync(file).isDirectory()) {
@@ -41,15 +43,19 @@ function packageOf(url) {
   return 'app';
 }
 
+function nameOf({ functionName, url, lineNumber }) {
+  const where = url ? `${url.replace(/^file:\/\//, '').replace(process.cwd() + '/', '')}:${lineNumber + 1}` : '';
+  return `${functionName || '(anonymous)'} ${where}`;
+}
+
 const byFunction = new Map();
 const byPackage = new Map();
 for (const node of profile.nodes) {
   const self = hits.get(node.id) ?? 0;
   if (!self) continue;
-  const { functionName, url, lineNumber } = node.callFrame;
-  const where = url ? `${url.replace(/^file:\/\//, '').replace(process.cwd() + '/', '')}:${lineNumber + 1}` : '';
-  const key = `${functionName || '(anonymous)'} ${where}`;
+  const key = nameOf(node.callFrame);
   byFunction.set(key, (byFunction.get(key) ?? 0) + self);
+  const { url } = node.callFrame;
   const pkg = packageOf(url);
   byPackage.set(pkg, (byPackage.get(pkg) ?? 0) + self);
 }
@@ -61,3 +67,18 @@ console.log('\nself time by package');
 for (const [name, n] of top(byPackage, 20)) console.log(`${pct(n)}  ${name}`);
 console.log('\nself time by function');
 for (const [name, n] of top(byFunction, Number(values.top))) console.log(`${pct(n)}  ${name}`);
+
+if (values.total) {
+  // Inclusive time: a sample counts for every distinct function on its stack.
+  const parentOf = new Map();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
+  const nodeById = new Map(profile.nodes.map((n) => [n.id, n]));
+  const inclusive = new Map();
+  for (const [id, n] of hits) {
+    const seen = new Set();
+    for (let at = id; at !== undefined; at = parentOf.get(at)) seen.add(nameOf(nodeById.get(at).callFrame));
+    for (const key of seen) inclusive.set(key, (inclusive.get(key) ?? 0) + n);
+  }
+  console.log('\ntotal time by function (with what it calls)');
+  for (const [name, n] of top(inclusive, Number(values.top))) console.log(`${pct(n)}  ${name}`);
+}

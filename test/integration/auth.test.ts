@@ -73,6 +73,30 @@ describe('401', () => {
     await expectUnauthorized(await get(token), `${METADATA}, error="invalid_token"`, /invalid token/);
   }, 15_000);
 
+  test('one keep-alive connection carrying different tokens: each request is judged by its own token', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const ports = new Set<number>();
+    const statusOf = (token: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = http.get(`${t.baseUrl}/api/build/agents`, { agent, headers: { authorization: `Bearer ${token}` } }, (res) => {
+          ports.add(res.socket.localPort as number);
+          res.resume().on('end', () => resolve(res.statusCode as number));
+        });
+        req.on('error', reject);
+      });
+    try {
+      const valid = t.token();
+      expect(await statusOf(valid)).toBe(200);
+      expect(await statusOf(valid)).toBe(200);
+      expect(await statusOf(t.token({ scope: 'read' }))).toBe(403);
+      expect(await statusOf(valid.slice(0, -4) + 'AAAA')).toBe(401);
+      expect(await statusOf(valid)).toBe(200);
+      expect(ports.size).toBe(1); // all on the one connection
+    } finally {
+      agent.destroy();
+    }
+  });
+
   test('a token in the query string is refused, even a valid one', async () => {
     await expectUnauthorized(await get(null, `/api/build/agents?access_token=${t.token()}`), `${METADATA}, error="invalid_token"`, /query string is refused/);
   });
