@@ -25,6 +25,7 @@ const { values } = parseArgs({ options: { seconds: { type: 'string' }, connectio
 const SMOKE = values.smoke;
 const SECONDS = Number(values.seconds ?? (SMOKE ? 1 : 10));
 const CONNECTIONS = Number(values.connections);
+const WARMUP_SECONDS = SMOKE ? 0 : 2;
 const AGENTS = SMOKE ? 5 : 100;
 const WORKFLOWS = SMOKE ? 5 : 100;
 const PUBLIC_BASE_URL = 'http://bench.test';
@@ -96,6 +97,16 @@ async function withPeakRss(pid, fn) {
   } finally {
     clearInterval(timer);
   }
+}
+
+/**
+ * Runs a scenario (a function of its duration in seconds) for WARMUP_SECONDS unmeasured — the
+ * server's JIT settles on the scenario's code, as it has in a service that has been up a while —
+ * then for SECONDS measured (withPeakRss).
+ */
+async function measure(pid, scenario, warm = true) {
+  if (warm && WARMUP_SECONDS) await scenario(WARMUP_SECONDS);
+  return withPeakRss(pid, () => scenario(SECONDS));
 }
 
 function cannon(opts) {
@@ -187,8 +198,8 @@ async function startService(dir, dataDir) {
 /** The scenarios against one seeded service, by name. */
 function scenariosOf(service) {
   const { auth, json, agents, readPath } = service;
-  const cannonScenario = (opts) => async () => {
-    const result = await cannon(opts);
+  const cannonScenario = (opts) => async (seconds) => {
+    const result = await cannon({ ...opts, duration: seconds });
     return { ...summarise(result), unit: 'req/s' };
   };
   const { id: _id, slug: _slug, status: _status, updated_at: _u, ...draft } = agents[1];
@@ -201,11 +212,12 @@ function scenariosOf(service) {
     [
       // Each connection owns one agent and carries its stamp from write to write (across rounds too).
       'replace agent (durable write)',
-      async () => {
+      async (seconds) => {
         let owners = 0;
         const result = await statefulCannon(
           {
             url: service.url,
+            duration: seconds,
             connections: Math.min(CONNECTIONS, agents.length),
             requests: [
               {
@@ -228,12 +240,13 @@ function scenariosOf(service) {
     [
       // Each connection starts a run, polls it until it ends, and starts the next.
       'workflow test run, 3 steps, created and polled to its end',
-      async () => {
+      async (seconds) => {
         const latencies = [];
         let failed = 0;
         await statefulCannon(
           {
             url: service.url,
+            duration: seconds,
             requests: [
               {
                 setupRequest: (req, state) =>
@@ -257,7 +270,7 @@ function scenariosOf(service) {
           () => ({ runId: null }),
         );
         latencies.sort((a, b) => a - b);
-        return { rps: latencies.length / SECONDS, count: latencies.length, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), non2xx: failed, unit: 'executions/s' };
+        return { rps: latencies.length / seconds, count: latencies.length, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), non2xx: failed, unit: 'executions/s' };
       },
     ],
     ['401 path (no token)', cannonScenario({ url: `${service.url}/api/build/agents` })],
@@ -275,12 +288,13 @@ async function main() {
   const rows = [];
   for (const mode of ['http', 'express']) {
     const baseline = await startProcess([path.join(__dirname, 'bench-baseline.js'), mode, bodyFile], {}, (line) => JSON.parse(line).port);
-    const { result, peakRss, cpuPerOp } = await withPeakRss(baseline.child.pid, async () => summarise(await cannon({ url: `${baseline.url}${service.readPath}` })));
+    const read = async (seconds) => summarise(await cannon({ url: `${baseline.url}${service.readPath}`, duration: seconds }));
+    const { result, peakRss, cpuPerOp } = await measure(baseline.child.pid, read);
     rows.push({ name: mode === 'http' ? 'baseline: bare node:http' : 'baseline: bare express', ...result, peakRss, cpuPerOp, unit: 'req/s' });
     baseline.child.kill('SIGTERM');
   }
   for (const [name, run] of scenariosOf(service)) {
-    const { result, peakRss, cpuPerOp } = await withPeakRss(service.child.pid, run);
+    const { result, peakRss, cpuPerOp } = await measure(service.child.pid, run);
     rows.push({ name, ...result, peakRss, cpuPerOp });
   }
   await service.stop();
@@ -303,7 +317,7 @@ async function compare(otherRoot) {
     const rps = [[], []];
     for (let round = 0; round < ROUNDS; round++) {
       for (const side of round % 2 ? [1, 0] : [0, 1]) {
-        const { result, cpuPerOp } = await withPeakRss(services[side].child.pid, scenarios[side][s][1]);
+        const { result, cpuPerOp } = await measure(services[side].child.pid, scenarios[side][s][1], round === 0);
         cpu[side].push(cpuPerOp);
         rps[side].push(result.rps);
       }

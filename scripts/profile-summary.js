@@ -4,13 +4,14 @@
 //
 //   node scripts/profile-summary.js <file.cpuprofile | dir (newest profile)> [--top 40] [--total]
 // --total adds time by function including what it calls (each function counted once per sample),
-// which shows what a whole step of a request costs.
+// which shows what a whole step of a request costs. --from/--to (seconds into the profile) keep only
+// the samples of one stretch, e.g. one scenario without the service's start-up.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '40' }, total: { type: 'boolean', default: false } } });
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '40' }, total: { type: 'boolean', default: false }, from: { type: 'string' }, to: { type: 'string' } } });
 let file = positionals[0];
 if (!file) throw new Error('usage: profile-summary.js <file.cpuprofile | dir>');
 if (fs.statSync(file).isDirectory()) {
@@ -27,8 +28,14 @@ const profile = JSON.parse(fs.readFileSync(file, 'utf8'));
 // Self time per node: samples name the node that was on top of the stack.
 // Shares are of the busy samples: the service idles while the bench seeds it and runs baselines.
 const idle = new Set(profile.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id));
+const from = Number(values.from ?? 0) * 1e6;
+const to = Number(values.to ?? Infinity) * 1e6;
 const hits = new Map();
-for (const id of profile.samples) if (!idle.has(id)) hits.set(id, (hits.get(id) ?? 0) + 1);
+let at = 0; // µs since the profile started
+profile.samples.forEach((id, i) => {
+  at += profile.timeDeltas[i];
+  if (at >= from && at < to && !idle.has(id)) hits.set(id, (hits.get(id) ?? 0) + 1);
+});
 const total = [...hits.values()].reduce((a, b) => a + b, 0);
 
 /** The package a script belongs to (node_modules/<name>), `node:` internals, or `app`. */

@@ -11,7 +11,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     {
       level,
       base: { service: 'build-api' },
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: isoTime,
     },
     destination,
   );
@@ -19,6 +19,19 @@ export function createLogger(level: string, destination?: pino.DestinationStream
 
 /** The path as it may be logged: no query string, webhook secrets masked. */
 export function loggablePath(url: string): string {
-  const path = url.split('?', 1)[0] ?? '';
-  return path.replace(/^(\/hooks\/[^/]+\/)[^/]+/, '$1[redacted]');
+  const queryAt = url.indexOf('?');
+  const path = queryAt < 0 ? url : url.slice(0, queryAt);
+  return path.startsWith('/hooks/') ? path.replace(/^(\/hooks\/[^/]+\/)[^/]+/, '$1[redacted]') : path;
+}
+
+let lastMillis = 0;
+let lastTime = '';
+/** pino's isoTime, formatted once per millisecond (several lines share one under load). */
+function isoTime(): string {
+  const now = Date.now();
+  if (now !== lastMillis) {
+    lastMillis = now;
+    lastTime = `,"time":"${new Date(now).toISOString()}"`;
+  }
+  return lastTime;
 }

@@ -70,6 +70,7 @@ function compileRoutes(operations: Operation[]): Route[] {
 }
 
 function decode(segment: string): string {
+  if (!segment.includes('%')) return segment;
   try {
     return decodeURIComponent(segment);
   } catch {

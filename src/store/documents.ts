@@ -22,8 +22,39 @@ export interface DocumentRecord<T> {
   stampMicros: number;
   /** The stored document exactly as serialised: a read sends it as is. */
   json: Serialized<T>;
-  /** The parsed document (parsed on first use). */
+  /** The parsed document (parsed on first use). Shared by every reader of this version: never mutate it. */
   readonly document: T;
+  /** The stamp as the document's `updated_at` text (the ETag's value). */
+  readonly updatedAt: string;
+}
+
+/**
+ * One stored version of a document. The row cache holds these, so the parse of the document and
+ * the text of its stamp are done once per version, not once per request.
+ */
+class StoredVersion<T> implements DocumentRecord<T> {
+  private parsed: T | undefined;
+  private stampText: string | undefined;
+
+  constructor(
+    readonly id: string,
+    readonly workspaceId: string,
+    readonly slug: string,
+    readonly version: number,
+    readonly stampMicros: number,
+    readonly json: Serialized<T>,
+    parsed?: T,
+  ) {
+    this.parsed = parsed;
+  }
+
+  get document(): T {
+    return (this.parsed ??= JSON.parse(this.json) as T);
+  }
+
+  get updatedAt(): string {
+    return (this.stampText ??= formatStamp(this.stampMicros));
+  }
 }
 
 export type CreateOutcome<T> =
@@ -68,6 +99,8 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
   const selectCols = 'id, workspace_id, slug, version, stamp_us, document';
   const byId = db.prepare(`SELECT ${selectCols} FROM ${table} WHERE workspace_id = ? AND id = ?`);
   const bySlug = db.prepare(`SELECT ${selectCols} FROM ${table} WHERE workspace_id = ? AND slug = ?`);
+  // What a replace checks (a document's stamp) without reading the document itself.
+  const versionOf = db.prepare(`SELECT slug, version, stamp_us FROM ${table} WHERE workspace_id = ? AND id = ?`);
   const slugTaken = db.prepare(`SELECT 1 FROM ${table} WHERE workspace_id = ? AND slug = ?`).pluck();
   const count = db.prepare(`SELECT COUNT(*) FROM ${table} WHERE workspace_id = ?`).pluck();
   const insert = db.prepare(
@@ -80,32 +113,21 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
   );
   const remove = db.prepare(`DELETE FROM ${table} WHERE workspace_id = ? AND id = ?`);
 
-  const toRecord = (row: Row): DocumentRecord<T> => {
-    let parsed: T | undefined;
-    return {
-      id: row.id,
-      workspaceId: row.workspace_id,
-      slug: row.slug,
-      version: row.version,
-      stampMicros: row.stamp_us,
-      json: row.document,
-      get document() {
-        return (parsed ??= JSON.parse(row.document) as T);
-      },
-    };
-  };
+  const toRecord = (row: Row) => new StoredVersion<T>(row.id, row.workspace_id, row.slug, row.version, row.stamp_us, row.document);
 
-  const cache = new RowCache<Row>(ROW_CACHE_BYTES);
+  const cache = new RowCache<StoredVersion<T>>(ROW_CACHE_BYTES);
   commit.onRollback(() => cache.clear());
   const find = (workspaceId: string, ref: string): DocumentRecord<T> | null => {
     const byUuid = isUuid(ref) ? ref.toLowerCase() : undefined;
     const id = byUuid ?? cache.idOfSlug(workspaceId, ref);
-    let row = id === undefined ? undefined : cache.get(workspaceId, id);
-    if (!row) {
-      row = (byUuid ? byId.get(workspaceId, byUuid) : bySlug.get(workspaceId, ref)) as Row | undefined;
-      if (row) cache.set(row);
+    let record = id === undefined ? undefined : cache.get(workspaceId, id);
+    if (!record) {
+      const row = (byUuid ? byId.get(workspaceId, byUuid) : bySlug.get(workspaceId, ref)) as Row | undefined;
+      if (!row) return null;
+      record = toRecord(row);
+      cache.set(record);
     }
-    return row ? toRecord(row) : null;
+    return record;
   };
 
   /** Stamps the document and serialises it; the stamp is the document's own `updated_at`. */
@@ -128,22 +150,27 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
       const { doc: final, json } = stamped(doc, stampMicros, slug);
       insert.run({ id, workspace_id: workspaceId, slug, stamp_us: stampMicros, document: json, created_at: new Date().toISOString(), ...columnValues(final) });
       spec.afterWrite?.(id, final, extra);
-      return { ok: true, record: { id, workspaceId, slug, version: 1, stampMicros, json, document: final } };
+      return { ok: true, record: new StoredVersion(id, workspaceId, slug, 1, stampMicros, json, final) };
     },
   );
 
   const replaceTx = db.transaction(
     (workspaceId: string, id: string, expectedStampMicros: number, doc: T, extra: W | undefined): ReplaceOutcome<T> => {
-      const row = byId.get(workspaceId, id) as Row | undefined;
-      if (!row || row.stamp_us !== expectedStampMicros) return { ok: false, current: row ? toRecord(row) : null };
+      const row = versionOf.get(workspaceId, id) as Pick<Row, 'slug' | 'version' | 'stamp_us'> | undefined;
+      if (!row || row.stamp_us !== expectedStampMicros) {
+        const current = byId.get(workspaceId, id) as Row | undefined;
+        return { ok: false, current: current ? toRecord(current) : null };
+      }
       const stampMicros = clock.next(row.stamp_us);
       const { doc: final, json } = stamped(doc, stampMicros, row.slug);
       update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, document: json, ...columnValues(final) });
       spec.afterWrite?.(id, final, extra);
       // Last, so a failure above (which rolls this write's savepoint back) leaves the old row cached,
       // which is then still the stored one; if the whole group fails to commit, the cache is cleared.
-      cache.set({ id, workspace_id: workspaceId, slug: row.slug, version: row.version + 1, stamp_us: stampMicros, document: json });
-      return { ok: true, record: { id, workspaceId, slug: row.slug, version: row.version + 1, stampMicros, json, document: final } };
+      // The next write of this document finds its parsed form here.
+      const record = new StoredVersion(id, workspaceId, row.slug, row.version + 1, stampMicros, json, final);
+      cache.set(record);
+      return { ok: true, record };
     },
   );
 

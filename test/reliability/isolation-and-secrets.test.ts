@@ -126,3 +126,30 @@ describe('secrets', () => {
     for (const line of s.logs) expect(line).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}\./);
   });
 });
+
+describe('access log', () => {
+  test('each request is logged once, with its id, status and workspace, and without its query string', async () => {
+    const token = s.token({ workspace: 'logged' });
+    const requests: [string, string, Record<string, string>, number][] = [
+      ['log-read', '/api/build/agents', { authorization: `Bearer ${token}` }, 200],
+      ['log-401', '/api/build/agents', {}, 401],
+      ['log-404-api', '/api/build/nothing-here?secret=abc', { authorization: `Bearer ${token}` }, 404],
+      ['log-probe', '/healthz', {}, 200],
+      ['log-404', '/nothing-here', {}, 404],
+    ];
+    for (const [id, path, headers, status] of requests) {
+      expect((await fetch(`${s.baseUrl}${path}`, { headers: { ...headers, 'x-request-id': id } })).status).toBe(status);
+    }
+    const linesOf = (id: string) => s.logs.filter((line) => line.includes(`"reqId":"${id}"`)).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const deadline = Date.now() + 5000;
+    while (requests.some(([id]) => linesOf(id).length === 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 100)); // room for a second line, were one written
+    for (const [id, path, , status] of requests) {
+      const lines = linesOf(id);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatchObject({ msg: 'request', method: 'GET', path: path.split('?')[0], status });
+      expect(lines[0]!.ms).toEqual(expect.any(Number));
+    }
+    expect(linesOf('log-read')[0]!.workspace).toBe('logged');
+  });
+});

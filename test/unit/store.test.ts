@@ -159,8 +159,8 @@ test('reads served from the row cache follow every write: replace, remove, a new
 });
 
 test('the row cache holds at most its byte budget, dropping the least recently read rows', () => {
-  const cache = new RowCache<{ id: string; workspace_id: string; slug: string; document: string }>(25);
-  const row = (id: string) => ({ id, workspace_id: 'ws', slug: `s-${id}`, document: '0123456789' });
+  const cache = new RowCache<{ id: string; workspaceId: string; slug: string; json: string }>(25);
+  const row = (id: string) => ({ id, workspaceId: 'ws', slug: `s-${id}`, json: '0123456789' });
   cache.set(row('a'));
   cache.set(row('b'));
   expect(cache.get('ws', 'a')).toBeDefined(); // a is now the most recently read
@@ -171,8 +171,18 @@ test('the row cache holds at most its byte budget, dropping the least recently r
   expect(cache.size).toBe(2);
   cache.drop('ws', 'a');
   expect(cache.idOfSlug('ws', 's-a')).toBeUndefined();
-  cache.set({ ...row('big'), document: 'x'.repeat(26) }); // larger than the budget: not kept
+  cache.set({ ...row('big'), json: 'x'.repeat(26) }); // larger than the budget: not kept
   expect(cache.get('ws', 'big')).toBeUndefined();
+});
+
+test('the row cache evicts from the older half first: a recently put row stays without moving, an older one moves when read', () => {
+  const cache = new RowCache<{ id: string; workspaceId: string; slug: string; json: string }>(40);
+  const row = (id: string) => ({ id, workspaceId: 'ws', slug: `s-${id}`, json: '0123456789' });
+  for (const id of ['a', 'b', 'c', 'd']) cache.set(row(id));
+  for (let i = 0; i < 100; i++) expect(cache.get('ws', 'd')?.id).toBe('d'); // newest: stays where it is
+  expect(cache.get('ws', 'a')?.id).toBe('a'); // oldest: moves to the newest end
+  cache.set(row('e')); // over budget: the least recently used goes, b
+  expect([...'abcde'].filter((id) => cache.get('ws', id))).toEqual(['a', 'c', 'd', 'e']);
 });
 
 test('a group that fails to commit rejects every write in it and tells its rollback listeners (the row caches clear themselves)', async () => {

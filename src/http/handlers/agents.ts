@@ -1,6 +1,5 @@
 // Agent operations: read the validated request, call the service, shape the reply.
 import { etagFor } from '../../domain/etag';
-import { formatStamp } from '../../domain/stamps';
 import * as agents from '../../services/agents';
 import * as runs from '../../services/runs';
 import type { AgentWrite } from '../../services/agents';
@@ -13,7 +12,7 @@ function writeResult(write: AgentWrite) {
   return withDocumentJson<components['schemas']['AgentWriteResult']>(write.record.json, write.webhookUrls.length ? { ...result, webhook_urls: write.webhookUrls } : result);
 }
 
-const etag = (write: AgentWrite) => etagFor(write.record.document.updated_at);
+const etag = (write: AgentWrite) => etagFor(write.record.updatedAt);
 
 export const agentHandlers: Pick<
   Handlers,
@@ -32,7 +31,7 @@ export const agentHandlers: Pick<
 
   getAgent: async ({ ctx, principal, params }) => {
     const record = await agents.findAgent(ctx, principal, params.ref);
-    return { status: 200, headers: { ETag: etagFor(formatStamp(record.stampMicros)) }, rawData: record.json };
+    return { status: 200, headers: { ETag: etagFor(record.updatedAt) }, rawData: record.json };
   },
 
   replaceAgent: async ({ ctx, principal, params, query, headers, body }) => {

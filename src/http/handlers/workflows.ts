@@ -1,6 +1,5 @@
 // Workflow operations: read the validated request, call the service, shape the reply.
 import { etagFor } from '../../domain/etag';
-import { formatStamp } from '../../domain/stamps';
 import * as runs from '../../services/runs';
 import * as workflows from '../../services/workflows';
 import type { WorkflowWrite } from '../../services/workflows';
@@ -11,7 +10,7 @@ function writeResult(write: WorkflowWrite) {
   return withDocumentJson<components['schemas']['WorkflowWriteResult']>(write.record.json, { applied: write.applied, changes: write.changes, version: write.record.version });
 }
 
-const etag = (write: WorkflowWrite) => etagFor(write.record.document.updated_at);
+const etag = (write: WorkflowWrite) => etagFor(write.record.updatedAt);
 
 export const workflowHandlers: Pick<
   Handlers,
@@ -30,7 +29,7 @@ export const workflowHandlers: Pick<
 
   getWorkflow: async ({ ctx, principal, params }) => {
     const record = await workflows.findWorkflow(ctx, principal, params.ref);
-    return { status: 200, headers: { ETag: etagFor(formatStamp(record.stampMicros)) }, rawData: record.json };
+    return { status: 200, headers: { ETag: etagFor(record.updatedAt) }, rawData: record.json };
   },
 
   replaceWorkflow: async ({ ctx, principal, params, headers, body }) => {
