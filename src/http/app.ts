@@ -62,12 +62,11 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
     return this.send(Buffer.from(JSON.stringify(body)));
   };
 
-  app.use(identifyRequest);
   if (opts.validateResponses) app.use(contractCheck(operations));
 
   // The API first: most requests are API calls, and express tries its layers in order.
   app.use(apiRequests(operations, opts.authenticate, opts.logger));
-  app.use(logWhenFinished(opts.logger)); // every other request
+  app.use(otherRequests(opts.logger));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -121,9 +120,20 @@ function sendJson(res: Response, status: number, headers: Record<string, string>
   res.end(bytes);
 }
 
+/** Encoded replies of stored versions (see Reply's `stable`): a read of a document sends the same bytes until it changes. */
+const encodedReplies = new WeakMap<object, Buffer>();
+
+function replyBytes(reply: Reply): Buffer {
+  if ('body' in reply) return Buffer.from(JSON.stringify(reply.body));
+  const encode = () => Buffer.from(`{"data":${reply.rawData}}`);
+  if (!reply.stable) return encode();
+  let bytes = encodedReplies.get(reply.stable);
+  if (!bytes) encodedReplies.set(reply.stable, (bytes = encode()));
+  return bytes;
+}
+
 function send(res: Response, reply: Reply): void {
-  const bytes = 'body' in reply ? Buffer.from(JSON.stringify(reply.body)) : Buffer.from(`{"data":${reply.rawData}}`);
-  sendJson(res, reply.status, reply.headers, bytes);
+  sendJson(res, reply.status, reply.headers, replyBytes(reply));
 }
 
 const API_ROOT = '/api/build';
@@ -149,6 +159,7 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
   return (req, res, next) => {
     const url = req.originalUrl;
     if (!url.startsWith(API_ROOT) || (url.length > API_ROOT.length && !'/?'.includes(url[API_ROOT.length] as string))) return next();
+    identify(req, res);
     const queryAt = url.indexOf('?');
     const path = queryAt < 0 ? url : url.slice(0, queryAt);
     const match = operations.match(req.method, path);
@@ -206,13 +217,12 @@ function isHttpError(err: unknown): err is { status: number; message: string } {
   return !!err && typeof err === 'object' && typeof (err as { status?: unknown }).status === 'number';
 }
 
-/** Gives each request its id (the caller's X-Request-Id when usable) and notes when it arrived. */
-function identifyRequest(req: Request, res: Response, next: NextFunction): void {
+/** Gives a request its id (the caller's X-Request-Id when usable) and notes when it arrived. */
+function identify(req: Request, res: Response): void {
   req.startedAt = performance.now();
   const given = req.headers['x-request-id'];
   req.id = (typeof given === 'string' && /^[\w.-]{1,100}$/.test(given) && given) || crypto.randomUUID();
   res.setHeader('X-Request-Id', req.id);
-  next();
 }
 
 /** The access-log line of a request: no query string, no headers, no body (see log.ts). */
@@ -230,9 +240,10 @@ function logRequest(logger: Logger, req: Request, res: Response): void {
   );
 }
 
-/** Requests outside the API (docs, probes, metadata, 404s) are logged when their response is finished. */
-function logWhenFinished(logger: Logger): express.RequestHandler {
+/** Requests outside the API (docs, probes, metadata, 404s): identified, and logged when their response is finished. */
+function otherRequests(logger: Logger): express.RequestHandler {
   return (req, res, next) => {
+    identify(req, res);
     res.once('finish', () => logRequest(logger, req, res));
     next();
   };

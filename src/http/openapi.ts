@@ -12,7 +12,7 @@ import type { Handlers, OperationId } from './handlers/types';
 import type { LoadedSpec } from './spec';
 import { describeValidationErrors } from './validation-errors';
 
-export type Reply = { status: number; headers?: Record<string, string> } & ({ body: unknown } | { rawData: string });
+export type Reply = { status: number; headers?: Record<string, string> } & ({ body: unknown } | { rawData: string; stable?: object });
 
 /** The values a discriminated list accepts for its tag, by the list's name (`triggers`, `steps`). */
 function discriminatorValuesFrom(spec: LoadedSpec): (path: string) => string[] {

@@ -31,7 +31,7 @@ export const agentHandlers: Pick<
 
   getAgent: async ({ ctx, principal, params }) => {
     const record = await agents.findAgent(ctx, principal, params.ref);
-    return { status: 200, headers: { ETag: etagFor(record.updatedAt) }, rawData: record.json };
+    return { status: 200, headers: { ETag: etagFor(record.updatedAt) }, rawData: record.json, stable: record };
   },
 
   replaceAgent: async ({ ctx, principal, params, query, headers, body }) => {

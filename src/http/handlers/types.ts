@@ -23,12 +23,13 @@ type SuccessStatus = 200 | 201 | 202;
 type DataOf<B> = B extends { data: infer D } ? D : never;
 /**
  * A success reply: `body`, or `data`'s JSON text as stored (`rawData`), which is sent inside
- * `{"data":…}` without being parsed and serialised again.
+ * `{"data":…}` without being parsed and serialised again. `stable`: an object that lives as long as
+ * `rawData` stays what it is (a stored version of a document); the encoded reply is kept with it.
  */
 export type ReplyOf<K extends OperationId> = {
   [S in keyof Op<K>['responses'] & SuccessStatus]:
     | { status: S; body: JsonOf<Op<K>['responses'][S]>; headers?: Record<string, string> }
-    | { status: S; rawData: Serialized<DataOf<JsonOf<Op<K>['responses'][S]>>>; headers?: Record<string, string> };
+    | { status: S; rawData: Serialized<DataOf<JsonOf<Op<K>['responses'][S]>>>; stable?: object; headers?: Record<string, string> };
 }[keyof Op<K>['responses'] & SuccessStatus];
 
 export interface Call<K extends OperationId> {

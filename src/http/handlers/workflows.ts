@@ -29,7 +29,7 @@ export const workflowHandlers: Pick<
 
   getWorkflow: async ({ ctx, principal, params }) => {
     const record = await workflows.findWorkflow(ctx, principal, params.ref);
-    return { status: 200, headers: { ETag: etagFor(record.updatedAt) }, rawData: record.json };
+    return { status: 200, headers: { ETag: etagFor(record.updatedAt) }, rawData: record.json, stable: record };
   },
 
   replaceWorkflow: async ({ ctx, principal, params, headers, body }) => {
