@@ -10,6 +10,9 @@ import type { ModelRegistry } from './models';
 import type { HttpToolOptions, ToolContext } from './tools/types';
 import { runWorkflow, type StepOutcome } from './workflow-executor';
 
+/** How often a running run's progress is saved for its pollers, at most. */
+export const PROGRESS_INTERVAL_MS = 100;
+
 export const INTERRUPTED = 'interrupted: the service stopped while this run was running; start a new test run';
 
 export interface RunnerOptions {
@@ -48,17 +51,27 @@ export function createRunner(opts: RunnerOptions): Runner {
    * are charged against the run's reservation in memory; beyond it, each is reserved from the
    * workspace's balance at once (a conditional debit: never below zero). The count is saved with
    * the run's progress and its end; a run that a stop interrupts is refunded what it reserved
-   * beyond what was saved. At most one progress write is queued at a time: it writes the latest
-   * state when its group commits, and the group commit keeps order, so the end always lands after it.
+   * beyond what was saved. Progress is saved at most every PROGRESS_INTERVAL_MS (a run that ends
+   * sooner writes only its end), and at most one progress write is queued at a time: it writes the
+   * latest state when its group commits, and the group commit keeps order, so the end always
+   * lands after it.
    */
   function ledger(run: RunRow) {
     let reserved = run.credits_reserved;
     let spent = run.credits_spent;
     let latest: unknown = null;
     let queued = false;
+    let lastSavedAt = performance.now(); // the claim saved the run's initial state
+    let timer: NodeJS.Timeout | null = null;
     const current = () => {
       queued = false;
       return { state: latest, spent };
+    };
+    const save = () => {
+      timer = null;
+      queued = true;
+      lastSavedAt = performance.now();
+      store.runs.saveState(run.id, current).catch((err: unknown) => logger.error({ err, runId: run.id }, 'could not save the progress of a run'));
     };
     return {
       async charge(): Promise<boolean> {
@@ -71,12 +84,16 @@ export function createRunner(opts: RunnerOptions): Runner {
       },
       async progress(state: unknown): Promise<void> {
         latest = state;
-        if (queued) return;
-        queued = true;
-        store.runs.saveState(run.id, current).catch((err: unknown) => logger.error({ err, runId: run.id }, 'could not save the progress of a run'));
+        if (queued || timer) return;
+        const wait = lastSavedAt + PROGRESS_INTERVAL_MS - performance.now();
+        if (wait > 0) timer = setTimeout(save, wait).unref();
+        else save();
       },
-      finish: (outcome: { status: 'succeeded' | 'failed'; error: string | null; state: unknown }) =>
-        store.runs.finish(run.id, outcome.status, outcome.error, outcome.state, spent, now()),
+      finish: (outcome: { status: 'succeeded' | 'failed'; error: string | null; state: unknown }) => {
+        if (timer) clearTimeout(timer);
+        timer = null;
+        return store.runs.finish(run.id, outcome.status, outcome.error, outcome.state, spent, now());
+      },
     };
   }
 

@@ -144,3 +144,24 @@ test('a run is readable only by its starter', async () => {
   }
   expect((await t.client().GET('/api/build/runs/{runId}', { params: { path: { runId } } })).response.status).toBe(404);
 });
+
+test('a running run shows its progress to pollers within the progress interval: finished steps and the step it is on', async () => {
+  const slug = await workflow({
+    steps: [
+      { id: 'first', kind: 'tool', tool: 'core.echo', args: { n: 1 } },
+      { id: 'nap', kind: 'tool', tool: 'core.sleep', args: { ms: 1500 }, after: ['first'] },
+    ],
+  });
+  const started = await startRun(slug);
+  const runId = started.data!.data.run_id;
+  const poll = async () => (await t.client().GET('/api/build/workflow-runs/{runId}', { params: { path: { runId } } })).data!.data;
+  await new Promise((resolve) => setTimeout(resolve, 600)); // well past PROGRESS_INTERVAL_MS (100), well before the nap ends
+  const midway = await poll();
+  expect(midway.status).toBe('running');
+  expect(midway.current_step).toBe('nap');
+  expect(midway.step_results.first).toMatchObject({ status: 'succeeded', output: { n: 1 } });
+  expect(midway.step_results.nap?.status ?? 'pending').not.toBe('succeeded');
+  const done = await waitForWorkflowRun(t, runId);
+  expect(done.status).toBe('succeeded');
+  expect(done.step_results.nap!.output).toEqual({ slept_ms: 1500 });
+});
