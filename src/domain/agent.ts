@@ -76,6 +76,15 @@ function normaliseTrigger(input: TriggerInput, path: string, changes: string[]):
 }
 
 /**
+ * The triggers a stored agent has, as its document names them: every write keeps the trigger rows
+ * (agent_triggers) equal to the document's triggers in the same transaction, so the document that
+ * a replace has read already answers what the rows would.
+ */
+export function storedTriggersOf(agent: Agent): StoredTrigger[] {
+  return agent.triggers.map((t) => ({ id: t.id, kind: t.kind, secret_prefix: t.kind === 'webhook' ? t.secret_prefix : null }));
+}
+
+/**
  * Gives every trigger its identity: a trigger with an `id` must be one the agent has, of the same
  * kind; a trigger without one is new and gets `newId()`. Problems are reported with their paths.
  */

@@ -11,6 +11,7 @@ import type { Principal, ServiceContext } from '../services/context';
 import type { Handlers, OperationId } from './handlers/types';
 import type { LoadedSpec } from './spec';
 import { describeValidationErrors } from './validation-errors';
+import { useFastStringLength } from './string-length';
 
 export type Reply = { status: number; headers?: Record<string, string> } & ({ body: unknown } | { rawData: string; stable?: object });
 
@@ -30,6 +31,7 @@ function isOnlyMissingIfMatch(errors: ErrorObject[]): boolean {
 }
 
 function newBackend(spec: LoadedSpec): OpenAPIBackend {
+  useFastStringLength();
   return new OpenAPIBackend({
     definition: structuredClone(spec.forValidation) as never,
     strict: false,

@@ -2,7 +2,7 @@
 // reads what it needs, lets the pure domain decide, and hands the store one compare-and-set write.
 import { randomUUID } from 'node:crypto';
 import { conflict, notFound } from '../errors';
-import { assignTriggerIds, materialiseAgent, normaliseAgent, slugFromName, type StoredTrigger } from '../domain/agent';
+import { assignTriggerIds, materialiseAgent, normaliseAgent, slugFromName, storedTriggersOf, type StoredTrigger } from '../domain/agent';
 import { describeAgentChanges } from '../domain/changes';
 import { checkAgent } from '../domain/semantics';
 import type { Agent, AgentCreate, AgentDraft, AgentReplace, AgentStatus, Trigger } from '../domain/types';
@@ -91,7 +91,7 @@ export async function replaceAgent(
   if (body.slug !== undefined && body.slug !== current.slug) {
     rejectProblems([{ path: 'body.slug', message: `'${body.slug}' differs from the stored slug '${current.slug}'; a slug cannot change after creation` }]);
   }
-  const stored = await ctx.store.agents.triggers(current.id);
+  const stored = storedTriggersOf(current.document);
   const prepared = await prepare(ctx, who, body, stored);
   const kept = new Set(prepared.triggers.map((t) => t.id));
   const dropped = current.document.triggers.filter((t) => t.kind === 'webhook' && !kept.has(t.id));

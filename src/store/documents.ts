@@ -132,10 +132,9 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
 
   /** Stamps the document and serialises it; the stamp is the document's own `updated_at`. */
   const stamped = (doc: T, stampMicros: number, slug: string): { doc: T; json: string } => {
-    const withStamp = { ...doc, slug, updated_at: formatStamp(stampMicros) };
-    // Keep the document's member order: put slug and updated_at where the document has them.
-    const ordered = Object.fromEntries(Object.keys(doc).map((k) => [k, (withStamp as Record<string, unknown>)[k]])) as T;
-    return { doc: ordered, json: JSON.stringify(ordered) };
+    // Documents always have both members (normalised, or read back): spreading keeps their order.
+    const final = { ...doc, slug, updated_at: formatStamp(stampMicros) };
+    return { doc: final, json: JSON.stringify(final) };
   };
 
   const createTx = db.transaction(
