@@ -55,17 +55,18 @@ function hasBuildScope(payload: Record<string, unknown>): boolean {
 
 const CLAIM_VALUE = /^[^\s\u0000-\u001f]{1,160}$/;
 
-/**
- * Tokens that verified, by the SHA-256 of the token (the token itself is not kept), until their
- * `exp`: a client sends the same token many times, and the signature check and the library's work
- * around it were the largest cost of a read. Bounded; the oldest entries go first.
- */
+/** A token that verified: whose it is, whether it grants Build, until when. */
 interface Verified {
   principal: Principal;
   build: boolean;
   expiresAtMs: number;
 }
 
+/**
+ * Tokens that verified, by the SHA-256 of the token (this cache keeps no token), until their
+ * `exp`: a client sends the same token many times, and the signature check and the library's work
+ * around it were the largest cost of a read. Bounded; the oldest entries go first.
+ */
 class VerifiedTokens {
   private readonly entries = new Map<string, Verified>();
 
