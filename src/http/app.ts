@@ -16,7 +16,7 @@ import type { Store } from '../store';
 import { BUILD_SCOPE, type Authenticate } from '../auth/bearer';
 import type { Jwks } from '../auth/local-issuer';
 import { generatedDocsDir } from '../paths';
-import { readJsonBody, BODY_LIMIT_BYTES } from './body';
+import { readJsonBody, takesBody, BODY_LIMIT_BYTES } from './body';
 import { handlers } from './handlers';
 import { contractViolation, createOperations, type Match, type Operations, type Reply } from './openapi';
 import { loadSpec } from './spec';
@@ -152,7 +152,7 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
     logRequest(logger, req, res);
   };
   const answer = async (req: Request, res: Response, route: Matched, path: string, query: Record<string, unknown>, principal: Principal) => {
-    const body = route.operation.requestBody ? await readJsonBody(req, route.operation) : undefined;
+    const body = takesBody(route.operation) ? await readJsonBody(req, route.operation) : undefined;
     send(res, await operations.dispatch(route, { method: req.method, path, headers: req.headers, query, body }, principal));
     logRequest(logger, req, res);
   };

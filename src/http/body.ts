@@ -51,10 +51,15 @@ function isJsonMediaType(contentType: string): boolean {
   return params.every((p) => !p.startsWith('charset=') || p === 'charset=utf-8' || p === 'charset="utf-8"');
 }
 
-/** The parsed JSON body, or undefined when the operation takes none or an optional one was not sent. */
+const declaredBody = (operation: Operation) => operation.requestBody as { required?: boolean } | undefined;
+
+/** Whether the operation takes a request body (only then is readJsonBody called: a GET waits for no promise). */
+export function takesBody(operation: Operation): boolean {
+  return declaredBody(operation) !== undefined;
+}
+
+/** The parsed JSON body of a request to an operation that takes one, or undefined when an optional one was not sent. */
 export async function readJsonBody(req: Request, operation: Operation): Promise<unknown> {
-  const requestBody = operation.requestBody as { required?: boolean } | undefined;
-  if (!requestBody) return undefined;
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > BODY_LIMIT_BYTES) throw tooLarge();
   const encoding = req.headers['content-encoding'];
@@ -63,7 +68,7 @@ export async function readJsonBody(req: Request, operation: Operation): Promise<
   }
   const raw = await readRaw(req);
   if (raw.length === 0) {
-    if (requestBody.required) throw new ApiError(400, 'body: required; send a JSON document with Content-Type: application/json');
+    if (declaredBody(operation)?.required) throw new ApiError(400, 'body: required; send a JSON document with Content-Type: application/json');
     return undefined;
   }
   const contentType = req.headers['content-type'];

@@ -4,7 +4,6 @@
 import { openDatabase, walSync, type Db, type WalSync } from './db';
 import { createDocumentTable, type CreateOutcome, type DocumentRecord, type ReplaceOutcome, type Serialized } from './documents';
 import { StampClock } from '../domain/stamps';
-import type { StoredTrigger } from '../domain/agent';
 import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../domain/types';
 import { kvRepository, runRepository, type KvRepository, type RunRepository } from './runs';
 import { createGroupCommit, type GroupCommit } from './group-commit';
@@ -22,7 +21,6 @@ export interface AgentRepository {
   list(workspaceId: string): Promise<Serialized<AgentListItem[]>>;
   /** `ref` is an id (UUID) or a slug. Null when the workspace has no such agent. */
   find(workspaceId: string, ref: string): Promise<AgentRecord | null>;
-  triggers(agentId: string): Promise<StoredTrigger[]>;
   /** `secrets`: the hashes of webhook secrets minted for this write, stored in the same transaction. */
   create(workspaceId: string, id: string, doc: Agent, opts: { deriveSlug: boolean; limit: number }, secrets: SecretRow[]): Promise<CreateOutcome<Agent>>;
   replace(workspaceId: string, id: string, expectedStampMicros: number, doc: Agent, secrets: SecretRow[]): Promise<ReplaceOutcome<Agent>>;
@@ -100,7 +98,6 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
 }
 
 function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentRepository {
-  const triggerRows = db.prepare('SELECT id, kind, secret_prefix FROM agent_triggers WHERE agent_id = ?');
   const insertTrigger = db.prepare('INSERT OR IGNORE INTO agent_triggers (id, agent_id, kind) VALUES (?, ?, ?)');
   const setSecret = db.prepare('UPDATE agent_triggers SET secret_hash = ?, secret_prefix = ? WHERE id = ? AND agent_id = ?');
   const triggerIds = db.prepare('SELECT id FROM agent_triggers WHERE agent_id = ?').pluck();
@@ -127,7 +124,6 @@ function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentR
   return {
     list: async (workspaceId) => list.get(workspaceId) as string,
     find: async (workspaceId, ref) => table.find(workspaceId, ref),
-    triggers: async (agentId) => triggerRows.all(agentId) as StoredTrigger[],
     create: (workspaceId, id, doc, opts, secrets) => table.create(workspaceId, id, doc, opts, secrets),
     replace: (workspaceId, id, expected, doc, secrets) => table.replace(workspaceId, id, expected, doc, secrets),
   };

@@ -5,6 +5,7 @@ import { openDatabase, migrate, type WalSync } from '../../src/store/db';
 import { createGroupCommit, type Ack } from '../../src/store/group-commit';
 import { NEXT_QUEUED_SQL, RUNNING_SQL } from '../../src/store/runs';
 import { RowCache } from '../../src/store/row-cache';
+import { storedTriggersOf } from '../../src/domain/agent';
 import { createSqliteStore } from '../../src/store';
 import { StampClock, formatStamp } from '../../src/domain/stamps';
 import type { Agent } from '../../src/domain/types';
@@ -45,14 +46,21 @@ test('replace is compare-and-set on the stamp, and stamps and versions grow', as
   store.close();
 });
 
-test('trigger rows follow the document', async () => {
-  const store = createSqliteStore(openDatabase(path.join(dir, 'c.db')), new StampClock());
+test('trigger rows follow the document (a replace reads them from the document: storedTriggersOf)', async () => {
+  const db = openDatabase(path.join(dir, 'c.db'));
+  const store = createSqliteStore(db, new StampClock());
+  const rows = () => db.prepare('SELECT id, kind, secret_prefix FROM agent_triggers WHERE agent_id = ? ORDER BY id').all('id-1');
   const hook = (id: string) => ({ kind: 'webhook' as const, id, name: id, prompt: null, enabled: true, secret_prefix: null });
   const created = await store.agents.create('ws', 'id-1', { ...agent('id-1', 'a'), triggers: [hook('t1'), hook('t2')] }, { deriveSlug: false, limit: 10 }, [{ triggerId: 't1', hash: 'h1', prefix: 'whk_abcd' }]);
   if (!created.ok) throw new Error('create failed');
-  expect((await store.agents.triggers('id-1')).map((t) => [t.id, t.secret_prefix])).toEqual([['t1', 'whk_abcd'], ['t2', null]]);
-  await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, triggers: [hook('t2'), hook('t3')] }, []);
-  expect((await store.agents.triggers('id-1')).map((t) => t.id).sort()).toEqual(['t2', 't3']);
+  expect(rows()).toEqual([
+    { id: 't1', kind: 'webhook', secret_prefix: 'whk_abcd' },
+    { id: 't2', kind: 'webhook', secret_prefix: null },
+  ]);
+  const replaced = await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, triggers: [hook('t2'), { ...hook('t3'), secret_prefix: 'whk_efgh' }] }, [{ triggerId: 't3', hash: 'h3', prefix: 'whk_efgh' }]);
+  if (!replaced.ok) throw new Error('replace failed');
+  expect(rows()).toEqual(storedTriggersOf(replaced.record.document));
+  expect(rows().map((t) => (t as { id: string }).id)).toEqual(['t2', 't3']);
   store.close();
 });
 
