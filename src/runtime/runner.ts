@@ -1,10 +1,12 @@
-// Runs queued test runs in this process with bounded concurrency. A worker claims the oldest
-// queued run, executes it, records the end, and claims the next; a run that throws is recorded as
-// failed and the worker goes on. At start, runs a stopped process left `running` are finished as
-// failed, with their unspent credits returned.
+// Runs queued test runs in this process with bounded concurrency. A worker claims a queued run,
+// executes it, records the end, and claims the next; a run that throws is recorded as failed and
+// the worker goes on. A run accepted by this process is handed to the workers in memory (its
+// document already parsed), so claiming it is one conditional UPDATE; runs queued otherwise (before
+// a restart, or beyond the hand-off queue) are claimed from the database, oldest first. At start,
+// runs a stopped process left `running` are finished as failed, with their unspent credits returned.
 import type { Logger } from '../log';
 import type { Agent, Workflow } from '../domain/types';
-import type { RunRow, Store } from '../store';
+import type { RunKind, RunRow, Store } from '../store';
 import { runAgent, type AgentRunState } from './agent-loop';
 import type { ModelRegistry } from './models';
 import type { HttpToolOptions, ToolContext } from './tools/types';
@@ -12,6 +14,9 @@ import { runWorkflow, type StepOutcome } from './workflow-executor';
 
 /** How often a running run's progress is saved for its pollers, at most. */
 export const PROGRESS_INTERVAL_MS = 100;
+
+/** Runs handed over in memory and not yet claimed, at most; beyond, the database's queue holds them. */
+export const HAND_OFF_LIMIT = 1024;
 
 export const INTERRUPTED = 'interrupted: the service stopped while this run was running; start a new test run';
 
@@ -21,12 +26,41 @@ export interface RunnerOptions {
   http: HttpToolOptions;
   workers: number;
   logger: Logger;
+  /** Runs handed over in memory and not yet claimed, at most (default HAND_OFF_LIMIT). */
+  handOffLimit?: number;
 }
+
+/** A queued run as a worker executes it: handed over by its acceptance, or read from its row. */
+export interface QueuedRun {
+  id: string;
+  kind: RunKind;
+  workspaceId: string;
+  /** The agent or workflow that runs. Shared with the store's row cache: never mutated. */
+  snapshot: unknown;
+  request: unknown;
+  state: unknown;
+  creditsReserved: number;
+  creditsSpent: number;
+}
+
+const fromRow = (row: RunRow): QueuedRun => ({
+  id: row.id,
+  kind: row.kind,
+  workspaceId: row.workspace_id,
+  snapshot: JSON.parse(row.snapshot as string) as unknown,
+  request: JSON.parse(row.request) as unknown,
+  state: JSON.parse(row.state) as unknown,
+  creditsReserved: row.credits_reserved,
+  creditsSpent: row.credits_spent,
+});
 
 export interface Runner {
   start(): Promise<void>;
-  /** A run was queued: wake a worker. */
-  notify(): void;
+  /**
+   * A run was queued: wake a worker. With the run (as its acceptance knows it), a worker takes it
+   * from memory; without, the workers look in the database's queue.
+   */
+  notify(run?: QueuedRun): void;
   /** Stops claiming runs and waits (at most `graceMs`) for the ones executing. */
   stop(graceMs: number): Promise<void>;
   /** Resolves when no run is queued or executing (tests). */
@@ -35,11 +69,14 @@ export interface Runner {
 
 export function createRunner(opts: RunnerOptions): Runner {
   const { store, logger } = opts;
+  const handOffLimit = opts.handOffLimit ?? HAND_OFF_LIMIT;
   let active = 0;
   let stopping = false;
-  // Counts notifications, so a worker that found the queue empty can tell whether a run was
-  // queued while it looked (and look again instead of leaving it behind).
-  let notifications = 0;
+  /** Runs handed over in memory, oldest first. */
+  const handed: QueuedRun[] = [];
+  // Whether the database may hold queued runs that were not handed over (true at start). Counted,
+  // so a worker that found that queue empty can tell whether a run was queued while it looked.
+  let backlog = 0;
   const workers = new Set<Promise<void>>();
   let idleWaiters: (() => void)[] = [];
 
@@ -56,9 +93,9 @@ export function createRunner(opts: RunnerOptions): Runner {
    * latest state when its group commits, and the group commit keeps order, so the end always
    * lands after it.
    */
-  function ledger(run: RunRow) {
-    let reserved = run.credits_reserved;
-    let spent = run.credits_spent;
+  function ledger(run: QueuedRun) {
+    let reserved = run.creditsReserved;
+    let spent = run.creditsSpent;
     let latest: unknown = null;
     let queued = false;
     let lastSavedAt = performance.now(); // the claim saved the run's initial state
@@ -99,12 +136,12 @@ export function createRunner(opts: RunnerOptions): Runner {
 
   type Ledger = ReturnType<typeof ledger>;
 
-  async function executeAgentRun(run: RunRow, account: Ledger): Promise<void> {
-    const agent = JSON.parse(run.snapshot as string) as Agent;
-    const { prompt } = JSON.parse(run.request) as { prompt: string };
+  async function executeAgentRun(run: QueuedRun, account: Ledger): Promise<void> {
+    const agent = run.snapshot as Agent;
+    const { prompt } = run.request as { prompt: string };
     const outcome = await runAgent(agent, prompt, {
       models: opts.models,
-      tools: toolContext(run.workspace_id),
+      tools: toolContext(run.workspaceId),
       // The first step was reserved when the run was accepted; later ones are paid as they come.
       chargeStep: account.charge,
       onProgress: account.progress as (state: AgentRunState) => Promise<void>,
@@ -112,23 +149,23 @@ export function createRunner(opts: RunnerOptions): Runner {
     await account.finish(outcome);
   }
 
-  async function executeWorkflowRun(run: RunRow, account: Ledger): Promise<void> {
-    const workflow = JSON.parse(run.snapshot as string) as Workflow;
-    const { input } = JSON.parse(run.request) as { input: Record<string, unknown> };
+  async function executeWorkflowRun(run: QueuedRun, account: Ledger): Promise<void> {
+    const workflow = run.snapshot as Workflow;
+    const { input } = run.request as { input: Record<string, unknown> };
     const runAgentStep = async (slug: string, prompt: string): Promise<StepOutcome> => {
-      const record = await store.agents.find(run.workspace_id, slug);
+      const record = await store.agents.find(run.workspaceId, slug);
       if (!record) return { ok: false, error: `agent '${slug}' not found in this workspace` };
       // The workflow step is the unit of cost: the agent's own model steps are not charged again.
       const outcome = await runAgent(record.document, prompt, {
         models: opts.models,
-        tools: toolContext(run.workspace_id),
+        tools: toolContext(run.workspaceId),
         chargeStep: async () => true,
         onProgress: async () => undefined,
       });
       return outcome.status === 'succeeded' ? { ok: true, output: outcome.state.final_text } : { ok: false, error: outcome.error as string };
     };
     const outcome = await runWorkflow(workflow, input, {
-      tools: toolContext(run.workspace_id),
+      tools: toolContext(run.workspaceId),
       runAgentStep,
       chargeStep: account.charge,
       onProgress: account.progress,
@@ -136,15 +173,14 @@ export function createRunner(opts: RunnerOptions): Runner {
     await account.finish(outcome);
   }
 
-  async function execute(run: RunRow): Promise<void> {
+  async function execute(run: QueuedRun): Promise<void> {
     const account = ledger(run);
     try {
       if (run.kind === 'agent') await executeAgentRun(run, account);
       else await executeWorkflowRun(run, account);
     } catch (err) {
       logger.error({ err, runId: run.id }, 'run failed unexpectedly');
-      const state = JSON.parse(run.state) as unknown;
-      await account.finish({ status: 'failed', error: 'internal error while executing the run', state }).catch((e: unknown) => {
+      await account.finish({ status: 'failed', error: 'internal error while executing the run', state: run.state }).catch((e: unknown) => {
         logger.error({ err: e, runId: run.id }, 'could not record the failure of a run');
       });
     }
@@ -154,10 +190,17 @@ export function createRunner(opts: RunnerOptions): Runner {
     active++;
     try {
       while (!stopping) {
-        const seen = notifications;
-        const run = await store.runs.claimNext(now());
-        if (run) await execute(run);
-        else if (seen === notifications) break;
+        const next = handed.shift();
+        if (next) {
+          // False when the database's queue gave it to another worker first.
+          if (await store.runs.claim(next.id, now())) await execute(next);
+          continue;
+        }
+        if (!backlog) break;
+        const seen = backlog;
+        const row = await store.runs.claimNext(now());
+        if (row) await execute(fromRow(row));
+        else if (seen === backlog) backlog = 0;
       }
     } catch (err) {
       logger.error({ err }, 'run worker stopped unexpectedly');
@@ -172,8 +215,11 @@ export function createRunner(opts: RunnerOptions): Runner {
   }
 
   /** Adds a worker unless all are busy; each queued run notifies once, so busy periods fill up to `workers`. */
-  function notify(): void {
-    notifications++;
+  function notify(run?: QueuedRun): void {
+    // A run beyond the limit stays in the database's queue, which the workers then read (oldest
+    // first, so a backlog is not starved by newer runs handed over).
+    if (run && handed.length < handOffLimit && !backlog) handed.push(run);
+    else backlog++;
     if (stopping || active >= opts.workers) return;
     const worker = work(); // counts itself active before its first await
     workers.add(worker);
@@ -184,7 +230,7 @@ export function createRunner(opts: RunnerOptions): Runner {
     async start() {
       const interrupted = await store.runs.failInterrupted(INTERRUPTED, now());
       if (interrupted) logger.warn({ runs: interrupted }, 'finished interrupted runs as failed');
-      for (let i = 0; i < opts.workers; i++) notify();
+      for (let i = 0; i < opts.workers; i++) notify(); // runs queued before this start
     },
     notify,
     async stop(graceMs) {

@@ -1,6 +1,7 @@
 // What every use case receives: the store, the workspace limits, and who is asking.
 import type { WorkspaceLimits } from '../config';
 import type { CatalogModel } from '../domain/types';
+import type { QueuedRun } from '../runtime/runner';
 import type { Store } from '../store';
 
 export interface ServiceContext {
@@ -12,8 +13,8 @@ export interface ServiceContext {
   models: CatalogModel[];
   /** The credit balance of a workspace seen for the first time. */
   defaultCredits: number;
-  /** Tells the run workers that a run was queued. */
-  notifyRunQueued: () => void;
+  /** Hands a run just queued to the run workers. */
+  notifyRunQueued: (run: QueuedRun) => void;
 }
 
 /** The caller, as the verified token names them. */

@@ -24,12 +24,25 @@ export const WORKFLOW_RUN_WARNING =
 
 const refused = (error: string, runId: string | null) => new ApiError(409, error, { run_id: runId });
 
-async function accept(ctx: ServiceContext, run: Omit<NewRun, 'initialCredits' | 'id' | 'source'>): Promise<Accepted> {
+/** A run to accept; `snapshot` is the stored version of the document that runs. */
+type RunToAccept = Omit<NewRun, 'initialCredits' | 'id' | 'source' | 'snapshotJson'> & { snapshot: { json: string; document: unknown } };
+
+async function accept(ctx: ServiceContext, run: RunToAccept): Promise<Accepted> {
   const id = randomUUID();
+  const { snapshot, ...row } = run;
   const refusal = (balance: number) => `insufficient credits: the run needs at least ${run.minimumCost}, the workspace has ${balance}`;
-  const outcome = await ctx.store.runs.accept({ ...run, id, source: 'test', initialCredits: ctx.defaultCredits }, refusal);
+  const outcome = await ctx.store.runs.accept({ ...row, id, source: 'test', snapshotJson: snapshot.json, initialCredits: ctx.defaultCredits }, refusal);
   if (outcome.status === 'refused') throw refused(refusal(outcome.balance), id);
-  ctx.notifyRunQueued();
+  ctx.notifyRunQueued({
+    id,
+    kind: run.kind,
+    workspaceId: run.workspaceId,
+    snapshot: snapshot.document,
+    request: run.request,
+    state: run.state,
+    creditsReserved: run.minimumCost,
+    creditsSpent: 0,
+  });
   return { accepted: true, run_id: id, status: 'queued' };
 }
 
@@ -46,7 +59,7 @@ export async function testAgent(ctx: ServiceContext, who: Principal, ref: string
     targetId: agent.id,
     targetVersion: agent.version,
     request: { prompt },
-    snapshot: agent.document,
+    snapshot: agent,
     state: initial,
     minimumCost: 1,
   });
@@ -66,7 +79,7 @@ export async function testWorkflow(ctx: ServiceContext, who: Principal, ref: str
     targetId: workflow.id,
     targetVersion: workflow.version,
     request: { input: resolved.input },
-    snapshot: workflow.document,
+    snapshot: workflow,
     state: initialWorkflowState(workflow.document),
     minimumCost: workflow.document.steps.length,
   });

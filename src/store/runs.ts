@@ -36,7 +36,8 @@ export interface NewRun {
   targetVersion: number;
   source: string;
   request: unknown;
-  snapshot: unknown;
+  /** The document that runs, as stored (its JSON, not re-serialised). */
+  snapshotJson: string;
   state: unknown;
   /** Credits the run needs at least; reserved on acceptance, or the run is refused. */
   minimumCost: number;
@@ -52,6 +53,8 @@ export interface RunRepository {
   find(id: string): Promise<RunRow | null>;
   /** Moves the oldest queued run to running and returns it. */
   claimNext(now: string): Promise<RunRow | null>;
+  /** Moves run `id` to running if it is still queued; false when another claim took it first. */
+  claim(id: string, now: string): Promise<boolean>;
   /**
    * Saves the run's progress and the credits it has spent so far (never more than it reserved), as
    * `current()` gives them when the write's group commits: a worker that reports progress several
@@ -115,7 +118,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       target_version: run.targetVersion,
       source: run.source,
       request: JSON.stringify(run.request),
-      snapshot: JSON.stringify(run.snapshot),
+      snapshot: run.snapshotJson,
       state: JSON.stringify(run.state),
       accepted_at: now,
     };
@@ -167,6 +170,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     find: async (id) => (forProjection.get(id) as RunRow | undefined) ?? null,
     // The workers' writes are acknowledged once committed, not once on disk (see Ack in group-commit.ts).
     claimNext: (now) => commit.run(() => claimTx(now), 'visible'),
+    claim: (id, now) => commit.run(() => markRunning.run(now, id).changes === 1, 'visible'),
     saveState: (id, current) =>
       commit.run(() => {
         const { state, spent } = current();

@@ -73,6 +73,27 @@ test('a workspace starts with the initial credits; set overrides', async () => {
   store.close();
 });
 
+test('a queued run is claimed once, whether by id (handed over) or as the oldest queued', async () => {
+  const store = createSqliteStore(openDatabase(path.join(dir, 'c.db')), new StampClock());
+  const queue = (id: string) =>
+    store.runs.accept(
+      { id, kind: 'workflow', workspaceId: 'ws', startedBy: 'u', targetId: 'wf', targetVersion: 1, source: 'test', request: { input: {} }, snapshotJson: '{}', state: {}, minimumCost: 1, initialCredits: 10 },
+      () => 'refused',
+    );
+  const now = new Date().toISOString();
+  await queue('run-a');
+  await queue('run-b');
+  // Both claims of run-a in one group: the first one queued wins.
+  const [byId, oldest] = await Promise.all([store.runs.claim('run-a', now), store.runs.claimNext(now)]);
+  expect(byId).toBe(true);
+  expect(oldest!.id).toBe('run-b');
+  expect(await store.runs.claim('run-a', now)).toBe(false);
+  expect(await store.runs.claim('run-b', now)).toBe(false);
+  expect(await store.runs.claimNext(now)).toBeNull();
+  expect((await store.runs.find('run-a'))!).toMatchObject({ status: 'running', started_at: now });
+  store.close();
+});
+
 test('the run queue lookups use their partial indexes, not a scan of every run', () => {
   const db = openDatabase(path.join(dir, 'q.db'));
   const plan = (sql: string) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join('; ');
