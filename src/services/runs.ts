@@ -60,6 +60,7 @@ export async function testAgent(ctx: ServiceContext, who: Principal, ref: string
     targetVersion: agent.version,
     request: { prompt },
     snapshot: agent,
+    agent: { slug: agent.slug, name: agent.document.name },
     state: initial,
     minimumCost: 1,
   });

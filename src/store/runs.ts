@@ -38,6 +38,8 @@ export interface NewRun {
   request: unknown;
   /** The document that runs, as stored (its JSON, not re-serialised). */
   snapshotJson: string;
+  /** An agent run's agent, as the run's projection names it. */
+  agent?: { slug: string; name: string };
   state: unknown;
   /** Credits the run needs at least; reserved on acceptance, or the run is refused. */
   minimumCost: number;
@@ -74,6 +76,9 @@ export const NEXT_QUEUED_SQL = `SELECT id FROM runs WHERE status = 'queued' ORDE
 /** Runs a stopped process left running (by the partial index runs_running). */
 export const RUNNING_SQL = `SELECT id, workspace_id, credits_reserved, credits_spent FROM runs WHERE status = 'running'`;
 
+/** The text (UTF-16 code units) of the runs accepted lately that is kept in memory for their polls, at most. */
+export const RECENT_RUNS_BYTES = 8 * 1024 * 1024;
+
 export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   const ensureWorkspace = db.prepare('INSERT OR IGNORE INTO workspaces (id, credits, created_at) VALUES (?, ?, ?)');
   const debit = db.prepare('UPDATE workspaces SET credits = credits - @amount WHERE id = @workspace AND credits >= @amount');
@@ -105,6 +110,31 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     `UPDATE runs SET status = 'failed', error = @error, finished_at = @now, credits_reserved = credits_spent WHERE id = @id`,
   );
 
+  // The runs accepted lately, as `find` returns them (a poll most often reads a run just started).
+  // This process is the only writer of runs, and every write below changes the entry with the row,
+  // inside its transaction (a group that fails to commit clears them all), so an entry is always the
+  // committed row; older runs are read from the table. Entries are replaced, never changed in place.
+  const recent = new Map<string, RunRow>();
+  let recentBytes = 0;
+  const sizeOf = (row: RunRow) => row.request.length + row.state.length + (row.snapshot?.length ?? 0) + (row.error?.length ?? 0);
+  commit.onRollback(() => {
+    recent.clear();
+    recentBytes = 0;
+  });
+  const keep = (row: RunRow, previous?: RunRow) => {
+    recentBytes += sizeOf(row) - (previous ? sizeOf(previous) : 0);
+    recent.set(row.id, row); // a new run goes last; a changed one keeps its place
+    for (const [id, oldest] of recent) {
+      if (recentBytes <= RECENT_RUNS_BYTES || id === row.id) break;
+      recent.delete(id);
+      recentBytes -= sizeOf(oldest);
+    }
+  };
+  const amend = (id: string, change: (row: RunRow) => Partial<RunRow>) => {
+    const row = recent.get(id);
+    if (row) keep({ ...row, ...change(row) }, row);
+  };
+
   const acceptTx = db.transaction((run: NewRun, refusal: (balance: number) => string): AcceptOutcome => {
     const now = new Date().toISOString();
     ensureWorkspace.run(run.workspaceId, run.initialCredits, now);
@@ -122,27 +152,41 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       state: JSON.stringify(run.state),
       accepted_at: now,
     };
-    if (reserved) {
-      insert.run({ ...row, status: 'queued', reserved: run.minimumCost, error: null, finished_at: null });
-      return { status: 'queued' };
-    }
-    const left = balance.get(run.workspaceId) as number;
-    insert.run({ ...row, status: 'refused', reserved: 0, error: refusal(left), finished_at: now });
-    return { status: 'refused', balance: left };
+    const left = reserved ? null : (balance.get(run.workspaceId) as number);
+    const outcome = left === null
+      ? { status: 'queued' as const, credits_reserved: run.minimumCost, error: null, finished_at: null }
+      : { status: 'refused' as const, credits_reserved: 0, error: refusal(left), finished_at: now };
+    insert.run({ ...row, ...outcome, reserved: outcome.credits_reserved });
+    keep({
+      ...row,
+      ...outcome,
+      snapshot: run.kind === 'agent' && run.agent ? JSON.stringify({ slug: run.agent.slug, name: run.agent.name }) : null,
+      credits_spent: 0,
+      started_at: null,
+    });
+    return left === null ? { status: 'queued' } : { status: 'refused', balance: left };
   });
 
-  const claimTx = db.transaction((now: string): RunRow | null => {
+  const claimNextTx = db.transaction((now: string): RunRow | null => {
     const id = nextQueued.get() as string | undefined;
     if (!id) return null;
     markRunning.run(now, id);
+    amend(id, () => ({ status: 'running', started_at: now }));
     return byId.get(id) as RunRow;
   });
+
+  const claimTx = (id: string, now: string): boolean => {
+    if (markRunning.run(now, id).changes !== 1) return false;
+    amend(id, () => ({ status: 'running', started_at: now }));
+    return true;
+  };
 
   const reserveMoreTx = db.transaction((id: string, amount: number): boolean => {
     const run = byId.get(id) as RunRow | undefined;
     if (!run) return false;
     if (debit.run({ amount, workspace: run.workspace_id }).changes !== 1) return false;
     reserveMore.run({ id, amount });
+    amend(id, (r) => ({ credits_reserved: r.credits_reserved + amount }));
     return true;
   });
 
@@ -153,6 +197,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     const unspent = run.credits_reserved - charged;
     if (unspent > 0) credit.run({ amount: unspent, workspace: run.workspace_id });
     finish.run({ id, status, error, state, spent: charged, now });
+    amend(id, () => ({ status: status as RunStatus, error, state, finished_at: now, credits_spent: charged, credits_reserved: charged }));
   });
 
   const failInterruptedTx = db.transaction((message: string, now: string): number => {
@@ -161,20 +206,23 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       const unspent = run.credits_reserved - run.credits_spent;
       if (unspent > 0) credit.run({ amount: unspent, workspace: run.workspace_id });
       failOne.run({ id: run.id, error: message, now });
+      amend(run.id, (r) => ({ status: 'failed', error: message, finished_at: now, credits_reserved: r.credits_spent }));
     }
     return rows.length;
   });
 
   return {
     accept: (run, refusal) => commit.run(() => acceptTx(run, refusal)),
-    find: async (id) => (forProjection.get(id) as RunRow | undefined) ?? null,
+    find: async (id) => recent.get(id) ?? (forProjection.get(id) as RunRow | undefined) ?? null,
     // The workers' writes are acknowledged once committed, not once on disk (see Ack in group-commit.ts).
-    claimNext: (now) => commit.run(() => claimTx(now), 'visible'),
-    claim: (id, now) => commit.run(() => markRunning.run(now, id).changes === 1, 'visible'),
+    claimNext: (now) => commit.run(() => claimNextTx(now), 'visible'),
+    claim: (id, now) => commit.run(() => claimTx(id, now), 'visible'),
     saveState: (id, current) =>
       commit.run(() => {
         const { state, spent } = current();
-        saveState.run(JSON.stringify(state), spent, id);
+        const json = JSON.stringify(state);
+        saveState.run(json, spent, id);
+        amend(id, (r) => ({ state: json, credits_spent: Math.min(spent, r.credits_reserved) }));
       }, 'visible'),
     reserveMore: (id, amount) => commit.run(() => reserveMoreTx(id, amount), 'visible'),
     finish: (id, status, error, state, spent, now) => {

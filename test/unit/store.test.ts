@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { openDatabase, migrate, type WalSync } from '../../src/store/db';
 import { createGroupCommit, type Ack } from '../../src/store/group-commit';
-import { NEXT_QUEUED_SQL, RUNNING_SQL } from '../../src/store/runs';
+import { NEXT_QUEUED_SQL, RECENT_RUNS_BYTES, RUNNING_SQL, type NewRun } from '../../src/store/runs';
 import { RowCache } from '../../src/store/row-cache';
 import { storedTriggersOf } from '../../src/domain/agent';
 import { createSqliteStore } from '../../src/store';
@@ -91,6 +91,69 @@ test('a queued run is claimed once, whether by id (handed over) or as the oldest
   expect(await store.runs.claim('run-b', now)).toBe(false);
   expect(await store.runs.claimNext(now)).toBeNull();
   expect((await store.runs.find('run-a'))!).toMatchObject({ status: 'running', started_at: now });
+  store.close();
+});
+
+test('a run read back from memory is the row in the table after every write (accept, claim, progress, more credits, end, refusal)', async () => {
+  const file = path.join(dir, 'r.db');
+  const store = createSqliteStore(openDatabase(file), new StampClock());
+  const fromTable = createSqliteStore(openDatabase(file), new StampClock()); // another connection: nothing in its memory
+  const run = (id: string, kind: NewRun['kind'], minimumCost: number): NewRun => ({
+    id, kind, workspaceId: 'ws', startedBy: 'u', targetId: 'doc', targetVersion: 2, source: 'test', request: { prompt: 'p' },
+    snapshotJson: JSON.stringify({ slug: 'helper', name: 'Helper', instructions: 'long' }), agent: kind === 'agent' ? { slug: 'helper', name: 'Helper' } : undefined,
+    state: { steps: 0 }, minimumCost, initialCredits: 10,
+  });
+  const same = async (id: string) => {
+    const row = await store.runs.find(id);
+    expect(row).toEqual(await fromTable.runs.find(id));
+    return row!;
+  };
+  const now = new Date().toISOString();
+  await store.runs.accept(run('agent-run', 'agent', 2), () => 'refused');
+  expect(JSON.parse((await same('agent-run')).snapshot!)).toEqual({ slug: 'helper', name: 'Helper' });
+  await store.runs.claim('agent-run', now);
+  expect((await same('agent-run')).status).toBe('running');
+  await store.runs.saveState('agent-run', () => ({ state: { steps: 3 }, spent: 3 })); // capped at what was reserved
+  expect((await same('agent-run')).credits_spent).toBe(2);
+  expect(await store.runs.reserveMore('agent-run', 2)).toBe(true);
+  expect((await same('agent-run')).credits_reserved).toBe(4);
+  await store.runs.finish('agent-run', 'succeeded', null, { steps: 3 }, 3, now);
+  expect(await same('agent-run')).toMatchObject({ status: 'succeeded', credits_spent: 3, credits_reserved: 3, finished_at: now });
+  await store.runs.accept(run('workflow-run', 'workflow', 3), () => 'refused');
+  expect((await same('workflow-run')).snapshot).toBeNull();
+  await store.runs.accept(run('refused-run', 'workflow', 5), (balance) => `only ${balance}`); // 10 - 2 - 2 + 1 back - 3
+  expect(await same('refused-run')).toMatchObject({ status: 'refused', error: 'only 4' });
+  await store.runs.claimNext(now);
+  expect((await same('workflow-run')).status).toBe('running');
+  fromTable.close();
+  store.close();
+});
+
+test('runs beyond the memory budget (the oldest first) are read from the table, their later writes included', async () => {
+  const file = path.join(dir, 'm.db');
+  const store = createSqliteStore(openDatabase(file), new StampClock());
+  const state = { text: 'x'.repeat(64 * 1024) };
+  const runs = Math.ceil(RECENT_RUNS_BYTES / (64 * 1024)) + 2;
+  const ids = Array.from({ length: runs }, (_, i) => `run-${String(i).padStart(5, '0')}`);
+  await Promise.all(
+    ids.map((id) =>
+      store.runs.accept(
+        { id, kind: 'workflow', workspaceId: 'ws', startedBy: 'u', targetId: 'wf', targetVersion: 1, source: 'test', request: {}, snapshotJson: '{}', state, minimumCost: 0, initialCredits: 0 },
+        () => 'refused',
+      ),
+    ),
+  );
+  for (const id of [ids[0]!, ids[runs - 1]!]) {
+    await store.runs.claim(id, 'now');
+    expect(await store.runs.find(id)).toMatchObject({ status: 'running', started_at: 'now' });
+  }
+  // Which ones memory holds: a change made behind the store's back shows only in those read from the table.
+  const behind = openDatabase(file);
+  behind.prepare(`UPDATE runs SET error = 'changed elsewhere'`).run();
+  behind.close();
+  expect((await store.runs.find(ids[0]!))!.error).toBe('changed elsewhere');
+  expect((await store.runs.find(ids[1]!))!.error).toBe('changed elsewhere');
+  expect((await store.runs.find(ids[runs - 1]!))!.error).toBeNull();
   store.close();
 });
 
