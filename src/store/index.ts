@@ -43,6 +43,7 @@ export interface WorkflowRepository {
 }
 
 export interface ConnectionRepository {
+  /** The workspace's connections by ref. Shared between callers: never mutate it. */
   list(workspaceId: string): Promise<Connection[]>;
   /** Adds the connection, or replaces the one with the same ref. */
   upsert(workspaceId: string, connection: Connection): Promise<void>;
@@ -108,10 +109,13 @@ function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentR
     columns: { name: (doc) => doc.name, status: (doc) => doc.status },
     // Trigger rows follow the document: new ones are added (with their secret's hash), the ones it
     // no longer names go, and with them their secrets, so a dropped webhook's URL stops existing.
-    afterWrite: (agentId, doc, secrets = []) => {
+    // The rows are always the replaced document's triggers, so when that document is known they
+    // are not read. (A trigger's kind never changes under its id.)
+    afterWrite: (agentId, doc, secrets = [], previous) => {
+      const had = new Set(previous === undefined ? (triggerIds.all(agentId) as string[]) : (previous?.triggers.map((t) => t.id) ?? []));
       const keep = new Set(doc.triggers.map((t) => t.id));
-      for (const id of triggerIds.all(agentId) as string[]) if (!keep.has(id)) deleteTrigger.run(id);
-      for (const t of doc.triggers) insertTrigger.run(t.id, agentId, t.kind);
+      for (const id of had) if (!keep.has(id)) deleteTrigger.run(id);
+      for (const t of doc.triggers) if (!had.has(t.id)) insertTrigger.run(t.id, agentId, t.kind);
       for (const s of secrets) setSecret.run(s.hash, s.prefix, s.triggerId, agentId);
     },
   });
@@ -150,17 +154,37 @@ function workflowRepository(db: Db, commit: GroupCommit, clock: StampClock): Wor
   };
 }
 
+/** Workspaces whose connection lists are kept in memory, at most (all are dropped when it is reached). */
+const CONNECTION_LISTS = 10_000;
+
 function connectionRepository(db: Db, commit: GroupCommit): ConnectionRepository {
   const list = db.prepare('SELECT ref, app, label, status FROM connections WHERE workspace_id = ? ORDER BY ref');
   const upsert = db.prepare(
     `INSERT INTO connections (workspace_id, ref, app, label, status, created_at) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (workspace_id, ref) DO UPDATE SET app = excluded.app, label = excluded.label, status = excluded.status`,
   );
+  // Every validation reads its workspace's connections, which change rarely and mostly from
+  // another process (`build-api connections add`). The lists read are kept until SQLite's
+  // data_version says another connection has committed since (this connection's own upserts drop
+  // their workspace's list in their transaction).
+  const dataVersion = db.prepare('PRAGMA data_version').pluck();
+  const lists = new Map<string, Connection[]>();
+  let listsVersion: unknown = null;
   return {
-    list: async (workspaceId) => list.all(workspaceId) as Connection[],
+    list: async (workspaceId) => {
+      const version = dataVersion.get();
+      if (version !== listsVersion || lists.size >= CONNECTION_LISTS) {
+        lists.clear();
+        listsVersion = version;
+      }
+      let found = lists.get(workspaceId);
+      if (!found) lists.set(workspaceId, (found = list.all(workspaceId) as Connection[]));
+      return found;
+    },
     upsert: (workspaceId, c) =>
       commit.run(() => {
         upsert.run(workspaceId, c.ref, c.app, c.label, c.status, new Date().toISOString());
+        lists.delete(workspaceId);
       }),
   };
 }

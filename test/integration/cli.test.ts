@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../../src/paths';
+import { minimalAgent } from '../helpers/fixtures';
 import { startService, type TestService } from '../helpers/service';
 
 const bin = path.join(projectRoot, 'bin', 'build-api.js');
@@ -32,13 +33,18 @@ test('token prints a JWT the running service accepts, with the scope asked for',
   expect((await t.client(readOnly).GET('/api/build/agents')).response.status).toBe(403);
 });
 
-test('connections add and list work on the service database', async () => {
+test('connections add and list work on the service database, and the running service sees them at once', async () => {
+  const token = cli(['token', '--user', 'u', '--workspace', 'cli-ws']).stdout.trim();
+  const agent = { ...minimalAgent('Uses kv-cli'), tools: { apps: ['kv'], connections: ['kv-cli'], disabled_tools: [], approval: 'write' as const } };
+  const before = await t.client(token).POST('/api/build/agents/validate', { body: agent });
+  expect(before.response.status).toBe(400); // the service has now read this workspace's connections: none
+  expect((before.error as { error: string }).error).toContain('kv-cli');
   const add = cli(['connections', 'add', '--workspace', 'cli-ws', '--app', 'kv', '--ref', 'kv-cli', '--label', 'From CLI']);
   expect(add.code).toBe(0);
   const list = cli(['connections', 'list', '--workspace', 'cli-ws']);
   expect(JSON.parse(list.stdout)).toEqual([{ ref: 'kv-cli', app: 'kv', label: 'From CLI', status: 'connected' }]);
-  const token = cli(['token', '--user', 'u', '--workspace', 'cli-ws']).stdout.trim();
   expect((await t.client(token).GET('/api/build/connections')).data!.data).toEqual([{ ref: 'kv-cli', app: 'kv', label: 'From CLI', status: 'connected' }]);
+  expect((await t.client(token).POST('/api/build/agents/validate', { body: agent })).response.status).toBe(200);
 });
 
 test('credits set writes the balance', async () => {

@@ -61,6 +61,21 @@ test('trigger rows follow the document (a replace reads them from the document: 
   if (!replaced.ok) throw new Error('replace failed');
   expect(rows()).toEqual(storedTriggersOf(replaced.record.document));
   expect(rows().map((t) => (t as { id: string }).id)).toEqual(['t2', 't3']);
+  // The next replace knows the replaced document (the one it wrote): the rows follow without being read.
+  const again = await store.agents.replace('ws', 'id-1', replaced.record.stampMicros, { ...replaced.record.document, triggers: [replaced.record.document.triggers[1]!, hook('t4')] }, []);
+  if (!again.ok) throw new Error('replace failed');
+  expect(rows()).toEqual(storedTriggersOf(again.record.document));
+  expect(rows().map((t) => (t as { id: string }).id)).toEqual(['t3', 't4']);
+  store.close();
+});
+
+test('a connection list read before an upsert (kept in memory) shows the upsert after it', async () => {
+  const store = createSqliteStore(openDatabase(path.join(dir, 'k.db')), new StampClock());
+  expect(await store.connections.list('ws')).toEqual([]);
+  await store.connections.upsert('ws', { ref: 'main', app: 'kv', label: null, status: 'connected' });
+  expect(await store.connections.list('ws')).toEqual([{ ref: 'main', app: 'kv', label: null, status: 'connected' }]);
+  await store.connections.upsert('ws', { ref: 'main', app: 'kv', label: 'Main', status: 'expired' });
+  expect(await store.connections.list('ws')).toEqual([{ ref: 'main', app: 'kv', label: 'Main', status: 'expired' }]);
   store.close();
 });
 
