@@ -43,7 +43,6 @@ export interface WorkflowRepository {
 }
 
 export interface ConnectionRepository {
-  /** The workspace's connections by ref. Shared between callers: never mutate it. */
   list(workspaceId: string): Promise<Connection[]>;
   /** Adds the connection, or replaces the one with the same ref. */
   upsert(workspaceId: string, connection: Connection): Promise<void>;
@@ -154,37 +153,17 @@ function workflowRepository(db: Db, commit: GroupCommit, clock: StampClock): Wor
   };
 }
 
-/** Workspaces whose connection lists are kept in memory, at most (all are dropped when it is reached). */
-const CONNECTION_LISTS = 10_000;
-
 function connectionRepository(db: Db, commit: GroupCommit): ConnectionRepository {
   const list = db.prepare('SELECT ref, app, label, status FROM connections WHERE workspace_id = ? ORDER BY ref');
   const upsert = db.prepare(
     `INSERT INTO connections (workspace_id, ref, app, label, status, created_at) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (workspace_id, ref) DO UPDATE SET app = excluded.app, label = excluded.label, status = excluded.status`,
   );
-  // Every validation reads its workspace's connections, which change rarely and mostly from
-  // another process (`build-api connections add`). The lists read are kept until SQLite's
-  // data_version says another connection has committed since (this connection's own upserts drop
-  // their workspace's list in their transaction).
-  const dataVersion = db.prepare('PRAGMA data_version').pluck();
-  const lists = new Map<string, Connection[]>();
-  let listsVersion: unknown = null;
   return {
-    list: async (workspaceId) => {
-      const version = dataVersion.get();
-      if (version !== listsVersion || lists.size >= CONNECTION_LISTS) {
-        lists.clear();
-        listsVersion = version;
-      }
-      let found = lists.get(workspaceId);
-      if (!found) lists.set(workspaceId, (found = list.all(workspaceId) as Connection[]));
-      return found;
-    },
+    list: async (workspaceId) => list.all(workspaceId) as Connection[],
     upsert: (workspaceId, c) =>
       commit.run(() => {
         upsert.run(workspaceId, c.ref, c.app, c.label, c.status, new Date().toISOString());
-        lists.delete(workspaceId);
       }),
   };
 }
