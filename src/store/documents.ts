@@ -68,12 +68,8 @@ export interface DocumentTableSpec<T extends { slug?: string; updated_at?: strin
   maxSlugLength: number;
   /** Columns besides the common ones, kept in step with the document (for lists and lookups). */
   columns: Record<string, (doc: T) => string | number>;
-  /**
-   * Further rows that must land in the same transaction as the document (e.g. triggers); `extra` is
-   * what the caller passed with the write; `previous` is the document this write replaced, when
-   * known without reading it (null for a new document, undefined when unknown).
-   */
-  afterWrite?: (id: string, doc: T, extra: W | undefined, previous: T | null | undefined) => void;
+  /** Further rows that must land in the same transaction as the document (e.g. triggers); `extra` is what the caller passed with the write. */
+  afterWrite?: (id: string, doc: T, extra: W | undefined) => void;
 }
 
 interface Row {
@@ -152,7 +148,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
       const stampMicros = clock.next();
       const { doc: final, json } = stamped(doc, stampMicros, slug);
       insert.run({ id, workspace_id: workspaceId, slug, stamp_us: stampMicros, document: json, created_at: new Date().toISOString(), ...columnValues(final) });
-      spec.afterWrite?.(id, final, extra, null);
+      spec.afterWrite?.(id, final, extra);
       return { ok: true, record: new StoredVersion(id, workspaceId, slug, 1, stampMicros, json, final) };
     },
   );
@@ -167,9 +163,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
       const stampMicros = clock.next(row.stamp_us);
       const { doc: final, json } = stamped(doc, stampMicros, row.slug);
       update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, document: json, ...columnValues(final) });
-      // The cached version with the stamp this write replaced is the stored one (stamps are unique).
-      const cached = cache.get(workspaceId, id);
-      spec.afterWrite?.(id, final, extra, cached?.stampMicros === expectedStampMicros ? cached.document : undefined);
+      spec.afterWrite?.(id, final, extra);
       // Last, so a failure above (which rolls this write's savepoint back) leaves the old row cached,
       // which is then still the stored one; if the whole group fails to commit, the cache is cleared.
       // The next write of this document finds its parsed form here.

@@ -108,13 +108,10 @@ function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentR
     columns: { name: (doc) => doc.name, status: (doc) => doc.status },
     // Trigger rows follow the document: new ones are added (with their secret's hash), the ones it
     // no longer names go, and with them their secrets, so a dropped webhook's URL stops existing.
-    // The rows are always the replaced document's triggers, so when that document is known they
-    // are not read. (A trigger's kind never changes under its id.)
-    afterWrite: (agentId, doc, secrets = [], previous) => {
-      const had = new Set(previous === undefined ? (triggerIds.all(agentId) as string[]) : (previous?.triggers.map((t) => t.id) ?? []));
+    afterWrite: (agentId, doc, secrets = []) => {
       const keep = new Set(doc.triggers.map((t) => t.id));
-      for (const id of had) if (!keep.has(id)) deleteTrigger.run(id);
-      for (const t of doc.triggers) if (!had.has(t.id)) insertTrigger.run(t.id, agentId, t.kind);
+      for (const id of triggerIds.all(agentId) as string[]) if (!keep.has(id)) deleteTrigger.run(id);
+      for (const t of doc.triggers) insertTrigger.run(t.id, agentId, t.kind);
       for (const s of secrets) setSecret.run(s.hash, s.prefix, s.triggerId, agentId);
     },
   });

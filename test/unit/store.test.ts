@@ -61,7 +61,7 @@ test('trigger rows follow the document (a replace reads them from the document: 
   if (!replaced.ok) throw new Error('replace failed');
   expect(rows()).toEqual(storedTriggersOf(replaced.record.document));
   expect(rows().map((t) => (t as { id: string }).id)).toEqual(['t2', 't3']);
-  // The next replace knows the replaced document (the one it wrote): the rows follow without being read.
+  // A replace of a version the cache holds (the one the last replace wrote).
   const again = await store.agents.replace('ws', 'id-1', replaced.record.stampMicros, { ...replaced.record.document, triggers: [replaced.record.document.triggers[1]!, hook('t4')] }, []);
   if (!again.ok) throw new Error('replace failed');
   expect(rows()).toEqual(storedTriggersOf(again.record.document));
