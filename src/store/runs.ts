@@ -76,8 +76,10 @@ export const NEXT_QUEUED_SQL = `SELECT id FROM runs WHERE status = 'queued' ORDE
 /** Runs a stopped process left running (by the partial index runs_running). */
 export const RUNNING_SQL = `SELECT id, workspace_id, credits_reserved, credits_spent FROM runs WHERE status = 'running'`;
 
-/** The text (UTF-16 code units) of the runs accepted lately that is kept in memory for their polls, at most. */
-export const RECENT_RUNS_BYTES = 8 * 1024 * 1024;
+/** The memory the runs accepted lately may take for their polls, at most (about: see `sizeOf`). */
+export const RECENT_RUNS_BYTES = 2 * 1024 * 1024;
+/** What a run's row takes besides its JSON texts: the object, its ids, stamps and numbers. */
+const ROW_OVERHEAD_BYTES = 512;
 
 export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   const ensureWorkspace = db.prepare('INSERT OR IGNORE INTO workspaces (id, credits, created_at) VALUES (?, ?, ?)');
@@ -116,7 +118,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   // committed row; older runs are read from the table. Entries are replaced, never changed in place.
   const recent = new Map<string, RunRow>();
   let recentBytes = 0;
-  const sizeOf = (row: RunRow) => row.request.length + row.state.length + (row.snapshot?.length ?? 0) + (row.error?.length ?? 0);
+  const sizeOf = (row: RunRow) => ROW_OVERHEAD_BYTES + row.request.length + row.state.length + (row.snapshot?.length ?? 0) + (row.error?.length ?? 0);
   commit.onRollback(() => {
     recent.clear();
     recentBytes = 0;
