@@ -137,7 +137,10 @@ function statefulCannon(opts, newState) {
 
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 
-const summarise = (r) => ({ rps: r.requests.average, count: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts });
+const summarise = (r) => ({
+  rps: r.requests.average, count: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts,
+  statuses: Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, { count }]) => [code, count])),
+});
 
 function agentDocument(i) {
   const paragraph = 'Read each incoming request, decide its category, and file it with kv.set under a key that names the category and the ticket. ';
@@ -186,21 +189,25 @@ async function startService(dir, dataDir) {
   for (let i = 0; i < AGENTS; i++) agents.push((await api('PUT', '/api/build/agents', agentDocument(i))).body.data.document);
   for (let i = 0; i < WORKFLOWS; i++) await api('PUT', '/api/build/workflows', workflowDocument(`bench-flow-${i}`, 10));
   await api('PUT', '/api/build/workflows', workflowDocument('bench-run', 3));
+  await api('PUT', '/api/build/workflows', { ...workflowDocument('bench-off', 3), enabled: false });
+  const finishedRunId = (await api('POST', '/api/build/workflows/bench-run/test', { input: {} })).body.data.run_id;
+  while (['queued', 'running'].includes((await api('GET', `/api/build/workflow-runs/${finishedRunId}`)).body.data.status)) await new Promise((r) => setTimeout(r, 20));
   const readPath = `/api/build/agents/${agents[0].id}`;
   const stop = () =>
     new Promise((resolve) => {
       service.child.once('exit', resolve);
       service.child.kill('SIGTERM'); // a clean exit: --cpu-prof writes its profile then
     });
-  return { ...service, api, auth, json, agents, readPath, readBytes: Buffer.from(JSON.stringify((await api('GET', readPath)).body)), stop };
+  return { ...service, api, auth, json, agents, readPath, finishedRunId, readBytes: Buffer.from(JSON.stringify((await api('GET', readPath)).body)), stop };
 }
 
 /** The scenarios against one seeded service, by name. */
 function scenariosOf(service) {
   const { auth, json, agents, readPath } = service;
-  const cannonScenario = (opts) => async (seconds) => {
+  /** `expected`: the status every response should have when it is not a 2xx. */
+  const cannonScenario = (opts, expected) => async (seconds) => {
     const result = await cannon({ ...opts, duration: seconds });
-    return { ...summarise(result), unit: 'req/s' };
+    return { ...summarise(result), unit: 'req/s', expected };
   };
   const { id: _id, slug: _slug, status: _status, updated_at: _u, ...draft } = agents[1];
   const latest = [...agents]; // each agent as its last replace left it
@@ -275,7 +282,10 @@ function scenariosOf(service) {
         return { rps: latencies.length / seconds, count: latencies.length, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), non2xx: failed, unit: 'executions/s' };
       },
     ],
-    ['401 path (no token)', cannonScenario({ url: `${service.url}/api/build/agents` })],
+    // What the two HTTP requests of a workflow execution cost without the run: the floor under it.
+    ['run floor: POST test of a disabled workflow (409, nothing queued)', cannonScenario({ url: `${service.url}/api/build/workflows/bench-off/test`, method: 'POST', headers: json, body: '{"input":{}}' }, 409)],
+    ['run floor: GET of a finished run', cannonScenario({ url: `${service.url}/api/build/workflow-runs/${service.finishedRunId}`, headers: auth })],
+    ['401 path (no token)', cannonScenario({ url: `${service.url}/api/build/agents` }, 401)],
   ].filter(([name]) => selected(name));
 }
 
@@ -332,6 +342,13 @@ async function compare(otherRoot) {
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
 }
 
+/** The non-2xx column: a scenario that expects a status says whether every response had it. */
+function statusNote(row) {
+  if (!row.expected) return row.non2xx.toLocaleString('en-US');
+  const others = Object.entries(row.statuses ?? {}).filter(([code]) => Number(code) !== row.expected);
+  return others.length ? `${row.non2xx.toLocaleString('en-US')} (${others.map(([code, n]) => `${n} × ${code}`).join(', ')} besides the expected ${row.expected})` : `(all ${row.expected}, expected)`;
+}
+
 function report(rows, agentSize) {
   const http = rows[0].rps;
   const express = rows[1].rps;
@@ -339,7 +356,7 @@ function report(rows, agentSize) {
   const table = [
     '| scenario | throughput | p50 ms | p99 ms | peak RSS MB | server CPU µs/op | vs node:http | vs express | non-2xx |',
     '|---|---|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.name} | ${fmt(r.rps)} ${r.unit} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.peakRss)} | ${fmt(r.cpuPerOp)} | ${fmt((100 * r.rps) / http)}% | ${fmt((100 * r.rps) / express)}% | ${r.name.startsWith('401') ? '(all 401, expected)' : fmt(r.non2xx)} |`),
+    ...rows.map((r) => `| ${r.name} | ${fmt(r.rps)} ${r.unit} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.peakRss)} | ${fmt(r.cpuPerOp)} | ${fmt((100 * r.rps) / http)}% | ${fmt((100 * r.rps) / express)}% | ${statusNote(r)} |`),
   ].join('\n');
   console.log(table);
   const find = (prefix) => rows.find((r) => r.name.startsWith(prefix));
