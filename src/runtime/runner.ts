@@ -43,12 +43,21 @@ export interface QueuedRun {
   creditsSpent: number;
 }
 
+/** A stored JSON text, or undefined when it does not parse (a damaged row: executing it fails the run). */
+function parsedOrUndefined(text: string | null): unknown {
+  try {
+    return JSON.parse(text as string) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
 const fromRow = (row: RunRow): QueuedRun => ({
   id: row.id,
   kind: row.kind,
   workspaceId: row.workspace_id,
-  snapshot: JSON.parse(row.snapshot as string) as unknown,
-  request: JSON.parse(row.request) as unknown,
+  snapshot: parsedOrUndefined(row.snapshot),
+  request: parsedOrUndefined(row.request),
   state: JSON.parse(row.state) as unknown,
   creditsReserved: row.credits_reserved,
   creditsSpent: row.credits_spent,
@@ -203,6 +212,9 @@ export function createRunner(opts: RunnerOptions): Runner {
         else if (seen === backlog) backlog = 0;
       }
     } catch (err) {
+      // A claim that failed (its group did not commit) leaves its run queued in the table, no
+      // longer in memory: the next worker looks there.
+      backlog++;
       logger.error({ err }, 'run worker stopped unexpectedly');
     } finally {
       active--;

@@ -13,8 +13,8 @@ export interface ServiceContext {
   models: CatalogModel[];
   /** The credit balance of a workspace seen for the first time. */
   defaultCredits: number;
-  /** Hands a run just queued to the run workers. */
-  notifyRunQueued: (run: QueuedRun) => void;
+  /** Hands a run just queued to the run workers; without one, they look for queued runs in the store. */
+  notifyRunQueued: (run?: QueuedRun) => void;
 }
 
 /** The caller, as the verified token names them. */

@@ -31,7 +31,13 @@ async function accept(ctx: ServiceContext, run: RunToAccept): Promise<Accepted> 
   const id = randomUUID();
   const { snapshot, ...row } = run;
   const refusal = (balance: number) => `insufficient credits: the run needs at least ${run.minimumCost}, the workspace has ${balance}`;
-  const outcome = await ctx.store.runs.accept({ ...row, id, source: 'test', snapshotJson: snapshot.json, initialCredits: ctx.defaultCredits }, refusal);
+  const outcome = await ctx.store.runs
+    .accept({ ...row, id, source: 'test', snapshotJson: snapshot.json, initialCredits: ctx.defaultCredits }, refusal)
+    .catch((err: unknown) => {
+      // It may have committed without reaching the disk (a failed fsync): the workers look in the table.
+      ctx.notifyRunQueued();
+      throw err;
+    });
   if (outcome.status === 'refused') throw refused(refusal(outcome.balance), id);
   ctx.notifyRunQueued({
     id,

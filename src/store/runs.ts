@@ -38,7 +38,7 @@ export interface NewRun {
   request: unknown;
   /** The document that runs, as stored (its JSON, not re-serialised). */
   snapshotJson: string;
-  /** An agent run's agent, as the run's projection names it. */
+  /** An agent run's agent, as the run's projection names it (without it, polls read the table). */
   agent?: { slug: string; name: string };
   state: unknown;
   /** Credits the run needs at least; reserved on acceptance, or the run is refused. */
@@ -91,11 +91,12 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
      VALUES (@id, @kind, @workspace_id, @started_by, @target_id, @target_version, @status, @source, @request, @snapshot, @state, @reserved, @error, @accepted_at, @finished_at)`,
   );
   const byId = db.prepare('SELECT * FROM runs WHERE id = ?');
-  // A poll reads this many times per run: the snapshot (the whole document) stays in the database.
+  // A poll reads this many times per run: the snapshot (the whole document) stays in the database
+  // (and one that is not JSON, as in a damaged row, shows as no agent rather than failing the read).
   const forProjection = db.prepare(
     `SELECT id, kind, workspace_id, started_by, target_id, target_version, status, source, request,
-       CASE WHEN kind = 'agent' AND json_type(snapshot) = 'object'
-         THEN json_object('slug', json_extract(snapshot, '$.slug'), 'name', json_extract(snapshot, '$.name')) END AS snapshot,
+       CASE WHEN kind = 'agent' AND json_valid(snapshot) THEN CASE WHEN json_type(snapshot) = 'object'
+         THEN json_object('slug', json_extract(snapshot, '$.slug'), 'name', json_extract(snapshot, '$.name')) END END AS snapshot,
        state, credits_reserved, credits_spent, error, accepted_at, started_at, finished_at
      FROM runs WHERE id = ?`,
   );
@@ -159,13 +160,11 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       ? { status: 'queued' as const, credits_reserved: run.minimumCost, error: null, finished_at: null }
       : { status: 'refused' as const, credits_reserved: 0, error: refusal(left), finished_at: now };
     insert.run({ ...row, ...outcome, reserved: outcome.credits_reserved });
-    keep({
-      ...row,
-      ...outcome,
-      snapshot: run.kind === 'agent' && run.agent ? JSON.stringify({ slug: run.agent.slug, name: run.agent.name }) : null,
-      credits_spent: 0,
-      started_at: null,
-    });
+    // An agent run is kept only when its accept names the agent (as the projection query would).
+    if (run.kind === 'workflow' || run.agent) {
+      const snapshot = run.agent ? JSON.stringify({ slug: run.agent.slug, name: run.agent.name }) : null;
+      keep({ ...row, ...outcome, snapshot, credits_spent: 0, started_at: null });
+    }
     return left === null ? { status: 'queued' } : { status: 'refused', balance: left };
   });
 

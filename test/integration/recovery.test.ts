@@ -49,7 +49,7 @@ test('a run cut off while running is failed with a message at the next start', a
 test('a run that throws is recorded as failed and the workers go on with the next run', async () => {
   const t = await startService();
   try {
-    // A run whose snapshot cannot be executed (as if the row were damaged).
+    // A run whose snapshot cannot be read or executed (as if the row were damaged).
     await t.service.store.runs.accept(
       {
         id: '22222222-3333-4444-8555-666666666666',
@@ -60,7 +60,7 @@ test('a run that throws is recorded as failed and the workers go on with the nex
         targetVersion: 1,
         source: 'test',
         request: { prompt: 'hi' },
-        snapshotJson: 'null',
+        snapshotJson: '{"slug": "cut off',
         state: { transcript: [], tool_calls: [], final_text: null, steps: 0 },
         minimumCost: 1,
         initialCredits: 10,

@@ -109,7 +109,7 @@ test('a queued run is claimed once, whether by id (handed over) or as the oldest
   store.close();
 });
 
-test('a run read back from memory is the row in the table after every write (accept, claim, progress, more credits, end, refusal)', async () => {
+test('a run read back from memory is the row in the table after every write (accept, claim, progress, more credits, end, refusal, interrupted)', async () => {
   const file = path.join(dir, 'r.db');
   const store = createSqliteStore(openDatabase(file), new StampClock());
   const fromTable = createSqliteStore(openDatabase(file), new StampClock()); // another connection: nothing in its memory
@@ -140,7 +140,32 @@ test('a run read back from memory is the row in the table after every write (acc
   expect(await same('refused-run')).toMatchObject({ status: 'refused', error: 'only 4' });
   await store.runs.claimNext(now);
   expect((await same('workflow-run')).status).toBe('running');
+  await store.runs.failInterrupted('interrupted', now);
+  expect(await same('workflow-run')).toMatchObject({ status: 'failed', error: 'interrupted', credits_reserved: 0 });
+  // These reads came from memory: a change made behind the store's back does not show in them.
+  const behind = openDatabase(file);
+  behind.prepare(`UPDATE runs SET error = 'changed elsewhere'`).run();
+  behind.close();
+  for (const id of ['agent-run', 'workflow-run', 'refused-run']) expect((await store.runs.find(id))!.error).not.toBe('changed elsewhere');
   fromTable.close();
+  store.close();
+});
+
+test('a run write whose group fails to commit leaves no trace in the runs kept in memory', async () => {
+  const file = path.join(dir, 'f.db');
+  const db = openDatabase(file);
+  // A deferred foreign key is checked at COMMIT: a trigger adds an orphan row when a run starts.
+  db.exec(`CREATE TABLE p (id INTEGER PRIMARY KEY);
+    CREATE TABLE c (p INTEGER REFERENCES p (id) DEFERRABLE INITIALLY DEFERRED);
+    CREATE TRIGGER orphan AFTER UPDATE OF status ON runs WHEN new.status = 'running' BEGIN INSERT INTO c VALUES (1); END;`);
+  const store = createSqliteStore(db, new StampClock());
+  await store.runs.accept(
+    { id: 'run-1', kind: 'workflow', workspaceId: 'ws', startedBy: 'u', targetId: 'wf', targetVersion: 1, source: 'test', request: {}, snapshotJson: '{}', state: {}, minimumCost: 1, initialCredits: 5 },
+    () => 'refused',
+  );
+  // (Matched by its message: better-sqlite3's error class may come from another test file's realm.)
+  await expect(store.runs.claim('run-1', 'now')).rejects.toMatchObject({ message: expect.stringContaining('FOREIGN KEY') });
+  expect(await store.runs.find('run-1')).toMatchObject({ status: 'queued', started_at: null });
   store.close();
 });
 
