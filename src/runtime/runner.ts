@@ -212,8 +212,8 @@ export function createRunner(opts: RunnerOptions): Runner {
         else if (seen === backlog) backlog = 0;
       }
     } catch (err) {
-      // A claim that failed (its group did not commit) leaves its run queued in the table, no
-      // longer in memory: the next worker looks there.
+      // Whatever stopped this worker (a claim whose group did not commit, say) may have left a run
+      // queued in the table and no longer in memory: the next worker looks there.
       backlog++;
       logger.error({ err }, 'run worker stopped unexpectedly');
     } finally {
