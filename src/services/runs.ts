@@ -5,7 +5,7 @@ import type { components } from '../../generated/api';
 import { resolveInput } from '../domain/workflow';
 import type { Agent } from '../domain/types';
 import { ApiError, notFound } from '../errors';
-import type { NewRun, RunRow } from '../store';
+import type { DocumentRecord, NewRun, RunRow } from '../store';
 import type { AgentRunState } from '../runtime/agent-loop';
 import { initialWorkflowState, type WorkflowRunState } from '../runtime/workflow-executor';
 import { findAgent } from './agents';
@@ -25,7 +25,7 @@ export const WORKFLOW_RUN_WARNING =
 const refused = (error: string, runId: string | null) => new ApiError(409, error, { run_id: runId });
 
 /** A run to accept; `snapshot` is the stored version of the document that runs. */
-type RunToAccept = Omit<NewRun, 'initialCredits' | 'id' | 'source' | 'snapshotJson'> & { snapshot: { json: string; document: unknown } };
+type RunToAccept = Omit<NewRun, 'initialCredits' | 'id' | 'source' | 'snapshotJson'> & { snapshot: Pick<DocumentRecord<unknown>, 'json' | 'document'> };
 
 async function accept(ctx: ServiceContext, run: RunToAccept): Promise<Accepted> {
   const id = randomUUID();

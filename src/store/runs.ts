@@ -88,9 +88,12 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   const balance = db.prepare('SELECT credits FROM workspaces WHERE id = ?').pluck();
   const insert = db.prepare(
     `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, request, snapshot, state, credits_reserved, error, accepted_at, finished_at)
-     VALUES (@id, @kind, @workspace_id, @started_by, @target_id, @target_version, @status, @source, @request, @snapshot, @state, @reserved, @error, @accepted_at, @finished_at)`,
+     VALUES (@id, @kind, @workspace_id, @started_by, @target_id, @target_version, @status, @source, @request, @snapshot, @state, @credits_reserved, @error, @accepted_at, @finished_at)`,
   );
   const byId = db.prepare('SELECT * FROM runs WHERE id = ?');
+  // What a run's credit writes need of it (not its snapshot, the whole document).
+  const creditsOf = db.prepare('SELECT workspace_id, credits_reserved FROM runs WHERE id = ?');
+  type RunCredits = Pick<RunRow, 'workspace_id' | 'credits_reserved'>;
   // A poll reads this many times per run: the snapshot (the whole document) stays in the database
   // (and one that is not JSON, as in a damaged row, shows as no agent rather than failing the read).
   const forProjection = db.prepare(
@@ -159,7 +162,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     const outcome = left === null
       ? { status: 'queued' as const, credits_reserved: run.minimumCost, error: null, finished_at: null }
       : { status: 'refused' as const, credits_reserved: 0, error: refusal(left), finished_at: now };
-    insert.run({ ...row, ...outcome, reserved: outcome.credits_reserved });
+    insert.run({ ...row, ...outcome });
     // An agent run is kept only when its accept names the agent (as the projection query would).
     if (run.kind === 'workflow' || run.agent) {
       const snapshot = run.agent ? JSON.stringify({ slug: run.agent.slug, name: run.agent.name }) : null;
@@ -183,7 +186,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   };
 
   const reserveMoreTx = db.transaction((id: string, amount: number): boolean => {
-    const run = byId.get(id) as RunRow | undefined;
+    const run = creditsOf.get(id) as RunCredits | undefined;
     if (!run) return false;
     if (debit.run({ amount, workspace: run.workspace_id }).changes !== 1) return false;
     reserveMore.run({ id, amount });
@@ -192,7 +195,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   });
 
   const finishTx = db.transaction((id: string, status: string, error: string | null, state: string, spent: number, now: string) => {
-    const run = byId.get(id) as RunRow | undefined;
+    const run = creditsOf.get(id) as RunCredits | undefined;
     if (!run) return;
     const charged = Math.min(spent, run.credits_reserved);
     const unspent = run.credits_reserved - charged;

@@ -69,7 +69,7 @@ test('trigger rows follow the document (a replace reads them from the document: 
   store.close();
 });
 
-test('a connection list read before an upsert (kept in memory) shows the upsert after it', async () => {
+test('a connection list read again after an upsert shows the upsert', async () => {
   const store = createSqliteStore(openDatabase(path.join(dir, 'k.db')), new StampClock());
   expect(await store.connections.list('ws')).toEqual([]);
   await store.connections.upsert('ws', { ref: 'main', app: 'kv', label: null, status: 'connected' });
