@@ -137,41 +137,38 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     return { doc: final, json: JSON.stringify(final) };
   };
 
-  const createTx = db.transaction(
-    (workspaceId: string, id: string, doc: T, deriveSlug: boolean, limit: number, extra: W | undefined): CreateOutcome<T> => {
-      if ((count.get(workspaceId) as number) >= limit) return { ok: false, reason: 'limit_reached' };
-      const wanted = doc.slug as string;
-      const taken = (slug: string) => slugTaken.get(workspaceId, slug) !== undefined;
-      let slug = wanted;
-      if (deriveSlug) slug = firstFreeSlug(wanted, taken, spec.maxSlugLength);
-      else if (taken(wanted)) return { ok: false, reason: 'slug_taken' };
-      const stampMicros = clock.next();
-      const { doc: final, json } = stamped(doc, stampMicros, slug);
-      insert.run({ id, workspace_id: workspaceId, slug, stamp_us: stampMicros, document: json, created_at: new Date().toISOString(), ...columnValues(final) });
-      spec.afterWrite?.(id, final, extra);
-      return { ok: true, record: new StoredVersion(id, workspaceId, slug, 1, stampMicros, json, final) };
-    },
-  );
+  // createTx and replaceTx are the writes' work: each runs in its own savepoint (commit.run), whole or not at all.
+  const createTx = (workspaceId: string, id: string, doc: T, deriveSlug: boolean, limit: number, extra: W | undefined): CreateOutcome<T> => {
+    if ((count.get(workspaceId) as number) >= limit) return { ok: false, reason: 'limit_reached' };
+    const wanted = doc.slug as string;
+    const taken = (slug: string) => slugTaken.get(workspaceId, slug) !== undefined;
+    let slug = wanted;
+    if (deriveSlug) slug = firstFreeSlug(wanted, taken, spec.maxSlugLength);
+    else if (taken(wanted)) return { ok: false, reason: 'slug_taken' };
+    const stampMicros = clock.next();
+    const { doc: final, json } = stamped(doc, stampMicros, slug);
+    insert.run({ id, workspace_id: workspaceId, slug, stamp_us: stampMicros, document: json, created_at: new Date().toISOString(), ...columnValues(final) });
+    spec.afterWrite?.(id, final, extra);
+    return { ok: true, record: new StoredVersion(id, workspaceId, slug, 1, stampMicros, json, final) };
+  };
 
-  const replaceTx = db.transaction(
-    (workspaceId: string, id: string, expectedStampMicros: number, doc: T, extra: W | undefined): ReplaceOutcome<T> => {
-      const row = versionOf.get(workspaceId, id) as Pick<Row, 'slug' | 'version' | 'stamp_us'> | undefined;
-      if (!row || row.stamp_us !== expectedStampMicros) {
-        const current = byId.get(workspaceId, id) as Row | undefined;
-        return { ok: false, current: current ? toRecord(current) : null };
-      }
-      const stampMicros = clock.next(row.stamp_us);
-      const { doc: final, json } = stamped(doc, stampMicros, row.slug);
-      update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, document: json, ...columnValues(final) });
-      spec.afterWrite?.(id, final, extra);
-      // Last, so a failure above (which rolls this write's savepoint back) leaves the old row cached,
-      // which is then still the stored one; if the whole group fails to commit, the cache is cleared.
-      // The next write of this document finds its parsed form here.
-      const record = new StoredVersion(id, workspaceId, row.slug, row.version + 1, stampMicros, json, final);
-      cache.set(record);
-      return { ok: true, record };
-    },
-  );
+  const replaceTx = (workspaceId: string, id: string, expectedStampMicros: number, doc: T, extra: W | undefined): ReplaceOutcome<T> => {
+    const row = versionOf.get(workspaceId, id) as Pick<Row, 'slug' | 'version' | 'stamp_us'> | undefined;
+    if (!row || row.stamp_us !== expectedStampMicros) {
+      const current = byId.get(workspaceId, id) as Row | undefined;
+      return { ok: false, current: current ? toRecord(current) : null };
+    }
+    const stampMicros = clock.next(row.stamp_us);
+    const { doc: final, json } = stamped(doc, stampMicros, row.slug);
+    update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, document: json, ...columnValues(final) });
+    spec.afterWrite?.(id, final, extra);
+    // Last, so a failure above (which rolls this write's savepoint back) leaves the old row cached,
+    // which is then still the stored one; if the whole group fails to commit, the cache is cleared.
+    // The next write of this document finds its parsed form here.
+    const record = new StoredVersion(id, workspaceId, row.slug, row.version + 1, stampMicros, json, final);
+    cache.set(record);
+    return { ok: true, record };
+  };
 
   return {
     find,

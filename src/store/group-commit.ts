@@ -23,6 +23,11 @@ import type { Db, WalSync } from './db';
 export type Ack = 'durable' | 'visible';
 
 export interface GroupCommit {
+  /**
+   * Queues `work` (synchronous statements) for the next group. It runs atomically, in its own
+   * savepoint of the group's transaction: a write of several statements needs no transaction of its
+   * own (a nested one would only add a second savepoint).
+   */
   run<T>(work: () => T, ack?: Ack): Promise<T>;
   /** Commits and syncs what is queued now (before the database is closed). */
   drain(): void;

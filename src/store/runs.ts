@@ -141,7 +141,8 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     if (row) keep({ ...row, ...change(row) }, row);
   };
 
-  const acceptTx = db.transaction((run: NewRun, refusal: (balance: number) => string): AcceptOutcome => {
+  // The …Tx functions are the writes' work: each runs in its own savepoint (commit.run), whole or not at all.
+  const acceptTx = (run: NewRun, refusal: (balance: number) => string): AcceptOutcome => {
     const now = new Date().toISOString();
     ensureWorkspace.run(run.workspaceId, run.initialCredits, now);
     const reserved = debit.run({ amount: run.minimumCost, workspace: run.workspaceId }).changes === 1;
@@ -169,15 +170,15 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       keep({ ...row, ...outcome, snapshot, credits_spent: 0, started_at: null });
     }
     return left === null ? { status: 'queued' } : { status: 'refused', balance: left };
-  });
+  };
 
-  const claimNextTx = db.transaction((now: string): RunRow | null => {
+  const claimNextTx = (now: string): RunRow | null => {
     const id = nextQueued.get() as string | undefined;
     if (!id) return null;
     markRunning.run(now, id);
     amend(id, () => ({ status: 'running', started_at: now }));
     return byId.get(id) as RunRow;
-  });
+  };
 
   const claimTx = (id: string, now: string): boolean => {
     if (markRunning.run(now, id).changes !== 1) return false;
@@ -185,16 +186,16 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     return true;
   };
 
-  const reserveMoreTx = db.transaction((id: string, amount: number): boolean => {
+  const reserveMoreTx = (id: string, amount: number): boolean => {
     const run = creditsOf.get(id) as RunCredits | undefined;
     if (!run) return false;
     if (debit.run({ amount, workspace: run.workspace_id }).changes !== 1) return false;
     reserveMore.run({ id, amount });
     amend(id, (r) => ({ credits_reserved: r.credits_reserved + amount }));
     return true;
-  });
+  };
 
-  const finishTx = db.transaction((id: string, status: string, error: string | null, state: string, spent: number, now: string) => {
+  const finishTx = (id: string, status: string, error: string | null, state: string, spent: number, now: string) => {
     const run = creditsOf.get(id) as RunCredits | undefined;
     if (!run) return;
     const charged = Math.min(spent, run.credits_reserved);
@@ -202,9 +203,9 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     if (unspent > 0) credit.run({ amount: unspent, workspace: run.workspace_id });
     finish.run({ id, status, error, state, spent: charged, now });
     amend(id, () => ({ status: status as RunStatus, error, state, finished_at: now, credits_spent: charged, credits_reserved: charged }));
-  });
+  };
 
-  const failInterruptedTx = db.transaction((message: string, now: string): number => {
+  const failInterruptedTx = (message: string, now: string): number => {
     const rows = running.all() as Pick<RunRow, 'id' | 'workspace_id' | 'credits_reserved' | 'credits_spent'>[];
     for (const run of rows) {
       const unspent = run.credits_reserved - run.credits_spent;
@@ -213,7 +214,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       amend(run.id, (r) => ({ status: 'failed', error: message, finished_at: now, credits_reserved: r.credits_spent }));
     }
     return rows.length;
-  });
+  };
 
   return {
     accept: (run, refusal) => commit.run(() => acceptTx(run, refusal)),

@@ -338,3 +338,24 @@ test('a group that fails to commit rejects every write in it and tells its rollb
   expect(db.prepare('SELECT COUNT(*) FROM c').pluck().get()).toBe(0);
   db.close();
 });
+
+test('a write that fails after its first statement rolls back whole, and the writes grouped with it land', async () => {
+  const db = openDatabase(path.join(dir, 'atomic.db'));
+  db.exec('CREATE TABLE t (v INTEGER UNIQUE)');
+  const commit = createGroupCommit(db);
+  const insert = db.prepare('INSERT INTO t VALUES (?)');
+  // Queued in one tick: one group. The second write's own second statement breaks UNIQUE.
+  const [before, broken, after] = await Promise.allSettled([
+    commit.run(() => insert.run(1)),
+    commit.run(() => {
+      insert.run(2);
+      insert.run(1);
+    }),
+    commit.run(() => insert.run(3)),
+  ]);
+  expect(before.status).toBe('fulfilled');
+  expect(broken).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ message: expect.stringContaining('UNIQUE') }) });
+  expect(after.status).toBe('fulfilled');
+  expect(db.prepare('SELECT v FROM t ORDER BY v').pluck().all()).toEqual([1, 3]);
+  db.close();
+});
