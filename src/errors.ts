@@ -17,8 +17,15 @@ export class ApiError extends Error {
     this.headers = headers;
   }
 
+  private bytes?: Buffer;
+
   body(): Record<string, unknown> {
     return { error: this.message, ...this.extra };
+  }
+
+  /** The body as JSON bytes, encoded once (refusals built once, such as a missing token's, are sent many times). */
+  encoded(): Buffer {
+    return (this.bytes ??= Buffer.from(JSON.stringify(this.body())));
   }
 }
 

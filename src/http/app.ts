@@ -167,12 +167,13 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
     req.matched = match;
     // Parsed once, as express's 'simple' query parser would (its req.query getter parses on every read).
     const query = queryAt < 0 ? {} : { ...querystring.parse(url.slice(queryAt + 1)) };
-    let principal: Principal | Promise<Principal>;
+    let principal: Principal | ApiError | Promise<Principal>;
     try {
       principal = authenticate(req, res, query);
     } catch (err) {
       return fail(req, res)(err);
     }
+    if (principal instanceof ApiError) return fail(req, res)(principal);
     const principalKnown = (who: Principal) => {
       req.principal = who;
       return answer(req, res, match, path, query, who);
@@ -210,7 +211,7 @@ function replyWithError(err: unknown, req: Request, res: Response, logger: Logge
     res.end();
     return;
   }
-  sendJson(res, error.status, error.headers, Buffer.from(JSON.stringify(error.body())));
+  sendJson(res, error.status, error.headers, error.encoded());
 }
 
 function isHttpError(err: unknown): err is { status: number; message: string } {

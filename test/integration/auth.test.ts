@@ -121,11 +121,14 @@ function hs256WithPublicKey(): string {
 }
 
 describe('403 and scopes', () => {
-  test('a valid token without the build scope is 403', async () => {
-    const res = await get(t.token({ scope: 'read write' }));
-    expect(res.status).toBe(403);
-    expect(res.headers.get('www-authenticate')).toBe(`${METADATA}, error="insufficient_scope", scope="build"`);
-    expect(await res.json()).toEqual({ error: 'the token has no Build authorization: scope "build" is required' });
+  test('a valid token without the build scope is 403, when verified and again when known from the cache', async () => {
+    const token = t.token({ scope: 'read write' });
+    for (let i = 0; i < 2; i++) {
+      const res = await get(token);
+      expect(res.status).toBe(403);
+      expect(res.headers.get('www-authenticate')).toBe(`${METADATA}, error="insufficient_scope", scope="build"`);
+      expect(await res.json()).toEqual({ error: 'the token has no Build authorization: scope "build" is required' });
+    }
   });
 
   test('build in a permissions array grants access', async () => {
