@@ -4,13 +4,14 @@ import type { Server } from 'node:http';
 import { loadConfig, ConfigError, type Config } from './config';
 import { createLogger } from './log';
 import { createService } from './service';
+import { createHttpServer } from './http/server';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
 export async function serve(config: Config = loadConfig()): Promise<Server> {
   const logger = createLogger(config.logLevel);
   const service = await createService(config, logger);
-  const server = service.app.listen(config.port, config.host);
+  const server = createHttpServer(service.app).listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);

@@ -11,6 +11,7 @@ import type { paths } from '../../generated/api';
 import { loadConfig, type Config } from '../../src/config';
 import { createLogger } from '../../src/log';
 import { createService, type Service } from '../../src/service';
+import { createHttpServer } from '../../src/http/server';
 
 export interface TestService {
   baseUrl: string;
@@ -30,7 +31,7 @@ export async function startService(env: Record<string, string> = {}, mutate?: (c
   mutate?.(config);
   const service = await createService(config, createLogger('silent'), { validateResponses: true });
   const server: Server = await new Promise((resolve) => {
-    const s = service.app.listen(0, '127.0.0.1', () => resolve(s));
+    const s = createHttpServer(service.app).listen(0, '127.0.0.1', () => resolve(s));
   });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const token: TestService['token'] = (opts = {}) =>

@@ -1,0 +1,42 @@
+// The HTTP server for the express app. Express gives every request and response its app's
+// prototypes (`app.request`, `app.response`) with Object.setPrototypeOf as they enter the app; an
+// object whose prototype changes after it was built leaves V8's fast paths, and node's own HTTP code
+// then runs slower on every request and response (expressjs/express#5998: half the CPU time of a
+// read here). This server has node build them with those prototypes from the start, so express's
+// setPrototypeOf finds the prototype already in place and changes nothing. They are the objects
+// express would have made: node's IncomingMessage and ServerResponse under the app's prototypes.
+import http from 'node:http';
+import type { Socket } from 'node:net';
+import type express from 'express';
+
+type Construct = (this: unknown, ...args: unknown[]) => void;
+
+/**
+ * Request and response constructors whose instances have the app's prototypes. Plain functions,
+ * not classes (a class's `prototype` cannot be replaced), that run node's constructors on `this`;
+ * null if node's constructors are classes, which cannot be called so (they are functions in the
+ * node versions package.json's engines allow; a later one would get express's default).
+ */
+export function appMessageClasses(app: express.Express): { IncomingMessage: typeof http.IncomingMessage; ServerResponse: typeof http.ServerResponse } | null {
+  const isClass = (fn: unknown) => Function.prototype.toString.call(fn).startsWith('class');
+  if (isClass(http.IncomingMessage) || isClass(http.ServerResponse)) return null;
+  const incomingMessage = http.IncomingMessage as unknown as Construct;
+  const serverResponse = http.ServerResponse as unknown as Construct;
+  function AppRequest(this: unknown, socket: Socket) {
+    incomingMessage.call(this, socket);
+  }
+  AppRequest.prototype = app.request;
+  function AppResponse(this: unknown, req: http.IncomingMessage, options?: unknown) {
+    serverResponse.call(this, req, options);
+  }
+  AppResponse.prototype = app.response;
+  return {
+    IncomingMessage: AppRequest as unknown as typeof http.IncomingMessage,
+    ServerResponse: AppResponse as unknown as typeof http.ServerResponse,
+  };
+}
+
+export function createHttpServer(app: express.Express): http.Server {
+  const classes = appMessageClasses(app);
+  return classes ? http.createServer(classes, app) : http.createServer(app);
+}
