@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // A baseline server for npm run bench: answers every request with the same bytes from memory, with
 // no auth, validation or store. `http` is bare node:http (the practical limit of the machine);
-// `express` is a bare express app with one route (the floor of the framework the service uses).
+// `express` is a bare express app with one route (the floor of the framework the service uses), on
+// a default node server; `express-prototypes` is the same app on the server the service uses, which
+// builds requests and responses with the app's prototypes (dist/src/http/server.js).
 'use strict';
 const http = require('node:http');
 const fs = require('node:fs');
@@ -16,14 +18,14 @@ if (mode === 'http') {
     res.writeHead(200, headers);
     res.end(body);
   });
-} else if (mode === 'express') {
+} else if (mode === 'express' || mode === 'express-prototypes') {
   const express = require('express');
   const app = express();
   app.set('etag', false);
   app.get('/api/build/agents/:ref', (req, res) => {
     res.set(headers).send(body);
   });
-  server = http.createServer(app);
+  server = mode === 'express' ? http.createServer(app) : require('../dist/src/http/server.js').createHttpServer(app);
 } else {
   throw new Error(`unknown baseline ${mode}`);
 }

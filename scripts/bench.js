@@ -304,9 +304,14 @@ async function main() {
     const read = async (seconds) => summarise(await cannon({ url: `${server.url}${service.readPath}`, duration: seconds }));
     return { server, measure: (warm, seconds) => measure(server.child.pid, read, warm, seconds) };
   };
-  const bare = await baseline('http');
-  const http = await bare.measure(true);
-  bare.server.child.kill('SIGTERM');
+  const once = async (mode, name) => {
+    const server = await baseline(mode);
+    const { result, peakRss, cpuPerOp } = await server.measure(true);
+    server.server.child.kill('SIGTERM');
+    return { name, ...result, peakRss, cpuPerOp, unit: 'req/s', baseline: mode };
+  };
+  const http = await once('http', 'baseline: bare node:http');
+  const prototypes = await once('express-prototypes', "baseline: bare express on the service's server (requests built with the app's prototypes)");
 
   // The express baseline brackets every scenario: measured before the first, then after each, and
   // each scenario is compared with the mean of the two measurements around it, so a machine whose
@@ -323,7 +328,7 @@ async function main() {
   express.server.child.kill('SIGTERM');
   await service.stop();
   fs.rmSync(dataDir, { recursive: true, force: true });
-  report([{ name: 'baseline: bare node:http', ...http.result, peakRss: http.peakRss, cpuPerOp: http.cpuPerOp, unit: 'req/s' }, expressRow(expressRuns), ...rows], agentSize);
+  report([http, expressRow(expressRuns), prototypes, ...rows], agentSize);
 }
 
 /** The express baseline's row: the figures of its median measurement, its peak RSS over all, and the spread of its requests/s. */
@@ -331,7 +336,7 @@ function expressRow(runs) {
   const sorted = [...runs].sort((a, b) => a.result.rps - b.result.rps);
   const { result, cpuPerOp } = sorted[Math.floor(sorted.length / 2)];
   const spread = { runs: runs.length, low: sorted[0].result.rps, high: sorted[sorted.length - 1].result.rps };
-  return { name: 'baseline: bare express', ...result, peakRss: Math.max(...runs.map((m) => m.peakRss)), cpuPerOp, unit: 'req/s', spread };
+  return { name: 'baseline: bare express', ...result, peakRss: Math.max(...runs.map((m) => m.peakRss)), cpuPerOp, unit: 'req/s', spread, baseline: 'express' };
 }
 
 /**
@@ -376,16 +381,19 @@ function bracketNote({ spread }) {
 }
 
 function report(rows, agentSize) {
-  const http = rows[0].rps;
-  /** A scenario's requests/s as a share of express's measured around it (the baseline's own row: of its median). */
-  const ofExpress = (row) => (100 * row.rps) / (row.expressRps ?? rows[1].rps);
+  const baseline = (mode) => rows.find((r) => r.baseline === mode);
+  const http = baseline('http').rps;
+  const express = baseline('express');
+  const prototypes = baseline('express-prototypes')?.rps;
+  /** A scenario's requests/s as a share of express's measured around it (the baselines' rows: of its median). */
+  const ofExpress = (row) => (100 * row.rps) / (row.expressRps ?? express.rps);
   const fmt = (n, d = 0) => (n === undefined ? '–' : n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }));
   const table = [
-    '| scenario | throughput | p50 ms | p99 ms | peak RSS MB | server CPU µs/op | vs node:http | vs express | non-2xx |',
-    '|---|---|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.name} | ${fmt(r.rps)} ${r.unit} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.peakRss)} | ${fmt(r.cpuPerOp)} | ${fmt((100 * r.rps) / http)}% | ${fmt(ofExpress(r))}% | ${statusNote(r)} |`),
+    "| scenario | throughput | p50 ms | p99 ms | peak RSS MB | server CPU µs/op | vs node:http | vs express | vs express on the service's server | non-2xx |",
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.name} | ${fmt(r.rps)} ${r.unit} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.peakRss)} | ${fmt(r.cpuPerOp)} | ${fmt((100 * r.rps) / http)}% | ${fmt(ofExpress(r))}% | ${fmt((100 * r.rps) / prototypes)}% | ${statusNote(r)} |`),
   ].join('\n');
-  console.log(`${table}\n${bracketNote(rows[1])}`);
+  console.log(`${table}\n${bracketNote(express)}`);
   const find = (prefix) => rows.find((r) => r.name.startsWith(prefix));
   const targets = [
     ['read agent', 'read agent ≥ 70% of bare express, p99 < 10 ms', (r) => ofExpress(r) >= 70 && r.p99 < 10],
@@ -396,7 +404,7 @@ function report(rows, agentSize) {
   ]
     .filter(([prefix]) => find(prefix))
     .map(([prefix, target, met]) => [target, met(find(prefix))]);
-  targets.push(['peak RSS < 250 MB', Math.max(...rows.slice(2).map((r) => r.peakRss)) < 250]);
+  targets.push(['peak RSS < 250 MB', Math.max(...rows.filter((r) => !r.baseline).map((r) => r.peakRss)) < 250]);
   console.log(targets.map(([t, ok]) => `${ok ? 'met' : 'NOT met'}: ${t}`).join('\n'));
   if (SMOKE || ONLY) return;
   const cpu = os.cpus()[0];
@@ -405,7 +413,7 @@ function report(rows, agentSize) {
   const results = [
     `Last run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${cpu.model} × ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}, node ${process.version}.`,
     `${SECONDS} s per scenario, ${CONNECTIONS} connections, loopback, load generator on the same machine. Agent documents are ${(agentSize / 1024).toFixed(1)} KiB.`,
-    bracketNote(rows[1]),
+    bracketNote(express),
     '',
     table,
     '',
