@@ -1,10 +1,10 @@
 // Test runs: accepting them (credits reserved, or the refusal recorded as a run the starter can
 // read), and their projections. A run is visible only to the user who started it, in its workspace.
-import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/api';
 import { resolveInput } from '../domain/workflow';
 import type { Agent } from '../domain/types';
 import { ApiError, notFound } from '../errors';
+import { uuidV7 } from '../ids';
 import type { DocumentRecord, NewRun, RunRow } from '../store';
 import type { AgentRunState } from '../runtime/agent-loop';
 import { initialWorkflowState, type WorkflowRunState } from '../runtime/workflow-executor';
@@ -28,7 +28,7 @@ const refused = (error: string, runId: string | null) => new ApiError(409, error
 type RunToAccept = Omit<NewRun, 'initialCredits' | 'id' | 'source' | 'snapshotJson'> & { snapshot: Pick<DocumentRecord<unknown>, 'json' | 'document'> };
 
 async function accept(ctx: ServiceContext, run: RunToAccept): Promise<Accepted> {
-  const id = randomUUID();
+  const id = uuidV7(); // time-ordered: a new run's key is appended to the runs' index, not put on a random page of it
   const { snapshot, ...row } = run;
   const refusal = (balance: number) => `insufficient credits: the run needs at least ${run.minimumCost}, the workspace has ${balance}`;
   const outcome = await ctx.store.runs
