@@ -6,10 +6,13 @@ import type { Db } from './db';
 import type { GroupCommit } from './group-commit';
 import { formatStamp, type StampClock } from '../domain/stamps';
 import { firstFreeSlug } from '../domain/agent';
+import { ListCache, type ListVersion } from './list-cache';
 import { RowCache } from './row-cache';
 
 /** The document text the row cache of each table may hold (UTF-16 code units, about bytes for JSON). */
 const ROW_CACHE_BYTES = 32 * 1024 * 1024;
+/** The list text the list cache of each table may hold (as above). */
+const LIST_CACHE_BYTES = 8 * 1024 * 1024;
 
 /** JSON text known to serialise a T (so it can be sent as is, without parsing it first). */
 export type Serialized<T> = string & { readonly __serializes?: T };
@@ -65,6 +68,8 @@ export type ReplaceOutcome<T> = { ok: true; record: DocumentRecord<T> } | { ok: 
 
 export interface DocumentTableSpec<T extends { slug?: string; updated_at?: string }, W = undefined> {
   table: 'agents' | 'workflows';
+  /** A query of one JSON text: the list of the workspace given as its one parameter. */
+  listSql: string;
   maxSlugLength: number;
   /** Columns besides the common ones, kept in step with the document (for lists and lookups). */
   columns: Record<string, (doc: T) => string | number>;
@@ -87,7 +92,7 @@ export function isUuid(ref: string): boolean {
   return UUID_RE.test(ref);
 }
 
-export function createDocumentTable<T extends { slug?: string; updated_at?: string }, W = undefined>(
+export function createDocumentTable<T extends { slug?: string; updated_at?: string }, W = undefined, L = unknown>(
   db: Db,
   commit: GroupCommit,
   clock: StampClock,
@@ -112,10 +117,13 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
      WHERE id = @id AND stamp_us = @expected_stamp_us`,
   );
   const remove = db.prepare(`DELETE FROM ${table} WHERE workspace_id = ? AND id = ?`);
+  const listOf = db.prepare(spec.listSql).pluck();
 
   const toRecord = (row: Row) => new StoredVersion<T>(row.id, row.workspace_id, row.slug, row.version, row.stamp_us, row.document);
 
   const cache = new RowCache<StoredVersion<T>>(ROW_CACHE_BYTES);
+  // Writes only drop lists, and a dropped list is rebuilt from the table: a group that fails to commit leaves none wrong.
+  const lists = new ListCache<L>(LIST_CACHE_BYTES);
   commit.onRollback(() => cache.clear());
   const find = (workspaceId: string, ref: string): DocumentRecord<T> | null => {
     const byUuid = isUuid(ref) ? ref.toLowerCase() : undefined;
@@ -148,6 +156,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     const stampMicros = clock.next();
     const { doc: final, json } = stamped(doc, stampMicros, slug);
     insert.run({ id, workspace_id: workspaceId, slug, stamp_us: stampMicros, document: json, created_at: new Date().toISOString(), ...columnValues(final) });
+    lists.drop(workspaceId);
     spec.afterWrite?.(id, final, extra);
     return { ok: true, record: new StoredVersion(id, workspaceId, slug, 1, stampMicros, json, final) };
   };
@@ -161,6 +170,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     const stampMicros = clock.next(row.stamp_us);
     const { doc: final, json } = stamped(doc, stampMicros, row.slug);
     update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, document: json, ...columnValues(final) });
+    lists.drop(workspaceId);
     spec.afterWrite?.(id, final, extra);
     // Last, so a failure above (which rolls this write's savepoint back) leaves the old row cached,
     // which is then still the stored one; if the whole group fails to commit, the cache is cleared.
@@ -172,6 +182,8 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
 
   return {
     find,
+    /** The workspace's list (see ListCache: built by SQLite, held until one of its documents is written). */
+    list: (workspaceId: string): ListVersion<L> => lists.get(workspaceId, () => listOf.get(workspaceId) as string),
     /** Inserts a new document (version 1). With deriveSlug, `doc.slug` is a base to make unique. */
     create: (workspaceId: string, id: string, doc: T, opts: { deriveSlug: boolean; limit: number }, extra?: W): Promise<CreateOutcome<T>> =>
       commit.run(() => createTx(workspaceId, id, doc, opts.deriveSlug, opts.limit, extra)),
@@ -181,6 +193,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     remove: (workspaceId: string, id: string): Promise<boolean> =>
       commit.run(() => {
         cache.drop(workspaceId, id);
+        lists.drop(workspaceId);
         return remove.run(workspaceId, id).changes > 0;
       }),
   };

@@ -2,13 +2,15 @@
 // (Promise-returning) although better-sqlite3 is synchronous, so that another database can sit
 // behind it later without touching callers. The store knows nothing about HTTP.
 import { openDatabase, walSync, type Db, type WalSync } from './db';
-import { createDocumentTable, type CreateOutcome, type DocumentRecord, type ReplaceOutcome, type Serialized } from './documents';
+import { createDocumentTable, type CreateOutcome, type DocumentRecord, type ReplaceOutcome } from './documents';
+import type { ListVersion } from './list-cache';
 import { StampClock } from '../domain/stamps';
 import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../domain/types';
 import { kvRepository, runRepository, type KvRepository, type RunRepository } from './runs';
 import { createGroupCommit, type GroupCommit } from './group-commit';
 
 export type { CreateOutcome, DocumentRecord, ReplaceOutcome, Serialized } from './documents';
+export type { ListVersion } from './list-cache';
 export type { KvRepository, RunRepository, RunRow, RunStatus, RunKind, NewRun } from './runs';
 export type AgentRecord = DocumentRecord<Agent>;
 export type WorkflowRecord = DocumentRecord<Workflow>;
@@ -18,7 +20,7 @@ const STAMP_SQL = `strftime('%Y-%m-%dT%H:%M:%S', stamp_us / 1000000, 'unixepoch'
 
 export interface AgentRepository {
   /** The list items of the workspace, ordered by slug, as JSON built by SQLite (sent as is). */
-  list(workspaceId: string): Promise<Serialized<AgentListItem[]>>;
+  list(workspaceId: string): Promise<ListVersion<AgentListItem[]>>;
   /** `ref` is an id (UUID) or a slug. Null when the workspace has no such agent. */
   find(workspaceId: string, ref: string): Promise<AgentRecord | null>;
   /** `secrets`: the hashes of webhook secrets minted for this write, stored in the same transaction. */
@@ -35,7 +37,7 @@ export interface SecretRow {
 
 export interface WorkflowRepository {
   /** The list items of the workspace, ordered by slug, as JSON built by SQLite (sent as is). */
-  list(workspaceId: string): Promise<Serialized<WorkflowListItem[]>>;
+  list(workspaceId: string): Promise<ListVersion<WorkflowListItem[]>>;
   find(workspaceId: string, ref: string): Promise<WorkflowRecord | null>;
   create(workspaceId: string, id: string, doc: Workflow, opts: { limit: number }): Promise<CreateOutcome<Workflow>>;
   replace(workspaceId: string, id: string, expectedStampMicros: number, doc: Workflow): Promise<ReplaceOutcome<Workflow>>;
@@ -102,9 +104,11 @@ function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentR
   const setSecret = db.prepare('UPDATE agent_triggers SET secret_hash = ?, secret_prefix = ? WHERE id = ? AND agent_id = ?');
   const triggerIds = db.prepare('SELECT id FROM agent_triggers WHERE agent_id = ?').pluck();
   const deleteTrigger = db.prepare('DELETE FROM agent_triggers WHERE id = ?');
-  const table = createDocumentTable<Agent, SecretRow[]>(db, commit, clock, {
+  const table = createDocumentTable<Agent, SecretRow[], AgentListItem[]>(db, commit, clock, {
     table: 'agents',
     maxSlugLength: 160,
+    listSql: `SELECT json_group_array(json_object('id', id, 'slug', slug, 'name', name, 'status', status, 'updated_at', ${STAMP_SQL}))
+      FROM (SELECT id, slug, name, status, stamp_us FROM agents WHERE workspace_id = ? ORDER BY slug)`,
     columns: { name: (doc) => doc.name, status: (doc) => doc.status },
     // Trigger rows follow the document: new ones are added (with their secret's hash), the ones it
     // no longer names go, and with them their secrets, so a dropped webhook's URL stops existing.
@@ -115,14 +119,8 @@ function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentR
       for (const s of secrets) setSecret.run(s.hash, s.prefix, s.triggerId, agentId);
     },
   });
-  const list = db
-    .prepare(
-      `SELECT json_group_array(json_object('id', id, 'slug', slug, 'name', name, 'status', status, 'updated_at', ${STAMP_SQL}))
-       FROM (SELECT * FROM agents WHERE workspace_id = ? ORDER BY slug)`,
-    )
-    .pluck();
   return {
-    list: async (workspaceId) => list.get(workspaceId) as string,
+    list: async (workspaceId) => table.list(workspaceId),
     find: async (workspaceId, ref) => table.find(workspaceId, ref),
     create: (workspaceId, id, doc, opts, secrets) => table.create(workspaceId, id, doc, opts, secrets),
     replace: (workspaceId, id, expected, doc, secrets) => table.replace(workspaceId, id, expected, doc, secrets),
@@ -130,19 +128,15 @@ function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentR
 }
 
 function workflowRepository(db: Db, commit: GroupCommit, clock: StampClock): WorkflowRepository {
-  const table = createDocumentTable<Workflow>(db, commit, clock, {
+  const table = createDocumentTable<Workflow, undefined, WorkflowListItem[]>(db, commit, clock, {
     table: 'workflows',
     maxSlugLength: 80,
+    listSql: `SELECT json_group_array(json_object('slug', slug, 'name', name, 'enabled', json(CASE enabled WHEN 1 THEN 'true' ELSE 'false' END), 'version', version, 'updated_at', ${STAMP_SQL}))
+      FROM (SELECT slug, name, enabled, version, stamp_us FROM workflows WHERE workspace_id = ? ORDER BY slug)`,
     columns: { name: (doc) => doc.name, enabled: (doc) => (doc.enabled ? 1 : 0) },
   });
-  const list = db
-    .prepare(
-      `SELECT json_group_array(json_object('slug', slug, 'name', name, 'enabled', json(CASE enabled WHEN 1 THEN 'true' ELSE 'false' END), 'version', version, 'updated_at', ${STAMP_SQL}))
-       FROM (SELECT * FROM workflows WHERE workspace_id = ? ORDER BY slug)`,
-    )
-    .pluck();
   return {
-    list: async (workspaceId) => list.get(workspaceId) as string,
+    list: async (workspaceId) => table.list(workspaceId),
     find: async (workspaceId, ref) => table.find(workspaceId, ref),
     create: (workspaceId, id, doc, opts) => table.create(workspaceId, id, doc, { deriveSlug: false, limit: opts.limit }),
     replace: (workspaceId, id, expected, doc) => table.replace(workspaceId, id, expected, doc),

@@ -5,6 +5,7 @@ import { openDatabase, migrate, type WalSync } from '../../src/store/db';
 import { createGroupCommit, type Ack } from '../../src/store/group-commit';
 import { NEXT_QUEUED_SQL, RECENT_RUNS_BYTES, RUNNING_SQL, type NewRun } from '../../src/store/runs';
 import { RowCache } from '../../src/store/row-cache';
+import { ListCache } from '../../src/store/list-cache';
 import { storedTriggersOf } from '../../src/domain/agent';
 import { createSqliteStore } from '../../src/store';
 import { StampClock, formatStamp } from '../../src/domain/stamps';
@@ -358,4 +359,61 @@ test('a write that fails after its first statement rolls back whole, and the wri
   expect(after.status).toBe('fulfilled');
   expect(db.prepare('SELECT v FROM t ORDER BY v').pluck().all()).toEqual([1, 3]);
   db.close();
+});
+
+test('a list cache holds each list until it is dropped, within its byte budget (the list built longest ago goes first)', () => {
+  const cache = new ListCache(25);
+  let builds = 0;
+  const build = (json: string) => () => (builds++, json);
+  const a = cache.get('ws-a', build('[1,2,3,4,5]'));
+  expect(cache.get('ws-a', build('[other]'))).toBe(a); // held: not built again
+  expect(builds).toBe(1);
+  cache.drop('ws-a');
+  expect(cache.get('ws-a', build('[1,2,3,4,6]')).json).toBe('[1,2,3,4,6]');
+  cache.get('ws-b', build('[0123456789]'));
+  cache.get('ws-c', build('[0123456789]')); // 11 + 12 + 12 > 25: ws-a's goes
+  expect(cache.get('ws-a', build('[again]')).json).toBe('[again]');
+  expect(builds).toBe(5);
+  const c = cache.get('ws-c', build('[not built]'));
+  const big = cache.get('ws-big', build(`[${'9'.repeat(30)}]`)); // larger than the budget: answered, not held
+  expect(cache.get('ws-big', build('[]'))).not.toBe(big);
+  expect(cache.get('ws-c', build('[not built]'))).toBe(c); // and the lists held stay
+});
+
+test('lists served from memory follow every write of their workspace (create, replace, remove) and only those', async () => {
+  const file = path.join(dir, 'lists.db');
+  const store = createSqliteStore(openDatabase(file), new StampClock());
+  /** The lists as another connection reads them from the table. */
+  const fromTable = async () => {
+    const fresh = createSqliteStore(openDatabase(file), new StampClock());
+    try {
+      return { agents: JSON.parse((await fresh.agents.list('ws')).json), workflows: JSON.parse((await fresh.workflows.list('ws')).json) };
+    } finally {
+      fresh.close();
+    }
+  };
+  const lists = async () => ({ agents: JSON.parse((await store.agents.list('ws')).json), workflows: JSON.parse((await store.workflows.list('ws')).json) });
+  const workflow = (slug: string, name: string) => ({ kind: 'service.workflow/v1', slug, name, enabled: true, steps: [] }) as never;
+
+  expect(await lists()).toEqual({ agents: [], workflows: [] });
+  const otherWorkspace = await store.agents.list('other-ws');
+  const created = await store.agents.create('ws', 'id-1', agent('id-1', 'a'), { deriveSlug: false, limit: 10 }, []);
+  if (!created.ok) throw new Error('create failed');
+  const flow = await store.workflows.create('ws', '11111111-1111-4111-8111-111111111111', workflow('w', 'One'), { limit: 10 });
+  if (!flow.ok) throw new Error('create failed');
+  expect(await lists()).toEqual(await fromTable());
+  expect((await lists()).agents.map((a: { slug: string }) => a.slug)).toEqual(['a']);
+
+  const held = await store.agents.list('ws');
+  expect(await store.agents.list('ws')).toBe(held); // no write since: the same list
+  await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, name: 'Renamed', status: 'active' }, []);
+  await store.workflows.replace('ws', flow.record.id, flow.record.stampMicros, { ...flow.record.document, name: 'Two', enabled: false });
+  expect(await lists()).toEqual(await fromTable());
+  expect((await lists()).agents[0]).toMatchObject({ name: 'Renamed', status: 'active' });
+  expect((await lists()).workflows[0]).toMatchObject({ name: 'Two', enabled: false, version: 2 });
+
+  expect(await store.workflows.remove('ws', flow.record.id)).toBe(true);
+  expect(await lists()).toEqual({ agents: (await fromTable()).agents, workflows: [] });
+  expect(await store.agents.list('other-ws')).toBe(otherWorkspace); // another workspace's writes leave it alone
+  store.close();
 });

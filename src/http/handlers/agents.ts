@@ -18,7 +18,10 @@ export const agentHandlers: Pick<
   Handlers,
   'listAgents' | 'createAgent' | 'getAgent' | 'replaceAgent' | 'validateAgent' | 'testAgent' | 'rotateWebhook' | 'setAgentStatus'
 > = {
-  listAgents: async ({ ctx, principal }) => ({ status: 200, rawData: await ctx.store.agents.list(principal.workspaceId) }),
+  listAgents: async ({ ctx, principal }) => {
+    const listed = await ctx.store.agents.list(principal.workspaceId);
+    return { status: 200, rawData: listed.json, stable: listed };
+  },
 
   createAgent: async ({ ctx, principal, body }) => {
     const write = await agents.createAgent(ctx, principal, body);

@@ -16,7 +16,10 @@ export const workflowHandlers: Pick<
   Handlers,
   'listWorkflows' | 'createWorkflow' | 'getWorkflow' | 'replaceWorkflow' | 'deleteWorkflow' | 'validateWorkflow' | 'testWorkflow'
 > = {
-  listWorkflows: async ({ ctx, principal }) => ({ status: 200, rawData: await ctx.store.workflows.list(principal.workspaceId) }),
+  listWorkflows: async ({ ctx, principal }) => {
+    const listed = await ctx.store.workflows.list(principal.workspaceId);
+    return { status: 200, rawData: listed.json, stable: listed };
+  },
 
   createWorkflow: async ({ ctx, principal, body }) => {
     const write = await workflows.createWorkflow(ctx, principal, body);

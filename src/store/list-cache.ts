@@ -1,0 +1,43 @@
+// Each workspace's list of agents or workflows, as JSON built by SQLite, as the last read built it:
+// building it (a JSON object and a formatted stamp per document, ~200 µs for 100) was most of a
+// list's cost. Like the row cache (row-cache.ts), it relies on this process being the only writer
+// of the documents: every write of a workspace's documents drops its list inside the write's
+// transaction (the next read builds it from the committed rows; a drop is never wrong, so a group
+// that fails to commit needs nothing more). Bounded by the lists' JSON length; the list built
+// longest ago goes first.
+
+/** One built list. Its identity names the version: the HTTP layer keeps its encoded reply by it. */
+export interface ListVersion<T = unknown> {
+  readonly json: string & { readonly __serializes?: T };
+}
+
+export class ListCache<T = unknown> {
+  private readonly lists = new Map<string, ListVersion<T>>();
+  private bytes = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  /** The workspace's list: the one held, or the one `build` makes now (then held, within the budget). */
+  get(workspaceId: string, build: () => string): ListVersion<T> {
+    const held = this.lists.get(workspaceId);
+    if (held) return held;
+    const built: ListVersion<T> = { json: build() };
+    if (built.json.length > this.maxBytes) return built;
+    this.lists.set(workspaceId, built);
+    this.bytes += built.json.length;
+    for (const [key, oldest] of this.lists) {
+      if (this.bytes <= this.maxBytes) break;
+      this.lists.delete(key);
+      this.bytes -= oldest.json.length;
+    }
+    return built;
+  }
+
+  /** Forgets the workspace's list (a write is changing one of its documents). */
+  drop(workspaceId: string): void {
+    const held = this.lists.get(workspaceId);
+    if (!held) return;
+    this.lists.delete(workspaceId);
+    this.bytes -= held.json.length;
+  }
+}
