@@ -55,6 +55,16 @@ export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupComm
   let syncing: { settled: boolean; covered: Group[] } | null = null;
   // Called inside the group's transaction, better-sqlite3 makes this a SAVEPOINT.
   const inSavepoint = db.transaction((work: () => unknown) => work());
+  // The group's transaction, made once (db.transaction builds four wrappers per call: 2 % of a run).
+  const inGroup = db.transaction((batch: Pending[], outcomes: Outcome[]) => {
+    for (const item of batch) {
+      try {
+        outcomes.push({ ok: true, value: inSavepoint(item.work) });
+      } catch (error) {
+        outcomes.push({ ok: false, error });
+      }
+    }
+  });
 
   const settle = ({ batch, outcomes }: Group) =>
     batch.forEach((item, i) => {
@@ -89,15 +99,7 @@ export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupComm
     pending[ack] = [];
     const outcomes: Outcome[] = [];
     try {
-      db.transaction(() => {
-        for (const item of batch) {
-          try {
-            outcomes.push({ ok: true, value: inSavepoint(item.work) });
-          } catch (error) {
-            outcomes.push({ ok: false, error });
-          }
-        }
-      }).immediate();
+      inGroup.immediate(batch, outcomes);
     } catch (error) {
       for (const listener of rollbackListeners) listener();
       for (const item of batch) item.reject(error); // the commit failed: nothing of the group landed
