@@ -11,7 +11,7 @@ import { RowCache } from './row-cache';
 
 /** The document text the row cache of each table may hold (UTF-16 code units, about bytes for JSON). */
 const ROW_CACHE_BYTES = 32 * 1024 * 1024;
-/** The list text the list cache of each table may hold (as above). */
+/** What the list cache of each table may hold: lists, their encoded replies and entries (list-cache.ts). */
 const LIST_CACHE_BYTES = 8 * 1024 * 1024;
 
 /** JSON text known to serialise a T (so it can be sent as is, without parsing it first). */

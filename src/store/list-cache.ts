@@ -3,13 +3,23 @@
 // list's cost. Like the row cache (row-cache.ts), it relies on this process being the only writer
 // of the documents: every write of a workspace's documents drops its list inside the write's
 // transaction (the next read builds it from the committed rows; a drop is never wrong, so a group
-// that fails to commit needs nothing more). Bounded by the lists' JSON length; the list built
-// longest ago goes first.
+// that fails to commit needs nothing more). Bounded by what the lists hold (see sizeOf); the list
+// built longest ago goes first.
 
 /** One built list. Its identity names the version: the HTTP layer keeps its encoded reply by it. */
 export interface ListVersion<T = unknown> {
   readonly json: string & { readonly __serializes?: T };
 }
+
+/** What an entry holds besides its JSON: its key, the objects and the map's slot. */
+const ENTRY_OVERHEAD_BYTES = 256;
+
+/**
+ * An entry's share of the budget: its JSON text, the reply the HTTP layer encodes from it (kept as
+ * long as the list is: handlers/types.ts, `stable`), and the entry itself — so that many workspaces
+ * with short lists, even empty ones, cannot outgrow the budget.
+ */
+const sizeOf = (list: ListVersion) => 2 * list.json.length + ENTRY_OVERHEAD_BYTES;
 
 export class ListCache<T = unknown> {
   private readonly lists = new Map<string, ListVersion<T>>();
@@ -22,13 +32,13 @@ export class ListCache<T = unknown> {
     const held = this.lists.get(workspaceId);
     if (held) return held;
     const built: ListVersion<T> = { json: build() };
-    if (built.json.length > this.maxBytes) return built;
+    if (sizeOf(built) > this.maxBytes) return built;
     this.lists.set(workspaceId, built);
-    this.bytes += built.json.length;
+    this.bytes += sizeOf(built);
     for (const [key, oldest] of this.lists) {
       if (this.bytes <= this.maxBytes) break;
       this.lists.delete(key);
-      this.bytes -= oldest.json.length;
+      this.bytes -= sizeOf(oldest);
     }
     return built;
   }
@@ -38,6 +48,6 @@ export class ListCache<T = unknown> {
     const held = this.lists.get(workspaceId);
     if (!held) return;
     this.lists.delete(workspaceId);
-    this.bytes -= held.json.length;
+    this.bytes -= sizeOf(held);
   }
 }

@@ -362,22 +362,34 @@ test('a write that fails after its first statement rolls back whole, and the wri
 });
 
 test('a list cache holds each list until it is dropped, within its byte budget (the list built longest ago goes first)', () => {
-  const cache = new ListCache(25);
+  // Each entry counts its JSON twice (the text and its encoded reply) and 256 bytes for itself:
+  // a 12-character list takes 280, so a budget of 600 holds two.
+  const cache = new ListCache(600);
   let builds = 0;
   const build = (json: string) => () => (builds++, json);
-  const a = cache.get('ws-a', build('[1,2,3,4,5]'));
+  const a = cache.get('ws-a', build('[1,2,3,4,55]'));
   expect(cache.get('ws-a', build('[other]'))).toBe(a); // held: not built again
   expect(builds).toBe(1);
   cache.drop('ws-a');
-  expect(cache.get('ws-a', build('[1,2,3,4,6]')).json).toBe('[1,2,3,4,6]');
+  expect(cache.get('ws-a', build('[1,2,3,4,66]')).json).toBe('[1,2,3,4,66]');
   cache.get('ws-b', build('[0123456789]'));
-  cache.get('ws-c', build('[0123456789]')); // 11 + 12 + 12 > 25: ws-a's goes
+  cache.get('ws-c', build('[0123456789]')); // 3 × 280 > 600: ws-a's goes
   expect(cache.get('ws-a', build('[again]')).json).toBe('[again]');
   expect(builds).toBe(5);
   const c = cache.get('ws-c', build('[not built]'));
-  const big = cache.get('ws-big', build(`[${'9'.repeat(30)}]`)); // larger than the budget: answered, not held
-  expect(cache.get('ws-big', build('[]'))).not.toBe(big);
+  const huge = `[${'9'.repeat(200)}]`;
+  const big = cache.get('ws-big', build(huge)); // larger than the budget: answered, not held
+  expect(big.json).toBe(huge);
+  expect(cache.get('ws-big', build(huge))).not.toBe(big);
+  expect(builds).toBe(7);
   expect(cache.get('ws-c', build('[not built]'))).toBe(c); // and the lists held stay
+});
+
+test('empty lists count against the list budget too', () => {
+  const cache = new ListCache(1000); // an empty list takes 2 × 2 + 256 = 260: three fit
+  const lists = ['w1', 'w2', 'w3', 'w4'].map((ws) => cache.get(ws, () => '[]'));
+  expect(cache.get('w1', () => '[]')).not.toBe(lists[0]); // the fourth pushed the first out
+  expect(cache.get('w4', () => '[]')).toBe(lists[3]);
 });
 
 test('lists served from memory follow every write of their workspace (create, replace, remove) and only those', async () => {

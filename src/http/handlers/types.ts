@@ -24,7 +24,7 @@ type DataOf<B> = B extends { data: infer D } ? D : never;
 /**
  * A success reply: `body`, or `data`'s JSON text as stored (`rawData`), which is sent inside
  * `{"data":…}` without being parsed and serialised again. `stable`: an object that lives as long as
- * `rawData` stays what it is (a stored version of a document); the encoded reply is kept with it.
+ * `rawData` stays what it is (a stored version of a document, a built list); the encoded reply is kept with it.
  */
 export type ReplyOf<K extends OperationId> = {
   [S in keyof Op<K>['responses'] & SuccessStatus]:
