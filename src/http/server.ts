@@ -13,9 +13,9 @@ type Construct = (this: unknown, ...args: unknown[]) => void;
 
 /**
  * Request and response constructors whose instances have the app's prototypes. Plain functions,
- * not classes (a class's `prototype` cannot be replaced), that run node's constructors on `this`;
- * null if node's constructors are classes, which cannot be called so (they are functions in the
- * node versions package.json's engines allow; a later one would get express's default).
+ * not classes (a class's `prototype` cannot be replaced), that run node's constructors on `this`.
+ * Null if node's constructors are classes, which cannot be called so: they are functions in node 20
+ * (where this was measured and is tested); a node that made them classes would get express's default.
  */
 export function appMessageClasses(app: express.Express): { IncomingMessage: typeof http.IncomingMessage; ServerResponse: typeof http.ServerResponse } | null {
   const isClass = (fn: unknown) => Function.prototype.toString.call(fn).startsWith('class');
