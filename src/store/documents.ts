@@ -9,7 +9,10 @@ import { firstFreeSlug } from '../domain/agent';
 import { ListCache, type ListVersion } from './list-cache';
 import { RowCache } from './row-cache';
 
-/** The document text the row cache of each table may hold (UTF-16 code units, about bytes for JSON). */
+/**
+ * The document text the row cache of each table may hold (UTF-16 code units, about bytes for JSON).
+ * The encoded replies of the versions that were read live as long as they do: up to as much again.
+ */
 const ROW_CACHE_BYTES = 32 * 1024 * 1024;
 /** What the list cache of each table may hold: lists, their encoded replies and entries (list-cache.ts). */
 const LIST_CACHE_BYTES = 8 * 1024 * 1024;
