@@ -9,7 +9,26 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
 /** Deeper JSON is refused: no document needs it, and recursive code (serialisers, validators) must not meet it. */
 export const BODY_DEPTH_LIMIT = 64;
 
-const tooLarge = () => new ApiError(413, `body is over the ${BODY_LIMIT_BYTES}-byte limit`, {}, { Connection: 'close' });
+/**
+ * How much more of a refused body is read and dropped before its connection is closed. A client
+ * that sends a large body writes all of it before it reads the reply: closing the connection at
+ * once, as the 413 used to, made its writes fail (EPIPE, or a reset) and it often lost the 413 with
+ * them. Draining a bounded amount lets it read the 413 and keep the connection, as node does for
+ * any reply sent before the body was read; a body that goes on past this has its connection closed.
+ */
+export const DISCARD_LIMIT_BYTES = 16 * 1024 * 1024;
+
+const tooLargeError = new ApiError(413, `body is over the ${BODY_LIMIT_BYTES}-byte limit`);
+
+/** The 413 for this request, whose body's rest is read and dropped (up to DISCARD_LIMIT_BYTES) while the reply goes out. */
+function tooLarge(req: Request): ApiError {
+  let discarded = 0;
+  req.on('data', (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > DISCARD_LIMIT_BYTES) req.socket.destroy();
+  });
+  return tooLargeError;
+}
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 function readRaw(req: Request): Promise<Buffer> {
@@ -20,8 +39,7 @@ function readRaw(req: Request): Promise<Buffer> {
       size += chunk.length;
       if (size > BODY_LIMIT_BYTES) {
         cleanup();
-        req.resume(); // discard the rest; the reply closes the connection
-        reject(tooLarge());
+        reject(tooLarge(req));
         return;
       }
       chunks.push(chunk);
@@ -61,7 +79,7 @@ export function takesBody(operation: Operation): boolean {
 /** The parsed JSON body of a request to an operation that takes one, or undefined when an optional one was not sent. */
 export async function readJsonBody(req: Request, operation: Operation): Promise<unknown> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > BODY_LIMIT_BYTES) throw tooLarge();
+  if (Number.isFinite(declared) && declared > BODY_LIMIT_BYTES) throw tooLarge(req);
   const encoding = req.headers['content-encoding'];
   if (encoding && encoding.toLowerCase() !== 'identity') {
     throw new ApiError(415, `Content-Encoding: '${encoding}' is not supported; send the body uncompressed`);

@@ -1,7 +1,9 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import { startService, type TestService } from '../helpers/service';
 import { minimalAgent } from '../helpers/fixtures';
 import { generatedDocsDir } from '../../src/paths';
+import { BODY_LIMIT_BYTES, DISCARD_LIMIT_BYTES } from '../../src/http/body';
 
 let t: TestService;
 let auth: Record<string, string>;
@@ -36,6 +38,93 @@ test('a body over 64 KiB is 413 before it is parsed; nothing is written', async 
   const res = await call('PUT', '/api/build/agents', { headers: { 'content-type': 'application/json' }, body });
   expect(res).toMatchObject({ status: 413, body: { error: 'body is over the 65536-byte limit' } });
   expect((await t.client().GET('/api/build/agents')).data!.data).toEqual([]);
+});
+
+/** A raw HTTP/1.1 connection: what a client that streams a large body sees, byte by byte. */
+function rawConnection() {
+  const socket = net.connect(Number(new URL(t.baseUrl).port), '127.0.0.1');
+  let received = Buffer.alloc(0);
+  let closed = false;
+  const waiters: (() => void)[] = [];
+  const wake = () => waiters.splice(0).forEach((w) => w());
+  socket.on('data', (chunk) => {
+    received = Buffer.concat([received, chunk]);
+    wake();
+  });
+  socket.on('error', () => undefined); // a reset shows as 'close'
+  socket.on('close', () => {
+    closed = true;
+    wake();
+  });
+  const changed = () => new Promise<void>((resolve) => waiters.push(resolve));
+  return {
+    get closed() {
+      return closed;
+    },
+    write: (data: string | Buffer) => new Promise<void>((resolve, reject) => socket.write(data, (err) => (err ? reject(err) : resolve()))),
+    /** The next whole response (status, lower-cased headers, body), or null if the connection closed first. */
+    async response(): Promise<{ status: number; headers: Record<string, string>; body: string } | null> {
+      for (;;) {
+        const end = received.indexOf('\r\n\r\n');
+        if (end >= 0) {
+          const [statusLine = '', ...lines] = received.subarray(0, end).toString('latin1').split('\r\n');
+          const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+          const length = Number(headers['content-length']);
+          if (received.length >= end + 4 + length) {
+            const body = received.subarray(end + 4, end + 4 + length).toString('utf8');
+            received = received.subarray(end + 4 + length);
+            return { status: Number(statusLine.split(' ')[1]), headers, body };
+          }
+        }
+        if (closed) return null;
+        await changed();
+      }
+    },
+    untilClosed: () => (closed ? Promise.resolve() : new Promise<void>((resolve) => socket.once('close', () => resolve()))),
+    destroy: () => socket.destroy(),
+  };
+}
+
+const putHead = (length: number) =>
+  `PUT /api/build/agents HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${t.token()}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+
+test('a client still sending an oversized body reads the 413, sends the rest, and keeps its connection', async () => {
+  const connection = rawConnection();
+  try {
+    const total = 5 * 1024 * 1024;
+    const first = BODY_LIMIT_BYTES;
+    await connection.write(putHead(total) + ' '.repeat(first));
+    const refused = await connection.response();
+    expect(refused).toMatchObject({ status: 413, body: JSON.stringify({ error: 'body is over the 65536-byte limit' }) });
+    expect(refused!.headers.connection).not.toBe('close');
+    // Until 2026-11-21 the 413 closed the connection at once: these writes failed (EPIPE or a reset).
+    await connection.write(Buffer.alloc(total - first, 0x20));
+    await connection.write(`GET /api/build/agents HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${t.token()}\r\n\r\n`);
+    expect(await connection.response()).toMatchObject({ status: 200 });
+    expect(connection.closed).toBe(false);
+  } finally {
+    connection.destroy();
+  }
+});
+
+test('a refused body that goes on past the discard limit has its connection closed', async () => {
+  const connection = rawConnection();
+  try {
+    const total = DISCARD_LIMIT_BYTES * 4;
+    await connection.write(putHead(total));
+    await connection.write(' '.repeat(BODY_LIMIT_BYTES + 1));
+    expect(await connection.response()).toMatchObject({ status: 413 });
+    const chunk = Buffer.alloc(1024 * 1024, 0x20);
+    let sent = BODY_LIMIT_BYTES + 1;
+    while (!connection.closed && sent + chunk.length <= total) {
+      await connection.write(chunk).catch(() => undefined);
+      sent += chunk.length;
+    }
+    expect(sent).toBeLessThan(total);
+    await connection.untilClosed();
+  } finally {
+    connection.destroy();
+  }
 });
 
 test('malformed JSON is 400, a non-JSON media type 415, a missing body 400', async () => {
