@@ -29,6 +29,7 @@ function tooLarge(req: Request): ApiError {
   });
   return tooLargeError;
 }
+
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 function readRaw(req: Request): Promise<Buffer> {
