@@ -5,10 +5,12 @@
 // transaction (the next read builds it from the committed rows; a drop is never wrong, so a group
 // that fails to commit needs nothing more). Bounded by what the lists hold (see sizeOf); the list
 // built longest ago goes first.
+import { BudgetedMap } from './budgeted-map';
+import type { Serialized } from './documents';
 
 /** One built list. Its identity names the version: the HTTP layer keeps its encoded reply by it. */
 export interface ListVersion<T = unknown> {
-  readonly json: string & { readonly __serializes?: T };
+  readonly json: Serialized<T>;
 }
 
 /** What an entry holds besides its JSON: its key, the objects and the map's slot. */
@@ -22,32 +24,23 @@ const ENTRY_OVERHEAD_BYTES = 256;
 const sizeOf = (list: ListVersion) => 2 * list.json.length + ENTRY_OVERHEAD_BYTES;
 
 export class ListCache<T = unknown> {
-  private readonly lists = new Map<string, ListVersion<T>>();
-  private bytes = 0;
+  private readonly lists: BudgetedMap<string, ListVersion<T>>;
 
-  constructor(private readonly maxBytes: number) {}
+  constructor(maxBytes: number) {
+    this.lists = new BudgetedMap<string, ListVersion<T>>(maxBytes, sizeOf);
+  }
 
   /** The workspace's list: the one held, or the one `build` makes now (then held, within the budget). */
   get(workspaceId: string, build: () => string): ListVersion<T> {
     const held = this.lists.get(workspaceId);
     if (held) return held;
     const built: ListVersion<T> = { json: build() };
-    if (sizeOf(built) > this.maxBytes) return built;
     this.lists.set(workspaceId, built);
-    this.bytes += sizeOf(built);
-    for (const [key, oldest] of this.lists) {
-      if (this.bytes <= this.maxBytes) break;
-      this.lists.delete(key);
-      this.bytes -= sizeOf(oldest);
-    }
     return built;
   }
 
   /** Forgets the workspace's list (a write is changing one of its documents). */
   drop(workspaceId: string): void {
-    const held = this.lists.get(workspaceId);
-    if (!held) return;
     this.lists.delete(workspaceId);
-    this.bytes -= sizeOf(held);
   }
 }

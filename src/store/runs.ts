@@ -3,6 +3,7 @@
 // conditional UPDATE, so a balance never goes below zero, whatever the concurrency.
 import type { Db } from './db';
 import type { GroupCommit } from './group-commit';
+import { BudgetedMap } from './budgeted-map';
 
 export type RunKind = 'agent' | 'workflow';
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'refused';
@@ -120,25 +121,13 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   // This process is the only writer of runs, and every write below changes the entry with the row,
   // inside its transaction (a group that fails to commit clears them all), so an entry is always the
   // committed row; older runs are read from the table. Entries are replaced, never changed in place.
-  const recent = new Map<string, RunRow>();
-  let recentBytes = 0;
   const sizeOf = (row: RunRow) => ROW_OVERHEAD_BYTES + row.request.length + row.state.length + (row.snapshot?.length ?? 0) + (row.error?.length ?? 0);
-  commit.onRollback(() => {
-    recent.clear();
-    recentBytes = 0;
-  });
-  const keep = (row: RunRow, previous?: RunRow) => {
-    recentBytes += sizeOf(row) - (previous ? sizeOf(previous) : 0);
-    recent.set(row.id, row); // a new run goes last; a changed one keeps its place
-    for (const [id, oldest] of recent) {
-      if (recentBytes <= RECENT_RUNS_BYTES || id === row.id) break;
-      recent.delete(id);
-      recentBytes -= sizeOf(oldest);
-    }
-  };
+  const recent = new BudgetedMap<string, RunRow>(RECENT_RUNS_BYTES, sizeOf);
+  commit.onRollback(() => recent.clear());
+  const keep = (row: RunRow) => recent.set(row.id, row); // a new run goes last; a changed one keeps its place
   const amend = (id: string, change: (row: RunRow) => Partial<RunRow>) => {
     const row = recent.get(id);
-    if (row) keep({ ...row, ...change(row) }, row);
+    if (row) keep({ ...row, ...change(row) });
   };
 
   // The …Tx functions are the writes' work: each runs in its own savepoint (commit.run), whole or not at all.

@@ -6,6 +6,7 @@ import { createGroupCommit, type Ack } from '../../src/store/group-commit';
 import { NEXT_QUEUED_SQL, RECENT_RUNS_BYTES, RUNNING_SQL, type NewRun } from '../../src/store/runs';
 import { RowCache } from '../../src/store/row-cache';
 import { ListCache } from '../../src/store/list-cache';
+import { BudgetedMap } from '../../src/store/budgeted-map';
 import { storedTriggersOf } from '../../src/domain/agent';
 import { createSqliteStore } from '../../src/store';
 import { StampClock, formatStamp } from '../../src/domain/stamps';
@@ -359,6 +360,27 @@ test('a write that fails after its first statement rolls back whole, and the wri
   expect(after.status).toBe('fulfilled');
   expect(db.prepare('SELECT v FROM t ORDER BY v').pluck().all()).toEqual([1, 3]);
   db.close();
+});
+
+test('a budgeted map evicts the entries set longest ago, never the one being set, and counts replaced values by their new size', () => {
+  const map = new BudgetedMap<string, string>(10, (v) => v.length);
+  const held = () => ['a', 'b', 'c', 'd'].filter((k) => map.get(k) !== undefined);
+  map.set('a', 'aaa');
+  map.set('b', 'bbb');
+  map.set('c', 'ccc');
+  expect(held()).toEqual(['a', 'b', 'c']); // 9 bytes
+  map.set('a', 'a'); // replaced: keeps its place, now 7 bytes
+  map.set('d', 'ddd'); // 10: all fit
+  expect(held()).toEqual(['a', 'b', 'c', 'd']);
+  map.set('b', 'bbbbbb'); // 13: the oldest other entry goes (a), then 12 (still over): c goes, b stays
+  expect(held()).toEqual(['b', 'd']);
+  map.set('d', 'x'.repeat(11)); // larger than the budget: not held, its old value gone
+  expect(held()).toEqual(['b']);
+  map.delete('b');
+  map.set('c', 'x'.repeat(10)); // the whole budget is free again
+  expect(held()).toEqual(['c']);
+  map.clear();
+  expect(held()).toEqual([]);
 });
 
 test('a list cache holds each list until it is dropped, within its byte budget (the list built longest ago goes first)', () => {
