@@ -307,20 +307,23 @@ async function main() {
   };
   const once = async (mode, name) => {
     const server = await baseline(mode);
-    const { result, peakRss, cpuPerOp } = await server.measure(true);
-    server.server.child.kill('SIGTERM');
-    return { name, ...result, peakRss, cpuPerOp, unit: 'req/s', baseline: mode };
+    try {
+      const { result, peakRss, cpuPerOp } = await server.measure(true);
+      return { name, ...result, peakRss, cpuPerOp, unit: 'req/s', baseline: mode };
+    } finally {
+      server.server.child.kill('SIGTERM');
+    }
   };
-  const http = await once('http', 'baseline: bare node:http');
-  const prototypes = await once('express-prototypes', "baseline: bare express on the service's server (requests built with the app's prototypes)");
-
-  // The express baseline brackets every scenario: measured before the first, then after each, and
-  // each scenario is compared with the mean of the two measurements around it, so a machine whose
-  // speed drifts during the run moves a scenario and its baseline alike.
-  const express = await baseline('express');
+  let http, prototypes, express;
   const rows = [];
   const expressRuns = [];
   try {
+    http = await once('http', 'baseline: bare node:http');
+    prototypes = await once('express-prototypes', "baseline: bare express on the service's server (requests built with the app's prototypes)");
+    // The express baseline brackets every scenario: measured before the first, then after each, and
+    // each scenario is compared with the mean of the two measurements around it, so a machine whose
+    // speed drifts during the run moves a scenario and its baseline alike.
+    express = await baseline('express');
     expressRuns.push(await express.measure(true, BRACKET_SECONDS));
     for (const [name, run] of scenariosOf(service)) {
       const { result, peakRss, cpuPerOp } = await measure(service.child.pid, run);
@@ -330,7 +333,7 @@ async function main() {
       rows.push({ name, ...result, peakRss, cpuPerOp, expressRps: (around[0] + around[1]) / 2 });
     }
   } finally {
-    express.server.child.kill('SIGTERM');
+    express?.server.child.kill('SIGTERM');
     await service.stop();
   }
   fs.rmSync(dataDir, { recursive: true, force: true });
