@@ -12,6 +12,12 @@ export interface AuthConfig {
   jwksUri: string | null;
   audience: string;
   workspaceClaim: string;
+  /**
+   * How long an external issuer's key set is used before it is fetched again, in ms; also the
+   * longest a token verified with a key is remembered, so a key the issuer removes stops verifying
+   * within this time.
+   */
+  jwksCacheMs: number;
 }
 
 export interface OpenAiConfig {
@@ -63,7 +69,11 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return value;
 }
 
-function httpUrl(env: Env, name: string, fallback: string | null): string | null {
+/**
+ * An absolute http(s) URL. `trimSlash`: drop trailing slashes (a base URL that paths are appended
+ * to). An issuer identifier is kept exactly as given: tokens' `iss` is compared with it verbatim.
+ */
+function httpUrl(env: Env, name: string, fallback: string | null, trimSlash = true): string | null {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   let url: URL;
@@ -75,7 +85,7 @@ function httpUrl(env: Env, name: string, fallback: string | null): string | null
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new ConfigError(`${name}: must be an http(s) URL, got '${raw}'`);
   }
-  return raw.replace(/\/+$/, '');
+  return trimSlash ? raw.replace(/\/+$/, '') : raw;
 }
 
 function boolean(env: Env, name: string, fallback: boolean): boolean {
@@ -86,12 +96,20 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(`${name}: must be true or false, got '${raw}'`);
 }
 
+/** A host name that stays on this machine: localhost, 127.0.0.0/8 or ::1 (as URL.hostname spells them). */
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
+}
+
 function openAi(env: Env): OpenAiConfig | null {
   const baseUrl = httpUrl(env, 'OPENAI_BASE_URL', null);
   const models = (env.OPENAI_MODELS ?? '').split(',').map((m) => m.trim()).filter(Boolean);
   if (!baseUrl) {
     if (models.length) throw new ConfigError('OPENAI_MODELS: needs OPENAI_BASE_URL as well');
     return null;
+  }
+  if (new URL(baseUrl).protocol === 'http:' && !isLoopbackHost(new URL(baseUrl).hostname)) {
+    throw new ConfigError(`OPENAI_BASE_URL: must be https (the API key would travel in clear text); http is allowed for a loopback host only, got '${baseUrl}'`);
   }
   if (!models.length) throw new ConfigError('OPENAI_MODELS: required with OPENAI_BASE_URL, a comma-separated list of model ids');
   const bad = models.find((m) => !/^[A-Za-z0-9._:/-]{1,120}$/.test(m));
@@ -115,8 +133,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     throw new ConfigError(`LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel}'`);
   }
   const publicBaseUrl = httpUrl(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`) as string;
-  const issuer = httpUrl(env, 'AUTH_ISSUER', null);
-  const jwksUri = httpUrl(env, 'AUTH_JWKS_URI', null);
+  const issuer = httpUrl(env, 'AUTH_ISSUER', null, false);
+  const jwksUri = httpUrl(env, 'AUTH_JWKS_URI', null, false);
   if (jwksUri && !issuer) throw new ConfigError('AUTH_JWKS_URI: needs AUTH_ISSUER as well');
   return {
     port,
@@ -129,6 +147,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       jwksUri,
       audience: nonEmpty(env, 'AUTH_AUDIENCE', 'build-api', /^\S{1,200}$/, 'must be 1..200 characters without spaces'),
       workspaceClaim: nonEmpty(env, 'AUTH_WORKSPACE_CLAIM', 'workspace', /^[A-Za-z0-9_:./-]{1,100}$/, 'must be a claim name'),
+      jwksCacheMs: integer(env, 'AUTH_JWKS_CACHE_SECONDS', 600, 1, 86_400) * 1000,
     },
     defaultCredits: integer(env, 'DEFAULT_CREDITS', 1000, 0, 1_000_000_000),
     logLevel,

@@ -35,7 +35,7 @@ export async function createService(config: Config, logger: Logger, opts: { vali
   const issuer = config.auth.issuer ?? (localIssuer as LocalIssuer).issuer;
   const keySource: KeySource = localIssuer
     ? staticKeySource(localIssuer.jwks)
-    : remoteKeySource({ issuer, jwksUri: config.auth.jwksUri });
+    : remoteKeySource({ issuer, jwksUri: config.auth.jwksUri, maxAgeMs: config.auth.jwksCacheMs });
   const resourceMetadataUrl = `${config.publicBaseUrl}/.well-known/oauth-protected-resource`;
   const models = createModelRegistry(config);
   const runner = createRunner({
@@ -64,6 +64,7 @@ export async function createService(config: Config, logger: Logger, opts: { vali
       workspaceClaim: config.auth.workspaceClaim,
       keySource,
       resourceMetadataUrl,
+      rememberMs: config.auth.jwksCacheMs,
     }),
     localJwks: localIssuer?.jwks,
     validateResponses: opts.validateResponses,

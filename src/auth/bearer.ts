@@ -5,7 +5,7 @@
 // one WWW-Authenticate header that points at the protected-resource metadata.
 import crypto from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
-import { auth, UnauthorizedError } from 'express-oauth2-jwt-bearer';
+import { auth, UnauthorizedError, type AuthOptions } from 'express-oauth2-jwt-bearer';
 import { ApiError } from '../errors';
 import type { Principal } from '../services/context';
 import { IssuerUnavailableError, type KeySource } from './key-source';
@@ -19,6 +19,11 @@ export interface BearerOptions {
   workspaceClaim: string;
   keySource: KeySource;
   resourceMetadataUrl: string;
+  /**
+   * The longest a verified token is remembered (besides its `exp`): the key set's cache lifetime,
+   * so that a key the issuer removes stops verifying within it.
+   */
+  rememberMs: number;
 }
 
 declare module 'express-serve-static-core' {
@@ -46,11 +51,37 @@ function kidOf(token: string): string | undefined | null {
   }
 }
 
-function hasBuildScope(payload: Record<string, unknown>): boolean {
-  const scope = payload.scope;
-  if (typeof scope === 'string' && scope.split(' ').includes(BUILD_SCOPE)) return true;
-  const permissions = payload.permissions;
-  return Array.isArray(permissions) && permissions.includes(BUILD_SCOPE);
+/** A scope-like claim as a list: a space-separated string (`scope`, Entra's `scp`) or an array (Okta's `scp`, Auth0's `permissions`). */
+function grants(claim: unknown): readonly unknown[] {
+  if (typeof claim === 'string') return claim.split(' ');
+  return Array.isArray(claim) ? claim : [];
+}
+
+/** Build authorization, wherever the issuer puts granted scopes: `scope`, `scp` or `permissions`. */
+export function hasBuildScope(payload: Record<string, unknown>): boolean {
+  return [payload.scope, payload.scp, payload.permissions].some((claim) => grants(claim).includes(BUILD_SCOPE));
+}
+
+/**
+ * express-oauth2-jwt-bearer fills every option left undefined from the process environment
+ * (ISSUER_BASE_URL, JWKS_URI, ISSUER, AUDIENCE, SECRET, TOKEN_SIGNING_ALG): a default parameter
+ * applies to `undefined` only, so the ones we do not use are passed as null. Any of those
+ * variables, set for another program, would otherwise make every new token a 500 or a 401.
+ */
+function verifierOptions(issuer: string, audience: string, jwks: Jwks): AuthOptions {
+  const unused = null as unknown as undefined;
+  return {
+    issuer,
+    audience,
+    publicKey: jwks as unknown as string,
+    issuerBaseURL: unused,
+    jwksUri: unused,
+    secret: unused,
+    tokenSigningAlg: unused,
+    authRequired: true,
+    dpop: { enabled: false },
+    clockTolerance: 5,
+  };
 }
 
 const CLAIM_VALUE = /^[^\s\u0000-\u001f]{1,160}$/;
@@ -85,10 +116,11 @@ class VerifiedTokens {
     return entry;
   }
 
-  set(key: string, principal: Principal, build: boolean, exp: unknown): void {
+  /** Remembered until its `exp`, and for `rememberMs` at most (so a removed key stops verifying). */
+  set(key: string, principal: Principal, build: boolean, exp: unknown, nowMs: number, rememberMs: number): void {
     if (typeof exp !== 'number') return; // a token without exp is checked every time
     if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value as string);
-    this.entries.set(key, { principal, build, expiresAtMs: exp * 1000 });
+    this.entries.set(key, { principal, build, expiresAtMs: Math.min(exp * 1000, nowMs + rememberMs) });
   }
 }
 
@@ -106,14 +138,7 @@ export function createBearerAuth(opts: BearerOptions): Authenticate {
   const verifierFor = (jwks: Jwks): RequestHandler => {
     let verifier = verifiers.get(jwks);
     if (!verifier) {
-      verifier = auth({
-        issuer: opts.issuer,
-        audience: opts.audience,
-        publicKey: jwks as unknown as string,
-        authRequired: true,
-        dpop: { enabled: false },
-        clockTolerance: 5,
-      });
+      verifier = auth(verifierOptions(opts.issuer, opts.audience, jwks));
       verifiers.set(jwks, verifier);
     }
     return verifier;
@@ -189,7 +214,7 @@ export function createBearerAuth(opts: BearerOptions): Authenticate {
     }
     const principal = { userId: sub, workspaceId: workspace };
     const build = hasBuildScope(payload);
-    verified.set(cacheKey, principal, build, payload.exp);
+    verified.set(cacheKey, principal, build, payload.exp, Date.now(), opts.rememberMs);
     if (!build) throw forbidden;
     return principal;
   }

@@ -33,3 +33,25 @@ test.each([
   expect(() => loadConfig(env)).toThrow(ConfigError);
   expect(() => loadConfig(env)).toThrow(message);
 });
+
+test('AUTH_ISSUER and AUTH_JWKS_URI are kept exactly as given (a token\'s iss is compared verbatim)', () => {
+  const config = loadConfig({ AUTH_ISSUER: 'https://tenant.eu.auth0.com/', AUTH_JWKS_URI: 'https://tenant.eu.auth0.com/.well-known/jwks.json' });
+  expect(config.auth.issuer).toBe('https://tenant.eu.auth0.com/');
+  expect(config.auth.jwksUri).toBe('https://tenant.eu.auth0.com/.well-known/jwks.json');
+  expect(loadConfig({ AUTH_ISSUER: 'https://sso.example.com/realms/acme' }).auth.issuer).toBe('https://sso.example.com/realms/acme');
+});
+
+test('AUTH_JWKS_CACHE_SECONDS sets the key cache lifetime (default ten minutes)', () => {
+  expect(loadConfig({}).auth.jwksCacheMs).toBe(600_000);
+  expect(loadConfig({ AUTH_JWKS_CACHE_SECONDS: '30' }).auth.jwksCacheMs).toBe(30_000);
+  expect(() => loadConfig({ AUTH_JWKS_CACHE_SECONDS: '0' })).toThrow('AUTH_JWKS_CACHE_SECONDS: must be between 1 and 86400');
+});
+
+test('OPENAI_BASE_URL over plain http only for a loopback host (the key would travel in clear text)', () => {
+  const models = { OPENAI_MODELS: 'm' };
+  expect(() => loadConfig({ ...models, OPENAI_BASE_URL: 'http://api.example.com/v1' })).toThrow('OPENAI_BASE_URL: must be https');
+  expect(() => loadConfig({ ...models, OPENAI_BASE_URL: 'http://10.0.0.5:8000/v1' })).toThrow(ConfigError);
+  for (const url of ['https://api.example.com/v1', 'http://127.0.0.1:8000/v1', 'http://localhost:11434/v1', 'http://[::1]:8000/v1']) {
+    expect(loadConfig({ ...models, OPENAI_BASE_URL: url }).openai!.baseUrl).toBe(url);
+  }
+});
