@@ -22,7 +22,7 @@ export interface Service {
 }
 
 /** Limits of the http.request tool. */
-const HTTP_TOOL = { timeoutMs: 10_000, maxResponseBytes: 1024 * 1024 };
+const HTTP_TOOL = { timeoutMs: 10_000, maxBytes: 1024 * 1024 };
 
 /** The issuer the embedded key pair signs as: the service's own public address. */
 export function localIssuerFor(config: Config): LocalIssuer {

@@ -52,7 +52,7 @@ export const BUILTIN_APPS: AppDefinition[] = [
     name: 'HTTP',
     description: 'Outbound HTTP requests to public addresses.',
     tools: [
-      tool('http.request', 'Request', 'Sends an HTTP request and returns status, headers and body.', 'write',
+      tool('http.request', 'Request', 'Sends an HTTP request to a public address (following up to 5 redirects, each to a public address; 10 s and 1 MiB for the whole exchange) and returns the status, headers and body of the last response.', 'write',
         objectOf({
           method: { type: 'string', enum: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] },
           url: { type: 'string', minLength: 1, maxLength: 2000 },

@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startService, type TestService } from '../helpers/service';
 import { minimalAgent } from '../helpers/fixtures';
-import { waitForAgentRun } from '../helpers/runs';
+import { waitForAgentRun, waitForWorkflowRun } from '../helpers/runs';
 
 function listen(handler: http.RequestListener): Promise<{ url: string; close: () => void }> {
   const server = http.createServer(handler);
@@ -73,6 +73,56 @@ describe('OpenAI-compatible provider', () => {
   });
 });
 
+describe('OpenAI-compatible provider failures', () => {
+  let mode: 'error' | 'huge' = 'error';
+  let fake: { url: string; close: () => void };
+  let t: TestService;
+  beforeAll(async () => {
+    fake = await listen((req, res) => {
+      req.resume();
+      if (mode === 'error') {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        return void res.end(JSON.stringify({ error: { message: 'upstream shard db-7.internal failed; org org-Secret123; prompt was: confidential', request_id: 'req_abc' } }));
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const block = Buffer.alloc(1024 * 1024, 0x20);
+      let sent = 0;
+      const pump = () => {
+        while (sent < 64 && res.write(block)) sent++;
+        if (sent < 64) res.once('drain', pump);
+        else res.end('{}');
+      };
+      pump();
+    });
+    t = await startService({ OPENAI_BASE_URL: fake.url, OPENAI_API_KEY: 'sk-test', OPENAI_MODELS: 'fake-1' });
+  });
+  afterAll(async () => {
+    await t.close();
+    fake.close();
+  });
+
+  async function runOnce() {
+    const created = await t.client().PUT('/api/build/agents', { body: { ...minimalAgent(`Fails ${Math.random()}`), model: 'fake-1' } });
+    const started = await t.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: created.data!.data.document.id } }, body: { prompt: 'hi' } });
+    return waitForAgentRun(t, started.data!.data.run_id, undefined, 20_000);
+  }
+
+  test("the provider's error text stays out of the run: the caller reads only its status", async () => {
+    mode = 'error';
+    const run = await runOnce();
+    expect(run.status).toBe('failed');
+    expect(run.error).toBe('the model provider answered HTTP 500');
+    expect(JSON.stringify(run)).not.toMatch(/db-7|org-Secret|confidential|req_abc/);
+  });
+
+  test('an answer over 4 MiB is not read to its end', async () => {
+    mode = 'huge';
+    const run = await runOnce();
+    expect(run.status).toBe('failed');
+    expect(run.error).toBe("the model provider's answer is over 4 MiB");
+  }, 30_000);
+});
+
 describe('http.request tool', () => {
   let target: { url: string; close: () => void };
   beforeAll(async () => {
@@ -119,6 +169,25 @@ describe('http.request tool', () => {
       const call = await runHttp(t, `${target.url}/hello?x=1`);
       expect(call.status).toBe('succeeded');
       expect(call.output).toMatchObject({ status: 200, body: { method: 'GET', path: '/hello?x=1' } });
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('a workflow\'s http.request steps cannot reach the special addresses a deny-list let through', async () => {
+    const t = await startService();
+    try {
+      const urls = ['http://[::127.0.0.1]/', 'http://[2002:7f00:1::1]/', 'http://[2001::1]/', 'http://[64:ff9b:1::1]/', 'http://[fec0::1]/', 'http://192.88.99.1/', 'http://[::ffff:127.0.0.1]/', 'http://0x7f.1/'];
+      const steps = urls.map((url, i) => ({ id: `s${i}`, kind: 'tool' as const, tool: 'http.request', args: { method: 'GET', url } }));
+      const created = await t.client().PUT('/api/build/workflows', { body: { kind: 'service.workflow/v1', slug: 'ssrf', name: 'SSRF', steps } });
+      expect(created.response.status).toBe(201);
+      const started = await t.client().POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'ssrf' } }, body: { input: {} } });
+      const run = await waitForWorkflowRun(t, started.data!.data.run_id);
+      expect(run.status).toBe('failed');
+      for (const [i] of urls.entries()) {
+        const result = run.step_results[`s${i}`]!;
+        expect({ url: urls[i], status: result.status, error: result.error }).toEqual({ url: urls[i], status: 'failed', error: expect.stringMatching(/^refused: .* is not a public \(global unicast\) address$/) });
+      }
     } finally {
       await t.close();
     }

@@ -59,7 +59,7 @@ function runnerWith(handOffLimit: number, runs: (real: RunRepository) => Partial
   return createRunner({
     store: { ...t.service.store, runs: { ...real, ...runs(real) } },
     models: createModelRegistry(t.config),
-    http: { timeoutMs: 5000, maxResponseBytes: 1024, allowPrivate: true },
+    http: { timeoutMs: 5000, maxBytes: 1024, allowPrivate: true },
     workers: 1,
     logger: createLogger('silent'),
     handOffLimit,

@@ -1,7 +1,7 @@
 import { renderText, renderValue } from '../../src/domain/templates';
 import { needsApproval, toolsOf } from '../../src/runtime/agent-loop';
 import { scriptedCalls } from '../../src/runtime/models/scripted';
-import { isPublicAddress } from '../../src/runtime/tools/http';
+import { isGlobalUnicast as isPublicAddress } from '../../src/runtime/tools/addresses';
 import { runWorkflow, type WorkflowExecutorDeps } from '../../src/runtime/workflow-executor';
 import { CATALOG_TOOLS } from '../../src/domain/catalog';
 import type { Agent, Workflow } from '../../src/domain/types';
@@ -55,7 +55,7 @@ describe('workflow executor', () => {
   const wf = (steps: Workflow['steps']): Workflow =>
     ({ kind: 'service.workflow/v1', slug: 'w', name: 'W', description: null, enabled: true, updated_at: '', space: { team: null }, send_as: null, inputs: {}, schedule: null, steps, output: null }) as Workflow;
   const deps = (overrides: Partial<WorkflowExecutorDeps> = {}): WorkflowExecutorDeps => ({
-    tools: { workspaceId: 'w', kv: {} as never, http: { allowPrivate: false, timeoutMs: 1000, maxResponseBytes: 1000 } },
+    tools: { workspaceId: 'w', kv: {} as never, http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1000 } },
     runAgentStep: async () => ({ ok: true, output: 'agent' }),
     chargeStep: async () => true,
     onProgress: async () => undefined,

@@ -4,6 +4,8 @@ import type { OpenAiConfig } from '../../config';
 import { ModelError, type ChatMessage, type ModelProvider, type ModelReply, type ModelRequest, type ToolCall } from './provider';
 
 const TIMEOUT_MS = 60_000;
+/** The most of a provider's answer that is read; a chat completion is a few KiB. */
+export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 const toFunctionName = (slug: string) => slug.replace(/\./g, '__');
 const toToolSlug = (name: string) => name.replace(/__/g, '.');
 
@@ -34,6 +36,26 @@ function parseArguments(text: string | undefined): Record<string, unknown> {
   return { _unparsed: text };
 }
 
+/** The answer's text, read up to MAX_ANSWER_BYTES (then the connection is dropped). */
+async function readCapped(res: Response, signal: AbortSignal): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of res.body ?? []) {
+      size += chunk.length;
+      // Leaving the loop by a throw cancels the stream, which drops the connection.
+      if (size > MAX_ANSWER_BYTES) {
+        throw new ModelError(`the model provider's answer is over ${MAX_ANSWER_BYTES / 1024 / 1024} MiB`);
+      }
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    if (err instanceof ModelError) throw err;
+    throw new ModelError(signal.aborted ? `the model provider did not answer within ${TIMEOUT_MS / 1000} s` : 'the model provider\'s answer was cut off');
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 export function openAiProvider(config: OpenAiConfig): ModelProvider {
   return {
     models: config.models.map((id) => ({ id, label: `${id} (OpenAI-compatible)`, tier: 'standard' })),
@@ -47,19 +69,25 @@ export function openAiProvider(config: OpenAiConfig): ModelProvider {
         }),
         ...(request.reasoningEffort && { reasoning_effort: request.reasoningEffort }),
       };
+      // What the run records is ours alone: a provider's error text can carry its internals (request
+      // ids, account details, echoes of the prompt), so only its status is named.
+      const signal = AbortSignal.timeout(TIMEOUT_MS);
       let res: Response;
       try {
         res = await fetch(`${config.baseUrl}/chat/completions`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', ...(config.apiKey && { authorization: `Bearer ${config.apiKey}` }) },
           body: JSON.stringify(body),
-          signal: AbortSignal.timeout(TIMEOUT_MS),
+          signal,
         });
-      } catch (err) {
-        throw new ModelError(`the model provider could not be reached: ${(err as Error).message}`);
+      } catch {
+        throw new ModelError(signal.aborted ? `the model provider did not answer within ${TIMEOUT_MS / 1000} s` : 'the model provider could not be reached');
       }
-      const text = await res.text();
-      if (!res.ok) throw new ModelError(`the model provider answered ${res.status}: ${text.slice(0, 200)}`);
+      if (!res.ok) {
+        void res.body?.cancel().catch(() => undefined);
+        throw new ModelError(`the model provider answered HTTP ${res.status}`);
+      }
+      const text = await readCapped(res, signal);
       let completion: ChatCompletion;
       try {
         completion = JSON.parse(text) as ChatCompletion;

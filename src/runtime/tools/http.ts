@@ -1,29 +1,18 @@
-// The http app. Requests go only to public addresses: the host name is resolved by our own lookup,
-// which refuses private, loopback, link-local and other special-purpose addresses, and the
-// connection is made to the address that lookup vetted (so DNS cannot point it elsewhere between
-// the check and the connect). Responses are capped in size and time; redirects are not followed.
+// The http app. Requests go only to global unicast addresses (addresses.ts): the host name is
+// resolved by our own lookup, which refuses the name if any address it resolves to is not global,
+// and the connection is made to an address that lookup vetted (so DNS cannot point it elsewhere
+// between the check and the connect). Redirects are followed (a few), each hop vetted the same way.
+// The whole exchange, every hop included, has one deadline and one size cap: node's `timeout` is an
+// idle timeout, which a server sending a byte now and then would never trip.
 import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import { isGlobalUnicast } from './addresses';
 import { ToolError, type HttpToolOptions, type ToolImplementation } from './types';
 
-const blocked = new net.BlockList();
-for (const [address, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
-  ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blocked.addSubnet(address, prefix, 'ipv4');
-// IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are checked against the IPv4 rules by BlockList itself.
-for (const [address, prefix] of [
-  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8],
-] as const) blocked.addSubnet(address, prefix, 'ipv6');
-
-export function isPublicAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 0) return false;
-  return !blocked.check(address, family === 4 ? 'ipv4' : 'ipv6');
-}
+/** Redirects followed at most; the response to the next one is returned as it is. */
+export const MAX_REDIRECTS = 5;
 
 type LookupAddress = { address: string; family: number };
 
@@ -31,8 +20,8 @@ function vettedLookup(allowPrivate: boolean): net.LookupFunction {
   return ((hostname: string, options: dns.LookupOptions, callback: (...args: unknown[]) => void) => {
     dns.lookup(hostname, { all: true, family: options.family }, (err, addresses: LookupAddress[]) => {
       if (err) return callback(err);
-      const refused = addresses.find((a) => !allowPrivate && !isPublicAddress(a.address));
-      if (refused) return callback(new ToolError(`refused: ${hostname} resolves to ${refused.address}, a private or reserved address`));
+      const refused = addresses.find((a) => !allowPrivate && !isGlobalUnicast(a.address));
+      if (refused) return callback(new ToolError(`refused: ${hostname} resolves to ${refused.address}, which is not a public (global unicast) address`));
       if (options.all) return callback(null, addresses);
       const first = addresses[0] as LookupAddress;
       callback(null, first.address, first.family);
@@ -47,58 +36,137 @@ interface RequestArgs {
   body?: unknown;
 }
 
-export function httpRequest(args: RequestArgs, options: HttpToolOptions): Promise<{ status: number; headers: Record<string, string>; body: unknown }> {
+export interface HttpResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+function parseUrl(text: string, allowPrivate: boolean): URL {
   let url: URL;
   try {
-    url = new URL(args.url);
+    url = new URL(text);
   } catch {
-    throw new ToolError(`url: '${args.url}' is not an absolute URL`);
+    throw new ToolError(`url: '${text}' is not an absolute URL`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ToolError(`url: only http and https are allowed, not ${url.protocol}`);
+  // An IP literal is connected to without a lookup: vet it here.
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (net.isIP(host) && !options.allowPrivate && !isPublicAddress(host)) {
-    throw new ToolError(`refused: ${host} is a private or reserved address`);
+  if (net.isIP(host) && !allowPrivate && !isGlobalUnicast(host)) {
+    throw new ToolError(`refused: ${host} is not a public (global unicast) address`);
   }
+  return url;
+}
+
+/** What one hop sends. */
+export interface Hop {
+  url: URL;
+  method: string;
+  headers: Record<string, string>;
+  payload: Buffer | undefined;
+}
+
+/** What every hop shares: the deadline's signal and the bytes left of the exchange's cap. */
+interface Exchange {
+  signal: AbortSignal;
+  bytesLeft: number;
+  options: HttpToolOptions;
+}
+
+function firstHop(args: RequestArgs, options: HttpToolOptions): Hop {
+  const url = parseUrl(args.url, options.allowPrivate);
   const headers: Record<string, string> = { ...(args.headers ?? {}) };
   let payload: Buffer | undefined;
   if (args.body !== undefined && args.body !== null) {
     payload = Buffer.from(typeof args.body === 'string' ? args.body : JSON.stringify(args.body));
+    if (payload.length > options.maxBytes) throw new ToolError(`body: the request body is ${payload.length} bytes; the limit of an exchange is ${options.maxBytes}`);
     if (typeof args.body !== 'string' && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
     headers['content-length'] = String(payload.length);
   }
-  const client = url.protocol === 'https:' ? https : http;
+  return { url, method: args.method, headers, payload };
+}
+
+/** The hop a redirect asks for, as browsers and fetch make it; null when the response is not a redirect to follow. */
+export function nextHop(hop: Hop, status: number, location: string | undefined, allowPrivate: boolean): Hop | null {
+  if (![301, 302, 303, 307, 308].includes(status) || !location) return null;
+  let target: URL;
+  try {
+    target = new URL(location, hop.url);
+  } catch {
+    return null; // a Location that is no URL: the 3xx is the answer
+  }
+  const url = parseUrl(target.href, allowPrivate);
+  let { method, payload } = hop;
+  const headers = { ...hop.headers };
+  // 303, and 301/302 after a POST, turn into a GET without a body; 307 and 308 repeat the request.
+  if (status === 303 ? method !== 'HEAD' : [301, 302].includes(status) && method === 'POST') {
+    method = 'GET';
+    payload = undefined;
+    for (const name of Object.keys(headers)) if (/^(content-type|content-length)$/i.test(name)) delete headers[name];
+  }
+  // Credentials are for the origin they were given to.
+  if (url.origin !== hop.url.origin) for (const name of Object.keys(headers)) if (/^(authorization|cookie|proxy-authorization)$/i.test(name)) delete headers[name];
+  return { url, method, headers, payload };
+}
+
+function send(hop: Hop, exchange: Exchange): Promise<{ status: number; headers: http.IncomingHttpHeaders; rawHeaders: string[]; body: Buffer }> {
+  const { options } = exchange;
+  const client = hop.url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const req = client.request(url, { method: args.method, headers, lookup: vettedLookup(options.allowPrivate), timeout: options.timeoutMs }, (res) => {
+    const fail = (err: Error) => reject(err instanceof ToolError ? err : new ToolError(`request failed: ${err.message}`));
+    const req = client.request(hop.url, { method: hop.method, headers: hop.headers, lookup: vettedLookup(options.allowPrivate), signal: exchange.signal }, (res) => {
       const chunks: Buffer[] = [];
-      let size = 0;
+      // The status line and headers count against the cap too.
+      exchange.bytesLeft -= res.rawHeaders.reduce((n, h) => n + Buffer.byteLength(h) + 2, 0);
+      const over = () => new ToolError(`the exchange is over ${options.maxBytes} bytes`);
+      if (exchange.bytesLeft < 0) return req.destroy(over());
       res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > options.maxResponseBytes) {
-          req.destroy(new ToolError(`the response is over ${options.maxResponseBytes} bytes`));
-          return;
-        }
+        exchange.bytesLeft -= chunk.length;
+        if (exchange.bytesLeft < 0) return req.destroy(over());
         chunks.push(chunk);
       });
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const type = String(res.headers['content-type'] ?? '');
-        let body: unknown = text;
-        if (/\bjson\b/i.test(type) && text) {
-          try {
-            body = JSON.parse(text);
-          } catch {
-            // not JSON after all: keep the text
-          }
-        }
-        const responseHeaders = Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v)]));
-        resolve({ status: res.statusCode ?? 0, headers: responseHeaders, body });
-      });
-      res.on('error', reject);
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks) }));
+      res.on('error', fail);
     });
-    req.on('timeout', () => req.destroy(new ToolError(`no response within ${options.timeoutMs} ms`)));
-    req.on('error', (err) => reject(err instanceof ToolError ? err : new ToolError(`request failed: ${err.message}`)));
-    req.end(payload);
+    req.on('error', fail);
+    req.end(hop.payload);
   });
+}
+
+function decode(status: number, headers: http.IncomingHttpHeaders, raw: Buffer): HttpResponse {
+  const text = raw.toString('utf8');
+  let body: unknown = text;
+  if (/\bjson\b/i.test(String(headers['content-type'] ?? '')) && text) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON after all: keep the text
+    }
+  }
+  const flat = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v)]));
+  return { status, headers: flat, body };
+}
+
+export async function httpRequest(args: RequestArgs, options: HttpToolOptions): Promise<HttpResponse> {
+  let hop: Hop | null = firstHop(args, options);
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(new ToolError(`no complete response within ${options.timeoutMs} ms`)), options.timeoutMs);
+  const exchange: Exchange = { signal: deadline.signal, bytesLeft: options.maxBytes - (hop.payload?.length ?? 0), options };
+  try {
+    for (let redirects = 0; ; redirects++) {
+      const res = await send(hop, exchange);
+      const location = res.headers.location;
+      const next: Hop | null = redirects < MAX_REDIRECTS ? nextHop(hop, res.status, location, options.allowPrivate) : null;
+      if (!next) return decode(res.status, res.headers, res.body);
+      hop = next;
+    }
+  } catch (err) {
+    // An abort rejects with the signal's reason (our ToolError) or a generic AbortError.
+    if (deadline.signal.aborted) throw deadline.signal.reason as ToolError;
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export const httpTools: Record<string, ToolImplementation> = {

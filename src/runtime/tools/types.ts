@@ -3,8 +3,10 @@ import type { KvRepository } from '../../store';
 
 export interface HttpToolOptions {
   allowPrivate: boolean;
+  /** The deadline of a whole exchange: lookups, connects, every redirect hop, every byte. */
   timeoutMs: number;
-  maxResponseBytes: number;
+  /** What a whole exchange may carry: the request body and every response's headers and body. */
+  maxBytes: number;
 }
 
 export interface ToolContext {
