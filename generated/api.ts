@@ -777,7 +777,7 @@ export interface components {
             /** @description The value used when a run's `input` omits this name. Any JSON value. */
             default?: unknown;
         };
-        /** @description Input names (1..40 lowercase letters, digits and underscores) to their declarations. */
+        /** @description Input names (1..40 lowercase letters, digits and underscores, except the reserved `__proto__`, `constructor` and `prototype`) to their declarations. */
         WorkflowInputs: {
             [key: string]: components["schemas"]["WorkflowInput"];
         };

@@ -1,19 +1,13 @@
 // Cron expressions and timezones, checked with a maintained parser (croner) and the runtime's IANA
 // zone database (Intl) rather than by hand.
 import { Cron } from 'croner';
+import { boundedMemo } from './bounded-memo';
 
-const cronVerdicts = new Map<string, string | null>();
+/** Verdicts remembered: documents reuse a handful of expressions and zones; callers may send any string. */
+const VERDICTS_KEPT = 1000;
 
 /** Why a cron expression is unusable, or null. Five fields; names and `@daily`-style macros allowed. */
-export function cronProblem(expression: string): string | null {
-  let verdict = cronVerdicts.get(expression);
-  if (verdict === undefined) {
-    verdict = judgeCron(expression);
-    if (cronVerdicts.size >= 10_000) cronVerdicts.clear(); // documents reuse a handful of expressions
-    cronVerdicts.set(expression, verdict);
-  }
-  return verdict;
-}
+export const cronProblem = boundedMemo(judgeCron, VERDICTS_KEPT);
 
 function judgeCron(expression: string): string | null {
   const text = expression.trim();
@@ -34,20 +28,15 @@ function judgeCron(expression: string): string | null {
   return null;
 }
 
-const knownZones = new Map<string, boolean>();
-
 /** Whether `zone` names a timezone of the IANA database (canonical names and their aliases). */
-export function isTimezone(zone: string): boolean {
-  let known = knownZones.get(zone);
-  if (known === undefined) {
-    try {
-      new Intl.DateTimeFormat('en-US', { timeZone: zone });
-      // Intl also takes offsets such as "+01:00"; an IANA name has letters.
-      known = /[A-Za-z]/.test(zone);
-    } catch {
-      known = false;
-    }
-    knownZones.set(zone, known);
+export const isTimezone = boundedMemo(judgeTimezone, VERDICTS_KEPT);
+
+function judgeTimezone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    // Intl also takes offsets such as "+01:00"; an IANA name has letters.
+    return /[A-Za-z]/.test(zone);
+  } catch {
+    return false;
   }
-  return known;
 }

@@ -96,7 +96,7 @@ function checkReference(ref: TemplateRef, path: string, doc: WorkflowDraft, reac
       problems.push({ path, message: `${ref.text} is not a reference; use {{inputs.<name>}}, {{steps.<id>.output}} or {{steps.<id>.output.<path>}}` });
       return;
     case 'input':
-      if (!(ref.name in (doc.inputs ?? {}))) problems.push({ path, message: `${ref.text} names no declared input; declare '${ref.name}' in inputs` });
+      if (!Object.hasOwn(doc.inputs ?? {}, ref.name)) problems.push({ path, message: `${ref.text} names no declared input; declare '${ref.name}' in inputs` });
       return;
     case 'step':
       if (!stepIds.has(ref.stepId)) problems.push({ path, message: `${ref.text} names no step of this workflow` });

@@ -47,13 +47,16 @@ export interface TemplateScope {
   steps: Record<string, unknown>;
 }
 
+/** A member of a plain object, own properties only (`constructor` and `__proto__` are not members of `{}`). */
+const own = (object: Record<string, unknown>, key: string): unknown => (Object.hasOwn(object, key) ? object[key] : undefined);
+
 function lookup(ref: TemplateRef, scope: TemplateScope): unknown {
-  if (ref.kind === 'input') return scope.inputs[ref.name] ?? null;
+  if (ref.kind === 'input') return own(scope.inputs, ref.name) ?? null;
   if (ref.kind !== 'step') return undefined;
-  let value: unknown = scope.steps[ref.stepId];
+  let value: unknown = own(scope.steps, ref.stepId);
   for (const key of ref.path) {
-    if (value === null || typeof value !== 'object' || !Object.prototype.hasOwnProperty.call(value, key)) return null;
-    value = (value as Record<string, unknown>)[key];
+    if (value === null || typeof value !== 'object') return null;
+    value = own(value as Record<string, unknown>, key);
   }
   return value ?? null;
 }

@@ -4,6 +4,8 @@ import type { Normalised } from './agent';
 import type { Problem, Workflow, WorkflowDraft, WorkflowStep, WorkflowStepInput } from './types';
 
 const INPUT_NAME = /^[a-z0-9_]{1,40}$/;
+/** Names that mean something to every JavaScript object: as input names they would reach its prototype. */
+const RESERVED_INPUT_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
 
 /** Rules on a workflow that the JSON schema cannot express; each problem names its path. */
 export function checkWorkflowShape(doc: WorkflowDraft): Problem[] {
@@ -14,6 +16,8 @@ export function checkWorkflowShape(doc: WorkflowDraft): Problem[] {
         path: `body.inputs.${name}`,
         message: 'input names are 1..40 characters of lowercase letters, digits and underscores',
       });
+    } else if (RESERVED_INPUT_NAMES.has(name)) {
+      problems.push({ path: `body.inputs.${name}`, message: `'${name}' is a reserved name; input names cannot be __proto__, constructor or prototype` });
     }
   }
   return problems;

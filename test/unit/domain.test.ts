@@ -1,3 +1,5 @@
+import { boundedMemo } from '../../src/domain/bounded-memo';
+import { cronProblem, isTimezone } from '../../src/domain/schedule';
 import { assignTriggerIds, firstFreeSlug, normaliseAgent, slugFromName } from '../../src/domain/agent';
 import { describeAgentChanges, describeWorkflowChanges, same } from '../../src/domain/changes';
 import { checkWorkflowShape, materialiseWorkflow, normaliseWorkflow } from '../../src/domain/workflow';
@@ -118,4 +120,36 @@ test('change reports compare JSON values by content: member order does not count
   expect(same([], {})).toBe(false);
   expect(same('1', 1)).toBe(false);
   expect(same(null, {})).toBe(false);
+});
+
+describe('schedule verdicts are remembered for a bounded number of strings', () => {
+  test('20,000 distinct timezones and cron expressions leave at most 1,000 of each remembered, and verdicts stay right', () => {
+    for (let i = 0; i < 20_000; i++) {
+      isTimezone(`Europe/Nowhere-${i}`);
+      cronProblem(`${i % 60} ${i % 24} * * ${i}`);
+    }
+    expect(isTimezone.size).toBeLessThanOrEqual(1000);
+    expect(cronProblem.size).toBeLessThanOrEqual(1000);
+    expect(isTimezone('Europe/Berlin')).toBe(true);
+    expect(isTimezone('Europe/Nowhere-1')).toBe(false);
+    expect(cronProblem('*/5 * * * *')).toBeNull();
+  });
+
+  test('the memo forgets the oldest argument first and calls the function once per remembered argument', () => {
+    let calls = 0;
+    const memo = boundedMemo((key) => {
+      calls++;
+      return key.length;
+    }, 2);
+    memo('a');
+    memo('bb');
+    memo('a');
+    expect(calls).toBe(2);
+    memo('ccc'); // evicts 'a'
+    expect(memo.size).toBe(2);
+    memo('bb');
+    expect(calls).toBe(3);
+    memo('a');
+    expect(calls).toBe(4);
+  });
 });

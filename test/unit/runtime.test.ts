@@ -84,3 +84,10 @@ describe('workflow executor', () => {
     expect(outcome.error).toBe("step 'b' failed: credits exhausted: the workspace cannot pay for this step");
   });
 });
+
+test('rendering reads own members only: names of Object.prototype render as nothing, never as a function', () => {
+  const scope = { inputs: { real: 1 } as Record<string, unknown>, steps: { s: { a: 1 } } as Record<string, unknown> };
+  expect(renderText('[{{inputs.constructor}}][{{inputs.__proto__}}][{{inputs.real}}]', scope)).toBe('[][][1]');
+  expect(renderValue('{{steps.s.output.constructor}}', scope)).toBeNull();
+  expect(renderValue('{{steps.constructor.output}}', scope)).toBeNull();
+});
