@@ -61,13 +61,18 @@ export interface RunRepository {
   /**
    * Saves the run's progress and the credits it has spent so far (never more than it reserved), as
    * `current()` gives them when the write's group commits: a worker that reports progress several
-   * times before then needs one write, and it carries the latest state.
+   * times before then needs one write, and it carries the latest state. Only a `running` run is
+   * changed; false when the run is not running (another path ended it).
    */
-  saveState(id: string, current: () => { state: unknown; spent: number }): Promise<void>;
-  /** Moves `amount` credits from the workspace's balance to the run's reservation. False when the balance cannot cover it. */
+  saveState(id: string, current: () => { state: unknown; spent: number }): Promise<boolean>;
+  /** Moves `amount` credits from the workspace's balance to a running run's reservation. False when the balance cannot cover it or the run is not running. */
   reserveMore(id: string, amount: number): Promise<boolean>;
-  /** Ends the run with what it spent, and returns what it reserved and did not spend to the workspace. */
-  finish(id: string, status: 'succeeded' | 'failed', error: string | null, state: unknown, spent: number, now: string): Promise<void>;
+  /**
+   * Ends a `running` run with what it spent, and returns what it reserved and did not spend to the
+   * workspace. False, changing nothing, when the run is not running: another path ended it first,
+   * and its end (with its refund) stands.
+   */
+  finish(id: string, status: 'succeeded' | 'failed', error: string | null, state: unknown, spent: number, now: string): Promise<boolean>;
   /** Runs left `running` by a stopped process: failed with `message`, reservations returned. */
   failInterrupted(message: string, now: string): Promise<number>;
 }
@@ -106,15 +111,18 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   );
   const nextQueued = db.prepare(NEXT_QUEUED_SQL).pluck();
   const markRunning = db.prepare(`UPDATE runs SET status = 'running', started_at = ? WHERE id = ? AND status = 'queued'`);
-  const saveState = db.prepare('UPDATE runs SET state = ?, credits_spent = MIN(?, credits_reserved) WHERE id = ?');
-  const reserveMore = db.prepare('UPDATE runs SET credits_reserved = credits_reserved + @amount WHERE id = @id');
+  // Each write of a run's progress or end names the status it expects (running): a run that
+  // another path ended keeps that end, and the affected-row count says whether the write happened.
+  const saveState = db.prepare(`UPDATE runs SET state = ?, credits_spent = MIN(?, credits_reserved) WHERE id = ? AND status = 'running'`);
+  const reserveMore = db.prepare(`UPDATE runs SET credits_reserved = credits_reserved + @amount WHERE id = @id AND status = 'running'`);
+  const unreserve = db.prepare('UPDATE runs SET credits_reserved = credits_reserved - @amount WHERE id = @id');
   const finish = db.prepare(
     `UPDATE runs SET status = @status, error = @error, state = @state, finished_at = @now,
-       credits_spent = @spent, credits_reserved = @spent WHERE id = @id`,
+       credits_spent = @spent, credits_reserved = @spent WHERE id = @id AND status = 'running'`,
   );
   const running = db.prepare(RUNNING_SQL);
   const failOne = db.prepare(
-    `UPDATE runs SET status = 'failed', error = @error, finished_at = @now, credits_reserved = credits_spent WHERE id = @id`,
+    `UPDATE runs SET status = 'failed', error = @error, finished_at = @now, credits_reserved = credits_spent WHERE id = @id AND status = 'running'`,
   );
 
   // The runs accepted lately, as `find` returns them (a poll most often reads a run just started).
@@ -177,29 +185,32 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
 
   const reserveMoreTx = (id: string, amount: number): boolean => {
     const run = creditsOf.get(id) as RunCredits | undefined;
-    if (!run) return false;
-    if (debit.run({ amount, workspace: run.workspace_id }).changes !== 1) return false;
-    reserveMore.run({ id, amount });
+    if (!run || reserveMore.run({ id, amount }).changes !== 1) return false; // not running
+    if (debit.run({ amount, workspace: run.workspace_id }).changes !== 1) {
+      unreserve.run({ id, amount }); // the balance cannot cover it: the reservation goes back as it was
+      return false;
+    }
     amend(id, (r) => ({ credits_reserved: r.credits_reserved + amount }));
     return true;
   };
 
-  const finishTx = (id: string, status: string, error: string | null, state: string, spent: number, now: string) => {
+  const finishTx = (id: string, status: string, error: string | null, state: string, spent: number, now: string): boolean => {
     const run = creditsOf.get(id) as RunCredits | undefined;
-    if (!run) return;
+    if (!run) return false;
     const charged = Math.min(spent, run.credits_reserved);
+    if (finish.run({ id, status, error, state, spent: charged, now }).changes !== 1) return false; // not running
     const unspent = run.credits_reserved - charged;
     if (unspent > 0) credit.run({ amount: unspent, workspace: run.workspace_id });
-    finish.run({ id, status, error, state, spent: charged, now });
     amend(id, () => ({ status: status as RunStatus, error, state, finished_at: now, credits_spent: charged, credits_reserved: charged }));
+    return true;
   };
 
   const failInterruptedTx = (message: string, now: string): number => {
     const rows = running.all() as Pick<RunRow, 'id' | 'workspace_id' | 'credits_reserved' | 'credits_spent'>[];
     for (const run of rows) {
+      if (failOne.run({ id: run.id, error: message, now }).changes !== 1) continue;
       const unspent = run.credits_reserved - run.credits_spent;
       if (unspent > 0) credit.run({ amount: unspent, workspace: run.workspace_id });
-      failOne.run({ id: run.id, error: message, now });
       amend(run.id, (r) => ({ status: 'failed', error: message, finished_at: now, credits_reserved: r.credits_spent }));
     }
     return rows.length;
@@ -215,8 +226,9 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       commit.run(() => {
         const { state, spent } = current();
         const json = JSON.stringify(state);
-        saveState.run(json, spent, id);
+        if (saveState.run(json, spent, id).changes !== 1) return false;
         amend(id, (r) => ({ state: json, credits_spent: Math.min(spent, r.credits_reserved) }));
+        return true;
       }, 'visible'),
     reserveMore: (id, amount) => commit.run(() => reserveMoreTx(id, amount), 'visible'),
     finish: (id, status, error, state, spent, now) => {
@@ -225,6 +237,25 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     },
     failInterrupted: (message, now) => commit.run(() => failInterruptedTx(message, now)),
   };
+}
+
+/**
+ * The least string above every string that starts with `prefix`, or null when there is none (an
+ * empty prefix). SQLite compares text as UTF-8 bytes, which orders as code points do, so this is the
+ * prefix with its last code point raised by one (past the surrogates, which are not code points of
+ * text); a last code point that cannot be raised is dropped and the one before it raised.
+ * (`prefix + '\uffff'` is no such bound: every character outside the BMP sorts above U+FFFF.)
+ */
+export function prefixUpperBound(prefix: string): string | null {
+  const points = [...prefix].map((c) => c.codePointAt(0) as number);
+  while (points.length) {
+    const last = points.pop() as number;
+    if (last < 0x10ffff) {
+      const next = last + 1 === 0xd800 ? 0xe000 : last + 1;
+      return String.fromCodePoint(...points, next);
+    }
+  }
+  return null;
 }
 
 export interface KvRepository {
@@ -237,7 +268,8 @@ export interface KvRepository {
 export function kvRepository(db: Db, commit: GroupCommit): KvRepository {
   const get = db.prepare('SELECT value FROM kv_entries WHERE workspace_id = ? AND key = ?').pluck();
   // Prefix match by range, so `%` and `_` in a prefix are plain characters.
-  const list = db.prepare('SELECT key FROM kv_entries WHERE workspace_id = ? AND key >= ? AND key < ? ORDER BY key LIMIT ?').pluck();
+  const listRange = db.prepare('SELECT key FROM kv_entries WHERE workspace_id = ? AND key >= ? AND key < ? ORDER BY key LIMIT ?').pluck();
+  const listFrom = db.prepare('SELECT key FROM kv_entries WHERE workspace_id = ? AND key >= ? ORDER BY key LIMIT ?').pluck();
   const set = db.prepare(
     `INSERT INTO kv_entries (workspace_id, key, value, updated_at) VALUES (?, ?, ?, ?)
      ON CONFLICT (workspace_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
@@ -248,7 +280,10 @@ export function kvRepository(db: Db, commit: GroupCommit): KvRepository {
       const value = get.get(ws, key) as string | undefined;
       return value === undefined ? undefined : JSON.parse(value);
     },
-    list: async (ws, prefix, limit) => list.all(ws, prefix, `${prefix}\uffff`, limit) as string[],
+    list: async (ws, prefix, limit) => {
+      const upper = prefixUpperBound(prefix);
+      return (upper === null ? listFrom.all(ws, prefix, limit) : listRange.all(ws, prefix, upper, limit)) as string[];
+    },
     // Only the run workers' tools write here: acknowledged once committed, like the runs' progress.
     set: (ws, key, value) => {
       const json = JSON.stringify(value);

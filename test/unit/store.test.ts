@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { openDatabase, migrate, type WalSync } from '../../src/store/db';
 import { createGroupCommit, type Ack } from '../../src/store/group-commit';
-import { NEXT_QUEUED_SQL, RECENT_RUNS_BYTES, RUNNING_SQL, type NewRun } from '../../src/store/runs';
+import { NEXT_QUEUED_SQL, RECENT_RUNS_BYTES, RUNNING_SQL, prefixUpperBound, type NewRun } from '../../src/store/runs';
 import { RowCache } from '../../src/store/row-cache';
 import { ListCache } from '../../src/store/list-cache';
 import { BudgetedMap } from '../../src/store/budgeted-map';
@@ -449,5 +449,50 @@ test('lists served from memory follow every write of their workspace (create, re
   expect(await store.workflows.remove('ws', flow.record.id)).toBe(true);
   expect(await lists()).toEqual({ agents: (await fromTable()).agents, workflows: [] });
   expect(await store.agents.list('other-ws')).toBe(otherWorkspace); // another workspace's writes leave it alone
+  store.close();
+});
+
+test('kv.list by prefix finds keys whose next character is outside the BMP, and only keys with the prefix', async () => {
+  const store = createSqliteStore(openDatabase(path.join(dir, 'kv.db')), new StampClock());
+  const keys = ['a', 'a\u{1F600}', 'a\u{10FFFF}x', 'a\uffff', 'a\u{E000}', 'ab', 'b', '\u{10FFFF}', '\u{10FFFF}\u{10FFFF}', 'a\u{10FFFF}'];
+  for (const key of keys) await store.kv.set('ws', key, 1);
+  expect(await store.kv.list('ws', 'a', 100)).toEqual(['a', 'ab', 'a\u{E000}', 'a\uffff', 'a\u{1F600}', 'a\u{10FFFF}', 'a\u{10FFFF}x']);
+  expect(await store.kv.list('ws', 'a\u{1F600}', 100)).toEqual(['a\u{1F600}']);
+  expect(await store.kv.list('ws', '\u{10FFFF}', 100)).toEqual(['\u{10FFFF}', '\u{10FFFF}\u{10FFFF}']);
+  expect(await store.kv.list('ws', '', 100)).toHaveLength(keys.length);
+  expect(prefixUpperBound('a')).toBe('b');
+  expect(prefixUpperBound('a\u{D7FF}')).toBe('a\u{E000}');
+  expect(prefixUpperBound('a\u{10FFFF}')).toBe('b');
+  expect(prefixUpperBound('\u{10FFFF}')).toBeNull();
+  expect(prefixUpperBound('')).toBeNull();
+  store.close();
+});
+
+test('progress, more credits and an end only change a running run: a run ended by another path keeps its end and its refund', async () => {
+  const store = createSqliteStore(openDatabase(path.join(dir, 'g.db')), new StampClock());
+  const balance = () => store.workspaces.credits('ws', 10);
+  const now = new Date().toISOString();
+  await store.runs.accept(
+    { id: 'r1', kind: 'workflow', workspaceId: 'ws', startedBy: 'u', targetId: 'doc', targetVersion: 1, source: 'test', request: {}, snapshotJson: '{}', state: { at: 'start' }, minimumCost: 3, initialCredits: 10 },
+    () => 'refused',
+  );
+  expect(await balance()).toBe(7);
+  // Not yet running: nothing moves.
+  expect(await store.runs.saveState('r1', () => ({ state: { at: 'early' }, spent: 1 }))).toBe(false);
+  expect(await store.runs.finish('r1', 'succeeded', null, { at: 'early' }, 1, now)).toBe(false);
+  expect(await store.runs.find('r1')).toMatchObject({ status: 'queued', state: '{"at":"start"}', credits_spent: 0 });
+  await store.runs.claim('r1', now);
+  expect(await store.runs.saveState('r1', () => ({ state: { at: 'one' }, spent: 1 }))).toBe(true);
+  expect(await store.runs.failInterrupted('interrupted', now)).toBe(1); // refunds the 2 unspent
+  expect(await balance()).toBe(9);
+  // The worker, unaware, reports progress, asks for more and ends the run: none of it lands.
+  expect(await store.runs.saveState('r1', () => ({ state: { at: 'two' }, spent: 2 }))).toBe(false);
+  expect(await store.runs.reserveMore('r1', 1)).toBe(false);
+  expect(await store.runs.finish('r1', 'succeeded', null, { at: 'end' }, 2, now)).toBe(false);
+  expect(await store.runs.find('r1')).toMatchObject({ status: 'failed', error: 'interrupted', state: '{"at":"one"}', credits_spent: 1, credits_reserved: 1 });
+  expect(await balance()).toBe(9); // refunded once, charged nothing more
+  const reopened = createSqliteStore(openDatabase(path.join(dir, 'g.db')), new StampClock());
+  expect(await reopened.runs.find('r1')).toMatchObject({ status: 'failed', state: '{"at":"one"}', credits_spent: 1 });
+  reopened.close();
   store.close();
 });
