@@ -1066,6 +1066,7 @@ export interface components {
             tools: number;
         };
         WorkspaceLimits: {
+            /** @description The most bytes (UTF-8 JSON) a document may have as stored, with the members the server adds (id, slug, status, `updated_at`, trigger ids, secret prefixes, defaults). A status change is not measured again. */
             document_bytes: number;
             agents: number;
             workflows: number;

@@ -169,6 +169,27 @@ export function materialiseAgent(
   };
 }
 
+/** How many characters of a webhook secret the document shows (its `secret_prefix`). */
+export const SECRET_PREFIX_LENGTH = 8;
+
+/** Every stamp formatStamp makes, and every id (a UUID), has this length: a placeholder stands in for its size. */
+export const STAMP_SIZED = '0000-00-00T00:00:00.000000Z';
+const ID_SIZED = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * The agent as it will be stored, with placeholders of the exact length for what the server has
+ * not assigned yet (its id, new triggers' ids, new secrets' prefixes, the stamp): its size is the
+ * stored document's, which is what the workspace's document_bytes limits.
+ */
+export function storedAgentShape(draft: AgentDraft, owned: { id?: string; slug: string; status: AgentStatus }): Agent {
+  const triggers = draft.triggers.map((t) => {
+    const id = t.id ?? ID_SIZED;
+    const rest = withoutId(t);
+    return orderTrigger(t.kind === 'webhook' ? ({ ...rest, id, secret_prefix: 'x'.repeat(SECRET_PREFIX_LENGTH) } as Trigger) : ({ ...rest, id } as Trigger));
+  });
+  return materialiseAgent(draft, { id: owned.id ?? ID_SIZED, slug: owned.slug, status: owned.status, updated_at: STAMP_SIZED, triggers });
+}
+
 /** A slug from a display name: lowercase ASCII letters and digits joined by single hyphens. */
 export function slugFromName(name: string, maxLength = 160): string {
   const slug = name

@@ -21,10 +21,14 @@ export interface References {
 
 const CATALOG_HINT = 'GET /api/build/catalog lists them';
 
+/** The problem of a document whose stored JSON is `bytes` long (UTF-8), or null within the limit. */
+export function sizeProblem(bytes: number, limit: number): Problem | null {
+  return bytes > limit ? { path: 'body', message: `the document as stored is ${bytes} bytes; the workspace limit is ${limit}` } : null;
+}
+
 function checkSize(bytes: number, limits: WorkspaceLimits, problems: Problem[]): void {
-  if (bytes > limits.document_bytes) {
-    problems.push({ path: 'body', message: `the document is ${bytes} bytes; the workspace limit is ${limits.document_bytes}` });
-  }
+  const problem = sizeProblem(bytes, limits.document_bytes);
+  if (problem) problems.push(problem);
 }
 
 function checkSchedule(path: string, cron: string | undefined, timezone: string | undefined, problems: Problem[]): void {
@@ -61,9 +65,10 @@ function checkTrigger(trigger: TriggerInput, path: string, refs: References, pro
   }
 }
 
-export function checkAgent(doc: AgentDraft, refs: References, documentBytes: number): Problem[] {
+/** `storedBytes`: the size of the document as it will be stored (storedAgentShape), ids and stamp included. */
+export function checkAgent(doc: AgentDraft, refs: References, storedBytes: number): Problem[] {
   const problems: Problem[] = [];
-  checkSize(documentBytes, refs.limits, problems);
+  checkSize(storedBytes, refs.limits, problems);
   if (!refs.models.has(doc.model)) problems.push({ path: 'body.model', message: `'${doc.model}' is not a model of the catalog; ${CATALOG_HINT}` });
   if (doc.max_steps > refs.limits.agent_steps) {
     problems.push({ path: 'body.max_steps', message: `must be <= ${refs.limits.agent_steps} (the workspace's agent_steps limit)` });
@@ -106,9 +111,10 @@ function checkReference(ref: TemplateRef, path: string, doc: WorkflowDraft, reac
   }
 }
 
-export function checkWorkflow(doc: WorkflowDraft, refs: References, documentBytes: number): Problem[] {
+/** `storedBytes`: the size of the document as it will be stored (with its stamp). */
+export function checkWorkflow(doc: WorkflowDraft, refs: References, storedBytes: number): Problem[] {
   const problems: Problem[] = [];
-  checkSize(documentBytes, refs.limits, problems);
+  checkSize(storedBytes, refs.limits, problems);
   if (doc.steps.length > refs.limits.workflow_steps) {
     problems.push({ path: 'body.steps', message: `has ${doc.steps.length} steps; the workspace limit is ${refs.limits.workflow_steps}` });
   }

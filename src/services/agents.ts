@@ -2,14 +2,14 @@
 // reads what it needs, lets the pure domain decide, and hands the store one compare-and-set write.
 import { randomUUID } from 'node:crypto';
 import { conflict, notFound } from '../errors';
-import { assignTriggerIds, materialiseAgent, normaliseAgent, slugFromName, storedTriggersOf, type StoredTrigger } from '../domain/agent';
+import { assignTriggerIds, materialiseAgent, normaliseAgent, slugFromName, storedAgentShape, storedTriggersOf, type StoredTrigger } from '../domain/agent';
 import { describeAgentChanges } from '../domain/changes';
-import { checkAgent } from '../domain/semantics';
+import { checkAgent, sizeProblem } from '../domain/semantics';
 import type { Agent, AgentCreate, AgentDraft, AgentReplace, AgentStatus, Trigger } from '../domain/types';
 import type { AgentRecord, SecretRow } from '../store';
 import { assertStampsMatch, staleConflict } from './concurrency';
 import type { Principal, ServiceContext } from './context';
-import { referencesFor, rejectProblems, serialised } from './references';
+import { jsonBytes, referencesFor, rejectProblems } from './references';
 import { mintSecretsForNewWebhooks, mintWebhookSecret, type WebhookSecret } from './webhooks';
 
 export interface AgentWrite {
@@ -29,27 +29,30 @@ export async function findAgent(ctx: ServiceContext, who: Principal, ref: string
   return record;
 }
 
+/** What the stored document will carry besides the request's members (its size depends on them). */
+type Owned = { id?: string; slug: string; status: Agent['status'] };
+
 /**
- * The one path validate, create and replace share: normalise, then every semantic rule and (for
- * writes) trigger identity against the stored triggers; all problems are reported in one 400.
+ * The one path validate, create and replace share: normalise, then every semantic rule (the size
+ * of the document as it will be stored among them) and (for writes) trigger identity against the
+ * stored triggers; all problems are reported in one 400.
  */
-async function prepare(ctx: ServiceContext, who: Principal, body: AgentDraft, stored: StoredTrigger[] | null) {
+async function prepare(ctx: ServiceContext, who: Principal, body: AgentDraft, stored: StoredTrigger[] | null, owned: Owned) {
   const { document: draft, changes } = normaliseAgent(body);
-  const { json, bytes } = serialised(draft);
-  const problems = checkAgent(draft, await referencesFor(ctx, who), bytes);
+  const problems = checkAgent(draft, await referencesFor(ctx, who), jsonBytes(storedAgentShape(draft, owned)));
   const identified = stored ? assignTriggerIds(draft.triggers, stored, randomUUID) : null;
   rejectProblems([...(identified?.problems ?? []), ...problems]);
-  return { draft, json, changes, triggers: identified?.triggers ?? [] };
+  return { draft, changes, triggers: identified?.triggers ?? [] };
 }
 
 /** The validation result, with the normalised document as JSON (`documentJson`) to send as is. */
 export async function validateAgent(ctx: ServiceContext, who: Principal, body: AgentDraft) {
-  const { json, changes } = await prepare(ctx, who, body, null);
-  return { valid: true as const, changes, documentJson: json };
+  const { draft, changes } = await prepare(ctx, who, body, null, { id: body.id, slug: body.slug ?? slugFromName(body.name), status: 'draft' });
+  return { valid: true as const, changes, documentJson: JSON.stringify(draft) };
 }
 
 export async function createAgent(ctx: ServiceContext, who: Principal, body: AgentCreate): Promise<AgentWrite> {
-  const prepared = await prepare(ctx, who, body, []);
+  const prepared = await prepare(ctx, who, body, [], { slug: body.slug ?? slugFromName(body.name), status: 'draft' });
   const { triggers, secrets } = mintSecretsForNewWebhooks(prepared.triggers, () => true, ctx.publicBaseUrl);
   const id = randomUUID();
   const doc = materialiseAgent(prepared.draft, {
@@ -63,10 +66,11 @@ export async function createAgent(ctx: ServiceContext, who: Principal, body: Age
     who.workspaceId,
     id,
     doc,
-    { deriveSlug: body.slug === undefined, limit: ctx.limits.agents },
+    { deriveSlug: body.slug === undefined, limit: ctx.limits.agents, maxBytes: ctx.limits.document_bytes },
     secretRows(secrets),
   );
   if (!outcome.ok) {
+    if (outcome.reason === 'too_large') rejectProblems([sizeProblem(outcome.bytes, ctx.limits.document_bytes)!]); // a derived slug's suffix tipped it over
     throw outcome.reason === 'slug_taken'
       ? conflict(`body.slug: '${doc.slug}' is taken in this workspace; choose another slug or omit it to derive one from name`)
       : conflict(`this workspace has reached its limit of ${ctx.limits.agents} agents`);
@@ -92,7 +96,7 @@ export async function replaceAgent(
     rejectProblems([{ path: 'body.slug', message: `'${body.slug}' differs from the stored slug '${current.slug}'; a slug cannot change after creation` }]);
   }
   const stored = storedTriggersOf(current.document);
-  const prepared = await prepare(ctx, who, body, stored);
+  const prepared = await prepare(ctx, who, body, stored, { id: current.id, slug: current.slug, status: current.document.status });
   const kept = new Set(prepared.triggers.map((t) => t.id));
   const dropped = current.document.triggers.filter((t) => t.kind === 'webhook' && !kept.has(t.id));
   if (dropped.length && !force) {

@@ -28,13 +28,9 @@ export async function referencesFor(ctx: ServiceContext, who: Principal, agentSl
   };
 }
 
-/**
- * A normalised document serialised once: its size counts against the workspace's document_bytes
- * limit (its JSON in UTF-8), and a validation's reply sends the same text.
- */
-export function serialised(doc: unknown): { json: string; bytes: number } {
-  const json = JSON.stringify(doc);
-  return { json, bytes: Buffer.byteLength(json) };
+/** The size of a document's JSON in UTF-8: what the workspace's document_bytes limits (of the stored shape). */
+export function jsonBytes(doc: unknown): number {
+  return Buffer.byteLength(JSON.stringify(doc));
 }
 
 /** One 400 that lists every problem found, each with its JSON path. */

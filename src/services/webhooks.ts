@@ -1,6 +1,7 @@
 // Webhook secrets: 32 random bytes, shown once inside the trigger's URL, stored only as a SHA-256
 // hash next to a short display prefix. Nothing here logs or returns a secret twice.
 import crypto from 'node:crypto';
+import { SECRET_PREFIX_LENGTH } from '../domain/agent';
 import type { Trigger } from '../domain/types';
 
 export interface WebhookSecret {
@@ -11,8 +12,6 @@ export interface WebhookSecret {
   url: string;
 }
 
-const PREFIX_LENGTH = 8;
-
 export function hashSecret(secret: string): string {
   return crypto.createHash('sha256').update(secret).digest('hex');
 }
@@ -22,7 +21,7 @@ export function mintWebhookSecret(triggerId: string, publicBaseUrl: string): Web
   return {
     triggerId,
     hash: hashSecret(secret),
-    prefix: secret.slice(0, PREFIX_LENGTH),
+    prefix: secret.slice(0, SECRET_PREFIX_LENGTH),
     url: `${publicBaseUrl}/hooks/${triggerId}/${secret}`,
   };
 }

@@ -4,11 +4,12 @@ import { conflict, notFound } from '../errors';
 import { describeWorkflowChanges } from '../domain/changes';
 import { checkWorkflow } from '../domain/semantics';
 import { checkWorkflowShape, materialiseWorkflow, normaliseWorkflow } from '../domain/workflow';
+import { STAMP_SIZED } from '../domain/agent';
 import type { Workflow, WorkflowDraft, WorkflowReplace } from '../domain/types';
 import type { WorkflowRecord } from '../store';
 import { assertStampsMatch, staleConflict } from './concurrency';
 import type { Principal, ServiceContext } from './context';
-import { referencesFor, rejectProblems, serialised } from './references';
+import { jsonBytes, referencesFor, rejectProblems } from './references';
 
 export interface WorkflowWrite {
   record: WorkflowRecord;
@@ -30,9 +31,10 @@ async function prepare(ctx: ServiceContext, who: Principal, body: WorkflowDraft)
   rejectProblems(checkWorkflowShape(body));
   const normalised = normaliseWorkflow(body);
   const agentSlugs = normalised.document.steps.flatMap((step) => (step.kind === 'agent' ? [step.agent] : []));
-  const { json, bytes } = serialised(normalised.document);
+  // Measured as stored: defaults filled and the stamp added.
+  const bytes = jsonBytes(materialiseWorkflow(normalised.document, STAMP_SIZED));
   rejectProblems(checkWorkflow(normalised.document, await referencesFor(ctx, who, agentSlugs), bytes));
-  return { ...normalised, json };
+  return { ...normalised, json: JSON.stringify(normalised.document) };
 }
 
 /** The validation result, with the normalised document as JSON (`documentJson`) to send as is. */

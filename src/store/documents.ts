@@ -65,7 +65,17 @@ class StoredVersion<T> implements DocumentRecord<T> {
 
 export type CreateOutcome<T> =
   | { ok: true; record: DocumentRecord<T> }
-  | { ok: false; reason: 'slug_taken' | 'limit_reached' };
+  | { ok: false; reason: 'slug_taken' | 'limit_reached' }
+  | { ok: false; reason: 'too_large'; bytes: number };
+
+export interface CreateOptions {
+  /** With it, `doc.slug` is a base made unique (`base-2`, ...). */
+  deriveSlug: boolean;
+  /** The workspace's most documents of this kind. */
+  limit: number;
+  /** The most bytes the stored JSON may have (the workspace's document_bytes), if checked here. */
+  maxBytes?: number;
+}
 
 export type ReplaceOutcome<T> = { ok: true; record: DocumentRecord<T> } | { ok: false; current: DocumentRecord<T> | null };
 
@@ -149,7 +159,8 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
   };
 
   // createTx and replaceTx are the writes' work: each runs in its own savepoint (commit.run), whole or not at all.
-  const createTx = (workspaceId: string, id: string, doc: T, deriveSlug: boolean, limit: number, extra: W | undefined): CreateOutcome<T> => {
+  const createTx = (workspaceId: string, id: string, doc: T, opts: CreateOptions, extra: W | undefined): CreateOutcome<T> => {
+    const { deriveSlug, limit } = opts;
     if ((count.get(workspaceId) as number) >= limit) return { ok: false, reason: 'limit_reached' };
     const wanted = doc.slug as string;
     const taken = (slug: string) => slugTaken.get(workspaceId, slug) !== undefined;
@@ -158,6 +169,9 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     else if (taken(wanted)) return { ok: false, reason: 'slug_taken' };
     const stampMicros = clock.next();
     const { doc: final, json } = stamped(doc, stampMicros, slug);
+    // The caller measured the document with the slug it asked for; a derived slug's suffix may add a few bytes.
+    const bytes = Buffer.byteLength(json);
+    if (opts.maxBytes !== undefined && bytes > opts.maxBytes) return { ok: false, reason: 'too_large', bytes };
     insert.run({ id, workspace_id: workspaceId, slug, stamp_us: stampMicros, document: json, created_at: new Date().toISOString(), ...columnValues(final) });
     lists.drop(workspaceId);
     spec.afterWrite?.(id, final, extra);
@@ -188,8 +202,8 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     /** The workspace's list (see ListCache: built by SQLite, held until one of its documents is written). */
     list: (workspaceId: string): ListVersion<L> => lists.get(workspaceId, () => listOf.get(workspaceId) as string),
     /** Inserts a new document (version 1). With deriveSlug, `doc.slug` is a base to make unique. */
-    create: (workspaceId: string, id: string, doc: T, opts: { deriveSlug: boolean; limit: number }, extra?: W): Promise<CreateOutcome<T>> =>
-      commit.run(() => createTx(workspaceId, id, doc, opts.deriveSlug, opts.limit, extra)),
+    create: (workspaceId: string, id: string, doc: T, opts: CreateOptions, extra?: W): Promise<CreateOutcome<T>> =>
+      commit.run(() => createTx(workspaceId, id, doc, opts, extra)),
     /** Writes `doc` if the stored stamp is still `expectedStampMicros`; otherwise returns what is stored. */
     replace: (workspaceId: string, id: string, expectedStampMicros: number, doc: T, extra?: W): Promise<ReplaceOutcome<T>> =>
       commit.run(() => replaceTx(workspaceId, id, expectedStampMicros, doc, extra)),

@@ -2,14 +2,14 @@
 // (Promise-returning) although better-sqlite3 is synchronous, so that another database can sit
 // behind it later without touching callers. The store knows nothing about HTTP.
 import { openDatabase, walSync, type Db, type WalSync } from './db';
-import { createDocumentTable, type CreateOutcome, type DocumentRecord, type ReplaceOutcome } from './documents';
+import { createDocumentTable, type CreateOptions, type CreateOutcome, type DocumentRecord, type ReplaceOutcome } from './documents';
 import type { ListVersion } from './list-cache';
 import { StampClock } from '../domain/stamps';
 import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../domain/types';
 import { kvRepository, runRepository, type KvRepository, type RunRepository } from './runs';
 import { createGroupCommit, type GroupCommit } from './group-commit';
 
-export type { CreateOutcome, DocumentRecord, ReplaceOutcome, Serialized } from './documents';
+export type { CreateOptions, CreateOutcome, DocumentRecord, ReplaceOutcome, Serialized } from './documents';
 export type { ListVersion } from './list-cache';
 export type { KvRepository, RunRepository, RunRow, RunStatus, RunKind, NewRun } from './runs';
 export type AgentRecord = DocumentRecord<Agent>;
@@ -24,7 +24,7 @@ export interface AgentRepository {
   /** `ref` is an id (UUID) or a slug. Null when the workspace has no such agent. */
   find(workspaceId: string, ref: string): Promise<AgentRecord | null>;
   /** `secrets`: the hashes of webhook secrets minted for this write, stored in the same transaction. */
-  create(workspaceId: string, id: string, doc: Agent, opts: { deriveSlug: boolean; limit: number }, secrets: SecretRow[]): Promise<CreateOutcome<Agent>>;
+  create(workspaceId: string, id: string, doc: Agent, opts: CreateOptions, secrets: SecretRow[]): Promise<CreateOutcome<Agent>>;
   replace(workspaceId: string, id: string, expectedStampMicros: number, doc: Agent, secrets: SecretRow[]): Promise<ReplaceOutcome<Agent>>;
 }
 
@@ -39,7 +39,7 @@ export interface WorkflowRepository {
   /** The list items of the workspace, ordered by slug, as JSON built by SQLite (sent as is). */
   list(workspaceId: string): Promise<ListVersion<WorkflowListItem[]>>;
   find(workspaceId: string, ref: string): Promise<WorkflowRecord | null>;
-  create(workspaceId: string, id: string, doc: Workflow, opts: { limit: number }): Promise<CreateOutcome<Workflow>>;
+  create(workspaceId: string, id: string, doc: Workflow, opts: { limit: number; maxBytes?: number }): Promise<CreateOutcome<Workflow>>;
   replace(workspaceId: string, id: string, expectedStampMicros: number, doc: Workflow): Promise<ReplaceOutcome<Workflow>>;
   remove(workspaceId: string, id: string): Promise<boolean>;
 }
@@ -138,7 +138,7 @@ function workflowRepository(db: Db, commit: GroupCommit, clock: StampClock): Wor
   return {
     list: async (workspaceId) => table.list(workspaceId),
     find: async (workspaceId, ref) => table.find(workspaceId, ref),
-    create: (workspaceId, id, doc, opts) => table.create(workspaceId, id, doc, { deriveSlug: false, limit: opts.limit }),
+    create: (workspaceId, id, doc, opts) => table.create(workspaceId, id, doc, { ...opts, deriveSlug: false }),
     replace: (workspaceId, id, expected, doc) => table.replace(workspaceId, id, expected, doc),
     remove: (workspaceId, id) => table.remove(workspaceId, id),
   };

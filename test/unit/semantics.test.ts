@@ -77,7 +77,7 @@ describe('agent rules', () => {
     const small = { ...refs, limits: { ...refs.limits, triggers_per_agent: 1, document_bytes: 50 } };
     const hooks = [{ kind: 'webhook' as const, name: 'A' }, { kind: 'webhook' as const, name: 'B' }];
     expect(agentProblems({ triggers: hooks }, small, 51)).toEqual([
-      'body: the document is 51 bytes; the workspace limit is 50',
+      'body: the document as stored is 51 bytes; the workspace limit is 50',
       'body.triggers: has 2 triggers; the workspace limit is 1',
     ]);
   });
