@@ -295,6 +295,10 @@ export interface paths {
          *     the number of steps is reserved on acceptance and what skipped steps did not use is returned.
          *     A balance below the number of steps is 409 with the `run_id` of the recorded refusal; a
          *     disabled workflow is 409 with `run_id` null.
+         *
+         *     Agent steps run the agents as they are stored when the run is accepted (later writes to
+         *     them do not change the run). An agent step naming an archived agent is 409 with `run_id`
+         *     null, and the error names the step.
          */
         post: operations["testWorkflow"];
         delete?: never;

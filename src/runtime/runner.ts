@@ -37,6 +37,8 @@ export interface QueuedRun {
   workspaceId: string;
   /** The agent or workflow that runs. Shared with the store's row cache: never mutated. */
   snapshot: unknown;
+  /** A workflow run's agents (by slug) as stored when it was accepted; absent for runs without agent steps. */
+  stepAgents?: Record<string, Agent>;
   request: unknown;
   state: unknown;
   creditsReserved: number;
@@ -57,6 +59,7 @@ const fromRow = (row: RunRow): QueuedRun => ({
   kind: row.kind,
   workspaceId: row.workspace_id,
   snapshot: parsedOrUndefined(row.snapshot),
+  ...(row.step_agents !== null && { stepAgents: parsedOrUndefined(row.step_agents) as Record<string, Agent> | undefined }),
   request: parsedOrUndefined(row.request),
   state: JSON.parse(row.state) as unknown,
   creditsReserved: row.credits_reserved,
@@ -162,10 +165,11 @@ export function createRunner(opts: RunnerOptions): Runner {
     const workflow = run.snapshot as Workflow;
     const { input } = run.request as { input: Record<string, unknown> };
     const runAgentStep = async (slug: string, prompt: string): Promise<StepOutcome> => {
-      const record = await store.agents.find(run.workspaceId, slug);
-      if (!record) return { ok: false, error: `agent '${slug}' not found in this workspace` };
+      // The agent as it was stored when the run was accepted (checked then: it exists and is not archived).
+      const agent = run.stepAgents && Object.hasOwn(run.stepAgents, slug) ? run.stepAgents[slug] : undefined;
+      if (!agent) return { ok: false, error: `agent '${slug}' was not recorded when the run was accepted` };
       // The workflow step is the unit of cost: the agent's own model steps are not charged again.
-      const outcome = await runAgent(record.document, prompt, {
+      const outcome = await runAgent(agent, prompt, {
         models: opts.models,
         tools: toolContext(run.workspaceId),
         chargeStep: async () => true,

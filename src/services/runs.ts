@@ -2,7 +2,7 @@
 // read), and their projections. A run is visible only to the user who started it, in its workspace.
 import type { components } from '../../generated/api';
 import { resolveInput } from '../domain/workflow';
-import type { Agent } from '../domain/types';
+import type { Agent, Workflow } from '../domain/types';
 import { ApiError, notFound } from '../errors';
 import { uuidV7 } from '../ids';
 import type { DocumentRecord, NewRun, RunRow } from '../store';
@@ -24,15 +24,19 @@ export const WORKFLOW_RUN_WARNING =
 
 const refused = (error: string, runId: string | null) => new ApiError(409, error, { run_id: runId });
 
-/** A run to accept; `snapshot` is the stored version of the document that runs. */
-type RunToAccept = Omit<NewRun, 'initialCredits' | 'id' | 'source' | 'snapshotJson'> & { snapshot: Pick<DocumentRecord<unknown>, 'json' | 'document'> };
+/** A run to accept; `snapshot` is the stored version of the document that runs, `stepAgents` a workflow's agents as stored now. */
+type RunToAccept = Omit<NewRun, 'initialCredits' | 'id' | 'source' | 'snapshotJson' | 'stepAgentsJson'> & {
+  snapshot: Pick<DocumentRecord<unknown>, 'json' | 'document'>;
+  stepAgents?: Record<string, Agent>;
+};
 
 async function accept(ctx: ServiceContext, run: RunToAccept): Promise<Accepted> {
   const id = uuidV7(); // time-ordered: a new run's key is appended to the runs' index, not put on a random page of it
-  const { snapshot, ...row } = run;
+  const { snapshot, stepAgents, ...row } = run;
+  const stepAgentsJson = stepAgents && JSON.stringify(stepAgents);
   const refusal = (balance: number) => `insufficient credits: the run needs at least ${run.minimumCost}, the workspace has ${balance}`;
   const outcome = await ctx.store.runs
-    .accept({ ...row, id, source: 'test', snapshotJson: snapshot.json, initialCredits: ctx.defaultCredits }, refusal)
+    .accept({ ...row, id, source: 'test', snapshotJson: snapshot.json, stepAgentsJson, initialCredits: ctx.defaultCredits }, refusal)
     .catch((err: unknown) => {
       // It may have committed without reaching the disk (a failed fsync): the workers look in the table.
       ctx.notifyRunQueued();
@@ -44,6 +48,7 @@ async function accept(ctx: ServiceContext, run: RunToAccept): Promise<Accepted> 
     kind: run.kind,
     workspaceId: run.workspaceId,
     snapshot: snapshot.document,
+    ...(stepAgents && { stepAgents }),
     request: run.request,
     state: run.state,
     creditsReserved: run.minimumCost,
@@ -79,6 +84,7 @@ export async function testWorkflow(ctx: ServiceContext, who: Principal, ref: str
   if (!workflow.document.enabled) {
     throw refused(`workflow '${workflow.slug}' is disabled; set enabled to true to test it`, null);
   }
+  const stepAgents = await agentsOfSteps(ctx, who, workflow.document);
   return accept(ctx, {
     kind: 'workflow',
     workspaceId: who.workspaceId,
@@ -88,8 +94,28 @@ export async function testWorkflow(ctx: ServiceContext, who: Principal, ref: str
     request: { input: resolved.input },
     snapshot: workflow,
     state: initialWorkflowState(workflow.document),
+    stepAgents,
     minimumCost: workflow.document.steps.length,
   });
+}
+
+/**
+ * The agents a workflow's agent steps run, as stored now: the run executes these versions, whatever
+ * is written later. An archived agent (or one gone) refuses the run, naming the step.
+ */
+async function agentsOfSteps(ctx: ServiceContext, who: Principal, workflow: Workflow): Promise<Record<string, Agent> | undefined> {
+  const agents: Record<string, Agent> = {};
+  for (const [i, step] of workflow.steps.entries()) {
+    if (step.kind !== 'agent' || Object.hasOwn(agents, step.agent)) continue;
+    const record = await ctx.store.agents.find(who.workspaceId, step.agent);
+    const at = `steps[${i}] ('${step.id}')`;
+    if (!record) throw refused(`${at}: agent '${step.agent}' is not an agent of this workspace`, null);
+    if (record.document.status === 'archived') {
+      throw refused(`${at}: agent '${step.agent}' is archived; set its status to draft or active, or change the step, to run this workflow`, null);
+    }
+    agents[step.agent] = record.document;
+  }
+  return Object.keys(agents).length ? agents : undefined;
 }
 
 async function findRun(ctx: ServiceContext, who: Principal, runId: string, kind: RunRow['kind']): Promise<RunRow> {

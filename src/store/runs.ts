@@ -19,6 +19,8 @@ export interface RunRow {
   source: string;
   request: string;
   snapshot: string | null;
+  /** A workflow run's agents (slug → document, JSON) as stored when it was accepted; null without agent steps. */
+  step_agents: string | null;
   state: string;
   credits_reserved: number;
   credits_spent: number;
@@ -39,6 +41,8 @@ export interface NewRun {
   request: unknown;
   /** The document that runs, as stored (its JSON, not re-serialised). */
   snapshotJson: string;
+  /** A workflow run's agents as stored at acceptance (JSON of slug → document), for its agent steps. */
+  stepAgentsJson?: string;
   /** An agent run's agent, as the run's projection names it (without it, polls read the table). */
   agent?: { slug: string; name: string };
   state: unknown;
@@ -52,7 +56,7 @@ export type AcceptOutcome = { status: 'queued' } | { status: 'refused'; balance:
 
 export interface RunRepository {
   accept(run: NewRun, refusal: (balance: number) => string): Promise<AcceptOutcome>;
-  /** The run as its projection needs it: `snapshot` holds only an agent run's agent `slug` and `name` (null for workflow runs). */
+  /** The run as its projection needs it: `snapshot` holds only an agent run's agent `slug` and `name` (null for workflow runs), `step_agents` is null. */
   find(id: string): Promise<RunRow | null>;
   /** Moves the oldest queued run to running and returns it. */
   claimNext(now: string): Promise<RunRow | null>;
@@ -93,8 +97,8 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   const credit = db.prepare('UPDATE workspaces SET credits = credits + @amount WHERE id = @workspace');
   const balance = db.prepare('SELECT credits FROM workspaces WHERE id = ?').pluck();
   const insert = db.prepare(
-    `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, request, snapshot, state, credits_reserved, error, accepted_at, finished_at)
-     VALUES (@id, @kind, @workspace_id, @started_by, @target_id, @target_version, @status, @source, @request, @snapshot, @state, @credits_reserved, @error, @accepted_at, @finished_at)`,
+    `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, request, snapshot, step_agents, state, credits_reserved, error, accepted_at, finished_at)
+     VALUES (@id, @kind, @workspace_id, @started_by, @target_id, @target_version, @status, @source, @request, @snapshot, @step_agents, @state, @credits_reserved, @error, @accepted_at, @finished_at)`,
   );
   const byId = db.prepare('SELECT * FROM runs WHERE id = ?');
   // What a run's credit writes need of it (not its snapshot, the whole document).
@@ -106,7 +110,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     `SELECT id, kind, workspace_id, started_by, target_id, target_version, status, source, request,
        CASE WHEN kind = 'agent' AND json_valid(snapshot) THEN CASE WHEN json_type(snapshot) = 'object'
          THEN json_object('slug', json_extract(snapshot, '$.slug'), 'name', json_extract(snapshot, '$.name')) END END AS snapshot,
-       state, credits_reserved, credits_spent, error, accepted_at, started_at, finished_at
+       NULL AS step_agents, state, credits_reserved, credits_spent, error, accepted_at, started_at, finished_at
      FROM runs WHERE id = ?`,
   );
   const nextQueued = db.prepare(NEXT_QUEUED_SQL).pluck();
@@ -153,6 +157,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       source: run.source,
       request: JSON.stringify(run.request),
       snapshot: run.snapshotJson,
+      step_agents: run.stepAgentsJson ?? null,
       state: JSON.stringify(run.state),
       accepted_at: now,
     };
@@ -164,7 +169,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     // An agent run is kept only when its accept names the agent (as the projection query would).
     if (run.kind === 'workflow' || run.agent) {
       const snapshot = run.agent ? JSON.stringify({ slug: run.agent.slug, name: run.agent.name }) : null;
-      keep({ ...row, ...outcome, snapshot, credits_spent: 0, started_at: null });
+      keep({ ...row, ...outcome, snapshot, step_agents: null, credits_spent: 0, started_at: null });
     }
     return left === null ? { status: 'queued' } : { status: 'refused', balance: left };
   };

@@ -97,6 +97,45 @@ test('an agent step runs the named agent with its rendered prompt', async () => 
   expect(run.output).toBe('Summarise billing');
 });
 
+test('an agent step runs the agent as stored when the run was accepted, whatever is written to it during the run', async () => {
+  const created = await t.client().PUT('/api/build/agents', {
+    body: { ...minimalAgent('Versioned'), slug: 'versioned', max_steps: 3, tools: { apps: ['kv'], connections: 'all', disabled_tools: [], approval: 'destructive' } },
+  });
+  const agent = created.data!.data.document;
+  const slug = await workflow({
+    steps: [
+      { id: 'wait', kind: 'tool', tool: 'core.sleep', args: { ms: 1500 } },
+      { id: 'store', kind: 'agent', agent: 'versioned', prompt: '/call kv.set {"key":"snapshot-proof","value":1}', after: ['wait'] },
+    ],
+  });
+  const started = await startRun(slug);
+  expect(started.response.status).toBe(202);
+  // While the first step sleeps: the agent loses the kv app, then is archived.
+  const replaced = await t.client().PUT('/api/build/agents/{ref}', {
+    params: { path: { ref: 'versioned' }, header: { 'If-Match': `"${agent.updated_at}"` } },
+    body: { ...agent, tools: { ...agent.tools, apps: [] } },
+  });
+  expect(replaced.response.status).toBe(200);
+  const archived = await t.client().POST('/api/build/agents/{ref}/status', {
+    params: { path: { ref: 'versioned' }, header: { 'If-Match': `"${replaced.data!.data.document.updated_at}"` } },
+    body: { status: 'archived' },
+  });
+  expect(archived.response.status).toBe(200);
+  const run = await waitForWorkflowRun(t, started.data!.data.run_id);
+  expect(run.status).toBe('succeeded');
+  expect(await t.service.store.kv.get('ws-1', 'snapshot-proof')).toBe(1); // the accepted version had kv
+
+  // Archived now: a new run is refused at acceptance, naming the step; nothing is queued or charged.
+  const before = await t.service.store.workspaces.credits('ws-1', 0);
+  const refused = await startRun(slug);
+  expect(refused.response.status).toBe(409);
+  expect(refused.error).toEqual({
+    error: "steps[1] ('store'): agent 'versioned' is archived; set its status to draft or active, or change the step, to run this workflow",
+    run_id: null,
+  });
+  expect(await t.service.store.workspaces.credits('ws-1', 0)).toBe(before);
+}, 15_000);
+
 test('invalid arguments after rendering fail the step with the argument path', async () => {
   const slug = await workflow({ inputs: { ms: {} }, steps: [{ id: 'nap', kind: 'tool', tool: 'core.sleep', args: { ms: '{{inputs.ms}}' } }] });
   const run = await waitForWorkflowRun(t, (await startRun(slug, { ms: 'soon' })).data!.data.run_id);
