@@ -5,6 +5,7 @@ import { loadConfig, ConfigError, type Config } from './config';
 import { createLogger } from './log';
 import { createService } from './service';
 import { createHttpServer } from './http/server';
+import { AlreadyServingError } from './store/serve-lock';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -50,9 +51,14 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
   return server;
 }
 
+/** A start-up refusal the operator can act on: one line on stderr, exit 1. Anything else is thrown on. */
 export function exitOnConfigError(err: unknown): never {
   if (err instanceof ConfigError) {
     process.stderr.write(`build-api: configuration error: ${err.message}\n`);
+    process.exit(1);
+  }
+  if (err instanceof AlreadyServingError) {
+    process.stderr.write(`build-api: ${err.message}\n`);
     process.exit(1);
   }
   throw err;

@@ -10,6 +10,7 @@ import type { Logger } from './log';
 import { createModelRegistry } from './runtime/models';
 import { createRunner, type Runner } from './runtime/runner';
 import { openSqliteStore, type Store } from './store';
+import { acquireServeLock, type ServeLock } from './store/serve-lock';
 
 export interface Service {
   app: express.Express;
@@ -30,6 +31,17 @@ export function localIssuerFor(config: Config): LocalIssuer {
 }
 
 export async function createService(config: Config, logger: Logger, opts: { validateResponses?: boolean } = {}): Promise<Service> {
+  // Before anything reads the file: a second server on it would fail the first one's live runs.
+  const lock = acquireServeLock(config.databasePath);
+  try {
+    return await assemble(config, logger, opts, lock);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+async function assemble(config: Config, logger: Logger, opts: { validateResponses?: boolean }, lock: ServeLock): Promise<Service> {
   const store = openSqliteStore(config.databasePath);
   const localIssuer = config.auth.issuer ? null : localIssuerFor(config);
   const issuer = config.auth.issuer ?? (localIssuer as LocalIssuer).issuer;
@@ -78,6 +90,7 @@ export async function createService(config: Config, logger: Logger, opts: { vali
     close: async (graceMs = 5000) => {
       await runner.stop(graceMs);
       store.close();
+      lock.release();
     },
   };
 }

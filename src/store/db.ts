@@ -10,13 +10,14 @@ export type Db = Database.Database;
 export function openDatabase(file: string): Db {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
   const db = new Database(file);
+  // First, so that every statement below waits for another process's write lock rather than failing.
+  db.pragma('busy_timeout = 5000');
   // WAL: readers never block the writer. synchronous=FULL: a commit is on disk (fsync of the WAL)
   // before it returns, so an acknowledged write survives a power loss. (The service's store hands
   // that fsync to the thread pool instead: see walSync.)
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
-  db.pragma('busy_timeout = 5000');
   migrate(db);
   return db;
 }
@@ -52,30 +53,31 @@ export function walSync(db: Db): WalSync | null {
   };
 }
 
+/**
+ * Applies the migrations not applied yet, all in one IMMEDIATE transaction: the write lock is taken
+ * before the applied versions are read, so two processes starting on a fresh file cannot both apply
+ * one (the second waits, then finds them applied). Returns the versions this call applied.
+ */
 export function migrate(db: Db, dir: string = migrationsDir): number[] {
-  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`);
-  const done = new Set(
-    db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[],
-  );
   const files = fs
     .readdirSync(dir)
     .filter((f) => /^\d+_[a-z0-9_]+\.sql$/.test(f))
     .sort();
-  const applied: number[] = [];
-  for (const file of files) {
-    const version = Number(file.split('_', 1)[0]);
-    if (done.has(version)) continue;
-    const sql = fs.readFileSync(path.join(dir, file), 'utf8');
-    db.transaction(() => {
-      db.exec(sql);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
-        version,
-        file,
-        new Date().toISOString(),
-      );
-    }).immediate();
-    applied.push(version);
-  }
-  return applied;
+  return db
+    .transaction(() => {
+      db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`);
+      const done = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
+      const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+      const applied: number[] = [];
+      for (const file of files) {
+        const version = Number(file.split('_', 1)[0]);
+        if (done.has(version)) continue;
+        db.exec(fs.readFileSync(path.join(dir, file), 'utf8'));
+        record.run(version, file, new Date().toISOString());
+        applied.push(version);
+      }
+      return applied;
+    })
+    .immediate();
 }
