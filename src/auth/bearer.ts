@@ -58,7 +58,7 @@ function grants(claim: unknown): readonly unknown[] {
 }
 
 /** Build authorization, wherever the issuer puts granted scopes: `scope`, `scp` or `permissions`. */
-export function hasBuildScope(payload: Record<string, unknown>): boolean {
+function hasBuildScope(payload: Record<string, unknown>): boolean {
   return [payload.scope, payload.scp, payload.permissions].some((claim) => grants(claim).includes(BUILD_SCOPE));
 }
 
