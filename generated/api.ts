@@ -322,7 +322,9 @@ export interface paths {
         };
         /**
          * Read agent run
-         * @description The projection of an agent test run. Only the user who started the run can read it. Status
+         * @description The projection of an agent run. Visibility: a test run (`source: test`) is readable only by
+         *     the user who started it; a run a trigger or schedule started (`webhook`, `schedule`, `poll`)
+         *     by every member of its workspace with Build authorization; anyone else gets 404. Status
          *     values: `queued`, `running`, `succeeded`, `failed`, `refused`.
          */
         get: operations["getAgentRun"];
@@ -349,8 +351,10 @@ export interface paths {
         };
         /**
          * Read workflow run
-         * @description The projection of a workflow test run. Only the user who started the run can read it. Status
-         *     values: `queued`, `running`, `succeeded`, `failed`, `refused`.
+         * @description The projection of a workflow run. Visibility: a test run (`source: test`) is readable only by
+         *     the user who started it; a run its schedule started (`schedule`) by every member of its
+         *     workspace with Build authorization; anyone else gets 404. Status values: `queued`, `running`,
+         *     `succeeded`, `failed`, `refused`.
          */
         get: operations["getWorkflowRun"];
         put?: never;
@@ -421,6 +425,65 @@ export interface paths {
         get: operations["listConnections"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/hooks/{triggerId}/{secret}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook trigger's id, as in the URL the write or rotation returned.
+                 * @example 7d9f0a3b-2c4e-4f6a-8b1c-3d5e7f9a1b2c
+                 */
+                triggerId: components["parameters"]["TriggerId"];
+                /**
+                 * @description The webhook secret, as in the URL the write or rotation returned.
+                 * @example whk_5mZ0s3QbZ8nV2c1XyP4kLwq9RtU6eA7dHfJgKoMiNbE
+                 */
+                secret: components["parameters"]["WebhookSecret"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Deliver webhook (PUT)
+         * @description The same as `POST`, for senders that deliver with `PUT`.
+         */
+        put: operations["deliverWebhookPut"];
+        /**
+         * Deliver webhook
+         * @description Starts a run of the trigger's agent with the delivery as its input and answers 202 as soon
+         *     as the run is durably queued (it never waits for the run). No bearer token: the secret in the
+         *     URL is the credential, checked against its stored SHA-256 in constant time.
+         *
+         *     - Unknown trigger or wrong secret: 404, the same body and timing for both. A trigger a replace
+         *       dropped, or a secret a rotation replaced: 410 (disable the endpoint).
+         *     - Only an `active` agent and an `enabled` trigger fire: otherwise 409 naming why.
+         *     - Body: any content type, at most 64 KiB (413, checked before anything else). JSON is passed
+         *       to the run parsed, `application/x-www-form-urlencoded` as an object, anything else as text;
+         *       the run's input also carries the query string and the headers `content-type`,
+         *       `user-agent` and `webhook-id`.
+         *     - A trigger with `signing: standard-webhooks` needs a valid Standard Webhooks signature:
+         *       `webhook-id`, `webhook-timestamp` (within 5 minutes of the server's clock) and
+         *       `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>` keyed with the trigger's
+         *       `whsec_` signing secret; several space-separated signatures are accepted, for rotation).
+         *       Otherwise 401.
+         *     - Repeats: a delivery with the `webhook-id` (or `Idempotency-Key`) of one the trigger received in
+         *       the last 24 hours answers that delivery's reply and starts nothing.
+         *     - Rate: at most `WEBHOOK_RATE_LIMIT` deliveries per trigger per minute (default 60); beyond,
+         *       429 with `Retry-After`.
+         *     - Credits: the run spends the workspace's credits like any agent run; a balance below 1 is
+         *       409 with the `run_id` of the recorded refusal.
+         *
+         *     The run's `source` is `webhook`, it names the trigger, and every member of the workspace with
+         *     Build authorization can read it (`GET /api/build/runs/{runId}`).
+         */
+        post: operations["deliverWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -535,6 +598,7 @@ export interface components {
             enabled?: boolean;
             /** @description Read-only; ignored in requests. */
             secret_prefix?: string | null;
+            signing?: components["schemas"]["WebhookSigning"];
         };
         PollTriggerInput: {
             /**
@@ -582,6 +646,7 @@ export interface components {
             enabled: boolean;
             /** @description The first characters of the webhook secret, for display. The secret itself is never returned after its one showing. */
             secret_prefix: string | null;
+            signing: components["schemas"]["WebhookSigning"];
         };
         PollTrigger: {
             /**
@@ -738,11 +803,20 @@ export interface components {
             status: components["schemas"]["AgentStatus"];
             updated_at: components["schemas"]["Stamp"];
         };
+        /**
+         * @description `standard-webhooks`: deliveries must carry a Standard Webhooks signature made with the
+         *     trigger's `whsec_` signing secret (shown once, with the URL, when the trigger is created or
+         *     switched to signing, and when it is rotated). Defaults to `none` (the URL's secret alone).
+         * @enum {string}
+         */
+        WebhookSigning: "none" | "standard-webhooks";
         WebhookUrl: {
             /** Format: uuid */
             trigger_id: string;
             /** @description `<base>/hooks/<trigger_id>/<secret>`. One-time: shown in this response only. */
             url: string;
+            /** @description Present for a trigger with `signing: standard-webhooks` when this write minted its `whsec_` signing secret. One-time, like the URL. */
+            signing_secret?: string;
         };
         AgentWriteResult: {
             document: components["schemas"]["Agent"];
@@ -775,6 +849,8 @@ export interface components {
             secret_prefix: string;
             /** @description The new one-time URL, shown in this response only. */
             url: string;
+            /** @description For a trigger with `signing: standard-webhooks`: its new `whsec_` signing secret (the old one stops verifying at once). One-time. */
+            signing_secret?: string;
         };
         WorkflowInput: {
             description?: string;
@@ -936,6 +1012,12 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /**
+         * @description What started the run: `test` (a test call; only its starter can read it), `webhook`,
+         *     `schedule` or `poll` (a trigger or schedule; every member of the workspace with Build
+         *     authorization can read it).
+         */
+        RunSource: string;
         /** @description `queued`, `running`, `succeeded`, `failed` or `refused`. */
         RunStatus: string;
         AgentTestAccepted: {
@@ -993,6 +1075,9 @@ export interface components {
                 name: string;
             } | null;
             status: components["schemas"]["RunStatus"];
+            source: components["schemas"]["RunSource"];
+            /** @description The trigger that started the run (webhook or poll), or null. */
+            trigger_id: string | null;
             /** @description The agent version that ran. */
             version: number | null;
             /** @description Model steps taken. */
@@ -1034,8 +1119,9 @@ export interface components {
             workflow_id: string;
             workflow_version_id: string | null;
             status: components["schemas"]["RunStatus"];
-            /** @description What started the run (`test` for test runs). */
-            source: string | null;
+            source: components["schemas"]["RunSource"];
+            /** @description The trigger that started the run, or null (workflows start from tests and their schedule). */
+            trigger_id: string | null;
             current_step: string | null;
             /** @description Per-step results keyed by step id. */
             step_results: {
@@ -1130,6 +1216,15 @@ export interface components {
         AgentTestAcceptedResponse: {
             data: components["schemas"]["AgentTestAccepted"];
         };
+        WebhookAcceptedResponse: {
+            data: {
+                /** Format: uuid */
+                run_id: string;
+                status: components["schemas"]["RunStatus"];
+            };
+        };
+        /** @description Any JSON value. */
+        AnyJson: unknown;
         RotateWebhookResponse: {
             data: components["schemas"]["RotateWebhookResult"];
         };
@@ -1170,6 +1265,65 @@ export interface components {
         };
     };
     responses: {
+        /** @description The run was durably queued (or, for a repeated delivery id, the reply to the first delivery). */
+        WebhookAccepted: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["WebhookAcceptedResponse"];
+            };
+        };
+        /** @description The trigger requires a Standard Webhooks signature and the delivery's is missing, stale or wrong. */
+        WebhookSignatureInvalid: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No webhook trigger with this id and secret (the same reply whichever is wrong). */
+        WebhookNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The trigger was dropped by a replace, or this secret was replaced by a rotation. Disable the endpoint. */
+        WebhookGone: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The agent is not `active` or the trigger is disabled (`run_id` null), or the workspace's credits are short (`run_id` names the recorded refusal). */
+        WebhookRefused: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RunRefused"];
+            };
+        };
+        /** @description The trigger received more deliveries this minute than its rate limit allows. */
+        TooManyRequests: {
+            headers: {
+                /**
+                 * @description Seconds until the next delivery is accepted.
+                 * @example 12
+                 */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description Malformed JSON, a document that fails validation, a member that contradicts the URL or the stored document, or a path parameter of the wrong form. `error` names the JSON path and the rule. */
         BadRequest: {
             headers: {
@@ -1327,12 +1481,53 @@ export interface components {
          */
         IfMatch: string;
         /**
+         * @description The webhook trigger's id, as in the URL the write or rotation returned.
+         * @example 7d9f0a3b-2c4e-4f6a-8b1c-3d5e7f9a1b2c
+         */
+        TriggerId: string;
+        /**
+         * @description The webhook secret, as in the URL the write or rotation returned.
+         * @example whk_5mZ0s3QbZ8nV2c1XyP4kLwq9RtU6eA7dHfJgKoMiNbE
+         */
+        WebhookSecret: string;
+        /**
+         * @description The delivery's id (Standard Webhooks). Repeats of an id within 24 hours start nothing; signed triggers need it.
+         * @example msg_2KWPBgLlAfxdpx2AI54pPJ85f4W
+         */
+        WebhookIdHeader: string;
+        /**
+         * @description Seconds since the epoch when the delivery was signed (Standard Webhooks); within 5 minutes of the server's clock.
+         * @example 1764410400
+         */
+        WebhookTimestampHeader: string;
+        /**
+         * @description Space-separated `v1,<base64 signature>` entries (Standard Webhooks); one valid entry suffices.
+         * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+         */
+        WebhookSignatureHeader: string;
+        /**
+         * @description The delivery's id when the sender has no `webhook-id`; repeats within 24 hours start nothing.
+         * @example 9f2c6e1a-delivery-42
+         */
+        DeliveryIdempotencyKey: string;
+        /**
          * @description `true` drops the webhook triggers that the new document no longer names (their URLs stop working).
          * @example true
          */
         Force: "true";
     };
-    requestBodies: never;
+    requestBodies: {
+        /** @description Any content, at most 64 KiB. JSON reaches the run parsed, form data as an object, anything else as text. */
+        WebhookDelivery: {
+            content: {
+                "application/json": components["schemas"]["AnyJson"];
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+                "text/plain": string;
+            };
+        };
+    };
     headers: {
         /**
          * @description The document's `updated_at` as a strong entity tag.
@@ -2016,6 +2211,106 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deliverWebhookPut: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The delivery's id (Standard Webhooks). Repeats of an id within 24 hours start nothing; signed triggers need it.
+                 * @example msg_2KWPBgLlAfxdpx2AI54pPJ85f4W
+                 */
+                "webhook-id"?: components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description Seconds since the epoch when the delivery was signed (Standard Webhooks); within 5 minutes of the server's clock.
+                 * @example 1764410400
+                 */
+                "webhook-timestamp"?: components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description Space-separated `v1,<base64 signature>` entries (Standard Webhooks); one valid entry suffices.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature"?: components["parameters"]["WebhookSignatureHeader"];
+                /**
+                 * @description The delivery's id when the sender has no `webhook-id`; repeats within 24 hours start nothing.
+                 * @example 9f2c6e1a-delivery-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["DeliveryIdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The webhook trigger's id, as in the URL the write or rotation returned.
+                 * @example 7d9f0a3b-2c4e-4f6a-8b1c-3d5e7f9a1b2c
+                 */
+                triggerId: components["parameters"]["TriggerId"];
+                /**
+                 * @description The webhook secret, as in the URL the write or rotation returned.
+                 * @example whk_5mZ0s3QbZ8nV2c1XyP4kLwq9RtU6eA7dHfJgKoMiNbE
+                 */
+                secret: components["parameters"]["WebhookSecret"];
+            };
+            cookie?: never;
+        };
+        requestBody?: components["requestBodies"]["WebhookDelivery"];
+        responses: {
+            202: components["responses"]["WebhookAccepted"];
+            401: components["responses"]["WebhookSignatureInvalid"];
+            404: components["responses"]["WebhookNotFound"];
+            409: components["responses"]["WebhookRefused"];
+            410: components["responses"]["WebhookGone"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    deliverWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The delivery's id (Standard Webhooks). Repeats of an id within 24 hours start nothing; signed triggers need it.
+                 * @example msg_2KWPBgLlAfxdpx2AI54pPJ85f4W
+                 */
+                "webhook-id"?: components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description Seconds since the epoch when the delivery was signed (Standard Webhooks); within 5 minutes of the server's clock.
+                 * @example 1764410400
+                 */
+                "webhook-timestamp"?: components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description Space-separated `v1,<base64 signature>` entries (Standard Webhooks); one valid entry suffices.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature"?: components["parameters"]["WebhookSignatureHeader"];
+                /**
+                 * @description The delivery's id when the sender has no `webhook-id`; repeats within 24 hours start nothing.
+                 * @example 9f2c6e1a-delivery-42
+                 */
+                "Idempotency-Key"?: components["parameters"]["DeliveryIdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The webhook trigger's id, as in the URL the write or rotation returned.
+                 * @example 7d9f0a3b-2c4e-4f6a-8b1c-3d5e7f9a1b2c
+                 */
+                triggerId: components["parameters"]["TriggerId"];
+                /**
+                 * @description The webhook secret, as in the URL the write or rotation returned.
+                 * @example whk_5mZ0s3QbZ8nV2c1XyP4kLwq9RtU6eA7dHfJgKoMiNbE
+                 */
+                secret: components["parameters"]["WebhookSecret"];
+            };
+            cookie?: never;
+        };
+        requestBody?: components["requestBodies"]["WebhookDelivery"];
+        responses: {
+            202: components["responses"]["WebhookAccepted"];
+            401: components["responses"]["WebhookSignatureInvalid"];
+            404: components["responses"]["WebhookNotFound"];
+            409: components["responses"]["WebhookRefused"];
+            410: components["responses"]["WebhookGone"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
 }

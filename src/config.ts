@@ -43,6 +43,8 @@ export interface Config {
   httpToolAllowPrivate: boolean;
   /** An OpenAI-compatible chat-completions provider, when OPENAI_BASE_URL is set. */
   openai: OpenAiConfig | null;
+  /** Deliveries each webhook trigger accepts per minute (WEBHOOK_RATE_LIMIT). */
+  webhookRatePerMinute: number;
 }
 
 export class ConfigError extends Error {}
@@ -155,5 +157,6 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     runWorkers: integer(env, 'RUN_WORKERS', 4, 1, 64),
     httpToolAllowPrivate: boolean(env, 'HTTP_TOOL_ALLOW_PRIVATE', false),
     openai: openAi(env),
+    webhookRatePerMinute: integer(env, 'WEBHOOK_RATE_LIMIT', 60, 1, 1_000_000),
   };
 }

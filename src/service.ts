@@ -11,11 +11,13 @@ import { createModelRegistry } from './runtime/models';
 import { createRunner, type Runner } from './runtime/runner';
 import { openSqliteStore, type Store } from './store';
 import { acquireServeLock, type ServeLock } from './store/serve-lock';
+import { startMaintenance, type Maintenance } from './services/maintenance';
 
 export interface Service {
   app: express.Express;
   store: Store;
   runner: Runner;
+  maintenance: Maintenance;
   /** Present when the service is its own issuer (no AUTH_ISSUER). */
   localIssuer: LocalIssuer | null;
   /** Stops the run workers (waiting up to graceMs for runs in progress) and closes the store. */
@@ -64,6 +66,7 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
       publicBaseUrl: config.publicBaseUrl,
       models: models.catalog,
       defaultCredits: config.defaultCredits,
+      webhookRatePerMinute: config.webhookRatePerMinute,
       notifyRunQueued: runner.notify,
     },
     store,
@@ -82,12 +85,15 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
     validateResponses: opts.validateResponses,
   });
   await runner.start();
+  const maintenance = startMaintenance(store, logger);
   return {
     app,
     store,
     runner,
+    maintenance,
     localIssuer,
     close: async (graceMs = 5000) => {
+      maintenance.stop();
       await runner.stop(graceMs);
       store.close();
       lock.release();

@@ -12,6 +12,8 @@ export interface StoredTrigger {
   id: string;
   kind: Trigger['kind'];
   secret_prefix: string | null;
+  /** A webhook trigger's signing (null for other kinds). */
+  signing: 'none' | 'standard-webhooks' | null;
 }
 
 /**
@@ -66,7 +68,8 @@ function normaliseTrigger(input: TriggerInput, path: string, changes: string[]):
   switch (input.kind) {
     case 'webhook':
       if (input.secret_prefix !== undefined) changes.push(`${path}.secret_prefix ignored: it is read-only`);
-      return { kind: 'webhook', ...common };
+      if (input.signing === undefined) changes.push(`${path}.signing defaulted to none`);
+      return { kind: 'webhook', ...common, signing: input.signing ?? 'none' };
     case 'poll':
       if (input.args === undefined) changes.push(`${path}.args defaulted to {}`);
       return { kind: 'poll', ...common, tool: input.tool, args: input.args ?? {}, cron: input.cron, timezone: input.timezone };
@@ -81,7 +84,12 @@ function normaliseTrigger(input: TriggerInput, path: string, changes: string[]):
  * a replace has read already answers what the rows would.
  */
 export function storedTriggersOf(agent: Agent): StoredTrigger[] {
-  return agent.triggers.map((t) => ({ id: t.id, kind: t.kind, secret_prefix: t.kind === 'webhook' ? t.secret_prefix : null }));
+  return agent.triggers.map((t) => ({
+    id: t.id,
+    kind: t.kind,
+    secret_prefix: t.kind === 'webhook' ? t.secret_prefix : null,
+    signing: t.kind === 'webhook' ? (t.signing ?? 'none') : null,
+  }));
 }
 
 /**
@@ -129,7 +137,7 @@ function orderTrigger(t: Trigger): Trigger {
   const head = { kind: t.kind, id: t.id, name: t.name, prompt: t.prompt, enabled: t.enabled };
   switch (t.kind) {
     case 'webhook':
-      return { ...head, kind: 'webhook', secret_prefix: t.secret_prefix };
+      return { ...head, kind: 'webhook', secret_prefix: t.secret_prefix, signing: t.signing };
     case 'poll':
       return { ...head, kind: 'poll', tool: t.tool, args: t.args, cron: t.cron, timezone: t.timezone };
     case 'app_event':

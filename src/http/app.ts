@@ -2,7 +2,6 @@
 // DESIGN §4 fixes: route (404/405), token (401/503), scope (403), body size (413), media type (415),
 // JSON (400), schema (400/428) — none of which reads stored data — then the handler, which asks
 // the store (404, 409, 400 against the stored document).
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import querystring from 'node:querystring';
@@ -16,7 +15,9 @@ import type { Store } from '../store';
 import { BUILD_SCOPE, type Authenticate } from '../auth/bearer';
 import type { Jwks } from '../auth/local-issuer';
 import { generatedDocsDir } from '../paths';
-import { readJsonBody, takesBody, BODY_LIMIT_BYTES } from './body';
+import { readJsonBody, takesBody } from './body';
+import { identify, logRequest, replyWithError, sendJson } from './replies';
+import { webhookRequests } from './webhooks';
 import { handlers } from './handlers';
 import { contractViolation, createOperations, type Match, type Operations, type Reply } from './openapi';
 import { loadSpec } from './spec';
@@ -66,6 +67,7 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
 
   // The API first: most requests are API calls, and express tries its layers in order.
   app.use(apiRequests(operations, opts.authenticate, opts.logger));
+  app.use(webhookRequests(operations, opts.ctx, opts.logger));
   app.use(otherRequests(opts.logger));
 
   app.get('/healthz', (_req, res) => {
@@ -105,19 +107,6 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
   });
   app.use(errorHandler(opts.logger));
   return app;
-}
-
-/**
- * Writes a JSON reply with node's own response methods: express's res.send would look for a
- * charset, compute freshness against If-None-Match (answering an undocumented 304) and check the
- * method again — none of which an API reply needs (5 % of a read in a profile).
- */
-function sendJson(res: Response, status: number, headers: Record<string, string> | undefined, bytes: Buffer): void {
-  res.statusCode = status;
-  if (headers) for (const name in headers) res.setHeader(name, headers[name] as string);
-  res.setHeader('Content-Type', 'application/json');
-  res.setHeader('Content-Length', bytes.length);
-  res.end(bytes);
 }
 
 /** Encoded replies of stored versions (see Reply's `stable`): a read of a document sends the same bytes until it changes. */
@@ -191,54 +180,6 @@ function routingError(method: string, path: string, allowed: string[], res: Resp
 
 function errorHandler(logger: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction) => replyWithError(err, req, res, logger);
-}
-
-/** An ApiError as the API's error body; anything else is logged and answered as a 500 that names the request id. */
-function replyWithError(err: unknown, req: Request, res: Response, logger: Logger): void {
-  let error: ApiError;
-  if (err instanceof ApiError) error = err;
-  else if (isHttpError(err) && err.status < 500) {
-    // body-parser and friends: sizes and encodings the request got wrong.
-    error =
-      err.status === 413
-        ? new ApiError(413, `body is over the ${BODY_LIMIT_BYTES}-byte limit`)
-        : new ApiError(err.status, `body: ${err.message}`);
-  } else {
-    logger.error({ err, reqId: req.id, method: req.method, path: loggablePath(req.originalUrl) }, 'unexpected failure');
-    error = new ApiError(500, `internal error (request id ${req.id})`);
-  }
-  if (res.headersSent) {
-    res.end();
-    return;
-  }
-  sendJson(res, error.status, error.headers, error.encoded());
-}
-
-function isHttpError(err: unknown): err is { status: number; message: string } {
-  return !!err && typeof err === 'object' && typeof (err as { status?: unknown }).status === 'number';
-}
-
-/** Gives a request its id (the caller's X-Request-Id when usable) and notes when it arrived. */
-function identify(req: Request, res: Response): void {
-  req.startedAt = performance.now();
-  const given = req.headers['x-request-id'];
-  req.id = (typeof given === 'string' && /^[\w.-]{1,100}$/.test(given) && given) || crypto.randomUUID();
-  res.setHeader('X-Request-Id', req.id);
-}
-
-/** The access-log line of a request: no query string, no headers, no body (see log.ts). */
-function logRequest(logger: Logger, req: Request, res: Response): void {
-  logger.info(
-    {
-      reqId: req.id,
-      method: req.method,
-      path: loggablePath(req.originalUrl),
-      status: res.statusCode,
-      ms: performance.now() - (req.startedAt as number),
-      workspace: req.principal?.workspaceId,
-    },
-    'request',
-  );
 }
 
 /** Requests outside the API (docs, probes, metadata, 404s): identified, and logged when their response is finished. */

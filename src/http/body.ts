@@ -77,6 +77,13 @@ export function takesBody(operation: Operation): boolean {
   return declaredBody(operation) !== undefined;
 }
 
+/** The body's bytes, whatever their media type: 413 from Content-Length before a byte is read, or past the limit while reading. */
+export function readBodyBytes(req: Request): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > BODY_LIMIT_BYTES) return Promise.reject(tooLarge(req));
+  return readRaw(req);
+}
+
 /** The parsed JSON body of a request to an operation that takes one, or undefined when an optional one was not sent. */
 export async function readJsonBody(req: Request, operation: Operation): Promise<unknown> {
   const declared = Number(req.headers['content-length']);

@@ -10,18 +10,19 @@ import type { AgentRecord, SecretRow } from '../store';
 import { assertStampsMatch, staleConflict } from './concurrency';
 import type { Principal, ServiceContext } from './context';
 import { jsonBytes, referencesFor, rejectProblems } from './references';
-import { mintSecretsForNewWebhooks, mintWebhookSecret, type WebhookSecret } from './webhooks';
+import { mintSecretsForWebhooks, mintWebhookSecret, type WebhookSecret } from './webhooks';
 
 export interface AgentWrite {
   record: AgentRecord;
   applied: string[];
   changes: string[];
-  /** One-time URLs of the webhook triggers this write created (empty when it created none). */
-  webhookUrls: { trigger_id: string; url: string }[];
+  /** One-time URLs (and signing secrets) of the webhook triggers this write minted them for (empty when none). */
+  webhookUrls: { trigger_id: string; url: string; signing_secret?: string }[];
 }
 
-const secretRows = (secrets: WebhookSecret[]): SecretRow[] => secrets.map(({ triggerId, hash, prefix }) => ({ triggerId, hash, prefix }));
-const urlsOf = (secrets: WebhookSecret[]) => secrets.map((s) => ({ trigger_id: s.triggerId, url: s.url }));
+const secretRows = (secrets: WebhookSecret[]): SecretRow[] => secrets.map(({ triggerId, hash, prefix, signingSecret }) => ({ triggerId, hash, prefix, signingSecret }));
+const urlsOf = (secrets: WebhookSecret[]) =>
+  secrets.map((s) => ({ trigger_id: s.triggerId, url: s.url, ...(s.signingSecret !== null && { signing_secret: s.signingSecret }) }));
 
 export async function findAgent(ctx: ServiceContext, who: Principal, ref: string): Promise<AgentRecord> {
   const record = await ctx.store.agents.find(who.workspaceId, ref);
@@ -53,7 +54,7 @@ export async function validateAgent(ctx: ServiceContext, who: Principal, body: A
 
 export async function createAgent(ctx: ServiceContext, who: Principal, body: AgentCreate): Promise<AgentWrite> {
   const prepared = await prepare(ctx, who, body, [], { slug: body.slug ?? slugFromName(body.name), status: 'draft' });
-  const { triggers, secrets } = mintSecretsForNewWebhooks(prepared.triggers, () => true, ctx.publicBaseUrl);
+  const { triggers, secrets } = mintSecretsForWebhooks(prepared.triggers, () => true, ctx.publicBaseUrl);
   const id = randomUUID();
   const doc = materialiseAgent(prepared.draft, {
     id,
@@ -106,8 +107,13 @@ export async function replaceAgent(
       current.document,
     );
   }
-  const storedIds = new Set(stored.map((t) => t.id));
-  const { triggers, secrets } = mintSecretsForNewWebhooks(prepared.triggers, (triggerId) => !storedIds.has(triggerId), ctx.publicBaseUrl);
+  const storedById = new Map(stored.map((t) => [t.id, t]));
+  // New webhook triggers, and ones that start signing, get their credentials (URL and signing key) minted.
+  const needsSecrets = (t: { id: string; signing: string }) => {
+    const before = storedById.get(t.id);
+    return !before || (t.signing === 'standard-webhooks' && before.signing !== 'standard-webhooks');
+  };
+  const { triggers, secrets } = mintSecretsForWebhooks(prepared.triggers, needsSecrets, ctx.publicBaseUrl);
   const doc = materialiseAgent(prepared.draft, {
     id: current.id,
     slug: current.slug,
@@ -152,7 +158,7 @@ export async function rotateWebhook(
     if (current.document.status === 'archived') {
       throw conflict(`agent '${current.slug}' is archived; set its status to draft or active before rotating a webhook`);
     }
-    const secret = mintWebhookSecret(trigger.id, ctx.publicBaseUrl);
+    const secret = mintWebhookSecret(trigger.id, ctx.publicBaseUrl, trigger.signing === 'standard-webhooks');
     const triggers = current.document.triggers.map((t): Trigger => (t.id === trigger.id ? { ...trigger, secret_prefix: secret.prefix } : t));
     const outcome = await ctx.store.agents.replace(who.workspaceId, current.id, current.stampMicros, { ...current.document, triggers }, secretRows([secret]));
     if (outcome.ok) return { record: outcome.record, secret };

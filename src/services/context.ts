@@ -13,6 +13,8 @@ export interface ServiceContext {
   models: CatalogModel[];
   /** The credit balance of a workspace seen for the first time. */
   defaultCredits: number;
+  /** Deliveries a webhook trigger accepts per minute; beyond, 429. */
+  webhookRatePerMinute: number;
   /** Hands a run just queued to the run workers; without one, they look for queued runs in the store. */
   notifyRunQueued: (run?: QueuedRun) => void;
 }

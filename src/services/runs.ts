@@ -1,11 +1,12 @@
-// Test runs: accepting them (credits reserved, or the refusal recorded as a run the starter can
-// read), and their projections. A run is visible only to the user who started it, in its workspace.
+// Runs: accepting them (credits reserved, or the refusal recorded as a run that can be read), and
+// their projections. A test run is visible only to the user who started it; a run a trigger or a
+// schedule started, to every member of its workspace (with Build authorization, as every caller has).
 import type { components } from '../../generated/api';
 import { resolveInput } from '../domain/workflow';
 import type { Agent, Workflow } from '../domain/types';
 import { ApiError, notFound } from '../errors';
 import { uuidV7 } from '../ids';
-import type { DocumentRecord, NewRun, RunRow } from '../store';
+import type { AcceptOutcome, DocumentRecord, NewRun, RunRow } from '../store';
 import type { AgentRunState } from '../runtime/agent-loop';
 import { initialWorkflowState, type WorkflowRunState } from '../runtime/workflow-executor';
 import { findAgent } from './agents';
@@ -25,24 +26,31 @@ export const WORKFLOW_RUN_WARNING =
 const refused = (error: string, runId: string | null) => new ApiError(409, error, { run_id: runId });
 
 /** A run to accept; `snapshot` is the stored version of the document that runs, `stepAgents` a workflow's agents as stored now. */
-type RunToAccept = Omit<NewRun, 'initialCredits' | 'id' | 'source' | 'snapshotJson' | 'stepAgentsJson'> & {
+export type RunToAccept = Omit<NewRun, 'initialCredits' | 'id' | 'snapshotJson' | 'stepAgentsJson'> & {
   snapshot: Pick<DocumentRecord<unknown>, 'json' | 'document'>;
   stepAgents?: Record<string, Agent>;
 };
 
-async function accept(ctx: ServiceContext, run: RunToAccept): Promise<Accepted> {
+export const refusalMessage = (minimumCost: number, balance: number) =>
+  `insufficient credits: the run needs at least ${minimumCost}, the workspace has ${balance}`;
+
+/**
+ * Records the run (queued with its minimum cost reserved, or refused) in one write and hands a
+ * queued one to the workers. Returns its id and the store's outcome (a repeated webhook delivery
+ * writes nothing and names the first delivery's run instead).
+ */
+export async function acceptRun(ctx: ServiceContext, run: RunToAccept): Promise<{ id: string; outcome: AcceptOutcome }> {
   const id = uuidV7(); // time-ordered: a new run's key is appended to the runs' index, not put on a random page of it
   const { snapshot, stepAgents, ...row } = run;
   const stepAgentsJson = stepAgents && JSON.stringify(stepAgents);
-  const refusal = (balance: number) => `insufficient credits: the run needs at least ${run.minimumCost}, the workspace has ${balance}`;
   const outcome = await ctx.store.runs
-    .accept({ ...row, id, source: 'test', snapshotJson: snapshot.json, stepAgentsJson, initialCredits: ctx.defaultCredits }, refusal)
+    .accept({ ...row, id, snapshotJson: snapshot.json, stepAgentsJson, initialCredits: ctx.defaultCredits }, (balance) => refusalMessage(run.minimumCost, balance))
     .catch((err: unknown) => {
       // It may have committed without reaching the disk (a failed fsync): the workers look in the table.
       ctx.notifyRunQueued();
       throw err;
     });
-  if (outcome.status === 'refused') throw refused(refusal(outcome.balance), id);
+  if (outcome.status !== 'queued') return { id, outcome };
   ctx.notifyRunQueued({
     id,
     kind: run.kind,
@@ -54,6 +62,12 @@ async function accept(ctx: ServiceContext, run: RunToAccept): Promise<Accepted> 
     creditsReserved: run.minimumCost,
     creditsSpent: 0,
   });
+  return { id, outcome };
+}
+
+async function accept(ctx: ServiceContext, run: RunToAccept): Promise<Accepted> {
+  const { id, outcome } = await acceptRun(ctx, run);
+  if (outcome.status === 'refused') throw refused(refusalMessage(run.minimumCost, outcome.balance), id);
   return { accepted: true, run_id: id, status: 'queued' };
 }
 
@@ -69,6 +83,7 @@ export async function testAgent(ctx: ServiceContext, who: Principal, ref: string
     startedBy: who.userId,
     targetId: agent.id,
     targetVersion: agent.version,
+    source: 'test',
     request: { prompt },
     snapshot: agent,
     agent: { slug: agent.slug, name: agent.document.name },
@@ -91,6 +106,7 @@ export async function testWorkflow(ctx: ServiceContext, who: Principal, ref: str
     startedBy: who.userId,
     targetId: workflow.id,
     targetVersion: workflow.version,
+    source: 'test',
     request: { input: resolved.input },
     snapshot: workflow,
     state: initialWorkflowState(workflow.document),
@@ -118,10 +134,16 @@ async function agentsOfSteps(ctx: ServiceContext, who: Principal, workflow: Work
   return Object.keys(agents).length ? agents : undefined;
 }
 
+/** Whether `who` may read the run: a test run, its starter; a run a trigger or schedule started, anyone in its workspace. */
+export function canRead(run: Pick<RunRow, 'workspace_id' | 'started_by' | 'source'>, who: Principal): boolean {
+  if (run.workspace_id !== who.workspaceId) return false;
+  return run.source !== 'test' || run.started_by === who.userId;
+}
+
 async function findRun(ctx: ServiceContext, who: Principal, runId: string, kind: RunRow['kind']): Promise<RunRow> {
   const run = await ctx.store.runs.find(runId.toLowerCase());
-  if (!run || run.kind !== kind || run.workspace_id !== who.workspaceId || run.started_by !== who.userId) {
-    throw notFound(`run '${runId}' not found: no ${kind} run of yours has this id`);
+  if (!run || run.kind !== kind || !canRead(run, who)) {
+    throw notFound(`run '${runId}' not found: no ${kind} run you may read has this id`);
   }
   return run;
 }
@@ -135,6 +157,8 @@ export async function getAgentRun(ctx: ServiceContext, who: Principal, runId: st
     id: run.id,
     agent: agent && { slug: agent.slug, name: agent.name },
     status: run.status,
+    source: run.source,
+    trigger_id: run.trigger_id,
     version: run.target_version,
     steps: executed ? state.steps : null,
     transcript: state.transcript,
@@ -159,6 +183,7 @@ export async function getWorkflowRun(ctx: ServiceContext, who: Principal, runId:
     workflow_version_id: run.target_version === null ? null : `${run.target_id}@${run.target_version}`,
     status: run.status,
     source: run.source,
+    trigger_id: run.trigger_id,
     current_step: state.current_step,
     step_results: state.step_results,
     input,

@@ -10,32 +10,42 @@ export interface WebhookSecret {
   prefix: string;
   /** The one-time URL; it carries the secret, so it goes into one response and nowhere else. */
   url: string;
+  /** A signing trigger's Standard Webhooks key (`whsec_` and 32 random bytes in base64), shown once too. */
+  signingSecret: string | null;
 }
 
 export function hashSecret(secret: string): string {
   return crypto.createHash('sha256').update(secret).digest('hex');
 }
 
-export function mintWebhookSecret(triggerId: string, publicBaseUrl: string): WebhookSecret {
+/** A new URL secret for the trigger, and a new signing key when it signs (`signed`). */
+export function mintWebhookSecret(triggerId: string, publicBaseUrl: string, signed: boolean): WebhookSecret {
   const secret = `whk_${crypto.randomBytes(32).toString('base64url')}`;
   return {
     triggerId,
     hash: hashSecret(secret),
     prefix: secret.slice(0, SECRET_PREFIX_LENGTH),
     url: `${publicBaseUrl}/hooks/${triggerId}/${secret}`,
+    signingSecret: signed ? `whsec_${crypto.randomBytes(32).toString('base64')}` : null,
   };
 }
 
-/** Mints a secret for every webhook trigger that `isNew` and puts its display prefix on the trigger. */
-export function mintSecretsForNewWebhooks(
+type WebhookTrigger = Extract<Trigger, { kind: 'webhook' }>;
+
+/**
+ * Mints secrets for every webhook trigger that `needsSecrets` (a new one, or one that starts
+ * signing: its URL and signing key are minted together, both shown once) and puts the URL secret's
+ * display prefix on the trigger.
+ */
+export function mintSecretsForWebhooks(
   triggers: Trigger[],
-  isNew: (triggerId: string) => boolean,
+  needsSecrets: (trigger: WebhookTrigger) => boolean,
   publicBaseUrl: string,
 ): { triggers: Trigger[]; secrets: WebhookSecret[] } {
   const secrets: WebhookSecret[] = [];
   const result = triggers.map((t) => {
-    if (t.kind !== 'webhook' || !isNew(t.id)) return t;
-    const secret = mintWebhookSecret(t.id, publicBaseUrl);
+    if (t.kind !== 'webhook' || !needsSecrets(t)) return t;
+    const secret = mintWebhookSecret(t.id, publicBaseUrl, t.signing === 'standard-webhooks');
     secrets.push(secret);
     return { ...t, secret_prefix: secret.prefix };
   });

@@ -7,11 +7,13 @@ import type { ListVersion } from './list-cache';
 import { StampClock } from '../domain/stamps';
 import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../domain/types';
 import { kvRepository, runRepository, type KvRepository, type RunRepository } from './runs';
+import { webhookRepository, type WebhookRepository } from './webhooks';
 import { createGroupCommit, type GroupCommit } from './group-commit';
 
 export type { CreateOptions, CreateOutcome, DocumentRecord, ReplaceOutcome, Serialized } from './documents';
 export type { ListVersion } from './list-cache';
-export type { KvRepository, RunRepository, RunRow, RunStatus, RunKind, NewRun } from './runs';
+export type { KvRepository, RunRepository, RunRow, RunStatus, RunKind, NewRun, AcceptOutcome } from './runs';
+export type { WebhookRepository, WebhookTarget } from './webhooks';
 export type AgentRecord = DocumentRecord<Agent>;
 export type WorkflowRecord = DocumentRecord<Workflow>;
 
@@ -28,11 +30,13 @@ export interface AgentRepository {
   replace(workspaceId: string, id: string, expectedStampMicros: number, doc: Agent, secrets: SecretRow[]): Promise<ReplaceOutcome<Agent>>;
 }
 
-/** What the store keeps of a webhook secret: never the secret itself. */
+/** What the store keeps of a webhook URL's secret (never the secret itself), minted by this write. */
 export interface SecretRow {
   triggerId: string;
   hash: string;
   prefix: string;
+  /** The trigger's Standard Webhooks signing key, when it signs (minted with the URL's secret). */
+  signingSecret: string | null;
 }
 
 export interface WorkflowRepository {
@@ -63,6 +67,7 @@ export interface Store {
   workspaces: WorkspaceRepository;
   runs: RunRepository;
   kv: KvRepository;
+  webhooks: WebhookRepository;
   /** Throws when the database cannot answer (readiness probe). */
   ping(): Promise<void>;
   close(): void;
@@ -88,6 +93,7 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
     workspaces,
     runs: runRepository(db, commit),
     kv: kvRepository(db, commit),
+    webhooks: webhookRepository(db, commit),
     ping: async () => {
       ping.get();
     },
@@ -101,9 +107,15 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
 
 function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentRepository {
   const insertTrigger = db.prepare('INSERT OR IGNORE INTO agent_triggers (id, agent_id, kind) VALUES (?, ?, ?)');
-  const setSecret = db.prepare('UPDATE agent_triggers SET secret_hash = ?, secret_prefix = ? WHERE id = ? AND agent_id = ?');
+  const setSecret = db.prepare('UPDATE agent_triggers SET secret_hash = ?, secret_prefix = ?, signing_secret = ? WHERE id = ? AND agent_id = ?');
+  const clearSigning = db.prepare('UPDATE agent_triggers SET signing_secret = NULL WHERE id = ? AND signing_secret IS NOT NULL');
   const triggerIds = db.prepare('SELECT id FROM agent_triggers WHERE agent_id = ?').pluck();
   const deleteTrigger = db.prepare('DELETE FROM agent_triggers WHERE id = ?');
+  // A secret that stops opening its trigger is remembered (by hash), so a delivery to it is 410, not 404.
+  const retire = db.prepare(
+    `INSERT OR IGNORE INTO retired_webhook_secrets (secret_hash, trigger_id, reason, retired_at)
+     SELECT secret_hash, id, @reason, @now FROM agent_triggers WHERE id = @id AND secret_hash IS NOT NULL AND secret_hash != @keep`,
+  );
   const table = createDocumentTable<Agent, SecretRow[], AgentListItem[]>(db, commit, clock, {
     table: 'agents',
     maxSlugLength: 160,
@@ -111,12 +123,24 @@ function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentR
       FROM (SELECT id, slug, name, status, stamp_us FROM agents WHERE workspace_id = ? ORDER BY slug)`,
     columns: { name: (doc) => doc.name, status: (doc) => doc.status },
     // Trigger rows follow the document: new ones are added (with their secret's hash), the ones it
-    // no longer names go, and with them their secrets, so a dropped webhook's URL stops existing.
+    // no longer names go, and with them their secrets, so a dropped webhook's URL stops opening it
+    // (its secret is retired: 410). A secret minted for an existing trigger (rotation) retires the old one.
     afterWrite: (agentId, doc, secrets = []) => {
+      const now = new Date().toISOString();
       const keep = new Set(doc.triggers.map((t) => t.id));
-      for (const id of triggerIds.all(agentId) as string[]) if (!keep.has(id)) deleteTrigger.run(id);
-      for (const t of doc.triggers) insertTrigger.run(t.id, agentId, t.kind);
-      for (const s of secrets) setSecret.run(s.hash, s.prefix, s.triggerId, agentId);
+      for (const id of triggerIds.all(agentId) as string[]) {
+        if (keep.has(id)) continue;
+        retire.run({ id, reason: 'dropped', now, keep: '' });
+        deleteTrigger.run(id);
+      }
+      for (const t of doc.triggers) {
+        insertTrigger.run(t.id, agentId, t.kind);
+        if (t.kind === 'webhook' && t.signing === 'none') clearSigning.run(t.id);
+      }
+      for (const s of secrets) {
+        retire.run({ id: s.triggerId, reason: 'rotated', now, keep: s.hash });
+        setSecret.run(s.hash, s.prefix, s.signingSecret, s.triggerId, agentId);
+      }
     },
   });
   return {

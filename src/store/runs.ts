@@ -17,6 +17,8 @@ export interface RunRow {
   target_version: number | null;
   status: RunStatus;
   source: string;
+  /** The trigger that started the run (webhook, poll), or null. */
+  trigger_id: string | null;
   request: string;
   snapshot: string | null;
   /** A workflow run's agents (slug → document, JSON) as stored when it was accepted; null without agent steps. */
@@ -37,7 +39,15 @@ export interface NewRun {
   startedBy: string;
   targetId: string;
   targetVersion: number;
+  /** `test`, `webhook`, `schedule` or `poll`. */
   source: string;
+  /** The trigger that started it (webhook, poll). */
+  triggerId?: string;
+  /**
+   * A webhook delivery's id (`webhook-id` or `Idempotency-Key`): recorded with the run, keyed by
+   * (trigger, id), so a repeat within `repeatWindowMs` starts nothing (the outcome names the first run).
+   */
+  delivery?: { key: string; since: string };
   request: unknown;
   /** The document that runs, as stored (its JSON, not re-serialised). */
   snapshotJson: string;
@@ -52,7 +62,11 @@ export interface NewRun {
   initialCredits: number;
 }
 
-export type AcceptOutcome = { status: 'queued' } | { status: 'refused'; balance: number };
+export type AcceptOutcome =
+  | { status: 'queued' }
+  | { status: 'refused'; balance: number }
+  /** The delivery was received before (since `delivery.since`): nothing was written; its run and reply. */
+  | { status: 'repeated'; runId: string; httpStatus: number };
 
 export interface RunRepository {
   accept(run: NewRun, refusal: (balance: number) => string): Promise<AcceptOutcome>;
@@ -97,9 +111,17 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   const credit = db.prepare('UPDATE workspaces SET credits = credits + @amount WHERE id = @workspace');
   const balance = db.prepare('SELECT credits FROM workspaces WHERE id = ?').pluck();
   const insert = db.prepare(
-    `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, request, snapshot, step_agents, state, credits_reserved, error, accepted_at, finished_at)
-     VALUES (@id, @kind, @workspace_id, @started_by, @target_id, @target_version, @status, @source, @request, @snapshot, @step_agents, @state, @credits_reserved, @error, @accepted_at, @finished_at)`,
+    `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, trigger_id, request, snapshot, step_agents, state, credits_reserved, error, accepted_at, finished_at)
+     VALUES (@id, @kind, @workspace_id, @started_by, @target_id, @target_version, @status, @source, @trigger_id, @request, @snapshot, @step_agents, @state, @credits_reserved, @error, @accepted_at, @finished_at)`,
   );
+  // The delivery's row: new, or taking over one older than the repeat window; otherwise 0 rows (a repeat).
+  const claimDelivery = db.prepare(
+    `INSERT INTO webhook_deliveries (trigger_id, delivery_key, run_id, http_status, received_at) VALUES (@trigger, @key, @run, @status, @now)
+     ON CONFLICT (trigger_id, delivery_key) DO UPDATE SET run_id = excluded.run_id, http_status = excluded.http_status, received_at = excluded.received_at
+     WHERE received_at < @since`,
+  );
+  const setDeliveryStatus = db.prepare('UPDATE webhook_deliveries SET http_status = ? WHERE trigger_id = ? AND delivery_key = ?');
+  const priorDelivery = db.prepare('SELECT run_id AS runId, http_status AS httpStatus FROM webhook_deliveries WHERE trigger_id = ? AND delivery_key = ?');
   const byId = db.prepare('SELECT * FROM runs WHERE id = ?');
   // What a run's credit writes need of it (not its snapshot, the whole document).
   const creditsOf = db.prepare('SELECT workspace_id, credits_reserved FROM runs WHERE id = ?');
@@ -107,7 +129,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   // A poll reads this many times per run: the snapshot (the whole document) stays in the database
   // (and one that is not JSON, as in a damaged row, shows as no agent rather than failing the read).
   const forProjection = db.prepare(
-    `SELECT id, kind, workspace_id, started_by, target_id, target_version, status, source, request,
+    `SELECT id, kind, workspace_id, started_by, target_id, target_version, status, source, trigger_id, request,
        CASE WHEN kind = 'agent' AND json_valid(snapshot) THEN CASE WHEN json_type(snapshot) = 'object'
          THEN json_object('slug', json_extract(snapshot, '$.slug'), 'name', json_extract(snapshot, '$.name')) END END AS snapshot,
        NULL AS step_agents, state, credits_reserved, credits_spent, error, accepted_at, started_at, finished_at
@@ -146,6 +168,13 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   const acceptTx = (run: NewRun, refusal: (balance: number) => string): AcceptOutcome => {
     const now = new Date().toISOString();
     ensureWorkspace.run(run.workspaceId, run.initialCredits, now);
+    if (run.delivery) {
+      const key = { trigger: run.triggerId, key: run.delivery.key };
+      // Claimed before anything is spent: a repeat writes nothing. Its reply is set below, with the outcome.
+      if (claimDelivery.run({ ...key, run: run.id, status: 0, now, since: run.delivery.since }).changes !== 1) {
+        return { status: 'repeated', ...(priorDelivery.get(key.trigger, key.key) as { runId: string; httpStatus: number }) };
+      }
+    }
     const reserved = debit.run({ amount: run.minimumCost, workspace: run.workspaceId }).changes === 1;
     const row = {
       id: run.id,
@@ -155,6 +184,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       target_id: run.targetId,
       target_version: run.targetVersion,
       source: run.source,
+      trigger_id: run.triggerId ?? null,
       request: JSON.stringify(run.request),
       snapshot: run.snapshotJson,
       step_agents: run.stepAgentsJson ?? null,
@@ -166,6 +196,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       ? { status: 'queued' as const, credits_reserved: run.minimumCost, error: null, finished_at: null }
       : { status: 'refused' as const, credits_reserved: 0, error: refusal(left), finished_at: now };
     insert.run({ ...row, ...outcome });
+    if (run.delivery) setDeliveryStatus.run(left === null ? 202 : 409, run.triggerId, run.delivery.key);
     // An agent run is kept only when its accept names the agent (as the projection query would).
     if (run.kind === 'workflow' || run.agent) {
       const snapshot = run.agent ? JSON.stringify({ slug: run.agent.slug, name: run.agent.name }) : null;

@@ -45,6 +45,7 @@ const withRef = (uri, ref) => uri.replace(/\/(agents|workflows)\/[^/?]+/, `/$1/$
 /** Rewrites the request so the server answers the transaction's documented status. */
 async function prepare(t) {
   const { summary, status } = parse(t.name);
+  if (summary.startsWith('Deliver webhook')) return prepareDelivery(t, status);
   const req = t.request;
   req.headers.Authorization = `Bearer ${token}`;
   if (status >= 400) t.skip = false;
@@ -150,6 +151,53 @@ async function carryStamp(t, summary) {
     const example = JSON.parse(req.body);
     req.body = JSON.stringify({ ...doc, name: example.name });
   }
+}
+
+// ---------------------------------------------------------------- webhook deliveries
+// One active agent with a trigger per outcome; the URLs come from the write that created them.
+let receivers;
+function webhookReceivers() {
+  receivers ??= (async () => {
+    const hook = (name, extra = {}) => ({ kind: 'webhook', name, ...extra });
+    const created = await api('PUT', '/agents', {
+      ...JSON.parse(exampleAgent),
+      slug: 'webhook-contract',
+      triggers: [hook('open'), hook('signed', { signing: 'standard-webhooks' }), hook('disabled', { enabled: false }), hook('limited'), hook('rotated')],
+    });
+    await api('POST', '/agents/webhook-contract/status', { status: 'active' }, { 'If-Match': created.etag });
+    const urls = {};
+    for (const { trigger_id, url } of created.data.webhook_urls) {
+      urls[created.data.document.triggers.find((tr) => tr.id === trigger_id).name] = new URL(url).pathname;
+    }
+    await api('POST', '/agents/webhook-contract/rotate-webhook', { trigger_id: created.data.document.triggers.find((tr) => tr.name === 'rotated').id });
+    return urls;
+  })();
+  return receivers;
+}
+
+/** Sends deliveries to the 'limited' trigger until it answers 429 (its limit is per minute). */
+async function exhaust(path) {
+  for (let i = 0; i < 1000; i++) {
+    const res = await fetch(`${baseUrl}${path}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+    if (res.status === 429) return;
+  }
+  throw new Error('the rate limit never answered 429');
+}
+
+async function prepareDelivery(t, status) {
+  const req = t.request;
+  const urls = await webhookReceivers();
+  if (status >= 400) t.skip = false;
+  delete req.headers.Authorization; // the URL's secret is the credential
+  for (const name of Object.keys(req.headers)) if (/^(webhook-|idempotency-key)/i.test(name)) delete req.headers[name];
+  const type = req.headers['Content-Type'] || 'application/json';
+  req.body = type.startsWith('application/x-www-form-urlencoded') ? 'ticket=4711' : type.startsWith('text/') ? 'plain text' : JSON.stringify({ ticket: 4711 });
+  const target = { 202: 'open', 401: 'signed', 409: 'disabled', 429: 'limited', 410: 'rotated', 413: 'open', 404: 'open' }[status];
+  let path = urls[target];
+  if (status === 404) path = path.replace(/[^/]+$/, 'whk_wrong-secret');
+  if (status === 413) req.body = 'x'.repeat(70 * 1024);
+  if (status === 429) await exhaust(path);
+  setUri(t, path);
 }
 
 hooks.beforeEach((t, done) => {

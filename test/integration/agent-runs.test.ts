@@ -153,7 +153,7 @@ describe('who can read a run', () => {
     for (const token of [t.token({ user: 'someone-else' }), t.token({ workspace: 'ws-other' })]) {
       const res = await t.client(token).GET('/api/build/runs/{runId}', { params: { path: { runId } } });
       expect(res.response.status).toBe(404);
-      expect(res.error).toEqual({ error: `run '${runId}' not found: no agent run of yours has this id` });
+      expect(res.error).toEqual({ error: `run '${runId}' not found: no agent run you may read has this id` });
     }
     expect((await t.client().GET('/api/build/workflow-runs/{runId}', { params: { path: { runId } } })).response.status).toBe(404);
   });

@@ -324,13 +324,14 @@ describe('validate agent', () => {
     expect(res.response.status).toBe(200);
     expect(res.data!.data.valid).toBe(true);
     expect(res.data!.data.document).not.toHaveProperty('status');
-    expect(res.data!.data.document.triggers).toEqual([{ kind: 'webhook', name: 'Hook', prompt: null, enabled: true }]);
+    expect(res.data!.data.document.triggers).toEqual([{ kind: 'webhook', name: 'Hook', prompt: null, enabled: true, signing: 'none' }]);
     expect(res.data!.data.changes).toEqual([
       'status ignored: it is read-only (use POST /api/build/agents/{ref}/status)',
       "reasoning_effort defaulted to null (the model's default)",
       'triggers[0].prompt defaulted to null',
       'triggers[0].enabled defaulted to true',
       'triggers[0].secret_prefix ignored: it is read-only',
+      'triggers[0].signing defaulted to none',
     ]);
     expect((await t.client().GET('/api/build/agents')).data!.data).toEqual(before.data!.data);
   });

@@ -29,8 +29,8 @@ describe('normaliseAgent', () => {
     const { document, changes } = normaliseAgent(input);
     expect(document).not.toHaveProperty('status');
     expect(document.reasoning_effort).toBeNull();
-    expect(document.triggers).toEqual([{ kind: 'webhook', name: 'W', prompt: null, enabled: true }]);
-    expect(changes).toHaveLength(5);
+    expect(document.triggers).toEqual([{ kind: 'webhook', name: 'W', prompt: null, enabled: true, signing: 'none' }]);
+    expect(changes).toHaveLength(6);
   });
 
   test('a complete document needs no changes', () => {
@@ -40,7 +40,7 @@ describe('normaliseAgent', () => {
 });
 
 describe('assignTriggerIds', () => {
-  const stored = [{ id: 'a', kind: 'webhook' as const, secret_prefix: 'whk_abcd' }];
+  const stored = [{ id: 'a', kind: 'webhook' as const, secret_prefix: 'whk_abcd', signing: 'none' as const }];
   let n = 0;
   const newId = () => `new-${++n}`;
 
@@ -96,7 +96,7 @@ describe('change descriptions', () => {
     ({ ...minimalAgent('A'), id: 'i', slug: 'a', status: 'draft', updated_at: 's', reasoning_effort: null, ...overrides }) as Agent;
 
   test('members, status and triggers', () => {
-    const hook = { kind: 'webhook' as const, id: 't1', name: 'Hook', prompt: null, enabled: true, secret_prefix: null };
+    const hook = { kind: 'webhook' as const, id: 't1', name: 'Hook', prompt: null, enabled: true, secret_prefix: null, signing: 'none' as const };
     const before = agent({ triggers: [hook] });
     const after = agent({ name: 'B', status: 'active', triggers: [{ ...hook, enabled: false }, { ...hook, id: 't2', name: 'New' }] });
     expect(describeAgentChanges(before, after)).toEqual(['name changed', 'status changed from draft to active', "trigger 'Hook' changed", "trigger 'New' added"]);

@@ -25,7 +25,7 @@ const agent = (id: string, slug: string): Agent =>
 test('migrations apply once and are recorded; the file uses WAL', () => {
   const db = openDatabase(path.join(dir, 'a.db'));
   expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
-  expect(db.prepare('SELECT version FROM schema_migrations').pluck().all()).toEqual([1, 2, 3, 4]);
+  expect(db.prepare('SELECT version FROM schema_migrations').pluck().all()).toEqual([1, 2, 3, 4, 5]);
   expect(migrate(db)).toEqual([]);
   db.close();
 });
@@ -52,21 +52,23 @@ test('trigger rows follow the document (a replace reads them from the document: 
   const db = openDatabase(path.join(dir, 'c.db'));
   const store = createSqliteStore(db, new StampClock());
   const rows = () => db.prepare('SELECT id, kind, secret_prefix FROM agent_triggers WHERE agent_id = ? ORDER BY id').all('id-1');
-  const hook = (id: string) => ({ kind: 'webhook' as const, id, name: id, prompt: null, enabled: true, secret_prefix: null });
-  const created = await store.agents.create('ws', 'id-1', { ...agent('id-1', 'a'), triggers: [hook('t1'), hook('t2')] }, { deriveSlug: false, limit: 10 }, [{ triggerId: 't1', hash: 'h1', prefix: 'whk_abcd' }]);
+  const hook = (id: string) => ({ kind: 'webhook' as const, id, name: id, prompt: null, enabled: true, secret_prefix: null, signing: 'none' as const });
+  // The rows carry what the document says of each trigger but its signing (which the document alone keeps).
+  const fromDocument = (doc: Agent) => storedTriggersOf(doc).map(({ signing: _signing, ...row }) => row);
+  const created = await store.agents.create('ws', 'id-1', { ...agent('id-1', 'a'), triggers: [hook('t1'), hook('t2')] }, { deriveSlug: false, limit: 10 }, [{ triggerId: 't1', hash: 'h1', prefix: 'whk_abcd', signingSecret: null }]);
   if (!created.ok) throw new Error('create failed');
   expect(rows()).toEqual([
     { id: 't1', kind: 'webhook', secret_prefix: 'whk_abcd' },
     { id: 't2', kind: 'webhook', secret_prefix: null },
   ]);
-  const replaced = await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, triggers: [hook('t2'), { ...hook('t3'), secret_prefix: 'whk_efgh' }] }, [{ triggerId: 't3', hash: 'h3', prefix: 'whk_efgh' }]);
+  const replaced = await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, triggers: [hook('t2'), { ...hook('t3'), secret_prefix: 'whk_efgh' }] }, [{ triggerId: 't3', hash: 'h3', prefix: 'whk_efgh', signingSecret: null }]);
   if (!replaced.ok) throw new Error('replace failed');
-  expect(rows()).toEqual(storedTriggersOf(replaced.record.document));
+  expect(rows()).toEqual(fromDocument(replaced.record.document));
   expect(rows().map((t) => (t as { id: string }).id)).toEqual(['t2', 't3']);
   // A replace of a version the cache holds (the one the last replace wrote).
   const again = await store.agents.replace('ws', 'id-1', replaced.record.stampMicros, { ...replaced.record.document, triggers: [replaced.record.document.triggers[1]!, hook('t4')] }, []);
   if (!again.ok) throw new Error('replace failed');
-  expect(rows()).toEqual(storedTriggersOf(again.record.document));
+  expect(rows()).toEqual(fromDocument(again.record.document));
   expect(rows().map((t) => (t as { id: string }).id)).toEqual(['t3', 't4']);
   store.close();
 });

@@ -62,7 +62,9 @@ export const agentHandlers: Pick<
     return {
       status: 200,
       headers: { ETag: etagFor(record.document.updated_at) },
-      body: { data: { trigger_id: secret.triggerId, secret_prefix: secret.prefix, url: secret.url } },
+      body: {
+        data: { trigger_id: secret.triggerId, secret_prefix: secret.prefix, url: secret.url, ...(secret.signingSecret !== null && { signing_secret: secret.signingSecret }) },
+      },
     };
   },
 };

@@ -5,7 +5,13 @@ import type { operations } from '../../../generated/api';
 import type { Principal, ServiceContext } from '../../services/context';
 import type { Serialized } from '../../store';
 
-export type OperationId = keyof operations;
+/**
+ * Operations served outside /api/build by a handler of their own (http/webhooks.ts): no bearer
+ * token, and a body of any media type read as bytes.
+ */
+export type WebhookOperationId = 'deliverWebhook' | 'deliverWebhookPut';
+/** The operations under /api/build, each with its handler in the map below. */
+export type OperationId = Exclude<keyof operations, WebhookOperationId>;
 
 type JsonOf<T> = T extends { content: { 'application/json': infer B } } ? B : never;
 type Op<K extends OperationId> = operations[K];

@@ -1,0 +1,68 @@
+// Writing replies and access-log lines, shared by the API's layer and the webhook receiver's.
+import crypto from 'node:crypto';
+import type { Request, Response } from 'express';
+import { ApiError } from '../errors';
+import type { Logger } from '../log';
+import { loggablePath } from '../log';
+import { BODY_LIMIT_BYTES } from './body';
+
+/**
+ * Writes a JSON reply with node's own response methods: express's res.send would look for a
+ * charset, compute freshness against If-None-Match (answering an undocumented 304) and check the
+ * method again — none of which an API reply needs (5 % of a read in a profile).
+ */
+export function sendJson(res: Response, status: number, headers: Record<string, string> | undefined, bytes: Buffer): void {
+  res.statusCode = status;
+  if (headers) for (const name in headers) res.setHeader(name, headers[name] as string);
+  res.setHeader('Content-Type', 'application/json');
+  res.setHeader('Content-Length', bytes.length);
+  res.end(bytes);
+}
+
+/** An ApiError as the API's error body; anything else is logged and answered as a 500 that names the request id. */
+export function replyWithError(err: unknown, req: Request, res: Response, logger: Logger): void {
+  let error: ApiError;
+  if (err instanceof ApiError) error = err;
+  else if (isHttpError(err) && err.status < 500) {
+    // body-parser and friends: sizes and encodings the request got wrong.
+    error =
+      err.status === 413
+        ? new ApiError(413, `body is over the ${BODY_LIMIT_BYTES}-byte limit`)
+        : new ApiError(err.status, `body: ${err.message}`);
+  } else {
+    logger.error({ err, reqId: req.id, method: req.method, path: loggablePath(req.originalUrl) }, 'unexpected failure');
+    error = new ApiError(500, `internal error (request id ${req.id})`);
+  }
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  sendJson(res, error.status, error.headers, error.encoded());
+}
+
+function isHttpError(err: unknown): err is { status: number; message: string } {
+  return !!err && typeof err === 'object' && typeof (err as { status?: unknown }).status === 'number';
+}
+
+/** Gives a request its id (the caller's X-Request-Id when usable) and notes when it arrived. */
+export function identify(req: Request, res: Response): void {
+  req.startedAt = performance.now();
+  const given = req.headers['x-request-id'];
+  req.id = (typeof given === 'string' && /^[\w.-]{1,100}$/.test(given) && given) || crypto.randomUUID();
+  res.setHeader('X-Request-Id', req.id);
+}
+
+/** The access-log line of a request: no query string, no headers, no body (see log.ts). */
+export function logRequest(logger: Logger, req: Request, res: Response): void {
+  logger.info(
+    {
+      reqId: req.id,
+      method: req.method,
+      path: loggablePath(req.originalUrl),
+      status: res.statusCode,
+      ms: performance.now() - (req.startedAt as number),
+      workspace: req.principal?.workspaceId,
+    },
+    'request',
+  );
+}

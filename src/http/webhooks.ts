@@ -1,0 +1,49 @@
+// The webhook receiver's layer: `POST`/`PUT /hooks/{triggerId}/{secret}` (deliverWebhook and
+// deliverWebhookPut in openapi.yaml). No bearer token (the URL's secret is the credential) and a body
+// of any media type, read as bytes up to 64 KiB before anything else is done; the service decides
+// the rest. The access log masks the secret (log.ts).
+import type express from 'express';
+import type { Logger } from '../log';
+import type { ServiceContext } from '../services/context';
+import { deliverWebhook } from '../services/webhook-deliveries';
+import { ApiError } from '../errors';
+import { readBodyBytes } from './body';
+import type { Operations } from './openapi';
+import { identify, logRequest, replyWithError, sendJson } from './replies';
+
+const HOOKS_ROOT = '/hooks/';
+
+export function webhookRequests(operations: Operations, ctx: ServiceContext, logger: Logger): express.RequestHandler {
+  return (req, res, next) => {
+    const url = req.originalUrl;
+    if (!url.startsWith(HOOKS_ROOT)) return next();
+    identify(req, res);
+    const queryAt = url.indexOf('?');
+    const path = queryAt < 0 ? url : url.slice(0, queryAt);
+    const done = () => logRequest(logger, req, res);
+    const match = operations.match(req.method, path);
+    if (!match) {
+      replyWithError(new ApiError(404, 'no webhook at this URL'), req, res, logger);
+      return done();
+    }
+    if (!('operation' in match)) {
+      res.setHeader('Allow', match.allowed.join(', '));
+      replyWithError(new ApiError(405, `method ${req.method} is not allowed on a webhook URL; allowed: ${match.allowed.join(', ')}`), req, res, logger);
+      return done();
+    }
+    req.matched = match;
+    readBodyBytes(req)
+      .then((body) =>
+        deliverWebhook(ctx, {
+          triggerId: match.params.triggerId as string,
+          secret: match.params.secret as string,
+          headers: req.headers,
+          query: queryAt < 0 ? '' : url.slice(queryAt + 1),
+          body,
+        }),
+      )
+      .then((accepted) => sendJson(res, 202, undefined, Buffer.from(JSON.stringify({ data: { run_id: accepted.runId, status: accepted.status } }))))
+      .catch((err: unknown) => replyWithError(err, req, res, logger))
+      .finally(done);
+  };
+}

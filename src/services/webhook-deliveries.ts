@@ -1,0 +1,171 @@
+// The webhook receiver's use case: a delivery to `<base>/hooks/<trigger id>/<secret>` starts a run of
+// the trigger's agent. Checked in this order: the URL (404 for an unknown trigger or a wrong secret,
+// alike; 410 for a secret a rotation or a replace retired), the agent's and trigger's state (409),
+// the signature of a signing trigger (401), a repeated delivery id (the first reply again), the
+// trigger's rate (429); then the run is queued or refused in one write with the delivery's row.
+import crypto from 'node:crypto';
+import querystring from 'node:querystring';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import type { Agent, Trigger } from '../domain/types';
+import { ApiError } from '../errors';
+import type { AgentRunState } from '../runtime/agent-loop';
+import { hashSecret } from './webhooks';
+import type { ServiceContext } from './context';
+import { acceptRun, refusalMessage } from './runs';
+
+/** How long a delivery id is remembered: a repeat within it starts nothing. */
+export const REPEAT_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+/** The request headers a run receives (the rest stay out of the run, and out of its transcript). */
+const FORWARDED_HEADERS = ['content-type', 'user-agent', 'webhook-id'] as const;
+
+export interface Delivery {
+  triggerId: string;
+  secret: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** The raw query string, without `?`. */
+  query: string;
+  body: Buffer;
+}
+
+export interface DeliveryAccepted {
+  runId: string;
+  status: string;
+}
+
+/** What a run started by a delivery gets: the body (parsed JSON, a form as an object, else text), some headers and the query. */
+export interface DeliveryInput {
+  body: unknown;
+  headers: Partial<Record<(typeof FORWARDED_HEADERS)[number], string>>;
+  query: Record<string, unknown>;
+}
+
+const notFound = new ApiError(404, 'no webhook at this URL');
+// A hash no secret has: an unknown trigger is compared against it, so it takes as long as a wrong secret.
+const NO_HASH = '0'.repeat(64);
+
+function sameHash(presented: string, stored: string | null): boolean {
+  return crypto.timingSafeEqual(Buffer.from(presented), Buffer.from(stored ?? NO_HASH)) && stored !== null;
+}
+
+const header = (headers: Delivery['headers'], name: string): string | undefined => {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+};
+
+export function deliveryInput(delivery: Delivery): DeliveryInput {
+  const type = (header(delivery.headers, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  const text = delivery.body.toString('utf8');
+  let body: unknown = delivery.body.length ? text : null;
+  if (delivery.body.length && (type === 'application/json' || type.endsWith('+json'))) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON after all: the run gets the text
+    }
+  } else if (type === 'application/x-www-form-urlencoded') {
+    body = { ...querystring.parse(text) };
+  }
+  const headers: DeliveryInput['headers'] = {};
+  for (const name of FORWARDED_HEADERS) {
+    const value = header(delivery.headers, name);
+    if (value !== undefined) headers[name] = value;
+  }
+  return { body, headers, query: { ...querystring.parse(delivery.query) } };
+}
+
+/** The prompt of the run: the trigger's own (or a default), then the delivery as JSON. */
+export function deliveryPrompt(trigger: Trigger, input: DeliveryInput): string {
+  const intro = trigger.prompt ?? `A delivery arrived at the webhook trigger '${trigger.name}'.`;
+  return `${intro}\n\nWebhook delivery:\n${JSON.stringify(input)}`;
+}
+
+function verifySignature(signingSecret: string | null, delivery: Delivery): void {
+  const headers = {
+    'webhook-id': header(delivery.headers, 'webhook-id') ?? '',
+    'webhook-timestamp': header(delivery.headers, 'webhook-timestamp') ?? '',
+    'webhook-signature': header(delivery.headers, 'webhook-signature') ?? '',
+  };
+  if (!headers['webhook-id'] || !headers['webhook-timestamp'] || !headers['webhook-signature']) {
+    throw new ApiError(401, 'this trigger requires a Standard Webhooks signature: send webhook-id, webhook-timestamp and webhook-signature');
+  }
+  if (!signingSecret) throw new ApiError(401, 'webhook-signature: the trigger has no signing secret; rotate it to mint one');
+  try {
+    new Webhook(signingSecret).verify(delivery.body, headers, { jsonParse: false });
+  } catch (err) {
+    if (!(err instanceof WebhookVerificationError)) throw err;
+    if (/timestamp/i.test(err.message) || /Invalid Signature Headers/.test(err.message)) {
+      throw new ApiError(401, 'webhook-timestamp: must be the signing time in seconds since the epoch, within 5 minutes of the server\'s clock');
+    }
+    throw new ApiError(401, "webhook-signature: no signature matches the trigger's signing secret");
+  }
+}
+
+/** The delivery's id, for de-duplication: `webhook-id`, else `Idempotency-Key`, else none. */
+function deliveryKey(delivery: Delivery): string | undefined {
+  const key = header(delivery.headers, 'webhook-id') || header(delivery.headers, 'idempotency-key');
+  return key ? key.slice(0, 200) : undefined;
+}
+
+async function replyOfEarlierDelivery(ctx: ServiceContext, runId: string, httpStatus: number): Promise<DeliveryAccepted> {
+  const run = await ctx.store.runs.find(runId);
+  if (httpStatus === 409) throw new ApiError(409, run?.error ?? 'the run was refused', { run_id: runId });
+  return { runId, status: run?.status ?? 'queued' };
+}
+
+export async function deliverWebhook(ctx: ServiceContext, delivery: Delivery, nowMs = Date.now()): Promise<DeliveryAccepted> {
+  const { store } = ctx;
+  const presented = hashSecret(delivery.secret);
+  const target = await store.webhooks.target(delivery.triggerId);
+  if (!target || !sameHash(presented, target.secretHash)) {
+    const retired = await store.webhooks.retired(delivery.triggerId, presented);
+    if (retired === 'rotated') throw new ApiError(410, 'this webhook URL was replaced by a rotation; use the new URL');
+    if (retired === 'dropped') throw new ApiError(410, 'this webhook trigger was removed from its agent');
+    throw notFound;
+  }
+  const agent = await store.agents.find(target.workspaceId, target.agentId);
+  const trigger = agent?.document.triggers.find((t) => t.id === target.triggerId);
+  if (!agent || !trigger || trigger.kind !== 'webhook') throw notFound; // a write removed it just now
+  const doc: Agent = agent.document;
+  if (doc.status !== 'active') {
+    throw new ApiError(409, `agent '${doc.slug}' is ${doc.status}; only an active agent's triggers fire (POST /api/build/agents/${doc.slug}/status)`, { run_id: null });
+  }
+  if (!trigger.enabled) throw new ApiError(409, `trigger '${trigger.name}' of agent '${doc.slug}' is disabled; enable it to receive deliveries`, { run_id: null });
+  if (trigger.signing === 'standard-webhooks') verifySignature(target.signingSecret, delivery);
+
+  const key = deliveryKey(delivery);
+  const since = new Date(nowMs - REPEAT_WINDOW_MS).toISOString();
+  if (key) {
+    const earlier = await store.webhooks.delivery(trigger.id, key, since);
+    if (earlier) return replyOfEarlierDelivery(ctx, earlier.runId, earlier.httpStatus);
+  }
+  const limit = ctx.webhookRatePerMinute;
+  const minute = Math.floor(nowMs / 60_000);
+  if (!(await store.webhooks.countDelivery(trigger.id, minute, limit))) {
+    const retryAfter = Math.max(1, Math.ceil(((minute + 1) * 60_000 - nowMs) / 1000));
+    throw new ApiError(429, `this trigger received ${limit} deliveries this minute, its limit; retry after ${retryAfter} s`, {}, { 'Retry-After': String(retryAfter) });
+  }
+
+  const input = deliveryInput(delivery);
+  const initial: AgentRunState = { transcript: [], tool_calls: [], final_text: null, steps: 0 };
+  const { id, outcome } = await acceptRun(ctx, {
+    kind: 'agent',
+    workspaceId: target.workspaceId,
+    startedBy: `webhook:${trigger.id}`,
+    targetId: agent.id,
+    targetVersion: agent.version,
+    source: 'webhook',
+    triggerId: trigger.id,
+    ...(key && { delivery: { key, since } }),
+    request: { prompt: deliveryPrompt(trigger, input), input },
+    snapshot: agent,
+    agent: { slug: doc.slug, name: doc.name },
+    state: initial,
+    minimumCost: 1,
+  });
+  if (outcome.status === 'repeated') return replyOfEarlierDelivery(ctx, outcome.runId, outcome.httpStatus);
+  if (outcome.status === 'refused') {
+    throw new ApiError(409, refusalMessage(1, outcome.balance), { run_id: id });
+  }
+  return { runId: id, status: 'queued' };
+}
