@@ -45,6 +45,10 @@ export interface Config {
   openai: OpenAiConfig | null;
   /** Deliveries each webhook trigger accepts per minute (WEBHOOK_RATE_LIMIT). */
   webhookRatePerMinute: number;
+  /** How late a schedule's due time may still fire after an outage (SCHEDULE_CATCH_UP_SECONDS). */
+  scheduleCatchUpMs: number;
+  /** How often the scheduler looks for due schedules (SCHEDULER_TICK_MS); 0: never, nothing fires. */
+  schedulerTickMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -158,5 +162,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     httpToolAllowPrivate: boolean(env, 'HTTP_TOOL_ALLOW_PRIVATE', false),
     openai: openAi(env),
     webhookRatePerMinute: integer(env, 'WEBHOOK_RATE_LIMIT', 60, 1, 1_000_000),
+    scheduleCatchUpMs: integer(env, 'SCHEDULE_CATCH_UP_SECONDS', 3600, 0, 7 * 86_400) * 1000,
+    schedulerTickMs: integer(env, 'SCHEDULER_TICK_MS', 1000, 0, 60_000),
   };
 }

@@ -12,12 +12,15 @@ import { createRunner, type Runner } from './runtime/runner';
 import { openSqliteStore, type Store } from './store';
 import { acquireServeLock, type ServeLock } from './store/serve-lock';
 import { startMaintenance, type Maintenance } from './services/maintenance';
+import { startScheduler, type Scheduler } from './services/scheduler';
+import type { ServiceContext } from './services/context';
 
 export interface Service {
   app: express.Express;
   store: Store;
   runner: Runner;
   maintenance: Maintenance;
+  scheduler: Scheduler;
   /** Present when the service is its own issuer (no AUTH_ISSUER). */
   localIssuer: LocalIssuer | null;
   /** Stops the run workers (waiting up to graceMs for runs in progress) and closes the store. */
@@ -52,23 +55,19 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
     : remoteKeySource({ issuer, jwksUri: config.auth.jwksUri, maxAgeMs: config.auth.jwksCacheMs });
   const resourceMetadataUrl = `${config.publicBaseUrl}/.well-known/oauth-protected-resource`;
   const models = createModelRegistry(config);
-  const runner = createRunner({
+  const http = { ...HTTP_TOOL, allowPrivate: config.httpToolAllowPrivate };
+  const runner = createRunner({ store, models, http, workers: config.runWorkers, logger });
+  const ctx: ServiceContext = {
     store,
-    models,
-    http: { ...HTTP_TOOL, allowPrivate: config.httpToolAllowPrivate },
-    workers: config.runWorkers,
-    logger,
-  });
+    limits: config.limits,
+    publicBaseUrl: config.publicBaseUrl,
+    models: models.catalog,
+    defaultCredits: config.defaultCredits,
+    webhookRatePerMinute: config.webhookRatePerMinute,
+    notifyRunQueued: runner.notify,
+  };
   const app = await createApp({
-    ctx: {
-      store,
-      limits: config.limits,
-      publicBaseUrl: config.publicBaseUrl,
-      models: models.catalog,
-      defaultCredits: config.defaultCredits,
-      webhookRatePerMinute: config.webhookRatePerMinute,
-      notifyRunQueued: runner.notify,
-    },
+    ctx,
     store,
     logger,
     publicBaseUrl: config.publicBaseUrl,
@@ -86,13 +85,16 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
   });
   await runner.start();
   const maintenance = startMaintenance(store, logger);
+  const scheduler = startScheduler(ctx, { catchUpMs: config.scheduleCatchUpMs, tickMs: config.schedulerTickMs, http, logger });
   return {
     app,
     store,
     runner,
     maintenance,
+    scheduler,
     localIssuer,
     close: async (graceMs = 5000) => {
+      scheduler.stop();
       maintenance.stop();
       await runner.stop(graceMs);
       store.close();

@@ -99,7 +99,7 @@ export async function testWorkflow(ctx: ServiceContext, who: Principal, ref: str
   if (!workflow.document.enabled) {
     throw refused(`workflow '${workflow.slug}' is disabled; set enabled to true to test it`, null);
   }
-  const stepAgents = await agentsOfSteps(ctx, who, workflow.document);
+  const stepAgents = await agentsOfSteps(ctx, who.workspaceId, workflow.document);
   return accept(ctx, {
     kind: 'workflow',
     workspaceId: who.workspaceId,
@@ -119,11 +119,11 @@ export async function testWorkflow(ctx: ServiceContext, who: Principal, ref: str
  * The agents a workflow's agent steps run, as stored now: the run executes these versions, whatever
  * is written later. An archived agent (or one gone) refuses the run, naming the step.
  */
-async function agentsOfSteps(ctx: ServiceContext, who: Principal, workflow: Workflow): Promise<Record<string, Agent> | undefined> {
+export async function agentsOfSteps(ctx: ServiceContext, workspaceId: string, workflow: Workflow): Promise<Record<string, Agent> | undefined> {
   const agents: Record<string, Agent> = {};
   for (const [i, step] of workflow.steps.entries()) {
     if (step.kind !== 'agent' || Object.hasOwn(agents, step.agent)) continue;
-    const record = await ctx.store.agents.find(who.workspaceId, step.agent);
+    const record = await ctx.store.agents.find(workspaceId, step.agent);
     const at = `steps[${i}] ('${step.id}')`;
     if (!record) throw refused(`${at}: agent '${step.agent}' is not an agent of this workspace`, null);
     if (record.document.status === 'archived') {

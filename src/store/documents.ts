@@ -87,7 +87,9 @@ export interface DocumentTableSpec<T extends { slug?: string; updated_at?: strin
   /** Columns besides the common ones, kept in step with the document (for lists and lookups). */
   columns: Record<string, (doc: T) => string | number>;
   /** Further rows that must land in the same transaction as the document (e.g. triggers); `extra` is what the caller passed with the write. */
-  afterWrite?: (id: string, doc: T, extra: W | undefined) => void;
+  afterWrite?: (id: string, doc: T, extra: W | undefined, workspaceId: string) => void;
+  /** Rows that go with the document when it is removed (in the same transaction). */
+  afterRemove?: (id: string) => void;
 }
 
 interface Row {
@@ -174,7 +176,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     if (opts.maxBytes !== undefined && bytes > opts.maxBytes) return { ok: false, reason: 'too_large', bytes };
     insert.run({ id, workspace_id: workspaceId, slug, stamp_us: stampMicros, document: json, created_at: new Date().toISOString(), ...columnValues(final) });
     lists.drop(workspaceId);
-    spec.afterWrite?.(id, final, extra);
+    spec.afterWrite?.(id, final, extra, workspaceId);
     return { ok: true, record: new StoredVersion(id, workspaceId, slug, 1, stampMicros, json, final) };
   };
 
@@ -188,7 +190,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     const { doc: final, json } = stamped(doc, stampMicros, row.slug);
     update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, document: json, ...columnValues(final) });
     lists.drop(workspaceId);
-    spec.afterWrite?.(id, final, extra);
+    spec.afterWrite?.(id, final, extra, workspaceId);
     // Last, so a failure above (which rolls this write's savepoint back) leaves the old row cached,
     // which is then still the stored one; if the whole group fails to commit, the cache is cleared.
     // The next write of this document finds its parsed form here.
@@ -211,7 +213,9 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
       commit.run(() => {
         cache.drop(workspaceId, id);
         lists.drop(workspaceId);
-        return remove.run(workspaceId, id).changes > 0;
+        const removed = remove.run(workspaceId, id).changes > 0;
+        if (removed) spec.afterRemove?.(id);
+        return removed;
       }),
   };
 }

@@ -8,12 +8,15 @@ import { StampClock } from '../domain/stamps';
 import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../domain/types';
 import { kvRepository, runRepository, type KvRepository, type RunRepository } from './runs';
 import { webhookRepository, type WebhookRepository } from './webhooks';
+import { scheduleRepository, scheduleSync, type ScheduleRepository } from './schedules';
+import { agentSchedules, workflowSchedules } from '../domain/triggers';
 import { createGroupCommit, type GroupCommit } from './group-commit';
 
 export type { CreateOptions, CreateOutcome, DocumentRecord, ReplaceOutcome, Serialized } from './documents';
 export type { ListVersion } from './list-cache';
 export type { KvRepository, RunRepository, RunRow, RunStatus, RunKind, NewRun, AcceptOutcome } from './runs';
 export type { WebhookRepository, WebhookTarget } from './webhooks';
+export type { ScheduleRepository, ScheduleRow, ScheduleClaim, ScheduledFire, FireRow, FireRecord } from './schedules';
 export type AgentRecord = DocumentRecord<Agent>;
 export type WorkflowRecord = DocumentRecord<Workflow>;
 
@@ -68,6 +71,7 @@ export interface Store {
   runs: RunRepository;
   kv: KvRepository;
   webhooks: WebhookRepository;
+  schedules: ScheduleRepository;
   /** Throws when the database cannot answer (readiness probe). */
   ping(): Promise<void>;
   close(): void;
@@ -94,6 +98,7 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
     runs: runRepository(db, commit),
     kv: kvRepository(db, commit),
     webhooks: webhookRepository(db, commit),
+    schedules: scheduleRepository(db, commit),
     ping: async () => {
       ping.get();
     },
@@ -106,6 +111,7 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
 }
 
 function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentRepository {
+  const schedules = scheduleSync(db);
   const insertTrigger = db.prepare('INSERT OR IGNORE INTO agent_triggers (id, agent_id, kind) VALUES (?, ?, ?)');
   const setSecret = db.prepare('UPDATE agent_triggers SET secret_hash = ?, secret_prefix = ?, signing_secret = ? WHERE id = ? AND agent_id = ?');
   const clearSigning = db.prepare('UPDATE agent_triggers SET signing_secret = NULL WHERE id = ? AND signing_secret IS NOT NULL');
@@ -125,7 +131,8 @@ function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentR
     // Trigger rows follow the document: new ones are added (with their secret's hash), the ones it
     // no longer names go, and with them their secrets, so a dropped webhook's URL stops opening it
     // (its secret is retired: 410). A secret minted for an existing trigger (rotation) retires the old one.
-    afterWrite: (agentId, doc, secrets = []) => {
+    afterWrite: (agentId, doc, secrets = [], workspaceId) => {
+      schedules.sync(workspaceId, agentId, agentSchedules(doc), Date.now());
       const now = new Date().toISOString();
       const keep = new Set(doc.triggers.map((t) => t.id));
       for (const id of triggerIds.all(agentId) as string[]) {
@@ -152,12 +159,16 @@ function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentR
 }
 
 function workflowRepository(db: Db, commit: GroupCommit, clock: StampClock): WorkflowRepository {
+  const schedules = scheduleSync(db);
   const table = createDocumentTable<Workflow, undefined, WorkflowListItem[]>(db, commit, clock, {
     table: 'workflows',
     maxSlugLength: 80,
     listSql: `SELECT json_group_array(json_object('slug', slug, 'name', name, 'enabled', json(CASE enabled WHEN 1 THEN 'true' ELSE 'false' END), 'version', version, 'updated_at', ${STAMP_SQL}))
       FROM (SELECT slug, name, enabled, version, stamp_us FROM workflows WHERE workspace_id = ? ORDER BY slug)`,
     columns: { name: (doc) => doc.name, enabled: (doc) => (doc.enabled ? 1 : 0) },
+    // The workflow's schedule row follows it, like an agent's (see scheduleSync).
+    afterWrite: (id, doc, _extra, workspaceId) => schedules.sync(workspaceId, id, workflowSchedules(id, doc), Date.now()),
+    afterRemove: (id) => schedules.removeOwner(id),
   });
   return {
     list: async (workspaceId) => table.list(workspaceId),

@@ -4,6 +4,7 @@
 import type { Db } from './db';
 import type { GroupCommit } from './group-commit';
 import { BudgetedMap } from './budgeted-map';
+import { scheduleWrites, type ScheduledFire } from './schedules';
 
 export type RunKind = 'agent' | 'workflow';
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'refused';
@@ -48,6 +49,8 @@ export interface NewRun {
    * (trigger, id), so a repeat within `repeatWindowMs` starts nothing (the outcome names the first run).
    */
   delivery?: { key: string; since: string };
+  /** A schedule's or poll's due time, decided in the same write as the run (see ScheduledFire). */
+  fire?: ScheduledFire;
   request: unknown;
   /** The document that runs, as stored (its JSON, not re-serialised). */
   snapshotJson: string;
@@ -66,7 +69,9 @@ export type AcceptOutcome =
   | { status: 'queued' }
   | { status: 'refused'; balance: number }
   /** The delivery was received before (since `delivery.since`): nothing was written; its run and reply. */
-  | { status: 'repeated'; runId: string; httpStatus: number };
+  | { status: 'repeated'; runId: string; httpStatus: number }
+  /** Another process decided the schedule's due time (or the poll's output) first: nothing was written. */
+  | { status: 'raced' };
 
 export interface RunRepository {
   accept(run: NewRun, refusal: (balance: number) => string): Promise<AcceptOutcome>;
@@ -120,6 +125,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
      ON CONFLICT (trigger_id, delivery_key) DO UPDATE SET run_id = excluded.run_id, http_status = excluded.http_status, received_at = excluded.received_at
      WHERE received_at < @since`,
   );
+  const schedules = scheduleWrites(db);
   const setDeliveryStatus = db.prepare('UPDATE webhook_deliveries SET http_status = ? WHERE trigger_id = ? AND delivery_key = ?');
   const priorDelivery = db.prepare('SELECT run_id AS runId, http_status AS httpStatus FROM webhook_deliveries WHERE trigger_id = ? AND delivery_key = ?');
   const byId = db.prepare('SELECT * FROM runs WHERE id = ?');
@@ -175,6 +181,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
         return { status: 'repeated', ...(priorDelivery.get(key.trigger, key.key) as { runId: string; httpStatus: number }) };
       }
     }
+    if (run.fire && !schedules.take(run.fire, now)) return { status: 'raced' };
     const reserved = debit.run({ amount: run.minimumCost, workspace: run.workspaceId }).changes === 1;
     const row = {
       id: run.id,
@@ -197,6 +204,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       : { status: 'refused' as const, credits_reserved: 0, error: refusal(left), finished_at: now };
     insert.run({ ...row, ...outcome });
     if (run.delivery) setDeliveryStatus.run(left === null ? 202 : 409, run.triggerId, run.delivery.key);
+    if (run.fire) schedules.fired(run.fire, left === null ? 'fired' : 'refused', run.id, outcome.error, now);
     // An agent run is kept only when its accept names the agent (as the projection query would).
     if (run.kind === 'workflow' || run.agent) {
       const snapshot = run.agent ? JSON.stringify({ slug: run.agent.slug, name: run.agent.name }) : null;

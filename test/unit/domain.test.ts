@@ -1,5 +1,5 @@
 import { boundedMemo } from '../../src/domain/bounded-memo';
-import { cronProblem, isTimezone } from '../../src/domain/schedule';
+import { cronProblem, dueTimesThrough, isTimezone, nextDueAfter, planFires } from '../../src/domain/schedule';
 import { assignTriggerIds, firstFreeSlug, normaliseAgent, slugFromName } from '../../src/domain/agent';
 import { describeAgentChanges, describeWorkflowChanges, same } from '../../src/domain/changes';
 import { checkWorkflowShape, materialiseWorkflow, normaliseWorkflow } from '../../src/domain/workflow';
@@ -151,5 +151,45 @@ describe('schedule verdicts are remembered for a bounded number of strings', () 
     expect(calls).toBe(3);
     memo('a');
     expect(calls).toBe(4);
+  });
+});
+
+describe('due times (croner) and the catch-up plan', () => {
+  const at = (iso: string) => Date.parse(iso);
+  const nextTimes = (cron: string, tz: string, fromIso: string, count: number) => {
+    const times: string[] = [];
+    for (let t = at(fromIso); times.length < count; ) {
+      t = nextDueAfter(cron, tz, t)!;
+      times.push(new Date(t).toISOString());
+    }
+    return times;
+  };
+
+  test('spring forward in Europe/Berlin: a local time the clocks skip fires once, at the first valid time after the gap', () => {
+    expect(nextTimes('30 2 * * *', 'Europe/Berlin', '2026-03-27T12:00:00Z', 3)).toEqual([
+      '2026-03-28T01:30:00.000Z', // 02:30 CET
+      '2026-03-29T01:00:00.000Z', // 02:30 does not exist: 03:00 CEST
+      '2026-03-30T00:30:00.000Z', // 02:30 CEST
+    ]);
+  });
+
+  test('fall back in Europe/Berlin: a local time the clocks repeat fires once (its first occurrence); intervals follow absolute time', () => {
+    expect(nextTimes('30 2 * * *', 'Europe/Berlin', '2026-10-24T12:00:00Z', 2)).toEqual(['2026-10-25T00:30:00.000Z', '2026-10-26T01:30:00.000Z']);
+    expect(nextTimes('0 * * * *', 'Europe/Berlin', '2026-10-24T23:30:00Z', 4)).toEqual([
+      '2026-10-25T00:00:00.000Z', // 02:00 CEST
+      '2026-10-25T01:00:00.000Z', // 02:00 CET: the repeated hour is an hour later in absolute time
+      '2026-10-25T02:00:00.000Z',
+      '2026-10-25T03:00:00.000Z',
+    ]);
+  });
+
+  test('due times through now, and the plan: the latest within the window fires, the rest are missed', () => {
+    const first = at('2026-11-23T10:00:00Z');
+    const due = dueTimesThrough('*/10 * * * *', 'UTC', first, at('2026-11-23T10:35:00Z'), 100);
+    expect(due.map((t) => new Date(t).toISOString().slice(11, 16))).toEqual(['10:00', '10:10', '10:20', '10:30']);
+    expect(planFires(due, at('2026-11-23T10:35:00Z'), 10 * 60_000)).toEqual({ fire: due[3], missed: due.slice(0, 3) });
+    expect(planFires(due, at('2026-11-23T10:45:00Z'), 10 * 60_000)).toEqual({ fire: null, missed: due });
+    expect(planFires([], at('2026-11-23T10:45:00Z'), 10 * 60_000)).toEqual({ fire: null, missed: [] });
+    expect(dueTimesThrough('* * * * *', 'UTC', first, first + 5000 * 60_000, 3)).toHaveLength(3); // the latest kept
   });
 });

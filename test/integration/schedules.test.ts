@@ -1,0 +1,223 @@
+// Schedules and poll triggers with an injected clock: the service's own timer is off
+// (SCHEDULER_TICK_MS=0) and each test calls the scheduler's tick with the time it wants. Due times
+// come from the stored schedule rows, which the document writes keep.
+import Database from 'better-sqlite3';
+import { startService, type TestService } from '../helpers/service';
+import { minimalAgent } from '../helpers/fixtures';
+import { startScheduler } from '../../src/services/scheduler';
+import { createLogger } from '../../src/log';
+import type { components } from '../../generated/api';
+
+type WorkflowCreate = components['schemas']['WorkflowCreate'];
+const MINUTE = 60_000;
+
+let t: TestService;
+beforeAll(async () => {
+  t = await startService({ SCHEDULER_TICK_MS: '0', SCHEDULE_CATCH_UP_SECONDS: '600' });
+});
+afterAll(() => t.close());
+
+let n = 0;
+async function scheduledWorkflow(cron: string, extra: Partial<WorkflowCreate> = {}) {
+  const slug = `scheduled-${++n}`;
+  const res = await t.client().PUT('/api/build/workflows', {
+    body: { kind: 'service.workflow/v1', slug, name: slug, schedule: { cron, timezone: 'UTC' }, steps: [{ id: 'a', kind: 'tool', tool: 'core.echo', args: { at: 'now' } }], ...extra },
+  });
+  expect(res.response.status).toBe(201);
+  const doc = res.data!.data.document;
+  const id = (await t.service.store.workflows.find('ws-1', slug))!.id;
+  return { slug, id, doc, etag: res.response.headers.get('etag')!, scheduleId: `workflow:${id}` };
+}
+
+const schedule = async (id: string) => (await t.service.store.schedules.find(id))!;
+const fires = (id: string) => t.service.store.schedules.fires(id);
+
+function runsOf(targetId: string, source = 'schedule') {
+  const db = new Database(t.config.databasePath, { readonly: true });
+  try {
+    return db.prepare('SELECT id, status, source, started_by FROM runs WHERE target_id = ? AND source = ? ORDER BY id').all(targetId, source) as { id: string; status: string }[];
+  } finally {
+    db.close();
+  }
+}
+
+async function tick(now: number) {
+  await t.service.scheduler.tick(now);
+  await t.service.runner.idle();
+}
+
+describe('workflow schedules', () => {
+  test('a due time fires once, on time, and the run is readable in the workspace', async () => {
+    const wf = await scheduledWorkflow('*/5 * * * *');
+    const due = (await schedule(wf.scheduleId)).next_due_at!;
+    expect(due % (5 * MINUTE)).toBe(0);
+    expect(due).toBeGreaterThan(Date.now());
+
+    await tick(due - 1);
+    expect(runsOf(wf.id)).toEqual([]);
+    await tick(due);
+    await tick(due);
+    await tick(due + 1000);
+    const runs = runsOf(wf.id);
+    expect(runs).toHaveLength(1);
+    expect(await fires(wf.scheduleId)).toEqual([{ due_at: due, outcome: 'fired', run_id: runs[0]!.id, detail: null }]);
+    expect((await schedule(wf.scheduleId)).next_due_at).toBe(due + 5 * MINUTE);
+
+    const read = await t.client(t.token({ user: 'colleague' })).GET('/api/build/workflow-runs/{runId}', { params: { path: { runId: runs[0]!.id } } });
+    expect(read.data!.data).toMatchObject({ status: 'succeeded', source: 'schedule', trigger_id: null, started_by: `schedule:${wf.scheduleId}` });
+  });
+
+  test('after an outage: one catch-up run for the latest due time within the window, every other one recorded as missed', async () => {
+    const wf = await scheduledWorkflow('*/5 * * * *');
+    const due = (await schedule(wf.scheduleId)).next_due_at!;
+    await tick(due + 3 * 60 * MINUTE + 2 * MINUTE); // 37 due times passed; the latest 2 minutes ago
+    const runs = runsOf(wf.id);
+    expect(runs).toHaveLength(1);
+    const recorded = await fires(wf.scheduleId);
+    expect(recorded).toHaveLength(37);
+    expect(recorded.filter((f) => f.outcome === 'missed')).toHaveLength(36);
+    expect(recorded.at(-1)).toEqual({ due_at: due + 3 * 60 * MINUTE, outcome: 'fired', run_id: runs[0]!.id, detail: null });
+    expect((await schedule(wf.scheduleId)).next_due_at).toBe(due + 3 * 60 * MINUTE + 5 * MINUTE);
+  });
+
+  test('a latest due time older than the catch-up window fires nothing; all are recorded as missed', async () => {
+    const wf = await scheduledWorkflow('0 * * * *');
+    const due = (await schedule(wf.scheduleId)).next_due_at!;
+    await tick(due + 2 * 60 * MINUTE + 30 * MINUTE); // latest 30 minutes ago; the window is 10
+    expect(runsOf(wf.id)).toEqual([]);
+    expect((await fires(wf.scheduleId)).map((f) => f.outcome)).toEqual(['missed', 'missed', 'missed']);
+  });
+
+  test('overlap: a due time whose previous run is still going is skipped and recorded', async () => {
+    const wf = await scheduledWorkflow('*/5 * * * *', { steps: [{ id: 'slow', kind: 'tool', tool: 'core.sleep', args: { ms: 1500 } }] });
+    const due = (await schedule(wf.scheduleId)).next_due_at!;
+    await t.service.scheduler.tick(due);
+    await t.service.scheduler.tick(due + 5 * MINUTE); // the first run sleeps still
+    await t.service.runner.idle();
+    const recorded = await fires(wf.scheduleId);
+    expect(recorded.map((f) => f.outcome)).toEqual(['fired', 'overlap']);
+    expect(recorded[1]!.detail).toMatch(/^run [0-9a-f-]{36} is still (queued|running)$/);
+    expect(runsOf(wf.id)).toHaveLength(1);
+  });
+
+  test('two schedulers deciding the same due time at once start one run', async () => {
+    const wf = await scheduledWorkflow('*/5 * * * *');
+    const due = (await schedule(wf.scheduleId)).next_due_at!;
+    const other = startScheduler(ctxOf(t), { catchUpMs: 600_000, tickMs: 0, http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1024 }, logger: createLogger('silent') });
+    await Promise.all([t.service.scheduler.tick(due), other.tick(due), other.tick(due)]);
+    await t.service.runner.idle();
+    expect(runsOf(wf.id)).toHaveLength(1);
+    expect(await fires(wf.scheduleId)).toHaveLength(1);
+  });
+
+  test('a replace that changes the schedule takes effect for the next due time; disabling stops it; a deleted workflow leaves no schedule', async () => {
+    const wf = await scheduledWorkflow('*/5 * * * *');
+    const before = (await schedule(wf.scheduleId)).next_due_at!;
+    const replace = (etag: string, doc: typeof wf.doc, changes: Partial<typeof wf.doc>) =>
+      t.client().PUT('/api/build/workflows/{ref}', { params: { path: { ref: wf.slug }, header: { 'If-Match': etag } }, body: { ...doc, ...changes } });
+    const hourly = await replace(wf.etag, wf.doc, { schedule: { cron: '0 * * * *', timezone: 'UTC' } });
+    expect(hourly.response.status).toBe(200);
+    const after = (await schedule(wf.scheduleId)).next_due_at!;
+    expect(after % (60 * MINUTE)).toBe(0);
+    expect(after).toBeGreaterThanOrEqual(before);
+    const renamed = await replace(hourly.response.headers.get('etag')!, hourly.data!.data.document, { name: 'Renamed' });
+    expect((await schedule(wf.scheduleId)).next_due_at).toBe(after); // untouched schedule, untouched due time
+    const disabled = await replace(renamed.response.headers.get('etag')!, renamed.data!.data.document, { enabled: false });
+    expect(disabled.response.status).toBe(200);
+    expect(await schedule(wf.scheduleId)).toMatchObject({ active: 0, next_due_at: null });
+    await tick(after + 10 * 60 * MINUTE);
+    expect(runsOf(wf.id)).toEqual([]);
+    await t.client().DELETE('/api/build/workflows/{ref}', { params: { path: { ref: wf.slug } } });
+    expect(await t.service.store.schedules.find(wf.scheduleId)).toBeNull();
+  });
+
+  test('a workflow whose inputs have no defaults cannot run on a schedule: the due time is recorded as failed', async () => {
+    const wf = await scheduledWorkflow('*/5 * * * *', { inputs: { needed: {} }, steps: [{ id: 'a', kind: 'tool', tool: 'core.echo', args: { v: '{{inputs.needed}}' } }] });
+    const due = (await schedule(wf.scheduleId)).next_due_at!;
+    await tick(due);
+    expect(runsOf(wf.id)).toEqual([]);
+    expect(await fires(wf.scheduleId)).toEqual([{ due_at: due, outcome: 'failed', run_id: null, detail: "a scheduled run uses the inputs' defaults: body.input.needed: required: the input has no default" }]);
+  });
+});
+
+describe('agent schedules', () => {
+  async function scheduledAgent(status: 'draft' | 'active', schedule: Record<string, unknown> = { enabled: true, cron: '*/10 * * * *', timezone: 'Europe/Berlin', prompt: 'Morning report.' }) {
+    const created = await t.client().PUT('/api/build/agents', { body: { ...minimalAgent(`Scheduled ${++n}`), schedule } });
+    let doc = created.data!.data.document;
+    let etag = created.response.headers.get('etag')!;
+    if (status === 'active') {
+      const res = await t.client().POST('/api/build/agents/{ref}/status', { params: { path: { ref: doc.id }, header: { 'If-Match': etag } }, body: { status: 'active' } });
+      doc = res.data!.data.document;
+      etag = res.response.headers.get('etag')!;
+    }
+    return { doc, etag, scheduleId: `agent:${doc.id}` };
+  }
+
+  test("an active agent's enabled schedule fires with its prompt; a draft's does not; archiving stops it", async () => {
+    const draft = await scheduledAgent('draft');
+    expect(await schedule(draft.scheduleId)).toMatchObject({ active: 0, next_due_at: null, timezone: 'Europe/Berlin' });
+
+    const agent = await scheduledAgent('active');
+    const due = (await schedule(agent.scheduleId)).next_due_at!;
+    await tick(due);
+    const runs = runsOf(agent.doc.id);
+    expect(runs).toHaveLength(1);
+    const run = await t.client().GET('/api/build/runs/{runId}', { params: { path: { runId: runs[0]!.id } } });
+    expect(run.data!.data).toMatchObject({ status: 'succeeded', source: 'schedule', transcript: [{ role: 'user', content: 'Morning report.' }, expect.anything()] });
+
+    const archived = await t.client().POST('/api/build/agents/{ref}/status', { params: { path: { ref: agent.doc.id }, header: { 'If-Match': agent.etag } }, body: { status: 'archived' } });
+    expect(archived.response.status).toBe(200);
+    expect(await schedule(agent.scheduleId)).toMatchObject({ active: 0, next_due_at: null });
+    await tick(due + 60 * MINUTE);
+    expect(runsOf(agent.doc.id)).toHaveLength(1);
+  });
+});
+
+describe('poll triggers', () => {
+  async function pollingAgent(tool: string, args: Record<string, unknown>) {
+    const created = await t.client().PUT('/api/build/agents', {
+      body: { ...minimalAgent(`Poller ${++n}`), triggers: [{ kind: 'poll', name: 'Watch', tool, args, cron: '* * * * *', timezone: 'UTC', prompt: 'Something changed.' }] },
+    });
+    const doc = created.data!.data.document;
+    const active = await t.client().POST('/api/build/agents/{ref}/status', { params: { path: { ref: doc.id }, header: { 'If-Match': created.response.headers.get('etag')! } }, body: { status: 'active' } });
+    const trigger = active.data!.data.document.triggers[0]!;
+    return { doc: active.data!.data.document, scheduleId: `poll:${trigger.id}`, triggerId: trigger.id };
+  }
+
+  test('the detector runs on its cron; a run starts only when its output changes, with the new output', async () => {
+    const key = `watched-${n}`;
+    const poller = await pollingAgent('kv.get', { key });
+    let due = (await schedule(poller.scheduleId)).next_due_at!;
+    await tick(due); // the first output is the baseline
+    await tick((due += MINUTE)); // unchanged
+    await t.service.store.kv.set('ws-1', key, { version: 1 });
+    await tick((due += MINUTE)); // changed: a run
+    await tick((due += MINUTE)); // unchanged again
+    expect((await fires(poller.scheduleId)).map((f) => f.outcome)).toEqual(['baseline', 'unchanged', 'fired', 'unchanged']);
+    const runs = runsOf(poller.doc.id, 'poll');
+    expect(runs).toHaveLength(1);
+    const run = await t.client(t.token({ user: 'colleague' })).GET('/api/build/runs/{runId}', { params: { path: { runId: runs[0]!.id } } });
+    expect(run.data!.data).toMatchObject({ source: 'poll', trigger_id: poller.triggerId, status: 'succeeded' });
+    expect(run.data!.data.transcript[0]!.content).toBe(`Something changed.\n\nDetector output:\n${JSON.stringify({ key, value: { version: 1 } })}`);
+  });
+
+  test('a failing detector starts nothing, records the error, and backs off', async () => {
+    const poller = await pollingAgent('core.fail', { message: 'upstream down' });
+    const due = (await schedule(poller.scheduleId)).next_due_at!;
+    await tick(due);
+    expect(await fires(poller.scheduleId)).toEqual([{ due_at: due, outcome: 'failed', run_id: null, detail: 'the detector core.fail failed: upstream down' }]);
+    const row = await schedule(poller.scheduleId);
+    expect(row).toMatchObject({ failures: 1, last_error: 'the detector core.fail failed: upstream down' });
+    expect(row.next_due_at).toBeGreaterThanOrEqual(due + MINUTE);
+    await tick(row.next_due_at!);
+    const again = await schedule(poller.scheduleId);
+    expect(again.failures).toBe(2);
+    expect(again.next_due_at! - row.next_due_at!).toBeGreaterThanOrEqual(2 * MINUTE); // 1, 2, 4 … minutes
+    expect(runsOf(poller.doc.id, 'poll')).toEqual([]);
+  });
+});
+
+/** The service's context, as the scheduler it started got it (a second scheduler on the same store and runner). */
+function ctxOf(s: TestService) {
+  return { store: s.service.store, limits: s.config.limits, publicBaseUrl: s.config.publicBaseUrl, models: [], defaultCredits: s.config.defaultCredits, webhookRatePerMinute: 60, notifyRunQueued: s.service.runner.notify };
+}
