@@ -39,6 +39,8 @@ export interface Config {
   limits: WorkspaceLimits;
   /** How many runs execute at once. */
   runWorkers: number;
+  /** How many runs of one workspace execute at once, at most (RUN_WORKERS_PER_WORKSPACE). */
+  runWorkersPerWorkspace: number;
   /** Let the http.request tool reach private, loopback and link-local addresses (tests, local setups). */
   httpToolAllowPrivate: boolean;
   /** An OpenAI-compatible chat-completions provider, when OPENAI_BASE_URL is set. */
@@ -138,6 +140,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel}'`);
   }
+  const runWorkers = integer(env, 'RUN_WORKERS', 4, 1, 64);
   const publicBaseUrl = httpUrl(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`) as string;
   const issuer = httpUrl(env, 'AUTH_ISSUER', null, false);
   const jwksUri = httpUrl(env, 'AUTH_JWKS_URI', null, false);
@@ -158,7 +161,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     defaultCredits: integer(env, 'DEFAULT_CREDITS', 1000, 0, 1_000_000_000),
     logLevel,
     limits: { ...DEFAULT_LIMITS },
-    runWorkers: integer(env, 'RUN_WORKERS', 4, 1, 64),
+    runWorkers,
+    runWorkersPerWorkspace: integer(env, 'RUN_WORKERS_PER_WORKSPACE', Math.max(1, runWorkers - 1), 1, runWorkers),
     httpToolAllowPrivate: boolean(env, 'HTTP_TOOL_ALLOW_PRIVATE', false),
     openai: openAi(env),
     webhookRatePerMinute: integer(env, 'WEBHOOK_RATE_LIMIT', 60, 1, 1_000_000),

@@ -56,7 +56,7 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
   const resourceMetadataUrl = `${config.publicBaseUrl}/.well-known/oauth-protected-resource`;
   const models = createModelRegistry(config);
   const http = { ...HTTP_TOOL, allowPrivate: config.httpToolAllowPrivate };
-  const runner = createRunner({ store, models, http, workers: config.runWorkers, logger });
+  const runner = createRunner({ store, models, http, workers: config.runWorkers, perWorkspace: config.runWorkersPerWorkspace, logger });
   const ctx: ServiceContext = {
     store,
     limits: config.limits,

@@ -18,6 +18,9 @@ export const PROGRESS_INTERVAL_MS = 100;
 /** Runs handed over in memory and not yet claimed, at most; beyond, the database's queue holds them. */
 export const HAND_OFF_LIMIT = 1024;
 
+/** How often idle workers look at the database's queue anyway (runs left waiting by a workspace's cap, or queued by another process). */
+export const QUEUE_POLL_MS = 1000;
+
 export const INTERRUPTED = 'interrupted: the service stopped while this run was running; start a new test run';
 
 export interface RunnerOptions {
@@ -25,6 +28,8 @@ export interface RunnerOptions {
   models: ModelRegistry;
   http: HttpToolOptions;
   workers: number;
+  /** Runs of one workspace executing at once, at most (the rest wait in the queue): one workspace cannot take every worker. */
+  perWorkspace?: number;
   logger: Logger;
   /** Runs handed over in memory and not yet claimed, at most (default HAND_OFF_LIMIT). */
   handOffLimit?: number;
@@ -82,6 +87,11 @@ export interface Runner {
 export function createRunner(opts: RunnerOptions): Runner {
   const { store, logger } = opts;
   const handOffLimit = opts.handOffLimit ?? HAND_OFF_LIMIT;
+  const cap = opts.perWorkspace ?? Math.max(1, opts.workers - 1);
+  // A run left queued because its workspace was at its cap: when any run ends, the workers look again.
+  let deferred = false;
+  let executing = 0;
+  let poller: NodeJS.Timeout | null = null;
   let active = 0;
   let stopping = false;
   /** Runs handed over in memory, oldest first. */
@@ -199,21 +209,39 @@ export function createRunner(opts: RunnerOptions): Runner {
     }
   }
 
+  /** Executes a claimed run; when it ends, runs left waiting by a workspace's cap may go, so the workers look in the table. */
+  async function ranOne(run: QueuedRun): Promise<void> {
+    executing++;
+    try {
+      await execute(run);
+    } finally {
+      executing--;
+    }
+    if (deferred) backlog++;
+  }
+
   async function work(): Promise<void> {
     active++;
     try {
       while (!stopping) {
         const next = handed.shift();
         if (next) {
-          // False when the database's queue gave it to another worker first.
-          if (await store.runs.claim(next.id, now())) await execute(next);
+          // False when the database's queue gave it to another worker first, or its workspace is at
+          // its cap: then it waits in the table, which the workers read again when a run ends.
+          if (await store.runs.claim(next.id, now(), cap)) await ranOne(next);
+          else deferred = true;
           continue;
         }
         if (!backlog) break;
         const seen = backlog;
-        const row = await store.runs.claimNext(now());
-        if (row) await execute(fromRow(row));
-        else if (seen === backlog) backlog = 0;
+        const row = await store.runs.claimNext(now(), cap);
+        if (row) await ranOne(fromRow(row));
+        else if (seen === backlog) {
+          backlog = 0;
+          // Nothing claimable and nothing executing here: no run of ours will free a cap (runs another
+          // process executes are the queue poll's to notice).
+          if (executing === 0) deferred = false;
+        }
       }
     } catch (err) {
       // Whatever stopped this worker (a claim whose group did not commit, say) may have left a run
@@ -247,10 +275,17 @@ export function createRunner(opts: RunnerOptions): Runner {
       const interrupted = await store.runs.failInterrupted(INTERRUPTED, now());
       if (interrupted) logger.warn({ runs: interrupted }, 'finished interrupted runs as failed');
       for (let i = 0; i < opts.workers; i++) notify(); // runs queued before this start
+      // The safety net: a run no notification announced (left by a workspace's cap, or written by
+      // another process) is picked up within a poll interval.
+      poller = setInterval(() => {
+        if (active < opts.workers && !handed.length) notify();
+      }, QUEUE_POLL_MS);
+      poller.unref();
     },
     notify,
     async stop(graceMs) {
       stopping = true;
+      if (poller) clearInterval(poller);
       await Promise.race([Promise.all([...workers]), new Promise((resolve) => setTimeout(resolve, graceMs).unref())]);
     },
     idle() {

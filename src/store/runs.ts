@@ -77,10 +77,10 @@ export interface RunRepository {
   accept(run: NewRun, refusal: (balance: number) => string): Promise<AcceptOutcome>;
   /** The run as its projection needs it: `snapshot` holds only an agent run's agent `slug` and `name` (null for workflow runs), `step_agents` is null. */
   find(id: string): Promise<RunRow | null>;
-  /** Moves the oldest queued run to running and returns it. */
-  claimNext(now: string): Promise<RunRow | null>;
-  /** Moves run `id` to running if it is still queued; false when another claim took it first. */
-  claim(id: string, now: string): Promise<boolean>;
+  /** Moves the oldest queued run of a workspace with fewer than `cap` runs executing to running, and returns it. */
+  claimNext(now: string, cap: number): Promise<RunRow | null>;
+  /** Moves run `id` to running if it is still queued and its workspace has fewer than `cap` executing; false otherwise. */
+  claim(id: string, now: string, cap: number): Promise<boolean>;
   /**
    * Saves the run's progress and the credits it has spent so far (never more than it reserved), as
    * `current()` gives them when the write's group commits: a worker that reports progress several
@@ -100,8 +100,13 @@ export interface RunRepository {
   failInterrupted(message: string, now: string): Promise<number>;
 }
 
-/** The worker's next run: the oldest queued one (by the partial index runs_queued, migration 003). */
-export const NEXT_QUEUED_SQL = `SELECT id FROM runs WHERE status = 'queued' ORDER BY accepted_at, id LIMIT 1`;
+/**
+ * The worker's next run: the oldest queued one whose workspace has fewer than @cap runs executing
+ * (by the partial indexes runs_queued and runs_running, migration 007).
+ */
+export const NEXT_QUEUED_SQL = `SELECT id FROM runs WHERE status = 'queued' AND workspace_id NOT IN
+  (SELECT workspace_id FROM runs WHERE status = 'running' GROUP BY workspace_id HAVING COUNT(*) >= @cap)
+  ORDER BY accepted_at, id LIMIT 1`;
 /** Runs a stopped process left running (by the partial index runs_running). */
 export const RUNNING_SQL = `SELECT id, workspace_id, credits_reserved, credits_spent FROM runs WHERE status = 'running'`;
 
@@ -143,6 +148,11 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   );
   const nextQueued = db.prepare(NEXT_QUEUED_SQL).pluck();
   const markRunning = db.prepare(`UPDATE runs SET status = 'running', started_at = ? WHERE id = ? AND status = 'queued'`);
+  // The claim of a run handed over in memory: conditional on its status and on its workspace's cap.
+  const claimIfFair = db.prepare(
+    `UPDATE runs SET status = 'running', started_at = @now WHERE id = @id AND status = 'queued'
+       AND (SELECT COUNT(*) FROM runs AS r WHERE r.status = 'running' AND r.workspace_id = runs.workspace_id) < @cap`,
+  );
   // Each write of a run's progress or end names the status it expects (running): a run that
   // another path ended keeps that end, and the affected-row count says whether the write happened.
   const saveState = db.prepare(`UPDATE runs SET state = ?, credits_spent = MIN(?, credits_reserved) WHERE id = ? AND status = 'running'`);
@@ -213,16 +223,16 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     return left === null ? { status: 'queued' } : { status: 'refused', balance: left };
   };
 
-  const claimNextTx = (now: string): RunRow | null => {
-    const id = nextQueued.get() as string | undefined;
+  const claimNextTx = (now: string, cap: number): RunRow | null => {
+    const id = nextQueued.get({ cap }) as string | undefined;
     if (!id) return null;
     markRunning.run(now, id);
     amend(id, () => ({ status: 'running', started_at: now }));
     return byId.get(id) as RunRow;
   };
 
-  const claimTx = (id: string, now: string): boolean => {
-    if (markRunning.run(now, id).changes !== 1) return false;
+  const claimTx = (id: string, now: string, cap: number): boolean => {
+    if (claimIfFair.run({ id, now, cap }).changes !== 1) return false;
     amend(id, () => ({ status: 'running', started_at: now }));
     return true;
   };
@@ -264,8 +274,8 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     accept: (run, refusal) => commit.run(() => acceptTx(run, refusal)),
     find: async (id) => recent.get(id) ?? (forProjection.get(id) as RunRow | undefined) ?? null,
     // The workers' writes are acknowledged once committed, not once on disk (see Ack in group-commit.ts).
-    claimNext: (now) => commit.run(() => claimNextTx(now), 'visible'),
-    claim: (id, now) => commit.run(() => claimTx(id, now), 'visible'),
+    claimNext: (now, cap) => commit.run(() => claimNextTx(now, cap), 'visible'),
+    claim: (id, now, cap) => commit.run(() => claimTx(id, now, cap), 'visible'),
     saveState: (id, current) =>
       commit.run(() => {
         const { state, spent } = current();

@@ -61,6 +61,7 @@ function runnerWith(handOffLimit: number, runs: (real: RunRepository) => Partial
     models: createModelRegistry(t.config),
     http: { timeoutMs: 5000, maxBytes: 1024, allowPrivate: true },
     workers: 1,
+    perWorkspace: 8, // not these tests' subject (a run another test left running holds a slot)
     logger: createLogger('silent'),
     handOffLimit,
   });
@@ -72,9 +73,9 @@ test('runs beyond the hand-off limit run from the database: every run once, in a
   const byId: string[] = [];
   const fromTable: string[] = [];
   const runner = runnerWith(2, (real) => ({
-    claim: (id, now) => (byId.push(id), real.claim(id, now)),
-    claimNext: async (now) => {
-      const row = await real.claimNext(now);
+    claim: (id, now, cap) => (byId.push(id), real.claim(id, now, cap)),
+    claimNext: async (now, cap) => {
+      const row = await real.claimNext(now, cap);
       if (row) fromTable.push(row.id);
       return row;
     },
@@ -95,7 +96,7 @@ test('runs beyond the hand-off limit run from the database: every run once, in a
 
 test('a run handed over after another worker took it from the database is not executed again', async () => {
   const run = await queue(6);
-  const taken = await t.service.store.runs.claimNext(new Date().toISOString()); // another worker's claim
+  const taken = await t.service.store.runs.claimNext(new Date().toISOString(), 64); // another worker's claim
   expect(taken!.id).toBe(run.id);
   const runner = runnerWith(8);
   runner.notify(run);
@@ -107,7 +108,7 @@ test('a run handed over after another worker took it from the database is not ex
 test('a claim that fails (its group did not commit) leaves the run to be claimed from the database', async () => {
   let failures = 0;
   const runner = runnerWith(8, (real) => ({
-    claim: (id, now) => (failures++ ? real.claim(id, now) : Promise.reject(new Error('database is locked'))),
+    claim: (id, now, cap) => (failures++ ? real.claim(id, now, cap) : Promise.reject(new Error('database is locked'))),
   }));
   const first = await queue(7);
   runner.notify(first);

@@ -25,7 +25,7 @@ const agent = (id: string, slug: string): Agent =>
 test('migrations apply once and are recorded; the file uses WAL', () => {
   const db = openDatabase(path.join(dir, 'a.db'));
   expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
-  expect(db.prepare('SELECT version FROM schema_migrations').pluck().all()).toEqual([1, 2, 3, 4, 5, 6]);
+  expect(db.prepare('SELECT version FROM schema_migrations').pluck().all()).toEqual([1, 2, 3, 4, 5, 6, 7]);
   expect(migrate(db)).toEqual([]);
   db.close();
 });
@@ -103,12 +103,12 @@ test('a queued run is claimed once, whether by id (handed over) or as the oldest
   await queue('run-a');
   await queue('run-b');
   // Both claims of run-a in one group: the first one queued wins.
-  const [byId, oldest] = await Promise.all([store.runs.claim('run-a', now), store.runs.claimNext(now)]);
+  const [byId, oldest] = await Promise.all([store.runs.claim('run-a', now, 64), store.runs.claimNext(now, 64)]);
   expect(byId).toBe(true);
   expect(oldest!.id).toBe('run-b');
-  expect(await store.runs.claim('run-a', now)).toBe(false);
-  expect(await store.runs.claim('run-b', now)).toBe(false);
-  expect(await store.runs.claimNext(now)).toBeNull();
+  expect(await store.runs.claim('run-a', now, 64)).toBe(false);
+  expect(await store.runs.claim('run-b', now, 64)).toBe(false);
+  expect(await store.runs.claimNext(now, 64)).toBeNull();
   expect((await store.runs.find('run-a'))!).toMatchObject({ status: 'running', started_at: now });
   store.close();
 });
@@ -130,7 +130,7 @@ test('a run read back from memory is the row in the table after every write (acc
   const now = new Date().toISOString();
   await store.runs.accept(run('agent-run', 'agent', 2), () => 'refused');
   expect(JSON.parse((await same('agent-run')).snapshot!)).toEqual({ slug: 'helper', name: 'Helper' });
-  await store.runs.claim('agent-run', now);
+  await store.runs.claim('agent-run', now, 64);
   expect((await same('agent-run')).status).toBe('running');
   await store.runs.saveState('agent-run', () => ({ state: { steps: 3 }, spent: 3 })); // capped at what was reserved
   expect((await same('agent-run')).credits_spent).toBe(2);
@@ -142,7 +142,7 @@ test('a run read back from memory is the row in the table after every write (acc
   expect((await same('workflow-run')).snapshot).toBeNull();
   await store.runs.accept(run('refused-run', 'workflow', 5), (balance) => `only ${balance}`); // 10 - 2 - 2 + 1 back - 3
   expect(await same('refused-run')).toMatchObject({ status: 'refused', error: 'only 4' });
-  await store.runs.claimNext(now);
+  await store.runs.claimNext(now, 64);
   expect((await same('workflow-run')).status).toBe('running');
   await store.runs.failInterrupted('interrupted', now);
   expect(await same('workflow-run')).toMatchObject({ status: 'failed', error: 'interrupted', credits_reserved: 0 });
@@ -168,7 +168,7 @@ test('a run write whose group fails to commit leaves no trace in the runs kept i
     () => 'refused',
   );
   // (Matched by its message: better-sqlite3's error class may come from another test file's realm.)
-  await expect(store.runs.claim('run-1', 'now')).rejects.toMatchObject({ message: expect.stringContaining('FOREIGN KEY') });
+  await expect(store.runs.claim('run-1', 'now', 64)).rejects.toMatchObject({ message: expect.stringContaining('FOREIGN KEY') });
   expect(await store.runs.find('run-1')).toMatchObject({ status: 'queued', started_at: null });
   store.close();
 });
@@ -188,7 +188,7 @@ test('runs beyond the memory budget (the oldest first) are read from the table, 
     ),
   );
   for (const id of [ids[0]!, ids[runs - 1]!]) {
-    await store.runs.claim(id, 'now');
+    await store.runs.claim(id, 'now', 64);
     expect(await store.runs.find(id)).toMatchObject({ status: 'running', started_at: 'now' });
   }
   // Which ones memory holds: a change made behind the store's back shows only in those read from the table.
@@ -203,8 +203,8 @@ test('runs beyond the memory budget (the oldest first) are read from the table, 
 
 test('the run queue lookups use their partial indexes, not a scan of every run', () => {
   const db = openDatabase(path.join(dir, 'q.db'));
-  const plan = (sql: string) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join('; ');
-  expect(plan(NEXT_QUEUED_SQL)).toBe('SCAN runs USING COVERING INDEX runs_queued');
+  const plan = (sql: string, params: unknown[] = []) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail).join('; ');
+  expect(plan(NEXT_QUEUED_SQL, [{ cap: 3 }])).toBe('SCAN runs USING COVERING INDEX runs_queued; LIST SUBQUERY 1; SCAN runs USING COVERING INDEX runs_running; CREATE BLOOM FILTER');
   expect(plan(RUNNING_SQL)).toBe('SCAN runs USING INDEX runs_running');
   db.close();
 });
@@ -483,7 +483,7 @@ test('progress, more credits and an end only change a running run: a run ended b
   expect(await store.runs.saveState('r1', () => ({ state: { at: 'early' }, spent: 1 }))).toBe(false);
   expect(await store.runs.finish('r1', 'succeeded', null, { at: 'early' }, 1, now)).toBe(false);
   expect(await store.runs.find('r1')).toMatchObject({ status: 'queued', state: '{"at":"start"}', credits_spent: 0 });
-  await store.runs.claim('r1', now);
+  await store.runs.claim('r1', now, 64);
   expect(await store.runs.saveState('r1', () => ({ state: { at: 'one' }, spent: 1 }))).toBe(true);
   expect(await store.runs.failInterrupted('interrupted', now)).toBe(1); // refunds the 2 unspent
   expect(await balance()).toBe(9);
