@@ -599,6 +599,9 @@ export interface components {
             /** @description Read-only; ignored in requests. */
             secret_prefix?: string | null;
             signing?: components["schemas"]["WebhookSigning"];
+            last_fired_at?: components["schemas"]["TriggerStatusTime"];
+            next_fire_at?: components["schemas"]["TriggerStatusTime"];
+            last_error?: components["schemas"]["TriggerStatusError"];
         };
         PollTriggerInput: {
             /**
@@ -615,6 +618,9 @@ export interface components {
             args?: components["schemas"]["ToolArgs"];
             cron: components["schemas"]["Cron"];
             timezone: components["schemas"]["Timezone"];
+            last_fired_at?: components["schemas"]["TriggerStatusTime"];
+            next_fire_at?: components["schemas"]["TriggerStatusTime"];
+            last_error?: components["schemas"]["TriggerStatusError"];
         };
         AppEventTriggerInput: {
             /**
@@ -630,6 +636,9 @@ export interface components {
             app: components["schemas"]["Slug160"];
             event: components["schemas"]["Slug160"];
             connection: components["schemas"]["Slug160"];
+            last_fired_at?: components["schemas"]["TriggerStatusTime"];
+            next_fire_at?: components["schemas"]["TriggerStatusTime"];
+            last_error?: components["schemas"]["TriggerStatusError"];
         };
         /** @description A stored trigger; every member present. */
         Trigger: components["schemas"]["WebhookTrigger"] | components["schemas"]["PollTrigger"] | components["schemas"]["AppEventTrigger"];
@@ -647,6 +656,9 @@ export interface components {
             /** @description The first characters of the webhook secret, for display. The secret itself is never returned after its one showing. */
             secret_prefix: string | null;
             signing: components["schemas"]["WebhookSigning"];
+            last_fired_at?: components["schemas"]["TriggerStatusTime"];
+            next_fire_at?: components["schemas"]["TriggerStatusTime"];
+            last_error?: components["schemas"]["TriggerStatusError"];
         };
         PollTrigger: {
             /**
@@ -663,6 +675,9 @@ export interface components {
             args: components["schemas"]["ToolArgs"];
             cron: components["schemas"]["Cron"];
             timezone: components["schemas"]["Timezone"];
+            last_fired_at?: components["schemas"]["TriggerStatusTime"];
+            next_fire_at?: components["schemas"]["TriggerStatusTime"];
+            last_error?: components["schemas"]["TriggerStatusError"];
         };
         AppEventTrigger: {
             /**
@@ -678,6 +693,9 @@ export interface components {
             app: components["schemas"]["Slug160"];
             event: components["schemas"]["Slug160"];
             connection: components["schemas"]["Slug160"];
+            last_fired_at?: components["schemas"]["TriggerStatusTime"];
+            next_fire_at?: components["schemas"]["TriggerStatusTime"];
+            last_error?: components["schemas"]["TriggerStatusError"];
         };
         /** @description An agent document as validate takes it. `id`, `slug`, `status` and `updated_at` are optional; `status` and trigger `secret_prefix` are read-only and ignored. */
         AgentDraft: {
@@ -803,6 +821,16 @@ export interface components {
             status: components["schemas"]["AgentStatus"];
             updated_at: components["schemas"]["Stamp"];
         };
+        /**
+         * Format: date-time
+         * @description Live trigger status, filled in by `GET /api/build/agents/{ref}`: `last_fired_at` is when the
+         *     trigger last started a run, `next_fire_at` when a poll next runs its detector (null for other
+         *     kinds, and while the trigger does not fire). Not part of the stored document or its `ETag`;
+         *     read-only, ignored in requests.
+         */
+        TriggerStatusTime: string | null;
+        /** @description Live trigger status (see `last_fired_at`): why the trigger last failed to fire (a poll's detector error), or null. Read-only, ignored in requests. */
+        TriggerStatusError: string | null;
         /**
          * @description `standard-webhooks`: deliveries must carry a Standard Webhooks signature made with the
          *     trigger's `whsec_` signing secret (shown once, with the URL, when the trigger is created or

@@ -56,7 +56,11 @@ export function normaliseAgent(input: AgentDraft): Normalised<AgentDraft> {
   return { document, changes };
 }
 
+/** A trigger's live status members: a read shows them, a write ignores them. */
+const TRIGGER_STATUS_MEMBERS = ['last_fired_at', 'next_fire_at', 'last_error'] as const;
+
 function normaliseTrigger(input: TriggerInput, path: string, changes: string[]): TriggerInput {
+  for (const member of TRIGGER_STATUS_MEMBERS) if (input[member] !== undefined) changes.push(`${path}.${member} ignored: it is read-only`);
   if (input.prompt === undefined) changes.push(`${path}.prompt defaulted to null`);
   if (input.enabled === undefined) changes.push(`${path}.enabled defaulted to true`);
   const common = {

@@ -195,3 +195,41 @@ function stagesOf(before: Agent | null, after: Agent, webhooks: boolean): string
   if (webhooks) stages.push('webhooks');
   return stages;
 }
+
+/** An agent read with its triggers' live status: the JSON, and an object that lives as long as it is current (for the encoded reply). */
+export interface LiveAgent {
+  json: string;
+  stable: object;
+}
+
+// Per stored version, the live view last built and the status version it was built from.
+const liveViews = new WeakMap<AgentRecord, { version: number; view: LiveAgent }>();
+
+/**
+ * The agent as a read shows it: the stored document, with each trigger's live status (when it last
+ * started a run, when a poll next runs, why it last failed) filled in. The status is not part of the
+ * document, so it does not change the stamp or the ETag. A view is rebuilt only when the agent's
+ * trigger status version (raised in the transactions that change the status) has moved: a read of an
+ * agent whose triggers did nothing since costs one point query. Null for an agent without triggers.
+ */
+export async function agentWithTriggerStatus(ctx: ServiceContext, record: AgentRecord): Promise<LiveAgent | null> {
+  const triggers = record.document.triggers;
+  if (!triggers.length) return null;
+  const version = await ctx.store.schedules.statusVersion(record.id);
+  const known = liveViews.get(record);
+  if (known?.version === version) return known.view;
+  const lastStarted = await ctx.store.runs.lastStartedBy(triggers.map((t) => t.id));
+  const polls = new Map((await ctx.store.schedules.ofOwner(record.id)).filter((s) => s.kind === 'poll').map((s) => [s.trigger_id, s]));
+  const withStatus = triggers.map((t) => {
+    const poll = polls.get(t.id);
+    return {
+      ...t,
+      last_fired_at: lastStarted.get(t.id) ?? null,
+      next_fire_at: poll?.next_due_at ? new Date(poll.next_due_at).toISOString() : null,
+      last_error: poll?.last_error ?? null,
+    };
+  });
+  const view = { json: JSON.stringify({ ...record.document, triggers: withStatus }), stable: {} };
+  liveViews.set(record, { version, view });
+  return view;
+}

@@ -5,6 +5,7 @@ import type { Db } from './db';
 import type { GroupCommit } from './group-commit';
 import { BudgetedMap } from './budgeted-map';
 import { scheduleWrites, type ScheduledFire } from './schedules';
+import { triggerStatusVersions } from './trigger-status';
 
 export type RunKind = 'agent' | 'workflow';
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'refused';
@@ -98,6 +99,8 @@ export interface RunRepository {
   finish(id: string, status: 'succeeded' | 'failed', error: string | null, state: unknown, spent: number, now: string): Promise<boolean>;
   /** Runs left `running` by a stopped process: failed with `message`, reservations returned. */
   failInterrupted(message: string, now: string): Promise<number>;
+  /** When each of these triggers last started a run (refusals do not count), by trigger id. */
+  lastStartedBy(triggerIds: string[]): Promise<Map<string, string>>;
 }
 
 /**
@@ -130,7 +133,8 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
      ON CONFLICT (trigger_id, delivery_key) DO UPDATE SET run_id = excluded.run_id, http_status = excluded.http_status, received_at = excluded.received_at
      WHERE received_at < @since`,
   );
-  const schedules = scheduleWrites(db);
+  const schedules = scheduleWrites(db, commit);
+  const statusVersions = triggerStatusVersions(db, commit);
   const setDeliveryStatus = db.prepare('UPDATE webhook_deliveries SET http_status = ? WHERE trigger_id = ? AND delivery_key = ?');
   const priorDelivery = db.prepare('SELECT run_id AS runId, http_status AS httpStatus FROM webhook_deliveries WHERE trigger_id = ? AND delivery_key = ?');
   const byId = db.prepare('SELECT * FROM runs WHERE id = ?');
@@ -215,6 +219,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     insert.run({ ...row, ...outcome });
     if (run.delivery) setDeliveryStatus.run(left === null ? 202 : 409, run.triggerId, run.delivery.key);
     if (run.fire) schedules.fired(run.fire, left === null ? 'fired' : 'refused', run.id, outcome.error, now);
+    if (run.triggerId) statusVersions.bumpAgent(run.targetId); // its trigger's last_fired_at
     // An agent run is kept only when its accept names the agent (as the projection query would).
     if (run.kind === 'workflow' || run.agent) {
       const snapshot = run.agent ? JSON.stringify({ slug: run.agent.slug, name: run.agent.name }) : null;
@@ -270,7 +275,16 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     return rows.length;
   };
 
+  const lastStarted = db.prepare(`SELECT MAX(accepted_at) FROM runs WHERE trigger_id = ? AND status != 'refused'`).pluck();
   return {
+    lastStartedBy: async (triggerIds) => {
+      const found = new Map<string, string>();
+      for (const id of triggerIds) {
+        const at = lastStarted.get(id) as string | null;
+        if (at) found.set(id, at);
+      }
+      return found;
+    },
     accept: (run, refusal) => commit.run(() => acceptTx(run, refusal)),
     find: async (id) => recent.get(id) ?? (forProjection.get(id) as RunRow | undefined) ?? null,
     // The workers' writes are acknowledged once committed, not once on disk (see Ack in group-commit.ts).

@@ -6,6 +6,7 @@ import type { Db } from './db';
 import type { GroupCommit } from './group-commit';
 import { nextDueAfter } from '../domain/schedule';
 import type { DeclaredSchedule, ScheduleKind } from '../domain/triggers';
+import { triggerStatusVersions } from './trigger-status';
 
 export interface ScheduleRow {
   id: string;
@@ -52,7 +53,8 @@ export type ScheduledFire =
   | { kind: 'poll'; scheduleId: string; dueAt: number; seenHash: string | null; newHash: string };
 
 /** The writes a claim makes, shared by the schedule repository and the runs' accept (a fire lands with its run). */
-export function scheduleWrites(db: Db) {
+export function scheduleWrites(db: Db, commit: GroupCommit) {
+  const versions = triggerStatusVersions(db, commit);
   const advance = db.prepare('UPDATE schedules SET next_due_at = @next WHERE id = @id AND next_due_at = @expected');
   const insertFire = db.prepare('INSERT INTO schedule_fires (schedule_id, due_at, outcome, run_id, detail, recorded_at) VALUES (?, ?, ?, ?, ?, ?)');
   // A poll's due time has its row already (outcome `polling`): the run's outcome replaces it.
@@ -68,6 +70,7 @@ export function scheduleWrites(db: Db) {
     claim(claim: ScheduleClaim, now: string): boolean {
       if (advance.run({ id: claim.id, expected: claim.expectedDue, next: claim.next }).changes !== 1) return false;
       for (const f of claim.fires) insertFire.run(claim.id, f.dueAt, f.outcome, f.runId ?? null, f.detail ?? null, now);
+      versions.bumpPoll(claim.id); // a poll's next_fire_at moved
       return true;
     },
     /** The first half of a scheduled run's write: false, writing nothing, when another process decided this due time or output first. */
@@ -146,6 +149,8 @@ export interface ScheduleRepository {
   advance(claim: ScheduleClaim): Promise<boolean>;
   /** The recorded outcomes of a schedule's due times, oldest first. */
   fires(id: string): Promise<FireRecord[]>;
+  /** The agent's trigger status version: it changes whenever its triggers' live status does. */
+  statusVersion(agentId: string): Promise<number>;
   /**
    * The outcome of a poll's detector at `dueAt` (its fire row says `polling` until then): `failed`
    * (with the error; the next due time moves to `retryAt` at the earliest), `baseline` or `unchanged`.
@@ -165,8 +170,10 @@ export function scheduleRepository(db: Db, commit: GroupCommit): ScheduleReposit
      WHERE id = @id`,
   );
   const pollSeen = db.prepare('UPDATE schedules SET failures = 0, last_error = NULL, last_output_hash = @hash WHERE id = @id');
-  const writes = scheduleWrites(db);
+  const writes = scheduleWrites(db, commit);
+  const versions = triggerStatusVersions(db, commit);
   return {
+    statusVersion: async (agentId) => versions.current(agentId),
     due: async (nowMs, limit) => due.all(nowMs, limit) as ScheduleRow[],
     find: async (id) => (byId.get(id) as ScheduleRow | undefined) ?? null,
     ofOwner: async (ownerId) => byOwner.all(ownerId) as ScheduleRow[],
@@ -181,6 +188,7 @@ export function scheduleRepository(db: Db, commit: GroupCommit): ScheduleReposit
           setFire.run(outcome.kind, null, id, dueAt, 'polling');
           pollSeen.run({ id, hash: outcome.hash });
         }
+        versions.bumpPoll(id);
       }, 'visible'),
   };
 }

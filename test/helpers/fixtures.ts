@@ -50,3 +50,8 @@ export const minimalAgent = (name = 'Minimal agent'): Schemas['AgentCreate'] => 
 export function replaceBody(doc: Schemas['Agent']): Schemas['AgentReplace'] {
   return structuredClone(doc) as Schemas['AgentReplace'];
 }
+
+/** A read agent without its triggers' live status members (what the stored document holds). */
+export function storedPart(doc: Schemas['Agent']): Schemas['Agent'] {
+  return { ...doc, triggers: doc.triggers.map(({ last_fired_at: _f, next_fire_at: _n, last_error: _e, ...trigger }) => trigger as Schemas['Agent']['triggers'][number]) };
+}

@@ -214,6 +214,12 @@ describe('poll triggers', () => {
     expect(again.failures).toBe(2);
     expect(again.next_due_at! - row.next_due_at!).toBeGreaterThanOrEqual(2 * MINUTE); // 1, 2, 4 … minutes
     expect(runsOf(poller.doc.id, 'poll')).toEqual([]);
+    const read = await t.client().GET('/api/build/agents/{ref}', { params: { path: { ref: poller.doc.id } } });
+    expect(read.data!.data.triggers[0]).toMatchObject({
+      last_fired_at: null,
+      next_fire_at: new Date(again.next_due_at!).toISOString(),
+      last_error: 'the detector core.fail failed: upstream down',
+    });
   });
 });
 

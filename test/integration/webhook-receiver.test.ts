@@ -265,3 +265,19 @@ describe('Standard Webhooks signatures', () => {
     expect((await post(url, '{}')).status).toBe(410);
   });
 });
+
+test("the agent read shows each trigger's live status; a replace that sends it back ignores it", async () => {
+  const { url, doc, triggerId } = await hookedAgent();
+  const before = await t.client().GET('/api/build/agents/{ref}', { params: { path: { ref: doc.id } } });
+  expect(before.data!.data.triggers[0]).toMatchObject({ id: triggerId, last_fired_at: null, next_fire_at: null, last_error: null });
+  const etag = before.response.headers.get('etag')!;
+  const delivered = (await (await post(url, '{}')).json()) as { data: { run_id: string } };
+  const after = await t.client().GET('/api/build/agents/{ref}', { params: { path: { ref: doc.id } } });
+  expect(after.response.headers.get('etag')).toBe(etag); // live status, not the document: the stamp stays
+  const run = await waitForAgentRun(t, delivered.data.run_id);
+  expect(after.data!.data.triggers[0]!.last_fired_at).toBe(run.started_at);
+
+  const replaced = await t.client().PUT('/api/build/agents/{ref}', { params: { path: { ref: doc.id }, header: { 'If-Match': etag } }, body: replaceBody(after.data!.data) });
+  expect(replaced.response.status).toBe(200);
+  expect(replaced.data!.data.document.triggers[0]).not.toHaveProperty('last_fired_at');
+});

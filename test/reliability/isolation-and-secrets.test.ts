@@ -3,7 +3,7 @@
 // workspace, read-only members never take effect; and webhook secrets appear exactly once — in the
 // response that minted them — and never in a log line, a later response or the database file.
 import fs from 'node:fs';
-import { minimalAgent, replaceBody } from '../helpers/fixtures';
+import { minimalAgent, replaceBody, storedPart } from '../helpers/fixtures';
 import { startServer, type ServerProcess } from './server';
 
 jest.setTimeout(120_000);
@@ -63,7 +63,7 @@ describe('isolation', () => {
     expect((await other.GET('/api/build/agents')).data!.data).toEqual([]);
     expect((await other.GET('/api/build/workflows')).data!.data).toEqual([]);
     // The owner still sees everything unchanged.
-    expect((await a.GET('/api/build/agents/{ref}', { params: { path: { ref: agent.id } } })).data!.data).toEqual(agent);
+    expect(storedPart((await a.GET('/api/build/agents/{ref}', { params: { path: { ref: agent.id } } })).data!.data)).toEqual(agent);
   });
 
   test('read-only members never take effect: status and secret_prefix are ignored, foreign trigger ids and id on create refused', async () => {

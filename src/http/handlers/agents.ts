@@ -5,6 +5,8 @@ import * as runs from '../../services/runs';
 import type { AgentWrite } from '../../services/agents';
 import type { components } from '../../../generated/api';
 import { withDocumentJson, type Handlers } from './types';
+import type { Serialized } from '../../store';
+import type { Agent } from '../../domain/types';
 
 function writeResult(write: AgentWrite) {
   const result = { applied: write.applied, changes: write.changes, version: write.record.version };
@@ -34,7 +36,10 @@ export const agentHandlers: Pick<
 
   getAgent: async ({ ctx, principal, params }) => {
     const record = await agents.findAgent(ctx, principal, params.ref);
-    return { status: 200, headers: { ETag: etagFor(record.updatedAt) }, rawData: record.json, stable: record };
+    const headers = { ETag: etagFor(record.updatedAt) };
+    const live = await agents.agentWithTriggerStatus(ctx, record);
+    // With triggers, their live status is spliced in (built again only when it changed); without, the stored version is sent as is.
+    return live === null ? { status: 200, headers, rawData: record.json, stable: record } : { status: 200, headers, rawData: live.json as Serialized<Agent>, stable: live.stable };
   },
 
   replaceAgent: async ({ ctx, principal, params, query, headers, body }) => {
