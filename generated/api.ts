@@ -558,7 +558,15 @@ export interface components {
              */
             approval: "destructive" | "write";
         };
-        /** @description The agent's own schedule. Every member is optional; the object is required. `cron` is required when `enabled` is true; `timezone` defaults to UTC. */
+        /**
+         * @description The agent's own schedule. Every member is optional; the object is required. `cron` is required
+         *     when `enabled` is true; `timezone` defaults to UTC. It fires while `enabled` and the agent is
+         *     `active`: at each due time in its zone a run starts with `prompt` (`source: schedule`), once per
+         *     due time whatever restarts or processes; after an outage one catch-up run for the latest missed
+         *     due time within `SCHEDULE_CATCH_UP_SECONDS`, the others recorded as skipped; a due time whose
+         *     previous run is still going is skipped. A replace that changes it takes effect from the next
+         *     due time. Daylight saving time as croner does (docs/triggers.md).
+         */
         AgentSchedule: {
             enabled?: boolean;
             cron?: string;
@@ -660,6 +668,12 @@ export interface components {
             next_fire_at?: components["schemas"]["TriggerStatusTime"];
             last_error?: components["schemas"]["TriggerStatusError"];
         };
+        /**
+         * @description At each due time of `cron` in `timezone` (while enabled and the agent is `active`) the read-only
+         *     `tool` runs with `args`; a run starts (`source: poll`, with the output as its input) only when
+         *     the output differs from the last one seen. The first output is the baseline. A failing detector
+         *     starts nothing, is shown in `last_error` and backs off (1, 2, 4 … minutes, at most an hour).
+         */
         PollTrigger: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -889,6 +903,11 @@ export interface components {
         WorkflowInputs: {
             [key: string]: components["schemas"]["WorkflowInput"];
         };
+        /**
+         * @description Fires while the workflow is `enabled`, like an agent's schedule (once per due time, one
+         *     catch-up after an outage, overlaps skipped). A scheduled run has no caller: every input takes
+         *     its default (an input without one makes the due time fail, recorded).
+         */
         WorkflowSchedule: {
             cron: components["schemas"]["Cron"];
             timezone: components["schemas"]["Timezone"];
