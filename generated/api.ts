@@ -307,6 +307,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/build/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List agent runs
+         * @description The runs the caller may read (the visibility rules of the run read: their own test runs,
+         *     and the runs triggers and schedules started in their workspace), newest first. Pages are
+         *     cut by a keyset on the time-ordered run id: `next_cursor` (also in a `Link: <…>; rel="next"`
+         *     header) continues exactly after the last item, so runs inserted meanwhile are neither shown
+         *     twice nor skipped (newer ones appear on a new first page). A malformed cursor or filter is 400
+         *     naming the parameter.
+         */
+        get: operations["listAgentRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/workflow-runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List workflow runs
+         * @description The runs the caller may read (the visibility rules of the run read: their own test runs,
+         *     and the runs triggers and schedules started in their workspace), newest first. Pages are
+         *     cut by a keyset on the time-ordered run id: `next_cursor` (also in a `Link: <…>; rel="next"`
+         *     header) continues exactly after the last item, so runs inserted meanwhile are neither shown
+         *     twice nor skipped (newer ones appear on a new first page). A malformed cursor or filter is 400
+         *     naming the parameter.
+         */
+        get: operations["listWorkflowRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/build/runs/{runId}": {
         parameters: {
             query?: never;
@@ -1295,6 +1345,60 @@ export interface components {
         WorkflowTestAcceptedResponse: {
             data: components["schemas"]["WorkflowTestAccepted"];
         };
+        AgentRunListItem: {
+            /** Format: uuid */
+            id: string;
+            agent: {
+                slug: string;
+                name: string;
+            } | null;
+            status: components["schemas"]["RunStatus"];
+            source: components["schemas"]["RunSource"];
+            trigger_id: string | null;
+            /** @description Credits spent (null for a refusal). */
+            credits: number | null;
+            error: string | null;
+            /**
+             * Format: date-time
+             * @description When the run was accepted (as in the run read).
+             */
+            started_at: string;
+            /** Format: date-time */
+            run_started_at: string | null;
+            /** Format: date-time */
+            finished_at: string | null;
+        };
+        AgentRunListItemPage: {
+            data: components["schemas"]["AgentRunListItem"][];
+            /** @description The cursor of the next page, or null on the last page. */
+            next_cursor: string | null;
+        };
+        WorkflowRunListItem: {
+            /** Format: uuid */
+            id: string;
+            workflow_id: string;
+            workflow_version_id: string | null;
+            status: components["schemas"]["RunStatus"];
+            source: components["schemas"]["RunSource"];
+            trigger_id: string | null;
+            /** @description Credits spent (null for a refusal). */
+            credits: number | null;
+            error: string | null;
+            /** Format: date-time */
+            accepted_at: string;
+            /**
+             * Format: date-time
+             * @description When a worker started executing it (as in the run read).
+             */
+            started_at: string | null;
+            /** Format: date-time */
+            finished_at: string | null;
+        };
+        WorkflowRunListItemPage: {
+            data: components["schemas"]["WorkflowRunListItem"][];
+            /** @description The cursor of the next page, or null on the last page. */
+            next_cursor: string | null;
+        };
         AgentRunResponse: {
             data: components["schemas"]["AgentRun"];
         };
@@ -1558,6 +1662,38 @@ export interface components {
          */
         DeliveryIdempotencyKey: string;
         /**
+         * @description Only runs with one of these statuses (repeat the parameter for several).
+         * @example [
+         *       "succeeded"
+         *     ]
+         */
+        RunStatusFilter: ("queued" | "running" | "succeeded" | "failed" | "refused")[];
+        /**
+         * @description Only runs started this way.
+         * @example webhook
+         */
+        RunSourceFilter: "test" | "webhook" | "schedule" | "poll";
+        /**
+         * @description Only runs accepted at or after this instant (ISO 8601).
+         * @example 2026-11-01T00:00:00Z
+         */
+        StartedAfter: string;
+        /**
+         * @description Only runs accepted before this instant (ISO 8601).
+         * @example 2026-12-01T00:00:00Z
+         */
+        StartedBefore: string;
+        /**
+         * @description Items per page, 1..100 (default 20).
+         * @example 20
+         */
+        PageLimit: number;
+        /**
+         * @description The `next_cursor` of the previous page (opaque).
+         * @example eyJpZCI6IjAxOWFiMmM0LTVkNmUtN2Y4MC05YTFiLTJjM2Q0ZTVmNmE3YiJ9
+         */
+        PageCursor: string;
+        /**
          * @description `true` drops the webhook triggers that the new document no longer names (their URLs stop working).
          * @example true
          */
@@ -1576,6 +1712,11 @@ export interface components {
         };
     };
     headers: {
+        /**
+         * @description Present when there is a next page: `<path?…&cursor=…>; rel="next"`.
+         * @example </api/build/runs?limit=20&cursor=eyJpZCI6IjAxOWFiMmM0In0>; rel="next"
+         */
+        NextLink: string;
         /**
          * @description The document's `updated_at` as a strong entity tag.
          * @example "2026-11-21T10:00:00.123456Z"
@@ -2119,6 +2260,132 @@ export interface operations {
             409: components["responses"]["RunRefused"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAgentRuns: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only runs of this agent (id or slug).
+                 * @example support-triage
+                 */
+                agent?: components["schemas"]["DocumentRef"];
+                /**
+                 * @description Only runs with one of these statuses (repeat the parameter for several).
+                 * @example [
+                 *       "succeeded"
+                 *     ]
+                 */
+                status?: components["parameters"]["RunStatusFilter"];
+                /**
+                 * @description Only runs started this way.
+                 * @example webhook
+                 */
+                source?: components["parameters"]["RunSourceFilter"];
+                /**
+                 * @description Only runs accepted at or after this instant (ISO 8601).
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                started_after?: components["parameters"]["StartedAfter"];
+                /**
+                 * @description Only runs accepted before this instant (ISO 8601).
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                started_before?: components["parameters"]["StartedBefore"];
+                /**
+                 * @description Items per page, 1..100 (default 20).
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJpZCI6IjAxOWFiMmM0LTVkNmUtN2Y4MC05YTFiLTJjM2Q0ZTVmNmE3YiJ9
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of runs. */
+            200: {
+                headers: {
+                    Link: components["headers"]["NextLink"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentRunListItemPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWorkflowRuns: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only runs of this workflow (id or slug; a deleted workflow's runs by its id).
+                 * @example daily-digest
+                 */
+                workflow?: components["schemas"]["DocumentRef"];
+                /**
+                 * @description Only runs with one of these statuses (repeat the parameter for several).
+                 * @example [
+                 *       "succeeded"
+                 *     ]
+                 */
+                status?: components["parameters"]["RunStatusFilter"];
+                /**
+                 * @description Only runs started this way.
+                 * @example webhook
+                 */
+                source?: components["parameters"]["RunSourceFilter"];
+                /**
+                 * @description Only runs accepted at or after this instant (ISO 8601).
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                started_after?: components["parameters"]["StartedAfter"];
+                /**
+                 * @description Only runs accepted before this instant (ISO 8601).
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                started_before?: components["parameters"]["StartedBefore"];
+                /**
+                 * @description Items per page, 1..100 (default 20).
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJpZCI6IjAxOWFiMmM0LTVkNmUtN2Y4MC05YTFiLTJjM2Q0ZTVmNmE3YiJ9
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of runs. */
+            200: {
+                headers: {
+                    Link: components["headers"]["NextLink"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowRunListItemPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

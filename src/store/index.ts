@@ -16,6 +16,8 @@ export type { CreateOptions, CreateOutcome, DocumentRecord, ReplaceOutcome, Seri
 export type { ListVersion } from './list-cache';
 export type { KvRepository, RunRepository, RunRow, RunStatus, RunKind, NewRun, AcceptOutcome } from './runs';
 export type { WebhookRepository, WebhookTarget } from './webhooks';
+export type { RunListQuery, RunListRow } from './run-lists';
+export { isUuid } from './documents';
 export type { ScheduleRepository, ScheduleRow, ScheduleClaim, ScheduledFire, FireRow, FireRecord } from './schedules';
 export type AgentRecord = DocumentRecord<Agent>;
 export type WorkflowRecord = DocumentRecord<Workflow>;

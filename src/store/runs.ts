@@ -6,6 +6,7 @@ import type { GroupCommit } from './group-commit';
 import { BudgetedMap } from './budgeted-map';
 import { scheduleWrites, type ScheduledFire } from './schedules';
 import { triggerStatusVersions } from './trigger-status';
+import { runLists, type RunListQuery, type RunListRow } from './run-lists';
 
 export type RunKind = 'agent' | 'workflow';
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'refused';
@@ -99,6 +100,8 @@ export interface RunRepository {
   finish(id: string, status: 'succeeded' | 'failed', error: string | null, state: unknown, spent: number, now: string): Promise<boolean>;
   /** Runs left `running` by a stopped process: failed with `message`, reservations returned. */
   failInterrupted(message: string, now: string): Promise<number>;
+  /** A page of a workspace's runs of one kind, newest first (see run-lists.ts). */
+  list(query: RunListQuery): Promise<RunListRow[]>;
   /** When each of these triggers last started a run (refusals do not count), by trigger id. */
   lastStartedBy(triggerIds: string[]): Promise<Map<string, string>>;
 }
@@ -276,7 +279,9 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   };
 
   const lastStarted = db.prepare(`SELECT MAX(accepted_at) FROM runs WHERE trigger_id = ? AND status != 'refused'`).pluck();
+  const list = runLists(db);
   return {
+    list: async (query) => list(query),
     lastStartedBy: async (triggerIds) => {
       const found = new Map<string, string>();
       for (const id of triggerIds) {

@@ -60,7 +60,7 @@ test('processes opening a fresh file at once apply every migration exactly once,
           let err = '';
           child.stdout.on('data', (c: Buffer) => (out += c));
           child.stderr.on('data', (c: Buffer) => (err += c));
-          child.on('exit', (code) => resolve({ code, out, err }));
+          child.on('close', (code) => resolve({ code, out, err })); // 'close': after stdout is read to its end ('exit' may come first)
         }),
       ),
     );

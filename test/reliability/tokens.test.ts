@@ -91,7 +91,7 @@ function snapshot(): string {
 
 test('every attack on every operation is refused with the right status and challenge, and changes nothing', async () => {
   const calls = everyOperation();
-  expect(calls).toHaveLength(20);
+  expect(calls).toHaveLength(22);
   const before = snapshot();
   for (const call of calls) {
     for (const [attack, headers, status, message] of attacks) {

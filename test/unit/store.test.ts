@@ -25,7 +25,7 @@ const agent = (id: string, slug: string): Agent =>
 test('migrations apply once and are recorded; the file uses WAL', () => {
   const db = openDatabase(path.join(dir, 'a.db'));
   expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
-  expect(db.prepare('SELECT version FROM schema_migrations').pluck().all()).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+  expect(db.prepare('SELECT version FROM schema_migrations').pluck().all()).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
   expect(migrate(db)).toEqual([]);
   db.close();
 });

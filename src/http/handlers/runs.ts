@@ -1,11 +1,30 @@
-// Run projections: only the user who started a run can read it.
+// Runs: their projections (test runs by their starter; runs triggers and schedules started by the
+// workspace) and the lists of them, paged by cursor (the next page's link in `Link` too).
+import querystring from 'node:querystring';
 import * as runs from '../../services/runs';
+import * as lists from '../../services/run-lists';
 import type { Handlers } from './types';
 
-export const runHandlers: Pick<Handlers, 'getAgentRun' | 'getWorkflowRun'> = {
+/** `Link: <path?query with the next cursor>; rel="next"`, when there is a next page. */
+function nextLink(path: string, query: lists.ListParams, nextCursor: string | null): Record<string, string> | undefined {
+  if (nextCursor === null) return undefined;
+  return { Link: `<${path}?${querystring.stringify({ ...query, cursor: nextCursor })}>; rel="next"` };
+}
+
+export const runHandlers: Pick<Handlers, 'getAgentRun' | 'getWorkflowRun' | 'listAgentRuns' | 'listWorkflowRuns'> = {
   getAgentRun: async ({ ctx, principal, params }) => ({ status: 200, body: { data: await runs.getAgentRun(ctx, principal, params.runId) } }),
   getWorkflowRun: async ({ ctx, principal, params }) => ({
     status: 200,
     body: { data: await runs.getWorkflowRun(ctx, principal, params.runId) },
   }),
+  listAgentRuns: async ({ ctx, principal, query }) => {
+    const params = query as lists.ListParams;
+    const page = await lists.listAgentRuns(ctx, principal, params);
+    return { status: 200, headers: nextLink('/api/build/runs', params, page.nextCursor), body: { data: page.items, next_cursor: page.nextCursor } };
+  },
+  listWorkflowRuns: async ({ ctx, principal, query }) => {
+    const params = query as lists.ListParams;
+    const page = await lists.listWorkflowRuns(ctx, principal, params);
+    return { status: 200, headers: nextLink('/api/build/workflow-runs', params, page.nextCursor), body: { data: page.items, next_cursor: page.nextCursor } };
+  },
 };
