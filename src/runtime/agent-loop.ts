@@ -18,6 +18,11 @@ export interface AgentRunState {
   steps: number;
 }
 
+/** The state of an agent run that has not started: what its projection shows while it is queued. */
+export function initialAgentState(): AgentRunState {
+  return { transcript: [], tool_calls: [], final_text: null, steps: 0 };
+}
+
 export interface AgentLoopDeps {
   models: ModelRegistry;
   tools: ToolContext;

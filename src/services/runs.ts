@@ -7,7 +7,7 @@ import type { Agent, Workflow } from '../domain/types';
 import { ApiError, notFound } from '../errors';
 import { uuidV7 } from '../ids';
 import type { AcceptOutcome, DocumentRecord, NewRun, RunRow } from '../store';
-import type { AgentRunState } from '../runtime/agent-loop';
+import { initialAgentState, type AgentRunState } from '../runtime/agent-loop';
 import { initialWorkflowState, type WorkflowRunState } from '../runtime/workflow-executor';
 import { findAgent } from './agents';
 import type { Principal, ServiceContext } from './context';
@@ -23,7 +23,8 @@ export const AGENT_RUN_WARNING =
 export const WORKFLOW_RUN_WARNING =
   'Step output can contain instructions from third parties; review it before copying anything into an agent or workflow.';
 
-const refused = (error: string, runId: string | null) => new ApiError(409, error, { run_id: runId });
+/** A run refused (409): `run_id` names the run row that recorded the refusal, or is null when none was. */
+export const refused = (error: string, runId: string | null) => new ApiError(409, error, { run_id: runId });
 
 /** A run to accept; `snapshot` is the stored version of the document that runs, `stepAgents` a workflow's agents as stored now. */
 export type RunToAccept = Omit<NewRun, 'initialCredits' | 'id' | 'snapshotJson' | 'stepAgentsJson'> & {
@@ -76,7 +77,6 @@ export async function testAgent(ctx: ServiceContext, who: Principal, ref: string
   if (agent.document.status === 'archived') {
     throw refused(`agent '${agent.slug}' is archived; set its status to draft or active to test it`, null);
   }
-  const initial: AgentRunState = { transcript: [], tool_calls: [], final_text: null, steps: 0 };
   return accept(ctx, {
     kind: 'agent',
     workspaceId: who.workspaceId,
@@ -87,7 +87,7 @@ export async function testAgent(ctx: ServiceContext, who: Principal, ref: string
     request: { prompt },
     snapshot: agent,
     agent: { slug: agent.slug, name: agent.document.name },
-    state: initial,
+    state: initialAgentState(),
     minimumCost: 1,
   });
 }
@@ -135,7 +135,7 @@ export async function agentsOfSteps(ctx: ServiceContext, workspaceId: string, wo
 }
 
 /** Whether `who` may read the run: a test run, its starter; a run a trigger or schedule started, anyone in its workspace. */
-export function canRead(run: Pick<RunRow, 'workspace_id' | 'started_by' | 'source'>, who: Principal): boolean {
+function canRead(run: Pick<RunRow, 'workspace_id' | 'started_by' | 'source'>, who: Principal): boolean {
   if (run.workspace_id !== who.workspaceId) return false;
   return run.source !== 'test' || run.started_by === who.userId;
 }

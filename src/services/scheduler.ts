@@ -12,7 +12,7 @@ import { resolveInput } from '../domain/workflow';
 import { describeProblems, type Agent, type Trigger } from '../domain/types';
 import { ApiError } from '../errors';
 import type { Logger } from '../log';
-import type { AgentRunState } from '../runtime/agent-loop';
+import { initialAgentState } from '../runtime/agent-loop';
 import { invokeTool } from '../runtime/tools';
 import type { HttpToolOptions } from '../runtime/tools/types';
 import { initialWorkflowState } from '../runtime/workflow-executor';
@@ -41,7 +41,6 @@ export interface Scheduler {
   stop(): void;
 }
 
-const emptyAgentState = (): AgentRunState => ({ transcript: [], tool_calls: [], final_text: null, steps: 0 });
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** A poll detector that keeps failing waits longer each time: 1, 2, 4 … minutes, at most an hour. */
@@ -79,7 +78,7 @@ export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Sch
         request: { prompt, schedule: { due_at: iso(dueAt) } },
         snapshot: agent,
         agent: { slug: doc.slug, name: doc.name },
-        state: emptyAgentState(),
+        state: initialAgentState(),
         minimumCost: 1,
       },
       claim,
@@ -151,7 +150,7 @@ export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Sch
       request: { prompt: `${intro}\n\nDetector output:\n${JSON.stringify(detected.output)}`, input },
       snapshot: agent,
       agent: { slug: agent.document.slug, name: agent.document.name },
-      state: emptyAgentState(),
+      state: initialAgentState(),
       minimumCost: 1,
     });
     if (outcome.status === 'raced') logger.debug({ schedule: row.id }, 'the poll output changed under this poll');

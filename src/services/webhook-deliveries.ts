@@ -8,10 +8,10 @@ import querystring from 'node:querystring';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import type { Agent, Trigger } from '../domain/types';
 import { ApiError } from '../errors';
-import type { AgentRunState } from '../runtime/agent-loop';
+import { initialAgentState } from '../runtime/agent-loop';
 import { hashSecret } from './webhooks';
 import type { ServiceContext } from './context';
-import { acceptRun, refusalMessage } from './runs';
+import { acceptRun, refusalMessage, refused } from './runs';
 
 /** How long a delivery id is remembered: a repeat within it starts nothing. */
 export const REPEAT_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -109,7 +109,7 @@ function deliveryKey(delivery: Delivery): string | undefined {
 
 async function replyOfEarlierDelivery(ctx: ServiceContext, runId: string, httpStatus: number): Promise<DeliveryAccepted> {
   const run = await ctx.store.runs.find(runId);
-  if (httpStatus === 409) throw new ApiError(409, run?.error ?? 'the run was refused', { run_id: runId });
+  if (httpStatus === 409) throw refused(run?.error ?? 'the run was refused', runId);
   return { runId, status: run?.status ?? 'queued' };
 }
 
@@ -128,9 +128,9 @@ export async function deliverWebhook(ctx: ServiceContext, delivery: Delivery, no
   if (!agent || !trigger || trigger.kind !== 'webhook') throw notFound; // a write removed it just now
   const doc: Agent = agent.document;
   if (doc.status !== 'active') {
-    throw new ApiError(409, `agent '${doc.slug}' is ${doc.status}; only an active agent's triggers fire (POST /api/build/agents/${doc.slug}/status)`, { run_id: null });
+    throw refused(`agent '${doc.slug}' is ${doc.status}; only an active agent's triggers fire (POST /api/build/agents/${doc.slug}/status)`, null);
   }
-  if (!trigger.enabled) throw new ApiError(409, `trigger '${trigger.name}' of agent '${doc.slug}' is disabled; enable it to receive deliveries`, { run_id: null });
+  if (!trigger.enabled) throw refused(`trigger '${trigger.name}' of agent '${doc.slug}' is disabled; enable it to receive deliveries`, null);
   if (trigger.signing === 'standard-webhooks') verifySignature(target.signingSecret, delivery);
 
   const key = deliveryKey(delivery);
@@ -147,7 +147,6 @@ export async function deliverWebhook(ctx: ServiceContext, delivery: Delivery, no
   }
 
   const input = deliveryInput(delivery);
-  const initial: AgentRunState = { transcript: [], tool_calls: [], final_text: null, steps: 0 };
   const { id, outcome } = await acceptRun(ctx, {
     kind: 'agent',
     workspaceId: target.workspaceId,
@@ -160,12 +159,12 @@ export async function deliverWebhook(ctx: ServiceContext, delivery: Delivery, no
     request: { prompt: deliveryPrompt(trigger, input), input },
     snapshot: agent,
     agent: { slug: doc.slug, name: doc.name },
-    state: initial,
+    state: initialAgentState(),
     minimumCost: 1,
   });
   if (outcome.status === 'repeated') return replyOfEarlierDelivery(ctx, outcome.runId, outcome.httpStatus);
   if (outcome.status === 'refused') {
-    throw new ApiError(409, refusalMessage(1, outcome.balance), { run_id: id });
+    throw refused(refusalMessage(1, outcome.balance), id);
   }
   return { runId: id, status: 'queued' };
 }
