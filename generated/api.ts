@@ -374,10 +374,116 @@ export interface paths {
          * Read agent run
          * @description The projection of an agent run. Visibility: a test run (`source: test`) is readable only by
          *     the user who started it; a run a trigger or schedule started (`webhook`, `schedule`, `poll`)
-         *     by every member of its workspace with Build authorization; anyone else gets 404. Status
-         *     values: `queued`, `running`, `succeeded`, `failed`, `refused`.
+         *     by every member of its workspace with Build authorization; anyone else gets 404. Status values:
+         *     see RunStatus.
          */
         get: operations["getAgentRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/runs/{runId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The run's id, a UUID (anything else gives 400).
+                 * @example 5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d
+                 */
+                runId: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel agent run
+         * @description Stops a run. A queued run never starts; a run waiting for approval stops at once; a running
+         *     one stops before its next model call (a tool call already in flight finishes and its
+         *     result is recorded). It ends `cancelled`, what it reserved and did not spend goes back to the
+         *     workspace, and `cancelled_by`/`cancelled_at` say who asked and when.
+         *
+         *     200 when the run is cancelled (also for a repeat: the same run, the first cancel's
+         *     `cancelled_by` and `cancelled_at`); 202 when the cancel is recorded but the run is still
+         *     finishing a tool call in flight after a few seconds (it ends `cancelled`; follow it with the
+         *     run read or its events). A run that already ended otherwise is 409. Same visibility as the
+         *     run read.
+         */
+        post: operations["cancelAgentRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/runs/{runId}/approvals/{callId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The run's id, a UUID (anything else gives 400).
+                 * @example 5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d
+                 */
+                runId: components["parameters"]["RunId"];
+                /**
+                 * @description The held tool call's `id`, as the run's `tool_calls` list it.
+                 * @example call_1
+                 */
+                callId: components["parameters"]["CallId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve or reject a held tool call
+         * @description Decides a tool call the agent's approval policy held (`status: awaiting_approval` in the
+         *     run's `tool_calls`). Once every held call of the run's step is decided, the run is queued
+         *     again: approved calls execute, rejected ones are reported to the model as rejected (with
+         *     the note), and the loop goes on. A call is decided once: a second decision is 409 naming
+         *     the first. A run past its `approval_expires_at` has failed; deciding then is 409. Same
+         *     visibility as the run read. Answers the run as it is after the decision.
+         */
+        post: operations["decideToolCall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/runs/{runId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The run's id, a UUID (anything else gives 400).
+                 * @example 5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d
+                 */
+                runId: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Follow agent run events
+         * @description The run's state changes as a `text/event-stream` (Server-Sent Events): one event per change,
+         *     each with `id:` (its `seq`, counting from 1 per run), `event:` (its type) and `data:` (a
+         *     RunEvent as JSON). Events are stored: a client that reconnects with `Last-Event-ID: <seq>`
+         *     gets exactly the events after that one. A comment line (`: keep-alive`) is sent every 15
+         *     seconds while nothing happens, so proxies keep the connection open. The stream ends after
+         *     `run.finished`; a finished run's stream replays its events and ends. At most 1,000 events
+         *     are kept per run (beyond, only the final one). Same visibility as the run read.
+         *
+         *     With `Accept: application/json` (and not `text/event-stream`), the events stored after
+         *     `Last-Event-ID` are answered at once as `{ "data": [RunEvent…] }`, for clients that poll.
+         */
+        get: operations["streamAgentRunEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -403,10 +509,79 @@ export interface paths {
          * Read workflow run
          * @description The projection of a workflow run. Visibility: a test run (`source: test`) is readable only by
          *     the user who started it; a run its schedule started (`schedule`) by every member of its
-         *     workspace with Build authorization; anyone else gets 404. Status values: `queued`, `running`,
-         *     `succeeded`, `failed`, `refused`.
+         *     workspace with Build authorization; anyone else gets 404. Status values: see RunStatus.
          */
         get: operations["getWorkflowRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/workflow-runs/{runId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The run's id, a UUID (anything else gives 400).
+                 * @example 5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d
+                 */
+                runId: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel workflow run
+         * @description Stops a run. A queued run never starts; a run waiting for approval stops at once; a running
+         *     one stops before its next step (a step already in flight finishes and its
+         *     result is recorded). It ends `cancelled`, what it reserved and did not spend goes back to the
+         *     workspace, and `cancelled_by`/`cancelled_at` say who asked and when.
+         *
+         *     200 when the run is cancelled (also for a repeat: the same run, the first cancel's
+         *     `cancelled_by` and `cancelled_at`); 202 when the cancel is recorded but the run is still
+         *     finishing a step in flight after a few seconds (it ends `cancelled`; follow it with the
+         *     run read or its events). A run that already ended otherwise is 409. Same visibility as the
+         *     run read.
+         */
+        post: operations["cancelWorkflowRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/workflow-runs/{runId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The run's id, a UUID (anything else gives 400).
+                 * @example 5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d
+                 */
+                runId: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Follow workflow run events
+         * @description The run's state changes as a `text/event-stream` (Server-Sent Events): one event per change,
+         *     each with `id:` (its `seq`, counting from 1 per run), `event:` (its type) and `data:` (a
+         *     RunEvent as JSON). Events are stored: a client that reconnects with `Last-Event-ID: <seq>`
+         *     gets exactly the events after that one. A comment line (`: keep-alive`) is sent every 15
+         *     seconds while nothing happens, so proxies keep the connection open. The stream ends after
+         *     `run.finished`; a finished run's stream replays its events and ends. At most 1,000 events
+         *     are kept per run (beyond, only the final one). Same visibility as the run read.
+         *
+         *     With `Accept: application/json` (and not `text/event-stream`), the events stored after
+         *     `Last-Event-ID` are answered at once as `{ "data": [RunEvent…] }`, for clients that poll.
+         */
+        get: operations["streamWorkflowRunEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1115,7 +1290,11 @@ export interface components {
          *     authorization can read it).
          */
         RunSource: string;
-        /** @description `queued`, `running`, `succeeded`, `failed` or `refused`. */
+        /**
+         * @description `queued`, `running`, `awaiting_approval` (an agent run parked until its held tool calls are
+         *     decided: it holds no worker and spends nothing meanwhile), `succeeded`, `failed`, `refused`
+         *     (never started: credits, or the document's state) or `cancelled`. The last four are final.
+         */
         RunStatus: string;
         AgentTestAccepted: {
             /** @enum {boolean} */
@@ -1158,11 +1337,53 @@ export interface components {
             args: {
                 [key: string]: unknown;
             };
-            /** @description `succeeded`, `failed`, `refused` or `awaiting_approval` (held by the approval policy; not executed in a test run). */
+            /**
+             * @description `succeeded`, `failed`, `refused` (not a tool of this agent), `awaiting_approval` (held by
+             *     the approval policy until decided at `POST /api/build/runs/{runId}/approvals/{id}`) or
+             *     `rejected` (a reviewer rejected it; the model was told so).
+             */
             status: string;
             /** @description The tool's output (any JSON value), or null. */
             output: unknown;
             error: string | null;
+            approval?: components["schemas"]["ToolCallApproval"];
+        };
+        /** @description Present on a call the approval policy held; `decision` is null until someone decides. */
+        ToolCallApproval: {
+            /** @enum {string|null} */
+            decision: "approve" | "reject" | null;
+            note: string | null;
+            decided_by: string | null;
+            /** Format: date-time */
+            decided_at: string | null;
+        };
+        ApprovalDecision: {
+            /** @enum {string} */
+            decision: "approve" | "reject";
+            /** @description Why; shown in the run, and given to the model with a rejection. */
+            note?: string;
+        };
+        RunEventList: {
+            data: components["schemas"]["RunEvent"][];
+        };
+        /**
+         * @description The JSON of one `data:` line of the event stream (its `id:` is `seq`, its `event:` is `type`).
+         *     Types: `run.queued`, `run.started`, `step.started`, `step.finished` (a model step of an agent
+         *     run, `data.step` its number; a workflow step, `data.step` its id), `tool_call.started`,
+         *     `tool_call.finished`, `run.awaiting_approval` (`data.calls`, `data.expires_at`),
+         *     `approval.decided`, `run.cancel_requested` and `run.finished` (`data.status`: succeeded,
+         *     failed, refused or cancelled; always the last event).
+         */
+        RunEvent: {
+            seq: number;
+            /** Format: uuid */
+            run_id: string;
+            type: string;
+            /** Format: date-time */
+            at: string;
+            data: {
+                [key: string]: unknown;
+            };
         };
         AgentRun: {
             /** Format: uuid */
@@ -1197,10 +1418,22 @@ export interface components {
             run_started_at: string | null;
             /** Format: date-time */
             finished_at: string | null;
+            /** @description Who asked to cancel the run (a user id), or null. */
+            cancelled_by: string | null;
+            /**
+             * Format: date-time
+             * @description When the cancel was asked for (`finished_at` says when the run stopped).
+             */
+            cancelled_at: string | null;
+            /**
+             * Format: date-time
+             * @description While `awaiting_approval`, when the run fails unless its held calls are decided.
+             */
+            approval_expires_at: string | null;
             warning: string;
         };
         StepResult: {
-            /** @description `pending`, `running`, `succeeded`, `failed` or `skipped`. */
+            /** @description `pending`, `running`, `succeeded`, `failed` or `skipped` (behind a failure, or not started because the run was cancelled). */
             status: string;
             /** @description The step's output (any JSON value), or null. */
             output: unknown;
@@ -1236,6 +1469,13 @@ export interface components {
             finished_at: string | null;
             error: string | null;
             started_by: string;
+            /** @description Who asked to cancel the run (a user id), or null. */
+            cancelled_by: string | null;
+            /**
+             * Format: date-time
+             * @description When the cancel was asked for (`finished_at` says when the run stopped).
+             */
+            cancelled_at: string | null;
             warning: string;
         };
         CatalogModel: {
@@ -1562,6 +1802,33 @@ export interface components {
                 "application/json": components["schemas"]["RunRefused"];
             };
         };
+        /** @description The run already ended otherwise (succeeded, failed or refused), or an Idempotency-Key repeat arrived while the first request is still being handled. */
+        RunFinished: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The call was decided already (the error names the first decision), or the run is no longer waiting for approval (cancelled, expired). */
+        ApprovalConflict: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The Idempotency-Key was used for a different request (another body or path) within 24 hours. */
+        IdempotencyKeyReused: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The body is over 64 KiB. */
         PayloadTooLarge: {
             headers: {
@@ -1621,6 +1888,24 @@ export interface components {
          */
         RunId: string;
         /**
+         * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
+         *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
+         *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
+         *     with a different body is 422; a repeat while the first is still being handled is 409.
+         * @example 4f9d1c1e-retry-1
+         */
+        IdempotencyKey: string;
+        /**
+         * @description The `id:` of the last event the client saw; the stream resumes after it.
+         * @example 3
+         */
+        LastEventId: string;
+        /**
+         * @description The held tool call's `id`, as the run's `tool_calls` list it.
+         * @example call_1
+         */
+        CallId: string;
+        /**
          * @description The app's slug, as listed in the catalog.
          * @example kv
          */
@@ -1667,7 +1952,7 @@ export interface components {
          *       "succeeded"
          *     ]
          */
-        RunStatusFilter: ("queued" | "running" | "succeeded" | "failed" | "refused")[];
+        RunStatusFilter: ("queued" | "running" | "awaiting_approval" | "succeeded" | "failed" | "refused" | "cancelled")[];
         /**
          * @description Only runs started this way.
          * @example webhook
@@ -1763,7 +2048,16 @@ export interface operations {
     createAgent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
+                 *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
+                 *     with a different body is 422; a repeat while the first is still being handled is 409.
+                 * @example 4f9d1c1e-retry-1
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1790,6 +2084,7 @@ export interface operations {
             409: components["responses"]["CreateConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1910,7 +2205,16 @@ export interface operations {
     testAgent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
+                 *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
+                 *     with a different body is 422; a repeat while the first is still being handled is 409.
+                 * @example 4f9d1c1e-retry-1
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The agent's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
@@ -1942,6 +2246,7 @@ export interface operations {
             409: components["responses"]["RunRefused"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2057,7 +2362,16 @@ export interface operations {
     createWorkflow: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
+                 *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
+                 *     with a different body is 422; a repeat while the first is still being handled is 409.
+                 * @example 4f9d1c1e-retry-1
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2084,6 +2398,7 @@ export interface operations {
             409: components["responses"]["CreateConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2228,7 +2543,16 @@ export interface operations {
     testWorkflow: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
+                 *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
+                 *     with a different body is 422; a repeat while the first is still being handled is 409.
+                 * @example 4f9d1c1e-retry-1
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The workflow's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
@@ -2260,6 +2584,7 @@ export interface operations {
             409: components["responses"]["RunRefused"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2420,6 +2745,149 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    cancelAgentRun: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
+                 *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
+                 *     with a different body is 422; a repeat while the first is still being handled is 409.
+                 * @example 4f9d1c1e-retry-1
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The run's id, a UUID (anything else gives 400).
+                 * @example 5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d
+                 */
+                runId: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run is cancelled. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentRunResponse"];
+                };
+            };
+            /** @description The cancel is recorded; the run stops when its work in flight ends. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentRunResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["RunFinished"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    decideToolCall: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The run's id, a UUID (anything else gives 400).
+                 * @example 5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d
+                 */
+                runId: components["parameters"]["RunId"];
+                /**
+                 * @description The held tool call's `id`, as the run's `tool_calls` list it.
+                 * @example call_1
+                 */
+                callId: components["parameters"]["CallId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "decision": "approve",
+                 *       "note": "Checked the key; fine to write."
+                 *     }
+                 */
+                "application/json": components["schemas"]["ApprovalDecision"];
+            };
+        };
+        responses: {
+            /** @description The decision is recorded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentRunResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["ApprovalConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    streamAgentRunEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `id:` of the last event the client saw; the stream resumes after it.
+                 * @example 3
+                 */
+                "Last-Event-ID"?: components["parameters"]["LastEventId"];
+            };
+            path: {
+                /**
+                 * @description The run's id, a UUID (anything else gives 400).
+                 * @example 5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d
+                 */
+                runId: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example id: 1
+                     *     event: run.queued
+                     *     data: {"seq":1,"run_id":"5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d","type":"run.queued","at":"2026-11-21T10:10:00.000Z","data":{"status":"queued"}}
+                     */
+                    "text/event-stream": string;
+                    "application/json": components["schemas"]["RunEventList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getWorkflowRun: {
         parameters: {
             query?: never;
@@ -2442,6 +2910,100 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WorkflowRunResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelWorkflowRun: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
+                 *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
+                 *     with a different body is 422; a repeat while the first is still being handled is 409.
+                 * @example 4f9d1c1e-retry-1
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The run's id, a UUID (anything else gives 400).
+                 * @example 5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d
+                 */
+                runId: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run is cancelled. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowRunResponse"];
+                };
+            };
+            /** @description The cancel is recorded; the run stops when its work in flight ends. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowRunResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["RunFinished"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    streamWorkflowRunEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `id:` of the last event the client saw; the stream resumes after it.
+                 * @example 3
+                 */
+                "Last-Event-ID"?: components["parameters"]["LastEventId"];
+            };
+            path: {
+                /**
+                 * @description The run's id, a UUID (anything else gives 400).
+                 * @example 5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d
+                 */
+                runId: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example id: 1
+                     *     event: run.queued
+                     *     data: {"seq":1,"run_id":"5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d","type":"run.queued","at":"2026-11-21T10:10:00.000Z","data":{"status":"queued"}}
+                     */
+                    "text/event-stream": string;
+                    "application/json": components["schemas"]["RunEventList"];
                 };
             };
             400: components["responses"]["BadRequest"];

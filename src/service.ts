@@ -14,9 +14,12 @@ import { acquireServeLock, type ServeLock } from './store/serve-lock';
 import { startMaintenance, type Maintenance } from './services/maintenance';
 import { startScheduler, type Scheduler } from './services/scheduler';
 import type { ServiceContext } from './services/context';
+import { createRunEventFeed } from './services/run-event-feed';
 
 export interface Service {
   app: express.Express;
+  /** What the use cases receive (tests drive services with it). */
+  ctx: ServiceContext;
   store: Store;
   runner: Runner;
   maintenance: Maintenance;
@@ -56,7 +59,15 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
   const resourceMetadataUrl = `${config.publicBaseUrl}/.well-known/oauth-protected-resource`;
   const models = createModelRegistry(config);
   const http = { ...HTTP_TOOL, allowPrivate: config.httpToolAllowPrivate };
-  const runner = createRunner({ store, models, http, workers: config.runWorkers, perWorkspace: config.runWorkersPerWorkspace, logger });
+  const runner = createRunner({
+    store,
+    models,
+    http,
+    workers: config.runWorkers,
+    perWorkspace: config.runWorkersPerWorkspace,
+    approvalTimeoutMs: config.approvalTimeoutMs,
+    logger,
+  });
   const ctx: ServiceContext = {
     store,
     limits: config.limits,
@@ -65,6 +76,9 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
     defaultCredits: config.defaultCredits,
     webhookRatePerMinute: config.webhookRatePerMinute,
     notifyRunQueued: runner.notify,
+    requestRunStop: runner.requestStop,
+    runEvents: createRunEventFeed(store, logger),
+    eventsHeartbeatMs: config.eventsHeartbeatMs,
   };
   const app = await createApp({
     ctx,
@@ -88,6 +102,7 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
   const scheduler = startScheduler(ctx, { catchUpMs: config.scheduleCatchUpMs, tickMs: config.schedulerTickMs, http, logger });
   return {
     app,
+    ctx,
     store,
     runner,
     maintenance,
@@ -96,6 +111,7 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
     close: async (graceMs = 5000) => {
       scheduler.stop();
       maintenance.stop();
+      ctx.runEvents.stop();
       await runner.stop(graceMs);
       store.close();
       lock.release();

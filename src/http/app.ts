@@ -112,7 +112,7 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
 /** Encoded replies of stored versions (see Reply's `stable`): a read of a document sends the same bytes until it changes. */
 const encodedReplies = new WeakMap<object, Buffer>();
 
-function replyBytes(reply: Reply): Buffer {
+function replyBytes(reply: Exclude<Reply, { stream: unknown }>): Buffer {
   if ('body' in reply) return Buffer.from(JSON.stringify(reply.body));
   const encode = () => Buffer.from(`{"data":${reply.rawData}}`);
   if (!reply.stable) return encode();
@@ -122,7 +122,32 @@ function replyBytes(reply: Reply): Buffer {
 }
 
 function send(res: Response, reply: Reply): void {
+  if ('stream' in reply) return openStream(res, reply);
   sendJson(res, reply.status, reply.headers, replyBytes(reply));
+}
+
+/**
+ * An event stream: headers that keep proxies from buffering or caching it, sent at once, then
+ * whatever the stream writes. `closed` settles when the client leaves or the stream ends.
+ */
+function openStream(res: Response, reply: Extract<Reply, { stream: unknown }>): void {
+  res.statusCode = reply.status;
+  res.setHeader('Content-Type', 'text/event-stream');
+  res.setHeader('Cache-Control', 'no-cache, no-transform');
+  res.setHeader('X-Accel-Buffering', 'no');
+  for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+  res.flushHeaders();
+  res.socket?.setNoDelay(true);
+  const closed = new Promise<void>((resolve) => res.once('close', () => resolve()));
+  reply.stream({
+    write: (chunk) => {
+      if (!res.writableEnded) res.write(chunk);
+    },
+    end: () => {
+      if (!res.writableEnded) res.end();
+    },
+    closed,
+  });
 }
 
 const API_ROOT = '/api/build';

@@ -1,6 +1,12 @@
 // The agent loop: the model is asked, its tool calls are checked against the agent's tool access
 // and approval policy and executed, their results go back to the model, until it answers with text
 // or max_steps model steps are spent. Every step is charged before it is taken.
+//
+// A call the approval policy holds parks the run: the loop returns `awaiting_approval` with the
+// state so far (the whole conversation is in the transcript), and a later worker resumes from that
+// state once every held call is decided: approved calls execute, rejected ones are reported to the
+// model as rejected, and the loop goes on. A stop asked for (a cancel) is honoured before each
+// model call and each tool call; a call already in flight finishes and is recorded.
 import { CATALOG_APPS, CATALOG_TOOLS, type ToolDefinition } from '../domain/catalog';
 import type { Agent } from '../domain/types';
 import type { components } from '../../generated/api';
@@ -30,13 +36,21 @@ export interface AgentLoopDeps {
   chargeStep: () => Promise<boolean>;
   /** Called after every step with the state so far (the projection shows progress). */
   onProgress: (state: AgentRunState) => Promise<void>;
+  /** Whether the run was asked to stop (checked before each model call and each tool call). */
+  shouldStop?: () => boolean;
+  /** Reports a state change (a step or tool call started or finished) to the run's event stream. */
+  emit?: (type: string, data: Record<string, unknown>) => void;
+  /**
+   * Whether a held call may park the run. A workflow's agent step cannot wait: its held calls are
+   * refused and the model is told so.
+   */
+  canWaitForApproval?: boolean;
 }
 
-export interface AgentOutcome {
-  status: 'succeeded' | 'failed';
-  error: string | null;
-  state: AgentRunState;
-}
+export type AgentOutcome =
+  | { status: 'succeeded' | 'failed' | 'cancelled'; error: string | null; state: AgentRunState }
+  /** Parked: `held` are the calls that wait for a decision (in `state.tool_calls` too). */
+  | { status: 'awaiting_approval'; error: null; state: AgentRunState; held: { id: string; tool: string }[] };
 
 /** The tools the agent may call: those of its apps, minus its disabled tools. */
 export function toolsOf(agent: Agent): Map<string, ToolDefinition> {
@@ -53,37 +67,88 @@ export function needsApproval(policy: Agent['tools']['approval'], tool: ToolDefi
   return policy === 'write' ? !tool.read_only || tool.destructive : tool.destructive;
 }
 
-const HELD = 'held for human approval; not executed in a test run';
+const NO_WAIT_IN_WORKFLOW = 'held by the approval policy: an agent step of a workflow cannot wait for approval, so the call was not executed';
 
-async function callTool(agent: Agent, allowed: Map<string, ToolDefinition>, call: ToolCall, ctx: ToolContext): Promise<ToolCallRecord> {
+/** Checks a call against the agent's tools and policy: refused, held (for approval), or to execute. */
+function admit(agent: Agent, allowed: Map<string, ToolDefinition>, call: ToolCall, canWait: boolean): ToolCallRecord {
   const record: ToolCallRecord = { id: call.id, tool: call.tool, args: call.args, status: 'succeeded', output: null, error: null };
   const tool = allowed.get(call.tool);
   if (!tool) {
     const reason = CATALOG_TOOLS.has(call.tool) ? 'is not available to this agent (not in tools.apps, or disabled)' : 'is not a tool of the catalog';
     return { ...record, status: 'refused', error: `${call.tool} ${reason}` };
   }
-  if (needsApproval(agent.tools.approval, tool)) return { ...record, status: 'awaiting_approval' };
-  const outcome = await invokeTool(call.tool, call.args, ctx);
-  return outcome.ok ? { ...record, output: outcome.output } : { ...record, status: 'failed', error: outcome.error };
+  if (!needsApproval(agent.tools.approval, tool)) return record;
+  if (!canWait) return { ...record, status: 'refused', error: NO_WAIT_IN_WORKFLOW };
+  return { ...record, status: 'awaiting_approval', approval: { decision: null, note: null, decided_by: null, decided_at: null } };
+}
+
+/** Executes an admitted (or approved) call and records its outcome on `record`. */
+async function execute(record: ToolCallRecord, deps: AgentLoopDeps): Promise<void> {
+  deps.emit?.('tool_call.started', { call_id: record.id, tool: record.tool });
+  const outcome = await invokeTool(record.tool, record.args, deps.tools);
+  if (outcome.ok) Object.assign(record, { status: 'succeeded', output: outcome.output, error: null });
+  else Object.assign(record, { status: 'failed', error: outcome.error });
+  deps.emit?.('tool_call.finished', { call_id: record.id, tool: record.tool, status: record.status, error: record.error });
 }
 
 function toolMessageContent(record: ToolCallRecord): string {
   if (record.status === 'succeeded') return JSON.stringify(record.output);
-  if (record.status === 'awaiting_approval') return HELD;
+  if (record.status === 'rejected') return `rejected by a reviewer; the call was not executed${record.approval?.note ? `. Note: ${record.approval.note}` : ''}`;
   return `error: ${record.error}`;
 }
 
-export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps): Promise<AgentOutcome> {
-  const state: AgentRunState = { transcript: [{ role: 'user', content: prompt }], tool_calls: [], final_text: null, steps: 0 };
+/** The conversation so far, as the model is given it: the instructions, then the run's transcript. */
+function conversation(agent: Agent, transcript: TranscriptMessage[]): ChatMessage[] {
+  const messages: ChatMessage[] = agent.instructions ? [{ role: 'system', content: agent.instructions }] : [];
+  for (const m of transcript) {
+    if (m.role === 'user') messages.push({ role: 'user', content: m.content ?? '' });
+    else if (m.role === 'tool') messages.push({ role: 'tool', tool_call_id: m.tool_call_id as string, content: m.content ?? '' });
+    else messages.push({ role: 'assistant', content: m.content, ...(m.tool_calls?.length && { tool_calls: m.tool_calls }) });
+  }
+  return messages;
+}
+
+/**
+ * Runs the agent on `prompt`, or goes on from `resumeFrom` (a parked run's state whose held calls
+ * are all decided).
+ */
+export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps, resumeFrom?: AgentRunState): Promise<AgentOutcome> {
+  const resuming = resumeFrom !== undefined && resumeFrom.transcript.length > 0;
+  const state: AgentRunState = resuming ? resumeFrom : { transcript: [{ role: 'user', content: prompt }], tool_calls: [], final_text: null, steps: 0 };
   const fail = (error: string): AgentOutcome => ({ status: 'failed', error, state });
+  const cancelled = (): AgentOutcome => ({ status: 'cancelled', error: null, state });
+  const stopping = () => deps.shouldStop?.() ?? false;
   const provider = deps.models.providerFor(agent.model);
   if (!provider) return fail(`model '${agent.model}' is not offered by any configured provider`);
   const allowed = toolsOf(agent);
   const tools: ToolSpec[] = [...allowed.values()].map((t) => ({ slug: t.slug, description: t.description, parameters: t.args_schema }));
-  const messages: ChatMessage[] = [...(agent.instructions ? [{ role: 'system' as const, content: agent.instructions }] : []), { role: 'user', content: prompt }];
+  const messages = conversation(agent, state.transcript);
+  const answer = (record: ToolCallRecord) => {
+    const content = toolMessageContent(record);
+    messages.push({ role: 'tool', tool_call_id: record.id, content });
+    state.transcript.push({ role: 'tool', tool_call_id: record.id, content });
+  };
 
-  for (let step = 1; step <= agent.max_steps; step++) {
+  if (resuming) {
+    // The decided calls of the step that parked the run: executed or rejected, then answered.
+    for (const record of state.tool_calls) {
+      if (record.status !== 'awaiting_approval' || !record.approval?.decision) continue;
+      if (stopping()) return cancelled();
+      if (record.approval.decision === 'approve') await execute(record, deps);
+      else {
+        record.status = 'rejected';
+        record.error = `rejected by ${record.approval.decided_by}${record.approval.note ? `: ${record.approval.note}` : ''}`;
+        deps.emit?.('tool_call.finished', { call_id: record.id, tool: record.tool, status: 'rejected', error: record.error });
+      }
+      answer(record);
+    }
+    await deps.onProgress(state);
+  }
+
+  for (let step = state.steps + 1; step <= agent.max_steps; step++) {
+    if (stopping()) return cancelled();
     if (!(await deps.chargeStep())) return fail(`credits exhausted after ${state.steps} model step${state.steps === 1 ? '' : 's'}`);
+    deps.emit?.('step.started', { step });
     let reply;
     try {
       reply = await provider.complete({ model: agent.model, messages, tools, reasoningEffort: agent.reasoning_effort ?? null });
@@ -92,6 +157,7 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
       throw err;
     }
     state.steps = step;
+    deps.emit?.('step.finished', { step, tool_calls: reply.toolCalls.length });
     messages.push({ role: 'assistant', content: reply.text, ...(reply.toolCalls.length && { tool_calls: reply.toolCalls }) });
     state.transcript.push({
       role: 'assistant',
@@ -103,13 +169,19 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
       await deps.onProgress(state);
       return { status: 'succeeded', error: null, state };
     }
+    const held: { id: string; tool: string }[] = [];
     for (const call of reply.toolCalls) {
-      const record = await callTool(agent, allowed, call, deps.tools);
+      if (stopping()) return cancelled();
+      const record = admit(agent, allowed, call, deps.canWaitForApproval ?? true);
       state.tool_calls.push(record);
-      const content = toolMessageContent(record);
-      messages.push({ role: 'tool', tool_call_id: call.id, content });
-      state.transcript.push({ role: 'tool', tool_call_id: call.id, content });
+      if (record.status === 'awaiting_approval') {
+        held.push({ id: record.id, tool: record.tool }); // answered once decided
+        continue;
+      }
+      if (record.status === 'succeeded') await execute(record, deps);
+      answer(record);
     }
+    if (held.length) return { status: 'awaiting_approval', error: null, state, held };
     await deps.onProgress(state);
   }
   return fail(`stopped after max_steps (${agent.max_steps}) model steps without a final answer`);

@@ -4,10 +4,16 @@
 // document already parsed), so claiming it is one conditional UPDATE; runs queued otherwise (before
 // a restart, or beyond the hand-off queue) are claimed from the database, oldest first. At start,
 // runs a stopped process left `running` are finished as failed, with their unspent credits returned.
+//
+// A run asked to stop (a cancel: in memory when it executes here, or seen in its row at its next
+// progress save when the cancel reached another process) stops before its next step and ends
+// cancelled. An agent run whose tool calls the approval policy held is parked in its row and its
+// worker goes on to other runs; deciding the calls queues it again, and a worker resumes it from
+// its stored state. Parked runs past their approval time are failed by the queue poll.
 import type { Logger } from '../log';
 import type { Agent, Workflow } from '../domain/types';
-import type { RunKind, RunRow, Store } from '../store';
-import { runAgent, type AgentRunState } from './agent-loop';
+import { APPROVAL_EXPIRED, type RunEventInput, type RunKind, type RunRow, type Store } from '../store';
+import { runAgent, type AgentOutcome, type AgentRunState } from './agent-loop';
 import type { ModelRegistry } from './models';
 import type { HttpToolOptions, ToolContext } from './tools/types';
 import { runWorkflow, type StepOutcome } from './workflow-executor';
@@ -33,7 +39,11 @@ export interface RunnerOptions {
   logger: Logger;
   /** Runs handed over in memory and not yet claimed, at most (default HAND_OFF_LIMIT). */
   handOffLimit?: number;
+  /** How long a parked run waits for its held calls to be decided (default 24 hours). */
+  approvalTimeoutMs?: number;
 }
+
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 3600_000;
 
 /** A queued run as a worker executes it: handed over by its acceptance, or read from its row. */
 export interface QueuedRun {
@@ -82,6 +92,11 @@ export interface Runner {
   stop(graceMs: number): Promise<void>;
   /** Resolves when no run is queued or executing (tests). */
   idle(): Promise<void>;
+  /**
+   * Asks run `id` to stop before its next step, when it executes in this process: resolves once
+   * its end is recorded. Null when it does not execute here.
+   */
+  requestStop(id: string): Promise<void> | null;
 }
 
 export function createRunner(opts: RunnerOptions): Runner {
@@ -101,6 +116,9 @@ export function createRunner(opts: RunnerOptions): Runner {
   let backlog = 0;
   const workers = new Set<Promise<void>>();
   let idleWaiters: (() => void)[] = [];
+  /** The runs executing here: how to ask each to stop, and its end. */
+  const executingRuns = new Map<string, { stop: () => void; ended: Promise<void> }>();
+  const approvalTimeoutMs = opts.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
 
   const toolContext = (workspaceId: string): ToolContext => ({ workspaceId, kv: store.kv, http: opts.http });
   const now = () => new Date().toISOString();
@@ -118,21 +136,51 @@ export function createRunner(opts: RunnerOptions): Runner {
   function ledger(run: QueuedRun) {
     let reserved = run.creditsReserved;
     let spent = run.creditsSpent;
-    let latest: unknown = null;
+    let latest: unknown = run.state;
     let queued = false;
     let lastSavedAt = performance.now(); // the claim saved the run's initial state
     let timer: NodeJS.Timeout | null = null;
+    let stopRequested = false;
+    /** Events not saved yet: they go with the next progress save, or with the end. */
+    let events: RunEventInput[] = [];
+    const takeEvents = () => {
+      const taken = events;
+      events = [];
+      return taken;
+    };
     const current = () => {
       queued = false;
-      return { state: latest, spent };
+      return { state: latest, spent, events: takeEvents() };
     };
     const save = () => {
       timer = null;
       queued = true;
       lastSavedAt = performance.now();
-      store.runs.saveState(run.id, current).catch((err: unknown) => logger.error({ err, runId: run.id }, 'could not save the progress of a run'));
+      store.runs
+        .saveState(run.id, current)
+        .then((saved) => {
+          if (saved !== 'saved') stopRequested = true; // a cancel seen in the row, or ended by another path
+        })
+        .catch((err: unknown) => logger.error({ err, runId: run.id }, 'could not save the progress of a run'));
+    };
+    /** Saves soon: now, or PROGRESS_INTERVAL_MS after the last save; one save queued at a time. */
+    const scheduleSave = () => {
+      if (queued || timer) return;
+      const wait = lastSavedAt + PROGRESS_INTERVAL_MS - performance.now();
+      if (wait > 0) timer = setTimeout(save, wait).unref();
+      else save();
+    };
+    const stopTimer = () => {
+      if (timer) clearTimeout(timer);
+      timer = null;
     };
     return {
+      stop: () => void (stopRequested = true),
+      shouldStop: () => stopRequested,
+      emit: (type: string, data: Record<string, unknown>) => {
+        events.push({ type, data, at: now() });
+        scheduleSave();
+      },
       async charge(): Promise<boolean> {
         if (spent >= reserved) {
           if (!(await store.runs.reserveMore(run.id, 1))) return false;
@@ -143,15 +191,18 @@ export function createRunner(opts: RunnerOptions): Runner {
       },
       async progress(state: unknown): Promise<void> {
         latest = state;
-        if (queued || timer) return;
-        const wait = lastSavedAt + PROGRESS_INTERVAL_MS - performance.now();
-        if (wait > 0) timer = setTimeout(save, wait).unref();
-        else save();
+        scheduleSave();
       },
-      finish: (outcome: { status: 'succeeded' | 'failed'; error: string | null; state: unknown }) => {
-        if (timer) clearTimeout(timer);
-        timer = null;
-        return store.runs.finish(run.id, outcome.status, outcome.error, outcome.state, spent, now());
+      finish: (outcome: { status: 'succeeded' | 'failed' | 'cancelled'; error: string | null; state: unknown }) => {
+        stopTimer();
+        return store.runs.finish(run.id, outcome.status, outcome.error, outcome.state, spent, now(), takeEvents());
+      },
+      /** Parks the run for approval; a cancel that came first ends it cancelled instead. */
+      async park(outcome: Extract<AgentOutcome, { status: 'awaiting_approval' }>): Promise<void> {
+        stopTimer();
+        const expiresAt = new Date(Date.now() + approvalTimeoutMs).toISOString();
+        const parked = await store.runs.park(run.id, { state: outcome.state, spent, calls: outcome.held, expiresAt, events: takeEvents() }, now());
+        if (parked === 'cancel_requested') await store.runs.finish(run.id, 'cancelled', null, outcome.state, spent, now());
       },
     };
   }
@@ -161,14 +212,22 @@ export function createRunner(opts: RunnerOptions): Runner {
   async function executeAgentRun(run: QueuedRun, account: Ledger): Promise<void> {
     const agent = run.snapshot as Agent;
     const { prompt } = run.request as { prompt: string };
-    const outcome = await runAgent(agent, prompt, {
-      models: opts.models,
-      tools: toolContext(run.workspaceId),
-      // The first step was reserved when the run was accepted; later ones are paid as they come.
-      chargeStep: account.charge,
-      onProgress: account.progress as (state: AgentRunState) => Promise<void>,
-    });
-    await account.finish(outcome);
+    const outcome = await runAgent(
+      agent,
+      prompt,
+      {
+        models: opts.models,
+        tools: toolContext(run.workspaceId),
+        // The first step was reserved when the run was accepted; later ones are paid as they come.
+        chargeStep: account.charge,
+        onProgress: account.progress as (state: AgentRunState) => Promise<void>,
+        shouldStop: account.shouldStop,
+        emit: account.emit,
+      },
+      run.state as AgentRunState, // a parked run's state resumes where it stopped; a new run's is empty
+    );
+    if (outcome.status === 'awaiting_approval') await account.park(outcome);
+    else await account.finish(outcome);
   }
 
   async function executeWorkflowRun(run: QueuedRun, account: Ledger): Promise<void> {
@@ -184,20 +243,27 @@ export function createRunner(opts: RunnerOptions): Runner {
         tools: toolContext(run.workspaceId),
         chargeStep: async () => true,
         onProgress: async () => undefined,
+        shouldStop: account.shouldStop,
+        canWaitForApproval: false,
       });
-      return outcome.status === 'succeeded' ? { ok: true, output: outcome.state.final_text } : { ok: false, error: outcome.error as string };
+      if (outcome.status === 'succeeded') return { ok: true, output: outcome.state.final_text };
+      return { ok: false, error: outcome.status === 'cancelled' ? 'cancelled' : (outcome.error as string) };
     };
     const outcome = await runWorkflow(workflow, input, {
       tools: toolContext(run.workspaceId),
       runAgentStep,
       chargeStep: account.charge,
       onProgress: account.progress,
+      shouldStop: account.shouldStop,
+      emit: account.emit,
     });
     await account.finish(outcome);
   }
 
   async function execute(run: QueuedRun): Promise<void> {
     const account = ledger(run);
+    let ended = () => {};
+    executingRuns.set(run.id, { stop: account.stop, ended: new Promise<void>((resolve) => (ended = resolve)) });
     try {
       if (run.kind === 'agent') await executeAgentRun(run, account);
       else await executeWorkflowRun(run, account);
@@ -206,6 +272,9 @@ export function createRunner(opts: RunnerOptions): Runner {
       await account.finish({ status: 'failed', error: 'internal error while executing the run', state: run.state }).catch((e: unknown) => {
         logger.error({ err: e, runId: run.id }, 'could not record the failure of a run');
       });
+    } finally {
+      executingRuns.delete(run.id);
+      ended();
     }
   }
 
@@ -279,6 +348,7 @@ export function createRunner(opts: RunnerOptions): Runner {
       // another process) is picked up within a poll interval.
       poller = setInterval(() => {
         if (active < opts.workers && !handed.length) notify();
+        store.runs.expireApprovals(APPROVAL_EXPIRED, now()).catch((err: unknown) => logger.error({ err }, 'could not expire runs waiting for approval'));
       }, QUEUE_POLL_MS);
       poller.unref();
     },
@@ -290,6 +360,12 @@ export function createRunner(opts: RunnerOptions): Runner {
     },
     idle() {
       return active === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve));
+    },
+    requestStop(id) {
+      const executing = executingRuns.get(id);
+      if (!executing) return null;
+      executing.stop();
+      return executing.ended;
     },
   };
 }

@@ -2,6 +2,8 @@
 // independent steps run concurrently; a failed step fails the run and every step that waits for it
 // (directly or transitively) is recorded as skipped. Arguments and prompts are rendered from the
 // run's input and the outputs of the steps they wait for; the output template is rendered last.
+// A stop asked for (a cancel) starts no further step: steps in flight finish and are recorded, the
+// ones not started are skipped, and the run ends cancelled.
 import { renderText, renderValue, type TemplateScope } from '../domain/templates';
 import type { Workflow, WorkflowStep } from '../domain/types';
 import type { components } from '../../generated/api';
@@ -24,11 +26,15 @@ export interface WorkflowExecutorDeps {
   /** Pays for one executed step; false when the workspace cannot. */
   chargeStep: () => Promise<boolean>;
   onProgress: (state: WorkflowRunState) => Promise<void>;
+  /** Whether the run was asked to stop (checked before each step starts). */
+  shouldStop?: () => boolean;
+  /** Reports a step that started or finished to the run's event stream. */
+  emit?: (type: string, data: Record<string, unknown>) => void;
   now?: () => string;
 }
 
 export interface WorkflowOutcome {
-  status: 'succeeded' | 'failed';
+  status: 'succeeded' | 'failed' | 'cancelled';
   error: string | null;
   state: WorkflowRunState;
 }
@@ -56,12 +62,14 @@ export async function runWorkflow(doc: Workflow, input: Record<string, unknown>,
   function start(step: WorkflowStep): void {
     Object.assign(result(step.id), { status: 'running', started_at: now() });
     state.current_step = step.id;
+    deps.emit?.('step.started', { step: step.id });
     const task = execute(step)
       .catch((err: unknown): StepOutcome => ({ ok: false, error: `step failed unexpectedly: ${(err as Error).message}` }))
       .then(async (outcome) => {
         const r = result(step.id);
         Object.assign(r, outcome.ok ? { status: 'succeeded', output: outcome.output } : { status: 'failed', error: outcome.error }, { finished_at: now() });
         if (outcome.ok) scope.steps[step.id] = outcome.output;
+        deps.emit?.('step.finished', { step: step.id, status: r.status, error: r.error });
         running.delete(step.id);
         if (state.current_step === step.id) state.current_step = [...running.keys()].pop() ?? null;
         await deps.onProgress(state);
@@ -71,6 +79,15 @@ export async function runWorkflow(doc: Workflow, input: Record<string, unknown>,
 
   /** Starts every step whose dependencies succeeded and skips every step behind a failure; repeats until nothing changes. */
   function advance(): boolean {
+    if (deps.shouldStop?.()) {
+      let skipped = false;
+      for (const step of doc.steps) {
+        if (result(step.id).status !== 'pending') continue;
+        Object.assign(result(step.id), { status: 'skipped', error: 'skipped: the run was cancelled' });
+        skipped = true;
+      }
+      return skipped;
+    }
     let changedAny = false;
     for (let changed = true; changed; ) {
       changed = false;
@@ -97,6 +114,9 @@ export async function runWorkflow(doc: Workflow, input: Record<string, unknown>,
   }
 
   state.current_step = null;
+  if (deps.shouldStop?.() && doc.steps.some((s) => result(s.id).error === 'skipped: the run was cancelled')) {
+    return { status: 'cancelled', error: null, state };
+  }
   const failed = doc.steps.find((s) => result(s.id).status === 'failed');
   if (failed) return { status: 'failed', error: `step '${failed.id}' failed: ${result(failed.id).error}`, state };
   state.output = doc.output === null ? null : renderText(doc.output, scope);

@@ -3,6 +3,7 @@ import type { WorkspaceLimits } from '../config';
 import type { CatalogModel } from '../domain/types';
 import type { QueuedRun } from '../runtime/runner';
 import type { Store } from '../store';
+import type { RunEventFeed } from './run-event-feed';
 
 export interface ServiceContext {
   store: Store;
@@ -17,6 +18,12 @@ export interface ServiceContext {
   webhookRatePerMinute: number;
   /** Hands a run just queued to the run workers; without one, they look for queued runs in the store. */
   notifyRunQueued: (run?: QueuedRun) => void;
+  /** Asks a run executing in this process to stop: resolves once its end is recorded; null when it does not execute here. */
+  requestRunStop: (runId: string) => Promise<void> | null;
+  /** The runs' event streams. */
+  runEvents: RunEventFeed;
+  /** How often an idle event stream gets a keep-alive comment. */
+  eventsHeartbeatMs: number;
 }
 
 /** The caller, as the verified token names them. */

@@ -140,7 +140,7 @@ function canRead(run: Pick<RunRow, 'workspace_id' | 'started_by' | 'source'>, wh
   return run.source !== 'test' || run.started_by === who.userId;
 }
 
-async function findRun(ctx: ServiceContext, who: Principal, runId: string, kind: RunRow['kind']): Promise<RunRow> {
+export async function findRun(ctx: ServiceContext, who: Principal, runId: string, kind: RunRow['kind']): Promise<RunRow> {
   const run = await ctx.store.runs.find(runId.toLowerCase());
   if (!run || run.kind !== kind || !canRead(run, who)) {
     throw notFound(`run '${runId}' not found: no ${kind} run you may read has this id`);
@@ -169,6 +169,9 @@ export async function getAgentRun(ctx: ServiceContext, who: Principal, runId: st
     started_at: run.accepted_at,
     run_started_at: run.started_at,
     finished_at: run.finished_at,
+    cancelled_by: run.cancelled_by,
+    cancelled_at: run.cancel_requested_at,
+    approval_expires_at: run.status === 'awaiting_approval' ? run.approval_expires_at : null,
     warning: AGENT_RUN_WARNING,
   };
 }
@@ -192,6 +195,8 @@ export async function getWorkflowRun(ctx: ServiceContext, who: Principal, runId:
     finished_at: run.finished_at,
     error: run.error,
     started_by: run.started_by,
+    cancelled_by: run.cancelled_by,
+    cancelled_at: run.cancel_requested_at,
     warning: WORKFLOW_RUN_WARNING,
   };
 }

@@ -14,7 +14,10 @@ import { createGroupCommit, type GroupCommit } from './group-commit';
 
 export type { CreateOptions, CreateOutcome, DocumentRecord, ReplaceOutcome, Serialized } from './documents';
 export type { ListVersion } from './list-cache';
-export type { KvRepository, RunRepository, RunRow, RunStatus, RunKind, NewRun, AcceptOutcome } from './runs';
+export type { KvRepository, RunRepository, RunRow, RunStatus, RunKind, RunEnd, NewRun, AcceptOutcome, ApprovalRow, CancelOutcome, DecideOutcome, Parking, ProgressOutcome } from './runs';
+export { APPROVAL_EXPIRED } from './runs';
+export type { RunEventInput, RunEventRow } from './run-events';
+export { FINAL_EVENT, RUN_EVENTS_LIMIT } from './run-events';
 export type { WebhookRepository, WebhookTarget } from './webhooks';
 export type { RunListQuery, RunListRow } from './run-lists';
 export { isUuid } from './documents';

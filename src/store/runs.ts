@@ -7,9 +7,53 @@ import { BudgetedMap } from './budgeted-map';
 import { scheduleWrites, type ScheduledFire } from './schedules';
 import { triggerStatusVersions } from './trigger-status';
 import { runLists, type RunListQuery, type RunListRow } from './run-lists';
+import { FINAL_EVENT, runEventWrites, type RunEventInput, type RunEventRow } from './run-events';
 
 export type RunKind = 'agent' | 'workflow';
-export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'refused';
+export type RunStatus = 'queued' | 'running' | 'awaiting_approval' | 'succeeded' | 'failed' | 'refused' | 'cancelled';
+/** How a worker ends a run. */
+export type RunEnd = 'succeeded' | 'failed' | 'cancelled';
+/** What a save of a running run's progress found: saved, saved and asked to stop, or not running (ended by another path). */
+export type ProgressOutcome = 'saved' | 'cancel_requested' | 'not_running';
+
+/** A tool call held by an approval policy, as stored with its decision. */
+export interface ApprovalRow {
+  run_id: string;
+  call_id: string;
+  tool: string;
+  requested_at: string;
+  decision: 'approve' | 'reject' | null;
+  note: string | null;
+  decided_by: string | null;
+  decided_at: string | null;
+}
+
+export type CancelOutcome =
+  /** Ended as cancelled by this request or an earlier one. */
+  | { outcome: 'cancelled' }
+  /** Running: the cancel is recorded (now or before); the worker ends it before its next step. */
+  | { outcome: 'requested' }
+  /** It ended otherwise first. */
+  | { outcome: 'finished'; status: RunStatus }
+  | { outcome: 'missing' };
+
+export type DecideOutcome =
+  /** Recorded; other held calls of the run wait for their decision. */
+  | { outcome: 'decided' }
+  /** Recorded, and it was the last: the run is queued again. */
+  | { outcome: 'resumed' }
+  | { outcome: 'decided_before'; approval: ApprovalRow }
+  | { outcome: 'not_waiting'; status: RunStatus }
+  | { outcome: 'no_call' };
+
+/** What a worker hands over when it parks a run whose tool calls the approval policy held. */
+export interface Parking {
+  state: unknown;
+  spent: number;
+  calls: { id: string; tool: string }[];
+  expiresAt: string;
+  events: RunEventInput[];
+}
 
 export interface RunRow {
   id: string;
@@ -33,6 +77,11 @@ export interface RunRow {
   accepted_at: string;
   started_at: string | null;
   finished_at: string | null;
+  /** When a cancel was asked for, and by whom. */
+  cancel_requested_at: string | null;
+  cancelled_by: string | null;
+  /** While awaiting approval: when the run fails unless decided. */
+  approval_expires_at: string | null;
 }
 
 export interface NewRun {
@@ -89,7 +138,7 @@ export interface RunRepository {
    * times before then needs one write, and it carries the latest state. Only a `running` run is
    * changed; false when the run is not running (another path ended it).
    */
-  saveState(id: string, current: () => { state: unknown; spent: number }): Promise<boolean>;
+  saveState(id: string, current: () => { state: unknown; spent: number; events?: RunEventInput[] }): Promise<ProgressOutcome>;
   /** Moves `amount` credits from the workspace's balance to a running run's reservation. False when the balance cannot cover it or the run is not running. */
   reserveMore(id: string, amount: number): Promise<boolean>;
   /**
@@ -97,7 +146,25 @@ export interface RunRepository {
    * workspace. False, changing nothing, when the run is not running: another path ended it first,
    * and its end (with its refund) stands.
    */
-  finish(id: string, status: 'succeeded' | 'failed', error: string | null, state: unknown, spent: number, now: string): Promise<boolean>;
+  finish(id: string, status: RunEnd, error: string | null, state: unknown, spent: number, now: string, events?: RunEventInput[]): Promise<boolean>;
+  /**
+   * Parks a running run whose tool calls wait for approval: it holds no worker and keeps no
+   * reservation (what it did not spend goes back) until they are decided. 'cancel_requested' when
+   * a cancel came first (nothing written: end it as cancelled); 'not_running' when another path ended it.
+   */
+  park(id: string, parking: Parking, now: string): Promise<'parked' | ProgressOutcome>;
+  /** Cancels a queued or parked run at once, or asks a running one to stop (see CancelOutcome). */
+  cancel(id: string, userId: string, now: string): Promise<CancelOutcome>;
+  /** Decides a held call (one conditional write: the first decision wins); the last decision of a run queues it again. */
+  decide(runId: string, callId: string, decision: 'approve' | 'reject', note: string | null, userId: string, now: string): Promise<DecideOutcome>;
+  /** Fails runs parked past their approval_expires_at with `message`; how many. */
+  expireApprovals(message: string, now: string): Promise<number>;
+  /** A run's events after `seq`, oldest first (at most `max`). */
+  events(runId: string, seq: number, max: number): Promise<RunEventRow[]>;
+  /** Calls `listener` with a run's id after a write that added events to it committed. */
+  onEvents(listener: (runId: string) => void): void;
+  /** Deletes up to `batch` runs that finished before `before`, with their events and approvals; how many. */
+  pruneFinished(before: string, batch: number): Promise<number>;
   /** Runs left `running` by a stopped process: failed with `message`, reservations returned. */
   failInterrupted(message: string, now: string): Promise<number>;
   /** A page of a workspace's runs of one kind, newest first (see run-lists.ts). */
@@ -150,7 +217,8 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     `SELECT id, kind, workspace_id, started_by, target_id, target_version, status, source, trigger_id, request,
        CASE WHEN kind = 'agent' AND json_valid(snapshot) THEN CASE WHEN json_type(snapshot) = 'object'
          THEN json_object('slug', json_extract(snapshot, '$.slug'), 'name', json_extract(snapshot, '$.name')) END END AS snapshot,
-       NULL AS step_agents, state, credits_reserved, credits_spent, error, accepted_at, started_at, finished_at
+       NULL AS step_agents, state, credits_reserved, credits_spent, error, accepted_at, started_at, finished_at,
+       cancel_requested_at, cancelled_by, approval_expires_at
      FROM runs WHERE id = ?`,
   );
   const nextQueued = db.prepare(NEXT_QUEUED_SQL).pluck();
@@ -162,14 +230,64 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   );
   // Each write of a run's progress or end names the status it expects (running): a run that
   // another path ended keeps that end, and the affected-row count says whether the write happened.
-  const saveState = db.prepare(`UPDATE runs SET state = ?, credits_spent = MIN(?, credits_reserved) WHERE id = ? AND status = 'running'`);
+  // It also says whether a cancel was asked for since (by any process): the worker stops then.
+  const saveState = db.prepare(
+    `UPDATE runs SET state = ?, credits_spent = MIN(?, credits_reserved) WHERE id = ? AND status = 'running' RETURNING cancel_requested_at`,
+  );
   const reserveMore = db.prepare(`UPDATE runs SET credits_reserved = credits_reserved + @amount WHERE id = @id AND status = 'running'`);
   const unreserve = db.prepare('UPDATE runs SET credits_reserved = credits_reserved - @amount WHERE id = @id');
   const finish = db.prepare(
     `UPDATE runs SET status = @status, error = @error, state = @state, finished_at = @now,
-       credits_spent = @spent, credits_reserved = @spent WHERE id = @id AND status = 'running'`,
+       credits_spent = @spent, credits_reserved = @spent,
+       -- a cancel that came too late (the run ended first) leaves no trace: one outcome
+       cancel_requested_at = CASE WHEN @status = 'cancelled' THEN cancel_requested_at END,
+       cancelled_by = CASE WHEN @status = 'cancelled' THEN cancelled_by END
+     WHERE id = @id AND status = 'running'`,
   );
   const running = db.prepare(RUNNING_SQL);
+  const park = db.prepare(
+    `UPDATE runs SET status = 'awaiting_approval', state = @state, credits_spent = @spent, credits_reserved = @spent, approval_expires_at = @expires
+     WHERE id = @id AND status = 'running' AND cancel_requested_at IS NULL`,
+  );
+  const cancelRequestedOf = db.prepare('SELECT cancel_requested_at FROM runs WHERE id = ? AND status = ?').pluck();
+  const holdCall = db.prepare(
+    `INSERT INTO run_approvals (run_id, call_id, tool, requested_at) VALUES (@run, @call, @tool, @now)
+     ON CONFLICT (run_id, call_id) DO UPDATE SET tool = excluded.tool, requested_at = excluded.requested_at,
+       decision = NULL, note = NULL, decided_by = NULL, decided_at = NULL`,
+  );
+  const controlOf = db.prepare('SELECT status, workspace_id, credits_reserved, credits_spent, cancel_requested_at, state, approval_expires_at FROM runs WHERE id = ?');
+  type RunControl = Pick<RunRow, 'status' | 'workspace_id' | 'credits_reserved' | 'credits_spent' | 'cancel_requested_at' | 'state' | 'approval_expires_at'>;
+  // Cancels a run no worker holds (queued or parked): conditional on the status read in the same transaction.
+  const cancelIdle = db.prepare(
+    `UPDATE runs SET status = 'cancelled', finished_at = @now, cancel_requested_at = @now, cancelled_by = @user,
+       credits_reserved = credits_spent WHERE id = @id AND status = @status`,
+  );
+  const requestCancel = db.prepare(
+    `UPDATE runs SET cancel_requested_at = @now, cancelled_by = @user WHERE id = @id AND status = 'running' AND cancel_requested_at IS NULL`,
+  );
+  const approvalOf = db.prepare('SELECT * FROM run_approvals WHERE run_id = ? AND call_id = ?');
+  const decideCall = db.prepare(
+    `UPDATE run_approvals SET decision = @decision, note = @note, decided_by = @user, decided_at = @now
+     WHERE run_id = @run AND call_id = @call AND decision IS NULL`,
+  );
+  const undecided = db.prepare('SELECT COUNT(*) FROM run_approvals WHERE run_id = ? AND decision IS NULL').pluck();
+  const setParkedState = db.prepare(`UPDATE runs SET state = ? WHERE id = ? AND status = 'awaiting_approval'`);
+  const resume = db.prepare(`UPDATE runs SET status = 'queued', state = ?, approval_expires_at = NULL WHERE id = ? AND status = 'awaiting_approval'`);
+  const parkedPast = db.prepare(`SELECT id FROM runs WHERE status = 'awaiting_approval' AND approval_expires_at <= ? ORDER BY approval_expires_at LIMIT 100`).pluck();
+  const expire = db.prepare(
+    `UPDATE runs SET status = 'failed', error = @error, finished_at = @now WHERE id = @id AND status = 'awaiting_approval' AND approval_expires_at <= @now`,
+  );
+  const finishedBefore = db.prepare('SELECT id FROM runs WHERE finished_at IS NOT NULL AND finished_at < ? ORDER BY finished_at LIMIT ?').pluck();
+  const deleteRun = db.prepare('DELETE FROM runs WHERE id = ?');
+  const deleteApprovals = db.prepare('DELETE FROM run_approvals WHERE run_id = ?');
+  const events = runEventWrites(db);
+  const eventListeners: ((runId: string) => void)[] = [];
+  /** Tells the listeners once `write` (which added events to run `id`) committed. */
+  const announcing = <T>(id: string, write: Promise<T>): Promise<T> =>
+    write.then((value) => {
+      for (const listener of eventListeners) listener(id);
+      return value;
+    });
   const failOne = db.prepare(
     `UPDATE runs SET status = 'failed', error = @error, finished_at = @now, credits_reserved = credits_spent WHERE id = @id AND status = 'running'`,
   );
@@ -220,13 +338,14 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       ? { status: 'queued' as const, credits_reserved: run.minimumCost, error: null, finished_at: null }
       : { status: 'refused' as const, credits_reserved: 0, error: refusal(left), finished_at: now };
     insert.run({ ...row, ...outcome });
+    events.append(run.id, [left === null ? { type: 'run.queued', data: { status: 'queued' } } : finalEvent('refused', outcome.error)], now);
     if (run.delivery) setDeliveryStatus.run(left === null ? 202 : 409, run.triggerId, run.delivery.key);
     if (run.fire) schedules.fired(run.fire, left === null ? 'fired' : 'refused', run.id, outcome.error, now);
     if (run.triggerId) statusVersions.bumpAgent(run.targetId); // its trigger's last_fired_at
     // An agent run is kept only when its accept names the agent (as the projection query would).
     if (run.kind === 'workflow' || run.agent) {
       const snapshot = run.agent ? JSON.stringify({ slug: run.agent.slug, name: run.agent.name }) : null;
-      keep({ ...row, ...outcome, snapshot, step_agents: null, credits_spent: 0, started_at: null });
+      keep({ ...row, ...outcome, snapshot, step_agents: null, credits_spent: 0, started_at: null, cancel_requested_at: null, cancelled_by: null, approval_expires_at: null });
     }
     return left === null ? { status: 'queued' } : { status: 'refused', balance: left };
   };
@@ -235,12 +354,14 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     const id = nextQueued.get({ cap }) as string | undefined;
     if (!id) return null;
     markRunning.run(now, id);
+    events.append(id, [{ type: 'run.started', data: { status: 'running' } }], now);
     amend(id, () => ({ status: 'running', started_at: now }));
     return byId.get(id) as RunRow;
   };
 
   const claimTx = (id: string, now: string, cap: number): boolean => {
     if (claimIfFair.run({ id, now, cap }).changes !== 1) return false;
+    events.append(id, [{ type: 'run.started', data: { status: 'running' } }], now);
     amend(id, () => ({ status: 'running', started_at: now }));
     return true;
   };
@@ -256,14 +377,23 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     return true;
   };
 
-  const finishTx = (id: string, status: string, error: string | null, state: string, spent: number, now: string): boolean => {
+  const finishTx = (id: string, status: RunEnd, error: string | null, state: string, spent: number, now: string, more: RunEventInput[]): boolean => {
     const run = creditsOf.get(id) as RunCredits | undefined;
     if (!run) return false;
     const charged = Math.min(spent, run.credits_reserved);
     if (finish.run({ id, status, error, state, spent: charged, now }).changes !== 1) return false; // not running
     const unspent = run.credits_reserved - charged;
     if (unspent > 0) credit.run({ amount: unspent, workspace: run.workspace_id });
-    amend(id, () => ({ status: status as RunStatus, error, state, finished_at: now, credits_spent: charged, credits_reserved: charged }));
+    events.append(id, [...more, finalEvent(status, error)], now);
+    amend(id, () => ({
+      status,
+      error,
+      state,
+      finished_at: now,
+      credits_spent: charged,
+      credits_reserved: charged,
+      ...(status !== 'cancelled' && { cancel_requested_at: null, cancelled_by: null }),
+    }));
     return true;
   };
 
@@ -273,9 +403,97 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       if (failOne.run({ id: run.id, error: message, now }).changes !== 1) continue;
       const unspent = run.credits_reserved - run.credits_spent;
       if (unspent > 0) credit.run({ amount: unspent, workspace: run.workspace_id });
+      events.append(run.id, [finalEvent('failed', message)], now);
       amend(run.id, (r) => ({ status: 'failed', error: message, finished_at: now, credits_reserved: r.credits_spent }));
     }
     return rows.length;
+  };
+
+  const parkTx = (id: string, parking: Parking, state: string, now: string): 'parked' | ProgressOutcome => {
+    const run = creditsOf.get(id) as RunCredits | undefined;
+    if (!run) return 'not_running';
+    const charged = Math.min(parking.spent, run.credits_reserved);
+    if (park.run({ id, state, spent: charged, expires: parking.expiresAt }).changes !== 1) {
+      return cancelRequestedOf.get(id, 'running') ? 'cancel_requested' : 'not_running';
+    }
+    const unspent = run.credits_reserved - charged;
+    if (unspent > 0) credit.run({ amount: unspent, workspace: run.workspace_id });
+    for (const call of parking.calls) holdCall.run({ run: id, call: call.id, tool: call.tool, now });
+    const waiting = { type: 'run.awaiting_approval', data: { status: 'awaiting_approval', calls: parking.calls, expires_at: parking.expiresAt } };
+    events.append(id, [...parking.events, waiting], now);
+    amend(id, () => ({ status: 'awaiting_approval', state, credits_spent: charged, credits_reserved: charged, approval_expires_at: parking.expiresAt }));
+    return 'parked';
+  };
+
+  const cancelTx = (id: string, user: string, now: string): CancelOutcome => {
+    const run = controlOf.get(id) as RunControl | undefined;
+    if (!run) return { outcome: 'missing' };
+    if (run.status === 'cancelled') return { outcome: 'cancelled' };
+    if (run.status === 'running') {
+      if (requestCancel.run({ id, user, now }).changes === 1) {
+        events.append(id, [{ type: 'run.cancel_requested', data: { cancelled_by: user } }], now);
+        amend(id, () => ({ cancel_requested_at: now, cancelled_by: user }));
+      }
+      return { outcome: 'requested' };
+    }
+    if (run.status !== 'queued' && run.status !== 'awaiting_approval') return { outcome: 'finished', status: run.status };
+    if (cancelIdle.run({ id, user, now, status: run.status }).changes !== 1) return { outcome: 'finished', status: run.status };
+    const unspent = run.credits_reserved - run.credits_spent;
+    if (unspent > 0) credit.run({ amount: unspent, workspace: run.workspace_id });
+    events.append(id, [{ ...finalEvent('cancelled', null), data: { status: 'cancelled', error: null, cancelled_by: user } }], now);
+    amend(id, (r) => ({ status: 'cancelled', finished_at: now, cancel_requested_at: now, cancelled_by: user, credits_reserved: r.credits_spent }));
+    return { outcome: 'cancelled' };
+  };
+
+  const decideTx = (runId: string, callId: string, decision: 'approve' | 'reject', note: string | null, user: string, now: string): DecideOutcome => {
+    const approval = approvalOf.get(runId, callId) as ApprovalRow | undefined;
+    if (!approval) return { outcome: 'no_call' };
+    if (approval.decision !== null) return { outcome: 'decided_before', approval };
+    const run = controlOf.get(runId) as RunControl;
+    if (run.status !== 'awaiting_approval') return { outcome: 'not_waiting', status: run.status };
+    if ((run.approval_expires_at as string) <= now) {
+      expireTx(runId, APPROVAL_EXPIRED, now);
+      return { outcome: 'not_waiting', status: 'failed' };
+    }
+    if (decideCall.run({ run: runId, call: callId, decision, note, user, now }).changes !== 1) {
+      return { outcome: 'decided_before', approval: approvalOf.get(runId, callId) as ApprovalRow };
+    }
+    // The projection shows the decision at once; the worker that resumes the run reads it from the state.
+    const state = JSON.parse(run.state) as { tool_calls?: { id: string; status: string; approval?: unknown }[] };
+    for (const call of state.tool_calls ?? []) {
+      if (call.id === callId && call.status === 'awaiting_approval') call.approval = { decision, note, decided_by: user, decided_at: now };
+    }
+    const json = JSON.stringify(state);
+    const last = undecided.get(runId) === 0;
+    const decided = { type: 'approval.decided', data: { call_id: callId, decision, decided_by: user } };
+    if (last) {
+      resume.run(json, runId);
+      events.append(runId, [decided, { type: 'run.queued', data: { status: 'queued' } }], now);
+      amend(runId, () => ({ status: 'queued', state: json, approval_expires_at: null }));
+    } else {
+      setParkedState.run(json, runId);
+      events.append(runId, [decided], now);
+      amend(runId, () => ({ state: json }));
+    }
+    return { outcome: last ? 'resumed' : 'decided' };
+  };
+
+  const expireTx = (id: string, message: string, now: string): boolean => {
+    if (expire.run({ id, error: message, now }).changes !== 1) return false;
+    events.append(id, [finalEvent('failed', message)], now);
+    amend(id, () => ({ status: 'failed', error: message, finished_at: now }));
+    return true;
+  };
+
+  const pruneTx = (before: string, batch: number): number => {
+    const ids = finishedBefore.all(before, batch) as string[];
+    for (const id of ids) {
+      events.remove(id);
+      deleteApprovals.run(id);
+      deleteRun.run(id);
+      recent.delete(id);
+    }
+    return ids.length;
   };
 
   const lastStarted = db.prepare(`SELECT MAX(accepted_at) FROM runs WHERE trigger_id = ? AND status != 'refused'`).pluck();
@@ -290,27 +508,60 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       }
       return found;
     },
-    accept: (run, refusal) => commit.run(() => acceptTx(run, refusal)),
+    accept: (run, refusal) => announcing(run.id, commit.run(() => acceptTx(run, refusal))),
     find: async (id) => recent.get(id) ?? (forProjection.get(id) as RunRow | undefined) ?? null,
     // The workers' writes are acknowledged once committed, not once on disk (see Ack in group-commit.ts).
-    claimNext: (now, cap) => commit.run(() => claimNextTx(now, cap), 'visible'),
-    claim: (id, now, cap) => commit.run(() => claimTx(id, now, cap), 'visible'),
-    saveState: (id, current) =>
-      commit.run(() => {
-        const { state, spent } = current();
-        const json = JSON.stringify(state);
-        if (saveState.run(json, spent, id).changes !== 1) return false;
-        amend(id, (r) => ({ state: json, credits_spent: Math.min(spent, r.credits_reserved) }));
-        return true;
-      }, 'visible'),
-    reserveMore: (id, amount) => commit.run(() => reserveMoreTx(id, amount), 'visible'),
-    finish: (id, status, error, state, spent, now) => {
-      const json = JSON.stringify(state);
-      return commit.run(() => finishTx(id, status, error, json, spent, now), 'visible');
+    claimNext: async (now, cap) => {
+      const row = await commit.run(() => claimNextTx(now, cap), 'visible');
+      if (row) for (const listener of eventListeners) listener(row.id);
+      return row;
     },
+    claim: (id, now, cap) => announcing(id, commit.run(() => claimTx(id, now, cap), 'visible')),
+    saveState: (id, current) =>
+      announcing(
+        id,
+        commit.run((): ProgressOutcome => {
+          const { state, spent, events: more } = current();
+          const json = JSON.stringify(state);
+          const saved = saveState.get(json, spent, id) as { cancel_requested_at: string | null } | undefined;
+          if (!saved) return 'not_running';
+          if (more?.length) events.append(id, more, new Date().toISOString());
+          amend(id, (r) => ({ state: json, credits_spent: Math.min(spent, r.credits_reserved) }));
+          return saved.cancel_requested_at === null ? 'saved' : 'cancel_requested';
+        }, 'visible'),
+      ),
+    reserveMore: (id, amount) => commit.run(() => reserveMoreTx(id, amount), 'visible'),
+    finish: (id, status, error, state, spent, now, more = []) => {
+      const json = JSON.stringify(state);
+      return announcing(id, commit.run(() => finishTx(id, status, error, json, spent, now, more), 'visible'));
+    },
+    park: (id, parking, now) => {
+      const json = JSON.stringify(parking.state);
+      return announcing(id, commit.run(() => parkTx(id, parking, json, now), 'visible'));
+    },
+    cancel: (id, user, now) => announcing(id, commit.run(() => cancelTx(id, user, now))),
+    decide: (runId, callId, decision, note, user, now) => announcing(runId, commit.run(() => decideTx(runId, callId, decision, note, user, now))),
+    expireApprovals: async (message, now) => {
+      const ids = parkedPast.all(now) as string[];
+      if (!ids.length) return 0;
+      const expired = await commit.run(() => ids.filter((id) => expireTx(id, message, now)));
+      for (const id of expired) for (const listener of eventListeners) listener(id);
+      return expired.length;
+    },
+    events: async (runId, seq, max) => events.after(runId, seq, max),
+    onEvents: (listener) => void eventListeners.push(listener),
+    pruneFinished: (before, batch) => commit.run(() => pruneTx(before, batch)),
     failInterrupted: (message, now) => commit.run(() => failInterruptedTx(message, now)),
   };
 }
+
+/** The last event of a run: how it ended. */
+function finalEvent(status: RunStatus, error: string | null): RunEventInput {
+  return { type: FINAL_EVENT, data: { status, error } };
+}
+
+/** The error of a run whose held tool calls were not decided in time. */
+export const APPROVAL_EXPIRED = 'approval expired: the held tool calls were not approved or rejected in time';
 
 /**
  * The least string above every string that starts with `prefix`, or null when there is none (an

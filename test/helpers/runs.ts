@@ -1,7 +1,7 @@
 // Polls a run until it reaches a terminal status, within a bounded wait.
 import type { TestService } from './service';
 
-const TERMINAL = ['succeeded', 'failed', 'refused'];
+const TERMINAL = ['succeeded', 'failed', 'refused', 'cancelled', 'awaiting_approval'];
 
 async function waitFor<T extends { status: string }>(read: () => Promise<{ status: number; run?: T; error?: unknown }>, runId: string, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -55,17 +55,19 @@ test('without /call lines the scripted model repeats the prompt', async () => {
   expect(run).toMatchObject({ status: 'succeeded', final_text: 'Hello there', steps: 1, credits: 1, tool_calls: [] });
 });
 
-test('the approval policy holds calls: write holds writes, destructive holds destructive ones', async () => {
+test('the approval policy holds calls: write holds writes, destructive holds destructive ones; a held call parks the run', async () => {
   const strict = await agent({ tools: { apps: ['kv'], connections: 'all', disabled_tools: [], approval: 'write' } });
   const held = await waitForAgentRun(t, (await startRun(strict.slug, '/call kv.set {"key":"held","value":1}\n/call kv.list {}')).data!.data.run_id);
-  expect(held.tool_calls.map((c) => [c.tool, c.status])).toEqual([
-    ['kv.set', 'awaiting_approval'],
-    ['kv.list', 'succeeded'],
+  expect(held.status).toBe('awaiting_approval');
+  expect(held.tool_calls).toEqual([
+    { id: 'call_1', tool: 'kv.set', args: { key: 'held', value: 1 }, status: 'awaiting_approval', output: null, error: null, approval: { decision: null, note: null, decided_by: null, decided_at: null } },
   ]);
+  expect(held.approval_expires_at).toMatch(/Z$/);
   expect(await t.service.store.kv.get('ws-1', 'held')).toBeUndefined();
 
   const lenient = await agent();
   const run = await waitForAgentRun(t, (await startRun(lenient.slug, '/call kv.set {"key":"kept","value":1}\n/call kv.delete {"key":"kept"}')).data!.data.run_id);
+  expect(run.status).toBe('awaiting_approval');
   expect(run.tool_calls.map((c) => [c.tool, c.status])).toEqual([
     ['kv.set', 'succeeded'],
     ['kv.delete', 'awaiting_approval'],

@@ -225,5 +225,5 @@ describe('poll triggers', () => {
 
 /** The service's context, as the scheduler it started got it (a second scheduler on the same store and runner). */
 function ctxOf(s: TestService) {
-  return { store: s.service.store, limits: s.config.limits, publicBaseUrl: s.config.publicBaseUrl, models: [], defaultCredits: s.config.defaultCredits, webhookRatePerMinute: 60, notifyRunQueued: s.service.runner.notify };
+  return s.service.ctx;
 }

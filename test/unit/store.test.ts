@@ -25,7 +25,7 @@ const agent = (id: string, slug: string): Agent =>
 test('migrations apply once and are recorded; the file uses WAL', () => {
   const db = openDatabase(path.join(dir, 'a.db'));
   expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
-  expect(db.prepare('SELECT version FROM schema_migrations').pluck().all()).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  expect(db.prepare('SELECT version FROM schema_migrations').pluck().all()).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
   expect(migrate(db)).toEqual([]);
   db.close();
 });
@@ -480,15 +480,15 @@ test('progress, more credits and an end only change a running run: a run ended b
   );
   expect(await balance()).toBe(7);
   // Not yet running: nothing moves.
-  expect(await store.runs.saveState('r1', () => ({ state: { at: 'early' }, spent: 1 }))).toBe(false);
+  expect(await store.runs.saveState('r1', () => ({ state: { at: 'early' }, spent: 1 }))).toBe('not_running');
   expect(await store.runs.finish('r1', 'succeeded', null, { at: 'early' }, 1, now)).toBe(false);
   expect(await store.runs.find('r1')).toMatchObject({ status: 'queued', state: '{"at":"start"}', credits_spent: 0 });
   await store.runs.claim('r1', now, 64);
-  expect(await store.runs.saveState('r1', () => ({ state: { at: 'one' }, spent: 1 }))).toBe(true);
+  expect(await store.runs.saveState('r1', () => ({ state: { at: 'one' }, spent: 1 }))).toBe('saved');
   expect(await store.runs.failInterrupted('interrupted', now)).toBe(1); // refunds the 2 unspent
   expect(await balance()).toBe(9);
   // The worker, unaware, reports progress, asks for more and ends the run: none of it lands.
-  expect(await store.runs.saveState('r1', () => ({ state: { at: 'two' }, spent: 2 }))).toBe(false);
+  expect(await store.runs.saveState('r1', () => ({ state: { at: 'two' }, spent: 2 }))).toBe('not_running');
   expect(await store.runs.reserveMore('r1', 1)).toBe(false);
   expect(await store.runs.finish('r1', 'succeeded', null, { at: 'end' }, 2, now)).toBe(false);
   expect(await store.runs.find('r1')).toMatchObject({ status: 'failed', error: 'interrupted', state: '{"at":"one"}', credits_spent: 1, credits_reserved: 1 });

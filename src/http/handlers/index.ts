@@ -1,8 +1,9 @@
 // Every operation of openapi.yaml, keyed by operationId. The type makes a missing one an error.
 import { agentHandlers } from './agents';
 import { catalogHandlers } from './catalog';
+import { runControlHandlers } from './run-control';
 import { runHandlers } from './runs';
 import type { Handlers } from './types';
 import { workflowHandlers } from './workflows';
 
-export const handlers: Handlers = { ...agentHandlers, ...workflowHandlers, ...runHandlers, ...catalogHandlers };
+export const handlers: Handlers = { ...agentHandlers, ...workflowHandlers, ...runHandlers, ...runControlHandlers, ...catalogHandlers };

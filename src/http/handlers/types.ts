@@ -35,8 +35,15 @@ type DataOf<B> = B extends { data: infer D } ? D : never;
 export type ReplyOf<K extends OperationId> = {
   [S in keyof Op<K>['responses'] & SuccessStatus]:
     | { status: S; body: JsonOf<Op<K>['responses'][S]>; headers?: Record<string, string> }
-    | { status: S; rawData: Serialized<DataOf<JsonOf<Op<K>['responses'][S]>>>; stable?: object; headers?: Record<string, string> };
+    | { status: S; rawData: Serialized<DataOf<JsonOf<Op<K>['responses'][S]>>>; stable?: object; headers?: Record<string, string> }
+    | (Op<K>['responses'][S] extends { content: { 'text/event-stream': unknown } } ? { status: S; stream: EventStream } : never);
 }[keyof Op<K>['responses'] & SuccessStatus];
+
+/**
+ * A `text/event-stream` reply: called with the response once the request is accepted; it writes
+ * the stream and ends it (or the client leaves, which `closed` tells).
+ */
+export type EventStream = (out: { write(chunk: string): void; end(): void; closed: Promise<void> }) => void;
 
 export interface Call<K extends OperationId> {
   ctx: ServiceContext;
