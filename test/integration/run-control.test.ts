@@ -45,7 +45,7 @@ async function events(runId: string, after = 0): Promise<RunEvent[]> {
     headers: { Accept: 'application/json' },
   });
   expect(res.response.status).toBe(200);
-  return res.data!.data;
+  return (res.data as unknown as { data: RunEvent[] }).data; // the JSON alternative of the stream
 }
 
 async function waitForStatus(runId: string, status: string, timeoutMs = 5000) {
