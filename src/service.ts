@@ -98,7 +98,7 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
     validateResponses: opts.validateResponses,
   });
   await runner.start();
-  const maintenance = startMaintenance(store, logger);
+  const maintenance = startMaintenance(store, logger, { runRetentionMs: config.runRetentionMs });
   const scheduler = startScheduler(ctx, { catchUpMs: config.scheduleCatchUpMs, tickMs: config.schedulerTickMs, http, logger });
   return {
     app,

@@ -17,6 +17,7 @@ import type { Jwks } from '../auth/local-issuer';
 import { generatedDocsDir } from '../paths';
 import { readJsonBody, takesBody } from './body';
 import { identify, logRequest, replyWithError, sendJson } from './replies';
+import { fingerprintOf, idempotently, IDEMPOTENT_OPERATIONS } from '../services/idempotency';
 import { webhookRequests } from './webhooks';
 import { handlers } from './handlers';
 import { contractViolation, createOperations, type Match, type Operations, type Reply } from './openapi';
@@ -66,7 +67,7 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
   if (opts.validateResponses) app.use(contractCheck(operations));
 
   // The API first: most requests are API calls, and express tries its layers in order.
-  app.use(apiRequests(operations, opts.authenticate, opts.logger));
+  app.use(apiRequests(operations, opts.authenticate, opts.logger, opts.ctx));
   app.use(webhookRequests(operations, opts.ctx, opts.logger));
   app.use(otherRequests(opts.logger));
 
@@ -157,7 +158,7 @@ const API_ROOT = '/api/build';
  * operation first, so unknown paths are 404 and wrong methods 405; then the token; then the body,
  * the request's validation and the handler (operations.dispatch).
  */
-function apiRequests(operations: Operations, authenticate: Authenticate, logger: Logger): express.RequestHandler {
+function apiRequests(operations: Operations, authenticate: Authenticate, logger: Logger, ctx: ServiceContext): express.RequestHandler {
   // Errors are answered here: passing them to next() made express's router walk every later layer
   // looking for an error handler (5 % of the 401 path). Each reply is logged as it is written
   // (listening for every response's 'finish' cost 3 % of a read).
@@ -167,7 +168,17 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
   };
   const answer = async (req: Request, res: Response, route: Matched, path: string, query: Record<string, unknown>, principal: Principal) => {
     const body = takesBody(route.operation) ? await readJsonBody(req, route.operation) : undefined;
-    send(res, await operations.dispatch(route, { method: req.method, path, headers: req.headers, query, body }, principal));
+    const dispatch = () => operations.dispatch(route, { method: req.method, path, headers: req.headers, query, body }, principal);
+    const key = req.headers['idempotency-key'];
+    if (typeof key === 'string' && isUsableKey(key) && IDEMPOTENT_OPERATIONS.has(route.operation.operationId as string)) {
+      const fingerprint = fingerprintOf(req.method, path, query, body);
+      const reply = await idempotently(ctx, principal, route.operation.operationId as string, key, fingerprint, async () => {
+        const handled = await dispatch();
+        if ('stream' in handled) throw new Error('an event stream cannot be replayed');
+        return { status: handled.status, headers: handled.headers ?? {}, body: replyBytes(handled).toString('utf8') };
+      });
+      sendJson(res, reply.status, reply.headers, Buffer.from(reply.body));
+    } else send(res, await dispatch());
     logRequest(logger, req, res);
   };
   return (req, res, next) => {
@@ -196,6 +207,9 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
     else principalKnown(principal).catch(fail(req, res));
   };
 }
+
+/** A key the spec accepts (1 to 255 characters); others are left to the request's validation (400). */
+const isUsableKey = (key: string) => key.length >= 1 && key.length <= 255;
 
 function routingError(method: string, path: string, allowed: string[], res: Response): ApiError {
   if (!allowed.length) return new ApiError(404, `no route ${method} ${loggablePath(path)}; the API is described at /openapi.yaml`);

@@ -1,12 +1,17 @@
 // Housekeeping off the request path: rows that have served their purpose are deleted in small
-// batches on a timer, so no request ever waits for a large delete. Today: webhook delivery ids
-// older than the 24-hour repeat window.
+// batches on a timer, so no request ever waits for a large delete: webhook delivery ids and
+// idempotency keys past their 24-hour window, and finished runs (with their events and approvals)
+// older than the retention age.
 import type { Logger } from '../log';
 import type { Store } from '../store';
+import { IDEMPOTENCY_WINDOW_MS } from './idempotency';
 import { REPEAT_WINDOW_MS } from './webhook-deliveries';
 
 export const MAINTENANCE_INTERVAL_MS = 10 * 60_000;
+export const DEFAULT_RUN_RETENTION_MS = 30 * 86_400_000;
 const BATCH = 500;
+/** A run's rows are several (the run, its events, its approvals): fewer runs per batch. */
+const RUN_BATCH = 100;
 
 export interface Maintenance {
   /** One pass now (tests; the timer calls it too). */
@@ -14,13 +19,28 @@ export interface Maintenance {
   stop(): void;
 }
 
-export function startMaintenance(store: Store, logger: Logger, intervalMs = MAINTENANCE_INTERVAL_MS): Maintenance {
+export interface MaintenanceOptions {
+  intervalMs?: number;
+  /** How long finished runs are kept (RUN_RETENTION_DAYS). */
+  runRetentionMs?: number;
+}
+
+/** Calls `prune` (which deletes at most `batch` rows) until a call deletes fewer; how many in all. */
+async function inBatches(batch: number, prune: (limit: number) => Promise<number>): Promise<number> {
+  let deleted = 0;
+  for (let last = batch; last === batch; deleted += last) last = await prune(batch);
+  return deleted;
+}
+
+export function startMaintenance(store: Store, logger: Logger, opts: MaintenanceOptions = {}): Maintenance {
+  const retention = opts.runRetentionMs ?? DEFAULT_RUN_RETENTION_MS;
   let running: Promise<void> | null = null;
   async function pass(nowMs: number): Promise<void> {
-    const before = new Date(nowMs - REPEAT_WINDOW_MS).toISOString();
-    let deleted = 0;
-    for (let batch = BATCH; batch === BATCH; deleted += batch) batch = await store.webhooks.pruneDeliveries(before, BATCH);
-    if (deleted) logger.debug({ deleted }, 'pruned webhook delivery ids past their repeat window');
+    const before = (ms: number) => new Date(nowMs - ms).toISOString();
+    const deliveries = await inBatches(BATCH, (n) => store.webhooks.pruneDeliveries(before(REPEAT_WINDOW_MS), n));
+    const keys = await inBatches(BATCH, (n) => store.idempotency.prune(before(IDEMPOTENCY_WINDOW_MS), n));
+    const runs = await inBatches(RUN_BATCH, (n) => store.runs.pruneFinished(before(retention), n));
+    if (deliveries + keys + runs) logger.debug({ deliveries, keys, runs }, 'pruned rows past their keeping time');
   }
   const runOnce = (nowMs = Date.now()) => {
     running ??= pass(nowMs)
@@ -30,7 +50,7 @@ export function startMaintenance(store: Store, logger: Logger, intervalMs = MAIN
       });
     return running;
   };
-  const timer = setInterval(() => void runOnce(), intervalMs);
+  const timer = setInterval(() => void runOnce(), opts.intervalMs ?? MAINTENANCE_INTERVAL_MS);
   timer.unref();
   return { runOnce, stop: () => clearInterval(timer) };
 }

@@ -1,6 +1,7 @@
 // The store interface the services use, and its SQLite implementation. The interface is async
 // (Promise-returning) although better-sqlite3 is synchronous, so that another database can sit
 // behind it later without touching callers. The store knows nothing about HTTP.
+import { idempotencyRepository, type IdempotencyRepository } from './idempotency';
 import { openDatabase, walSync, type Db, type WalSync } from './db';
 import { createDocumentTable, type CreateOptions, type CreateOutcome, type DocumentRecord, type ReplaceOutcome } from './documents';
 import type { ListVersion } from './list-cache';
@@ -20,6 +21,7 @@ export type { RunEventInput, RunEventRow } from './run-events';
 export { FINAL_EVENT, RUN_EVENTS_LIMIT } from './run-events';
 export type { WebhookRepository, WebhookTarget } from './webhooks';
 export type { RunListQuery, RunListRow } from './run-lists';
+export type { IdempotencyKey, IdempotencyRepository, StoredReply } from './idempotency';
 export { isUuid } from './documents';
 export type { ScheduleRepository, ScheduleRow, ScheduleClaim, ScheduledFire, FireRow, FireRecord } from './schedules';
 export type AgentRecord = DocumentRecord<Agent>;
@@ -77,6 +79,7 @@ export interface Store {
   kv: KvRepository;
   webhooks: WebhookRepository;
   schedules: ScheduleRepository;
+  idempotency: IdempotencyRepository;
   /** Throws when the database cannot answer (readiness probe). */
   ping(): Promise<void>;
   close(): void;
@@ -104,6 +107,7 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
     kv: kvRepository(db, commit),
     webhooks: webhookRepository(db, commit),
     schedules: scheduleRepository(db, commit),
+    idempotency: idempotencyRepository(db, commit),
     ping: async () => {
       ping.get();
     },

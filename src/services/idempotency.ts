@@ -1,0 +1,74 @@
+// Idempotent requests (IETF draft "The Idempotency-Key HTTP Header Field"): a request with a key is
+// handled once per (workspace, user, operation, key) within IDEMPOTENCY_WINDOW_MS; a repeat with the
+// same fingerprint (path, query and body) gets the first reply again, a different one is 422, and a
+// repeat while the first is in flight is 409. Replies of 4xx are kept like successes (the request
+// was decided); a failure of the service (5xx) forgets the key, so a retry is handled again.
+//
+// A request whose process dies while it is in flight keeps its key locked for IDEMPOTENCY_LOCK_MS;
+// a repeat after that is handled again (the first may or may not have taken effect).
+import crypto from 'node:crypto';
+import { ApiError } from '../errors';
+import type { IdempotencyKey, StoredReply } from '../store';
+import type { Principal, ServiceContext } from './context';
+
+export const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
+export const IDEMPOTENCY_LOCK_MS = 60_000;
+
+/** The operations that take an Idempotency-Key (and what their in-flight 409 must carry to match their 409 schema). */
+export const IDEMPOTENT_OPERATIONS: ReadonlyMap<string, Record<string, unknown>> = new Map([
+  ['createAgent', {}],
+  ['createWorkflow', {}],
+  ['testAgent', { run_id: null }],
+  ['testWorkflow', { run_id: null }],
+  ['cancelAgentRun', {}],
+  ['cancelWorkflowRun', {}],
+]);
+
+/** What makes two requests the same request: the method, path, query and body. */
+export function fingerprintOf(method: string, path: string, query: unknown, body: unknown): string {
+  return crypto.createHash('sha256').update(JSON.stringify([method, path, query, body ?? null])).digest('base64url');
+}
+
+/**
+ * Answers a request with an Idempotency-Key: handled by `handle` when the key is new (its reply
+ * stored), or the stored reply of the first request with this key.
+ */
+export async function idempotently(
+  ctx: ServiceContext,
+  who: Principal,
+  operation: string,
+  key: string,
+  fingerprint: string,
+  handle: () => Promise<StoredReply>,
+): Promise<StoredReply> {
+  const id: IdempotencyKey = { workspaceId: who.workspaceId, userId: who.userId, operation, key };
+  const nowMs = Date.now();
+  const begun = await ctx.store.idempotency.begin(
+    id,
+    fingerprint,
+    new Date(nowMs).toISOString(),
+    new Date(nowMs + IDEMPOTENCY_LOCK_MS).toISOString(),
+    new Date(nowMs - IDEMPOTENCY_WINDOW_MS).toISOString(),
+  );
+  if (begun.outcome === 'held') {
+    if (begun.fingerprint !== fingerprint) {
+      throw new ApiError(422, 'Idempotency-Key: this key was used within 24 hours for a different request (another body or path); use a new key');
+    }
+    if (!begun.reply) {
+      throw new ApiError(409, 'Idempotency-Key: the first request with this key is still being handled; retry once it has been answered', IDEMPOTENT_OPERATIONS.get(operation));
+    }
+    return begun.reply;
+  }
+  let reply: StoredReply;
+  try {
+    reply = await handle();
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status >= 500) {
+      await ctx.store.idempotency.release(id, fingerprint).catch(() => undefined);
+      throw err;
+    }
+    reply = { status: err.status, headers: err.headers, body: err.encoded().toString('utf8') };
+  }
+  await ctx.store.idempotency.complete(id, fingerprint, reply);
+  return reply;
+}
