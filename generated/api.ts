@@ -2816,12 +2816,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "decision": "approve",
-                 *       "note": "Checked the key; fine to write."
-                 *     }
-                 */
                 "application/json": components["schemas"]["ApprovalDecision"];
             };
         };

@@ -66,6 +66,8 @@ async function main() {
     DATABASE_PATH: path.join(dataDir, 'build.db'),
     PUBLIC_BASE_URL: baseUrl,
     LOG_LEVEL: process.env.CONTRACT_LOG_LEVEL || 'warn',
+    // A cancel answers 202 when the run's call in flight outlasts this (the 202 transaction's run sleeps 2 s).
+    RUN_CANCEL_WAIT_MS: '200',
   };
   delete env.AUTH_ISSUER;
   delete env.AUTH_JWKS_URI;

@@ -79,6 +79,7 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
     requestRunStop: runner.requestStop,
     runEvents: createRunEventFeed(store, logger),
     eventsHeartbeatMs: config.eventsHeartbeatMs,
+    cancelWaitMs: config.cancelWaitMs,
   };
   const app = await createApp({
     ctx,

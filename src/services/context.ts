@@ -24,6 +24,8 @@ export interface ServiceContext {
   runEvents: RunEventFeed;
   /** How often an idle event stream gets a keep-alive comment. */
   eventsHeartbeatMs: number;
+  /** How long a cancel waits for a running run to stop before it answers 202. */
+  cancelWaitMs: number;
 }
 
 /** The caller, as the verified token names them. */

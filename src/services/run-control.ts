@@ -9,19 +9,17 @@ import { findRun, getAgentRun, getWorkflowRun } from './runs';
 type AgentRun = components['schemas']['AgentRun'];
 type WorkflowRun = components['schemas']['WorkflowRun'];
 
-/** How long a cancel waits for a running run to stop (its tool call or step in flight to end) before answering 202. */
-export const CANCEL_WAIT_MS = 5000;
 /** How often a cancel looks at a run executing in another process while it waits. */
 const CANCEL_POLL_MS = 50;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
-/** Waits (at most CANCEL_WAIT_MS) for a run asked to stop to leave `running`. */
+/** Waits (at most ctx.cancelWaitMs: the tool call or step in flight must end) for a run asked to stop to leave `running`. */
 async function awaitStop(ctx: ServiceContext, runId: string): Promise<void> {
-  const deadline = Date.now() + CANCEL_WAIT_MS;
+  const deadline = Date.now() + ctx.cancelWaitMs;
   const here = ctx.requestRunStop(runId);
   if (here) {
-    await Promise.race([here, sleep(CANCEL_WAIT_MS)]);
+    await Promise.race([here, sleep(ctx.cancelWaitMs)]);
     return;
   }
   while (Date.now() < deadline) {

@@ -48,6 +48,10 @@ async function prepare(t) {
   if (summary.startsWith('Deliver webhook')) return prepareDelivery(t, status);
   if (summary.startsWith('List') && summary.endsWith('runs')) return prepareRunList(t, status);
   const req = t.request;
+  // Idempotency-Key only where a transaction is about it (the 422s): a key shared by transactions would tie them together.
+  for (const name of Object.keys(req.headers)) if (/^idempotency-key$/i.test(name)) delete req.headers[name];
+  if (RUN_CONTROL.has(summary)) return prepareRunControl(t, summary, status);
+  if (status === 422) return prepareKeyReuse(t, summary);
   req.headers.Authorization = `Bearer ${token}`;
   if (status >= 400) t.skip = false;
 
@@ -170,6 +174,110 @@ function prepareRunList(t, status) {
   setUri(t, path);
 }
 
+// ---------------------------------------------------------------- run control
+const RUN_CONTROL = new Set(['Cancel agent run', 'Cancel workflow run', 'Approve or reject a held tool call', 'Follow agent run events', 'Follow workflow run events']);
+
+let controlAgent;
+/** An agent whose writes wait for approval (a run of `/call kv.set …` parks), and that can sleep. */
+function runControlAgent() {
+  controlAgent ??= api('PUT', '/agents', {
+    ...JSON.parse(exampleAgent),
+    slug: 'run-control',
+    max_steps: 10,
+    tools: { apps: ['kv', 'core'], connections: 'all', disabled_tools: [], approval: 'write' },
+  });
+  return controlAgent;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Starts a run of the run-control agent and waits until it is `until` (a status, or any final one). */
+async function controlRun(prompt, until) {
+  await runControlAgent();
+  const { data } = await api('POST', '/agents/run-control/test', { prompt });
+  for (let i = 0; i < 500; i++) {
+    const run = (await api('GET', `/runs/${data.run_id}`)).data;
+    if (until === 'final' ? ['succeeded', 'failed', 'cancelled', 'refused'].includes(run.status) : run.status === until) return data.run_id;
+    await sleep(10);
+  }
+  throw new Error(`run ${data.run_id} never became ${until}`);
+}
+
+let controlWorkflow;
+/** A workflow whose one step sleeps, and a run of it in the state wanted. */
+async function workflowRun(until) {
+  controlWorkflow ??= api('PUT', '/workflows', {
+    kind: 'service.workflow/v1',
+    slug: 'run-control-flow',
+    name: 'Run control flow',
+    steps: [{ id: 'nap', kind: 'tool', tool: 'core.sleep', args: { ms: 2000 } }],
+  });
+  await controlWorkflow;
+  const { data } = await api('POST', '/workflows/run-control-flow/test', {});
+  for (let i = 0; i < 500; i++) {
+    const run = (await api('GET', `/workflow-runs/${data.run_id}`)).data;
+    if (until === 'final' ? ['succeeded', 'failed', 'cancelled'].includes(run.status) : run.status === until) return data.run_id;
+    await sleep(10);
+  }
+  throw new Error(`workflow run ${data.run_id} never became ${until}`);
+}
+
+const withRunId = (uri, runId) => uri.replace(/(runs\/)[^/]+/, `$1${runId}`);
+
+async function prepareRunControl(t, summary, status) {
+  const req = t.request;
+  const agentRuns = !summary.includes('workflow');
+  if (status === 401) return void delete req.headers.Authorization;
+  if (status === 403) return void (req.headers.Authorization = `Bearer ${mint('read')}`);
+  if (status === 503) return void (t.skip = true); // needs an unreachable issuer (test/integration/auth.test.ts)
+  if (status === 400) return setUri(t, withRunId(req.uri, 'not-a-uuid'));
+  if (status === 404) return setUri(t, withRunId(req.uri, '00000000-0000-4000-8000-000000000000'));
+  if (summary.startsWith('Follow')) {
+    // A finished run's stream replays its events and ends; the JSON alternative answers them at once.
+    const runId = agentRuns ? await controlRun('hello', 'final') : await workflowRun('final');
+    if ((t.expected.headers['Content-Type'] || '').includes('json')) req.headers.Accept = 'application/json';
+    else req.headers.Accept = 'text/event-stream';
+    return setUri(t, withRunId(req.uri, runId));
+  }
+  if (summary.startsWith('Cancel')) {
+    let runId;
+    if (status === 200) runId = agentRuns ? await controlRun('/call kv.set {"key":"c","value":1}', 'awaiting_approval') : await workflowRun('queued').catch(() => workflowRun('running'));
+    if (status === 202) runId = agentRuns ? await controlRun('/call core.sleep {"ms":2000}', 'running') : await workflowRun('running');
+    if (status === 409) runId = agentRuns ? await controlRun('hello', 'final') : await workflowRun('final');
+    if (status === 422) {
+      const first = agentRuns ? await controlRun('hello', 'final') : await workflowRun('final');
+      await fetch(`${baseUrl}/api/build/${agentRuns ? 'runs' : 'workflow-runs'}/${first}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'idempotency-key': `reuse-${summary}` } });
+      req.headers['Idempotency-Key'] = `reuse-${summary}`;
+      runId = agentRuns ? await controlRun('hello', 'final') : await workflowRun('final'); // another path: 422
+    }
+    return setUri(t, withRunId(req.uri, runId));
+  }
+  // Approve or reject a held tool call.
+  const runId = await controlRun('/call kv.set {"key":"a","value":1}', 'awaiting_approval');
+  setUri(t, withRunId(req.uri, runId).replace(/approvals\/[^/?]+/, 'approvals/call_1'));
+  if (status === 400) req.body = '{"decision": "maybe"}';
+  if (status === 409) await api('POST', `/runs/${runId}/approvals/call_1`, { decision: 'reject' });
+  if (status === 413) req.body = JSON.stringify({ decision: 'approve', note: 'x'.repeat(70 * 1024) });
+  if (status === 415) req.headers['Content-Type'] = 'text/plain';
+}
+
+/** The 422 of a create or test start: the key was used before for another body. */
+async function prepareKeyReuse(t, summary) {
+  const req = t.request;
+  const key = `reuse-${summary}`;
+  const first = summary === 'Create agent'
+    ? { ...JSON.parse(exampleAgent), slug: 'idempotent-agent' }
+    : summary === 'Create workflow'
+      ? { ...workflowExample(), slug: 'idempotent-workflow' }
+      : summary === 'Test agent'
+        ? { prompt: 'first' }
+        : { input: {} };
+  const path = new URL(req.uri, baseUrl).pathname;
+  const method = req.method;
+  await fetch(`${baseUrl}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(first) });
+  req.headers['Idempotency-Key'] = key;
+}
+
 // ---------------------------------------------------------------- webhook deliveries
 // One active agent with a trigger per outcome; the URLs come from the write that created them.
 let receivers;
@@ -239,6 +347,11 @@ hooks.beforeEachValidation((t, done) => {
     const { path } = parse(t.name);
     const operation = api.matchOperation({ method: t.request.method, path: t.request.uri.split('?')[0], headers: {} })
       || api.matchOperation({ method: t.request.method, path, headers: {} });
+    if (String(t.real.headers['content-type']).startsWith('text/event-stream')) {
+      t.fail = eventStreamProblem(api, t.real.body) ?? undefined;
+      if (!t.fail && t.real.statusCode !== parse(t.name).status) t.fail = `expected ${parse(t.name).status}, got ${t.real.statusCode}`;
+      return done();
+    }
     let body;
     try {
       body = t.real.body ? JSON.parse(t.real.body) : undefined;
@@ -255,3 +368,21 @@ hooks.beforeEachValidation((t, done) => {
     done();
   });
 });
+
+/** An event stream's body: frames of id/event/data, ids counting from 1, each data a RunEvent, ending with run.finished. */
+function eventStreamProblem(api, text) {
+  const frames = text.split('\n\n').filter((f) => f.trim() && !f.startsWith(':'));
+  if (!frames.length) return 'the event stream is empty';
+  const schema = loadSpec().document.components.schemas.RunEvent;
+  let last;
+  for (const [i, frame] of frames.entries()) {
+    const fields = Object.fromEntries(frame.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]));
+    const data = JSON.parse(fields.data);
+    if (Number(fields.id) !== i + 1 || data.seq !== i + 1) return `event ${i + 1} has id ${fields.id}`;
+    if (fields.event !== data.type) return `event ${i + 1}: event: ${fields.event} but data.type ${data.type}`;
+    const missing = schema.required.find((name) => !(name in data));
+    if (missing) return `event ${i + 1} lacks ${missing}`;
+    last = data;
+  }
+  return last.type === 'run.finished' ? null : `the stream ended after ${last.type}, not run.finished`;
+}

@@ -113,6 +113,30 @@ describe('cancel', () => {
     expect((await cancel(runId, t.token({ user: 'someone-else' }))).response.status).toBe(404);
   });
 
+  test('a run whose call in flight outlasts the wait answers 202 and ends cancelled when the call ends', async () => {
+    const quick = await startService({ RUN_CANCEL_WAIT_MS: '50' });
+    try {
+      const created = await quick.client().PUT('/api/build/agents', {
+        body: { ...minimalAgent('Slow'), max_steps: 10, tools: { apps: ['core'], connections: 'all', disabled_tools: [], approval: 'destructive' } },
+      });
+      const slug = created.data!.data.document.slug;
+      const runId = (await quick.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: slug } }, body: { prompt: sleeps(2, 800) } })).data!.data.run_id;
+      for (let i = 0; i < 100 && (await quick.client().GET('/api/build/runs/{runId}', { params: { path: { runId } } })).data!.data.status !== 'running'; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const res = await quick.client().POST('/api/build/runs/{runId}/cancel', { params: { path: { runId } } });
+      expect(res.response.status).toBe(202);
+      expect(res.data!.data).toMatchObject({ status: 'running', cancelled_by: 'user-1' });
+      const run = await waitForAgentRun(quick, runId);
+      expect(run).toMatchObject({ error: null, status: 'cancelled', cancelled_by: 'user-1', cancelled_at: res.data!.data.cancelled_at });
+      expect(run.tool_calls).toHaveLength(1); // the first sleep finished; the second never started
+      const again = await quick.client().POST('/api/build/runs/{runId}/cancel', { params: { path: { runId } } });
+      expect(again.response.status).toBe(200);
+    } finally {
+      await quick.close();
+    }
+  });
+
   test('a workflow run stops starting steps: the ones not started are skipped, the run is cancelled', async () => {
     const slug = `wf-cancel-${++n}`;
     await t.client().PUT('/api/build/workflows', {
