@@ -31,6 +31,10 @@ const WARMUP_SECONDS = SMOKE ? 0 : 2;
 const BRACKET_SECONDS = Math.max(1, SECONDS / 2);
 const AGENTS = SMOKE ? 5 : 100;
 const WORKFLOWS = SMOKE ? 5 : 100;
+/** Runs in the workspace the run-list scenarios page through. */
+const LISTED_RUNS = SMOKE ? 2000 : 100_000;
+/** Event streams open on one run in the fan-out scenario. */
+const STREAMS = SMOKE ? 50 : 1000;
 const PUBLIC_BASE_URL = 'http://bench.test';
 const ONLY = values.only;
 const CPU_PROF = values['cpu-prof'] && path.resolve(values['cpu-prof']);
@@ -40,6 +44,9 @@ const selected = (name) => !ONLY || name.startsWith(ONLY);
 
 if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli.js'))) throw new Error('run npm run build first');
 const { openLocalIssuer } = require(path.join(root, 'dist/src/auth/local-issuer'));
+const { uuidV7 } = require(path.join(root, 'dist/src/ids'));
+const Database = require('better-sqlite3');
+const http = require('node:http');
 
 /**
  * Starts a child process that prints its port (as JSON or in the listening log line). With
@@ -181,11 +188,25 @@ async function startService(dir, dataDir) {
   const token = openLocalIssuer(dataDir, PUBLIC_BASE_URL).mint({ sub: 'bench', audience: 'build-api', claims: { workspace: 'bench', scope: 'build' }, ttlSeconds: 86400 });
   const auth = { authorization: `Bearer ${token}` };
   const json = { ...auth, 'content-type': 'application/json' };
-  const api = async (method, url, body, headers = json) => {
-    const res = await fetch(`${service.url}${url}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
-    return { headers: res.headers, body: await res.json() };
-  };
+  // Seeding and the scenarios' own calls, each on a new connection (a pooled keep-alive connection
+  // left idle while a scenario runs is nothing the scenarios measure).
+  const api = (method, url, body, headers = json) =>
+    new Promise((resolve, reject) => {
+      // autocannon adds the content-length of its scenario's body to the headers object it is given
+      // (a shared one such as `json`): never send that one.
+      const { 'content-length': _stale, ...sent } = headers;
+      const req = http.request(`${service.url}${url}`, { method, headers: sent, agent: false }, (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          if (res.statusCode >= 300) return reject(new Error(`${method} ${url}: ${res.statusCode} ${text}`));
+          resolve({ headers: new Headers(res.headers), body: JSON.parse(text) });
+        });
+      });
+      req.on('error', reject);
+      req.end(body === undefined ? undefined : JSON.stringify(body));
+    });
 
   // Seed: 100 agents of ~8 KiB, 100 workflows of 10 steps, one 3-step workflow for runs.
   const agents = [];
@@ -196,12 +217,90 @@ async function startService(dir, dataDir) {
   const finishedRunId = (await api('POST', '/api/build/workflows/bench-run/test', { input: {} })).body.data.run_id;
   while (['queued', 'running'].includes((await api('GET', `/api/build/workflow-runs/${finishedRunId}`)).body.data.status)) await new Promise((r) => setTimeout(r, 20));
   const readPath = `/api/build/agents/${agents[0].id}`;
+  const listed = seedListedRuns(path.join(dataDir, 'build.db'), agents[0]);
+  const listToken = openLocalIssuer(dataDir, PUBLIC_BASE_URL).mint({ sub: 'bench', audience: 'build-api', claims: { workspace: LISTED_WORKSPACE, scope: 'build' }, ttlSeconds: 86400 });
   const stop = () =>
     new Promise((resolve) => {
       service.child.once('exit', resolve);
       service.child.kill('SIGTERM'); // a clean exit: --cpu-prof writes its profile then
     });
-  return { ...service, api, auth, json, agents, readPath, finishedRunId, readBytes: Buffer.from(JSON.stringify((await api('GET', readPath)).body)), stop };
+  return { ...service, api, auth, json, agents, readPath, finishedRunId, listed, listAuth: { authorization: `Bearer ${listToken}` }, readBytes: Buffer.from(JSON.stringify((await api('GET', readPath)).body)), stop };
+}
+
+const LISTED_WORKSPACE = 'bench-lists';
+
+/**
+ * A workspace with LISTED_RUNS finished agent runs over the last 30 days, half test runs of the
+ * bench user and half webhook runs, written straight into the database (through the API this would
+ * take minutes): rows as the service writes them, time-ordered ids, a small agent as the snapshot.
+ * Returns the cursor of a page half-way down.
+ */
+function seedListedRuns(file, agent) {
+  const db = new Database(file);
+  db.pragma('busy_timeout = 10000');
+  const insert = db.prepare(
+    `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, trigger_id, request, snapshot, state,
+       credits_reserved, credits_spent, error, accepted_at, started_at, finished_at, agent_slug, agent_name)
+     VALUES (?, 'agent', ?, 'bench', ?, 1, 'succeeded', ?, NULL, '{"prompt":"hi"}', ?, ?, 2, 2, NULL, ?, ?, ?, ?, ?)`,
+  );
+  const snapshot = JSON.stringify(agent); // the document that ran, as the service stores it
+  const state = JSON.stringify({ transcript: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hi' }], tool_calls: [], final_text: 'hi', steps: 1 });
+  const start = Date.now() - 30 * 86_400_000;
+  const step = (30 * 86_400_000) / LISTED_RUNS;
+  const ids = [];
+  db.transaction(() => {
+    for (let i = 0; i < LISTED_RUNS; i++) {
+      const at = Math.floor(start + i * step);
+      const id = uuidV7(at);
+      ids.push(id);
+      const iso = new Date(at).toISOString();
+      insert.run(id, LISTED_WORKSPACE, agent.id, i % 2 ? 'webhook' : 'test', snapshot, state, iso, iso, iso, agent.slug, agent.name);
+    }
+  })();
+  // Into the database file, as a service's own checkpoints would have put runs written over weeks
+  // (pages read through a WAL of hundreds of megabytes cost each lookup a WAL-index search).
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
+  ids.sort();
+  const middle = ids[Math.floor(ids.length / 2)];
+  return { deepCursor: Buffer.from(JSON.stringify({ id: middle })).toString('base64url') };
+}
+
+/**
+ * Opens `count` event streams on one run and resolves once each has seen an event of `type`
+ * (`ready`), then measures, per state change, the time from the change to each stream seeing it.
+ */
+function openStreams(url, headers, count) {
+  const streams = [];
+  for (let i = 0; i < count; i++) {
+    const stream = { seen: [], waiters: [], req: null };
+    stream.req = http.get(url, { headers: { ...headers, accept: 'text/event-stream' }, agent: false }, (res) => {
+      let buffer = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => {
+        buffer += chunk;
+        let end;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const frame = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = frame.split('\n').find((line) => line.startsWith('data: '));
+          if (!data) continue;
+          const event = JSON.parse(data.slice(6));
+          stream.seen.push(event);
+          for (const w of stream.waiters.splice(0)) w();
+        }
+      });
+    });
+    stream.req.on('error', () => undefined);
+    streams.push(stream);
+  }
+  /** Resolves (with when) once `stream` has seen an event matching `match`. */
+  const sees = (stream, match) =>
+    new Promise((resolve) => {
+      const check = () => (stream.seen.some(match) ? resolve(performance.now()) : stream.waiters.push(check));
+      check();
+    });
+  return { streams, sees, close: () => streams.forEach((s) => s.req.destroy()) };
 }
 
 /** The scenarios against one seeded service, by name. */
@@ -218,7 +317,7 @@ function scenariosOf(service) {
   return [
     ['read agent', cannonScenario({ url: `${service.url}${readPath}`, headers: auth })],
     ['list agents', cannonScenario({ url: `${service.url}/api/build/agents`, headers: auth })],
-    ['validate agent', cannonScenario({ url: `${service.url}/api/build/agents/validate`, method: 'POST', headers: json, body: JSON.stringify(draft) })],
+    ['validate agent', cannonScenario({ url: `${service.url}/api/build/agents/validate`, method: 'POST', headers: { ...json }, body: JSON.stringify(draft) })],
     [
       // Each connection owns one agent and carries its stamp from write to write (across rounds too).
       'replace agent (durable write)',
@@ -264,7 +363,7 @@ function scenariosOf(service) {
                 setupRequest: (req, state) =>
                   state.runId
                     ? { ...req, method: 'GET', path: `/api/build/workflow-runs/${state.runId}`, headers: auth, body: undefined }
-                    : { ...req, method: 'POST', path: '/api/build/workflows/bench-run/test', headers: json, body: '{"input":{}}' },
+                    : { ...req, method: 'POST', path: '/api/build/workflows/bench-run/test', headers: { ...json }, body: '{"input":{}}' },
                 onResponse: (status, body, state) => {
                   const data = status < 300 ? JSON.parse(body).data : null;
                   if (!state.runId) {
@@ -286,10 +385,62 @@ function scenariosOf(service) {
       },
     ],
     // What the two HTTP requests of a workflow execution cost without the run: the floor under it.
-    ['run floor: POST test of a disabled workflow (409, nothing queued)', cannonScenario({ url: `${service.url}/api/build/workflows/bench-off/test`, method: 'POST', headers: json, body: '{"input":{}}' }, 409)],
+    ['run floor: POST test of a disabled workflow (409, nothing queued)', cannonScenario({ url: `${service.url}/api/build/workflows/bench-off/test`, method: 'POST', headers: { ...json }, body: '{"input":{}}' }, 409)],
     ['run floor: GET of a finished run', cannonScenario({ url: `${service.url}/api/build/workflow-runs/${service.finishedRunId}`, headers: auth })],
     ['401 path (no token)', cannonScenario({ url: `${service.url}/api/build/agents` }, 401)],
+    [`list runs: first page (${LISTED_RUNS.toLocaleString('en-US')} runs in the workspace)`, cannonScenario({ url: `${service.url}/api/build/runs?limit=20`, headers: service.listAuth })],
+    ['list runs: a page half-way down the cursor', cannonScenario({ url: `${service.url}/api/build/runs?limit=20&cursor=${service.listed.deepCursor}`, headers: service.listAuth })],
+    [
+      // One run parks at each of its 39 kv.set calls; each approval is a state change that every
+      // stream must see: the latency is from the approval's reply to each stream seeing `approval.decided`.
+      `event fan-out: ${STREAMS.toLocaleString('en-US')} streams on one run, change to last stream`,
+      async (seconds) => {
+        const agent = await fanOutAgent(service);
+        const prompt = Array.from({ length: 39 }, (_, i) => `/call kv.set {"key":"fan-${i}","value":${i}}`).join('\n');
+        const runId = (await service.api('POST', `/api/build/agents/${agent}/test`, { prompt })).body.data.run_id;
+        const { streams, sees, close } = openStreams(`${service.url}/api/build/runs/${runId}/events`, auth, STREAMS);
+        const latencies = [];
+        const lastOfChange = [];
+        try {
+          const deadline = performance.now() + seconds * 1000;
+          for (let call = 1; call <= 39 && performance.now() < deadline; call++) {
+            const parked = (e) => e.type === 'run.awaiting_approval' && e.data.calls.some((c) => c.id === `call_${call}`);
+            await Promise.all(streams.map((s) => sees(s, parked)));
+            const decidedAt = performance.now();
+            await service.api('POST', `/api/build/runs/${runId}/approvals/call_${call}`, { decision: 'approve' });
+            const decided = (e) => e.type === 'approval.decided' && e.data.call_id === `call_${call}`;
+            const seenAt = await Promise.all(streams.map((s) => sees(s, decided)));
+            for (const at of seenAt) latencies.push(at - decidedAt);
+            lastOfChange.push(Math.max(...seenAt) - decidedAt);
+          }
+        } finally {
+          close();
+          await service.api('POST', `/api/build/runs/${runId}/cancel`).catch(() => undefined);
+        }
+        latencies.sort((a, b) => a - b);
+        lastOfChange.sort((a, b) => a - b);
+        // Throughput: events delivered per second while changes were being fanned out.
+        return {
+          rps: latencies.length / (lastOfChange.reduce((a, b) => a + b, 0) / 1000 || 1),
+          count: latencies.length,
+          p50: percentile(lastOfChange, 0.5),
+          p99: percentile(lastOfChange, 0.99),
+          non2xx: 0,
+          unit: 'deliveries/s',
+        };
+      },
+    ],
   ].filter(([name]) => selected(name));
+}
+
+let fanOutAgentSlug;
+/** An agent whose every write waits for approval, for the fan-out scenario (made once per service). */
+async function fanOutAgent(service) {
+  if (!fanOutAgentSlug) {
+    const doc = { ...agentDocument(AGENTS + 1), slug: 'bench-fan-out', max_steps: 40, triggers: [], schedule: {}, tools: { apps: ['kv'], connections: 'all', disabled_tools: [], approval: 'write' } };
+    fanOutAgentSlug = (await service.api('PUT', '/api/build/agents', doc)).body.data.document.slug;
+  }
+  return fanOutAgentSlug;
 }
 
 async function main() {
@@ -419,8 +570,11 @@ function report(rows, agentSize) {
     ['validate', 'validate agent ≥ 40% of bare express', (r) => ofExpress(r) >= 40],
     ['replace', 'durable replace ≥ 2,000 writes/s', (r) => r.rps >= 2000],
     ['workflow test run', 'workflow test runs ≥ 2,000 executions/s', (r) => r.rps >= 2000],
+    // "A read" of what a list shows: one run (GET /api/build/runs/{id}, the run floor's read).
+    ['list runs: first', "run list's first page ≤ 2× a run read's server CPU/op", (r) => r.cpuPerOp <= 2 * find('run floor: GET').cpuPerOp],
+    ['list runs: a page half-way', "run list's deep page ≤ 2× a run read's server CPU/op", (r) => r.cpuPerOp <= 2 * find('run floor: GET').cpuPerOp],
   ]
-    .filter(([prefix]) => find(prefix))
+    .filter(([prefix]) => find(prefix) && (!prefix.startsWith('list runs') || find('run floor: GET')))
     .map(([prefix, target, met]) => [target, met(find(prefix))]);
   const scenarioRss = rows.filter((r) => !r.baseline).map((r) => r.peakRss);
   if (scenarioRss.length) targets.push(['peak RSS < 250 MB', Math.max(...scenarioRss) < 250]);

@@ -17,7 +17,6 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
     server.once('listening', resolve);
     server.once('error', reject);
   });
-  server.keepAliveTimeout = 65_000;
   logger.info(
     {
       address: server.address(),

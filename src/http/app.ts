@@ -115,6 +115,7 @@ const encodedReplies = new WeakMap<object, Buffer>();
 
 function replyBytes(reply: Exclude<Reply, { stream: unknown }>): Buffer {
   if ('body' in reply) return Buffer.from(JSON.stringify(reply.body));
+  if ('rawBody' in reply) return Buffer.from(reply.rawBody);
   const encode = () => Buffer.from(`{"data":${reply.rawData}}`);
   if (!reply.stable) return encode();
   let bytes = encodedReplies.get(reply.stable);

@@ -13,7 +13,12 @@ import type { LoadedSpec } from './spec';
 import { describeValidationErrors } from './validation-errors';
 import { useFastStringLength } from './string-length';
 
-export type Reply = { status: number; headers?: Record<string, string> } & ({ body: unknown } | { rawData: string; stable?: object } | { stream: EventStream });
+export type Reply = { status: number; headers?: Record<string, string> } & (
+  | { body: unknown }
+  | { rawBody: string }
+  | { rawData: string; stable?: object }
+  | { stream: EventStream }
+);
 
 /** The values a discriminated list accepts for its tag, by the list's name (`triggers`, `steps`). */
 function discriminatorValuesFrom(spec: LoadedSpec): (path: string) => string[] {
@@ -177,7 +182,8 @@ export function contractViolation(api: OpenAPIBackend, operation: Operation, rep
     return `status ${reply.status} is not documented for ${operation.operationId} (documented: ${documented.join(', ')})`;
   }
   if ('stream' in reply) return null; // an event stream's lines are checked by its tests
-  const body = api.validateResponse('body' in reply ? reply.body : JSON.parse(`{"data":${reply.rawData}}`), operation, reply.status);
+  const sent = 'body' in reply ? reply.body : JSON.parse('rawBody' in reply ? reply.rawBody : `{"data":${reply.rawData}}`);
+  const body = api.validateResponse(sent, operation, reply.status);
   if (body.errors?.length) return `body: ${JSON.stringify(body.errors)}`;
   const headers = Object.fromEntries(Object.entries(reply.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
   // Values are checked against their schemas ('any': openapi-backend's 'superset' would require every

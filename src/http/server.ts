@@ -36,7 +36,18 @@ export function appMessageClasses(app: express.Express): { IncomingMessage: type
   };
 }
 
+/**
+ * How long an idle keep-alive connection stays open: longer than the 60 s idle timeout of common load
+ * balancers (AWS ALB, nginx), so the balancer, not this server, closes it.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
 export function createHttpServer(app: express.Express): http.Server {
   const classes = appMessageClasses(app);
-  return classes ? http.createServer(classes, app) : http.createServer(app);
+  // node measures headersTimeout on an idle keep-alive connection too: shorter than the keep-alive
+  // time, a connection idle between the two is answered 408 and closed as the client reuses it
+  // (nodejs/node#58140). It must exceed keepAliveTimeout.
+  const timeouts = { keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, headersTimeout: KEEP_ALIVE_TIMEOUT_MS + 1000 };
+  const server = classes ? http.createServer(classes, app) : http.createServer(app);
+  return Object.assign(server, timeouts);
 }

@@ -1,21 +1,23 @@
 // Listing runs: the filters of a list request checked and turned into a store query, the opaque
-// cursor (the last id shown, base64url JSON), and each run's short projection.
+// cursor (the last id shown, base64url JSON), and the page as JSON (its items come from the store
+// as the JSON of their short projection: see store/run-lists.ts).
 import type { components } from '../../generated/api';
 import { badRequest } from '../errors';
-import { isUuid, type RunKind, type RunListQuery, type RunListRow, type RunStatus } from '../store';
+import { isUuid, type RunKind, type RunListQuery, type RunListRow, type RunStatus, type Serialized } from '../store';
 import type { Principal, ServiceContext } from './context';
 
-type AgentRunListItem = components['schemas']['AgentRunListItem'];
-type WorkflowRunListItem = components['schemas']['WorkflowRunListItem'];
+type AgentRunListItemPage = components['schemas']['AgentRunListItemPage'];
+type WorkflowRunListItemPage = components['schemas']['WorkflowRunListItemPage'];
 
 export const DEFAULT_PAGE = 20;
-const STATUSES: readonly RunStatus[] = ['queued', 'running', 'succeeded', 'failed', 'refused'];
+const STATUSES: readonly RunStatus[] = ['queued', 'running', 'awaiting_approval', 'succeeded', 'failed', 'refused', 'cancelled'];
 
 /** The query string of a list request as node parsed it (a repeated parameter is an array). */
 export type ListParams = Record<string, string | string[] | undefined>;
 
 export interface Page<T> {
-  items: T[];
+  /** The page's JSON: `data` and `next_cursor`. */
+  json: Serialized<T>;
   nextCursor: string | null;
 }
 
@@ -72,51 +74,28 @@ async function queryOf(kind: RunKind, who: Principal, params: ListParams, target
   };
 }
 
-function paged<T>(rows: RunListRow[], limit: number, project: (row: RunListRow) => T): Page<T> {
+function paged<T>(rows: RunListRow[], limit: number): Page<T> {
   const shown = rows.slice(0, limit);
-  return { items: shown.map(project), nextCursor: rows.length > limit ? encodeCursor(shown[shown.length - 1]!.id) : null };
+  const nextCursor = rows.length > limit ? encodeCursor(shown[shown.length - 1]!.id) : null;
+  const items = shown.map((row) => row.item).join(',');
+  return { json: `{"data":[${items}],"next_cursor":${JSON.stringify(nextCursor)}}` as Serialized<T>, nextCursor };
 }
 
-const credits = (row: RunListRow) => (row.status === 'refused' ? null : row.credits_spent);
-
-export async function listAgentRuns(ctx: ServiceContext, who: Principal, params: ListParams): Promise<Page<AgentRunListItem>> {
+export async function listAgentRuns(ctx: ServiceContext, who: Principal, params: ListParams): Promise<Page<AgentRunListItemPage>> {
   const query = await queryOf('agent', who, params, async (ref) => {
     const agent = await ctx.store.agents.find(who.workspaceId, ref);
     if (!agent) throw badRequest(`agent: '${ref}' is not an agent of this workspace`);
     return agent.id;
   });
-  return paged(await ctx.store.runs.list(query), query.limit - 1, (row) => ({
-    id: row.id,
-    agent: row.agent ? (JSON.parse(row.agent) as { slug: string; name: string }) : null,
-    status: row.status,
-    source: row.source,
-    trigger_id: row.trigger_id,
-    credits: credits(row),
-    error: row.error,
-    started_at: row.accepted_at,
-    run_started_at: row.started_at,
-    finished_at: row.finished_at,
-  }));
+  return paged(await ctx.store.runs.list(query), query.limit - 1);
 }
 
-export async function listWorkflowRuns(ctx: ServiceContext, who: Principal, params: ListParams): Promise<Page<WorkflowRunListItem>> {
+export async function listWorkflowRuns(ctx: ServiceContext, who: Principal, params: ListParams): Promise<Page<WorkflowRunListItemPage>> {
   const query = await queryOf('workflow', who, params, async (ref) => {
     if (isUuid(ref)) return ref.toLowerCase(); // a deleted workflow's runs stay listed under its id
     const workflow = await ctx.store.workflows.find(who.workspaceId, ref);
     if (!workflow) throw badRequest(`workflow: '${ref}' is not a workflow of this workspace (a deleted workflow's runs are listed by its id)`);
     return workflow.id;
   });
-  return paged(await ctx.store.runs.list(query), query.limit - 1, (row) => ({
-    id: row.id,
-    workflow_id: row.target_id,
-    workflow_version_id: row.target_version === null ? null : `${row.target_id}@${row.target_version}`,
-    status: row.status,
-    source: row.source,
-    trigger_id: row.trigger_id,
-    credits: credits(row),
-    error: row.error,
-    accepted_at: row.accepted_at,
-    started_at: row.started_at,
-    finished_at: row.finished_at,
-  }));
+  return paged(await ctx.store.runs.list(query), query.limit - 1);
 }

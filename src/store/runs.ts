@@ -107,7 +107,7 @@ export interface NewRun {
   snapshotJson: string;
   /** A workflow run's agents as stored at acceptance (JSON of slug → document), for its agent steps. */
   stepAgentsJson?: string;
-  /** An agent run's agent, as the run's projection names it (without it, polls read the table). */
+  /** An agent run's agent, as its projections name it (kept in agent_slug and agent_name; without it, polls read the table). */
   agent?: { slug: string; name: string };
   state: unknown;
   /** Credits the run needs at least; reserved on acceptance, or the run is refused. */
@@ -194,8 +194,8 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   const credit = db.prepare('UPDATE workspaces SET credits = credits + @amount WHERE id = @workspace');
   const balance = db.prepare('SELECT credits FROM workspaces WHERE id = ?').pluck();
   const insert = db.prepare(
-    `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, trigger_id, request, snapshot, step_agents, state, credits_reserved, error, accepted_at, finished_at)
-     VALUES (@id, @kind, @workspace_id, @started_by, @target_id, @target_version, @status, @source, @trigger_id, @request, @snapshot, @step_agents, @state, @credits_reserved, @error, @accepted_at, @finished_at)`,
+    `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, trigger_id, request, snapshot, step_agents, state, credits_reserved, error, accepted_at, finished_at, agent_slug, agent_name)
+     VALUES (@id, @kind, @workspace_id, @started_by, @target_id, @target_version, @status, @source, @trigger_id, @request, @snapshot, @step_agents, @state, @credits_reserved, @error, @accepted_at, @finished_at, @agent_slug, @agent_name)`,
   );
   // The delivery's row: new, or taking over one older than the repeat window; otherwise 0 rows (a repeat).
   const claimDelivery = db.prepare(
@@ -215,8 +215,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   // (and one that is not JSON, as in a damaged row, shows as no agent rather than failing the read).
   const forProjection = db.prepare(
     `SELECT id, kind, workspace_id, started_by, target_id, target_version, status, source, trigger_id, request,
-       CASE WHEN kind = 'agent' AND json_valid(snapshot) THEN CASE WHEN json_type(snapshot) = 'object'
-         THEN json_object('slug', json_extract(snapshot, '$.slug'), 'name', json_extract(snapshot, '$.name')) END END AS snapshot,
+       CASE WHEN agent_slug IS NOT NULL THEN json_object('slug', agent_slug, 'name', agent_name) END AS snapshot,
        NULL AS step_agents, state, credits_reserved, credits_spent, error, accepted_at, started_at, finished_at,
        cancel_requested_at, cancelled_by, approval_expires_at
      FROM runs WHERE id = ?`,
@@ -337,7 +336,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     const outcome = left === null
       ? { status: 'queued' as const, credits_reserved: run.minimumCost, error: null, finished_at: null }
       : { status: 'refused' as const, credits_reserved: 0, error: refusal(left), finished_at: now };
-    insert.run({ ...row, ...outcome });
+    insert.run({ ...row, ...outcome, agent_slug: run.agent?.slug ?? null, agent_name: run.agent?.name ?? null });
     events.append(run.id, [left === null ? { type: 'run.queued', data: { status: 'queued' } } : finalEvent('refused', outcome.error)], now);
     if (run.delivery) setDeliveryStatus.run(left === null ? 202 : 409, run.triggerId, run.delivery.key);
     if (run.fire) schedules.fired(run.fire, left === null ? 'fired' : 'refused', run.id, outcome.error, now);

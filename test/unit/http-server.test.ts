@@ -4,7 +4,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { appMessageClasses, createHttpServer } from '../../src/http/server';
+import { appMessageClasses, createHttpServer, KEEP_ALIVE_TIMEOUT_MS } from '../../src/http/server';
 
 function appWithRoute() {
   const app = express();
@@ -55,4 +55,12 @@ test("express changes no request's or response's prototype on this server (it ch
   expect(ours).toEqual({ status: 200, body: { hello: 'build', path: '/hello' }, prototypeChanges: 0 });
   const standard = await serveOnce(http.createServer(appWithRoute()));
   expect(standard).toEqual({ status: 200, body: { hello: 'build', path: '/hello' }, prototypeChanges: 2 });
+});
+
+test('an idle keep-alive connection outlives a load balancer\'s 60 s and is never answered 408 before it closes', () => {
+  const server = createHttpServer(appWithRoute());
+  expect(server.keepAliveTimeout).toBe(KEEP_ALIVE_TIMEOUT_MS);
+  expect(server.keepAliveTimeout).toBeGreaterThan(60_000);
+  // node times the headers of the next request from the moment a keep-alive connection goes idle.
+  expect(server.headersTimeout).toBeGreaterThan(server.keepAliveTimeout);
 });

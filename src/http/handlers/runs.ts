@@ -20,11 +20,11 @@ export const runHandlers: Pick<Handlers, 'getAgentRun' | 'getWorkflowRun' | 'lis
   listAgentRuns: async ({ ctx, principal, query }) => {
     const params = query as lists.ListParams;
     const page = await lists.listAgentRuns(ctx, principal, params);
-    return { status: 200, headers: nextLink('/api/build/runs', params, page.nextCursor), body: { data: page.items, next_cursor: page.nextCursor } };
+    return { status: 200, headers: nextLink('/api/build/runs', params, page.nextCursor), rawBody: page.json };
   },
   listWorkflowRuns: async ({ ctx, principal, query }) => {
     const params = query as lists.ListParams;
     const page = await lists.listWorkflowRuns(ctx, principal, params);
-    return { status: 200, headers: nextLink('/api/build/workflow-runs', params, page.nextCursor), body: { data: page.items, next_cursor: page.nextCursor } };
+    return { status: 200, headers: nextLink('/api/build/workflow-runs', params, page.nextCursor), rawBody: page.json };
   },
 };

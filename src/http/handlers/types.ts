@@ -28,14 +28,15 @@ export type QueryOf<K extends OperationId> = Op<K>['parameters'] extends { query
 type SuccessStatus = 200 | 201 | 202;
 type DataOf<B> = B extends { data: infer D } ? D : never;
 /**
- * A success reply: `body`, or `data`'s JSON text as stored (`rawData`), which is sent inside
- * `{"data":…}` without being parsed and serialised again. `stable`: an object that lives as long as
+ * A success reply: `body`; the whole body's JSON text (`rawBody`, sent as is); or `data`'s JSON text
+ * as stored (`rawData`), which is sent inside `{"data":…}` without being parsed and serialised again. `stable`: an object that lives as long as
  * `rawData` stays what it is (a stored version of a document, a built list); the encoded reply is kept with it.
  */
 export type ReplyOf<K extends OperationId> = {
   [S in keyof Op<K>['responses'] & SuccessStatus]:
     | { status: S; body: JsonOf<Op<K>['responses'][S]>; headers?: Record<string, string> }
     | { status: S; rawData: Serialized<DataOf<JsonOf<Op<K>['responses'][S]>>>; stable?: object; headers?: Record<string, string> }
+    | { status: S; rawBody: Serialized<JsonOf<Op<K>['responses'][S]>>; headers?: Record<string, string> }
     | (Op<K>['responses'][S] extends { content: { 'text/event-stream': unknown } } ? { status: S; stream: EventStream } : never);
 }[keyof Op<K>['responses'] & SuccessStatus];
 

@@ -13,29 +13,38 @@ CREATE TABLE runs_new (
   target_version       INTEGER,
   status               TEXT NOT NULL CHECK (status IN ('queued', 'running', 'awaiting_approval', 'succeeded', 'failed', 'refused', 'cancelled')),
   source               TEXT NOT NULL,
-  request              TEXT NOT NULL,
-  snapshot             TEXT,
-  state                TEXT NOT NULL,
+  trigger_id           TEXT,
+  -- An agent run's agent as its projections name it: lists and reads take these instead of
+  -- parsing the snapshot (the whole document) of every run they show.
+  agent_slug           TEXT,
+  agent_name           TEXT,
   credits_reserved     INTEGER NOT NULL DEFAULT 0 CHECK (credits_reserved >= 0),
   credits_spent        INTEGER NOT NULL DEFAULT 0 CHECK (credits_spent >= 0),
   error                TEXT,
   accepted_at          TEXT NOT NULL,
   started_at           TEXT,
   finished_at          TEXT,
-  step_agents          TEXT,
-  trigger_id           TEXT,
   -- Who asked to cancel, and when. A running run keeps running until its worker reaches its next
   -- step (the worker ends it as cancelled); a queued or parked one is cancelled by the same write.
   cancel_requested_at  TEXT,
   cancelled_by         TEXT,
   -- A parked run fails at this time unless its held calls are decided.
   approval_expires_at  TEXT,
+  -- The large texts last: a row's leading columns (all a list shows) stay on its first page, and
+  -- reading them does not walk the overflow pages of a snapshot (SQLite reads a record in order).
+  request              TEXT NOT NULL,
+  state                TEXT NOT NULL,
+  snapshot             TEXT,
+  step_agents          TEXT,
   CHECK (status != 'awaiting_approval' OR approval_expires_at IS NOT NULL)
 ) STRICT;
 INSERT INTO runs_new (id, kind, workspace_id, started_by, target_id, target_version, status, source, request, snapshot, state,
-    credits_reserved, credits_spent, error, accepted_at, started_at, finished_at, step_agents, trigger_id)
+    credits_reserved, credits_spent, error, accepted_at, started_at, finished_at, step_agents, trigger_id, agent_slug, agent_name)
   SELECT id, kind, workspace_id, started_by, target_id, target_version, status, source, request, snapshot, state,
-    credits_reserved, credits_spent, error, accepted_at, started_at, finished_at, step_agents, trigger_id FROM runs;
+    credits_reserved, credits_spent, error, accepted_at, started_at, finished_at, step_agents, trigger_id,
+    CASE WHEN kind = 'agent' AND json_valid(snapshot) AND json_type(snapshot) = 'object' THEN json_extract(snapshot, '$.slug') END,
+    CASE WHEN kind = 'agent' AND json_valid(snapshot) AND json_type(snapshot) = 'object' THEN json_extract(snapshot, '$.name') END
+  FROM runs;
 DROP TABLE runs;
 ALTER TABLE runs_new RENAME TO runs;
 CREATE INDEX runs_queued ON runs (accepted_at, id, workspace_id) WHERE status = 'queued';
