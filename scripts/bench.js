@@ -217,7 +217,7 @@ async function startService(dir, dataDir) {
   const finishedRunId = (await api('POST', '/api/build/workflows/bench-run/test', { input: {} })).body.data.run_id;
   while (['queued', 'running'].includes((await api('GET', `/api/build/workflow-runs/${finishedRunId}`)).body.data.status)) await new Promise((r) => setTimeout(r, 20));
   const readPath = `/api/build/agents/${agents[0].id}`;
-  const listed = seedListedRuns(path.join(dataDir, 'build.db'), agents[0]);
+  const listed = selected('list runs') ? seedListedRuns(path.join(dataDir, 'build.db'), agents[0]) : null;
   const listToken = openLocalIssuer(dataDir, PUBLIC_BASE_URL).mint({ sub: 'bench', audience: 'build-api', claims: { workspace: LISTED_WORKSPACE, scope: 'build' }, ttlSeconds: 86400 });
   const stop = () =>
     new Promise((resolve) => {
@@ -389,7 +389,7 @@ function scenariosOf(service) {
     ['run floor: GET of a finished run', cannonScenario({ url: `${service.url}/api/build/workflow-runs/${service.finishedRunId}`, headers: auth })],
     ['401 path (no token)', cannonScenario({ url: `${service.url}/api/build/agents` }, 401)],
     [`list runs: first page (${LISTED_RUNS.toLocaleString('en-US')} runs in the workspace)`, cannonScenario({ url: `${service.url}/api/build/runs?limit=20`, headers: service.listAuth })],
-    ['list runs: a page half-way down the cursor', cannonScenario({ url: `${service.url}/api/build/runs?limit=20&cursor=${service.listed.deepCursor}`, headers: service.listAuth })],
+    ['list runs: a page half-way down the cursor', cannonScenario({ url: `${service.url}/api/build/runs?limit=20&cursor=${service.listed?.deepCursor}`, headers: service.listAuth })],
     [
       // One run parks at each of its 39 kv.set calls; each approval is a state change that every
       // stream must see: the latency is from the approval's reply to each stream seeing `approval.decided`.

@@ -37,6 +37,7 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
       server.closeAllConnections();
     }, SHUTDOWN_GRACE_MS);
     force.unref();
+    service.ctx.runEvents.stop(); // open event streams end now; their clients resume with Last-Event-ID
     server.close(() => {
       void service.close(SHUTDOWN_GRACE_MS).then(() => {
         logger.info('stopped');

@@ -15,13 +15,15 @@ export interface RunEventFeed {
    * Delivers run `runId`'s events after `afterSeq` to `deliver`, in order and each once, as they are
    * stored. Returns the unsubscribe function.
    */
-  subscribe(runId: string, afterSeq: number, deliver: (events: RunEventRow[]) => void): () => void;
+  subscribe(runId: string, afterSeq: number, deliver: (events: RunEventRow[]) => void, end: () => void): () => void;
+  /** Stops reading and ends every stream (a shutdown: clients resume elsewhere with Last-Event-ID). */
   stop(): void;
 }
 
 interface Stream {
   after: number;
   deliver: (events: RunEventRow[]) => void;
+  end: () => void;
 }
 
 interface Channel {
@@ -74,10 +76,10 @@ export function createRunEventFeed(store: Store, logger: Logger, pollMs = FEED_P
   poller.unref();
 
   return {
-    subscribe(runId, afterSeq, deliver) {
+    subscribe(runId, afterSeq, deliver, end) {
       let channel = channels.get(runId);
       if (!channel) channels.set(runId, (channel = { streams: new Set(), reading: false, again: false }));
-      const stream: Stream = { after: afterSeq, deliver };
+      const stream: Stream = { after: afterSeq, deliver, end };
       channel.streams.add(stream);
       void pump(runId, channel);
       return () => {
@@ -85,6 +87,10 @@ export function createRunEventFeed(store: Store, logger: Logger, pollMs = FEED_P
         if (!channel.streams.size && channels.get(runId) === channel) channels.delete(runId);
       };
     },
-    stop: () => clearInterval(poller),
+    stop: () => {
+      clearInterval(poller);
+      for (const channel of [...channels.values()]) for (const stream of [...channel.streams]) stream.end();
+      channels.clear();
+    },
   };
 }

@@ -25,9 +25,17 @@ export interface RunEventRow {
 }
 
 export function runEventWrites(db: Db, limit = RUN_EVENTS_LIMIT) {
-  // The next number is one past the run's last (numbers are dense: the primary key's last entry is
-  // the count). Inside the write's transaction no other write of the run's events interleaves.
-  const append = db.prepare(
+  // The run's last number: numbers are dense from 1, so it is also how many events the run has.
+  // Inside the write's transaction no other write of the run's events interleaves.
+  const last = db.prepare('SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?').pluck();
+  // All the events of one write in one statement (one JSON array, numbered from @base + 1): a row
+  // per statement cost a three-step workflow run about 40 % more server time.
+  const insertAll = db.prepare(
+    `INSERT INTO run_events (run_id, seq, type, data, at)
+     SELECT @run, @base + key + 1, value ->> '$.type', value -> '$.data', value ->> '$.at' FROM json_each(@events)`,
+  );
+  // One event (a run queued, claimed, parked, ended): numbered and limited by the same statement.
+  const insertOne = db.prepare(
     `INSERT INTO run_events (run_id, seq, type, data, at)
      SELECT @run, COALESCE(MAX(seq), 0) + 1, @type, @data, @at FROM run_events WHERE run_id = @run
      HAVING COALESCE(MAX(seq), 0) < @limit OR @type = '${FINAL_EVENT}'`,
@@ -35,9 +43,19 @@ export function runEventWrites(db: Db, limit = RUN_EVENTS_LIMIT) {
   const after = db.prepare('SELECT seq, type, data, at FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?');
   const removeOf = db.prepare('DELETE FROM run_events WHERE run_id = ?');
   return {
-    /** Appends events to a run's stream (inside the caller's transaction). */
+    /** Appends events to a run's stream (inside the caller's transaction); beyond the limit, only a final one. */
     append(runId: string, events: readonly RunEventInput[], now: string): void {
-      for (const event of events) append.run({ run: runId, type: event.type, data: JSON.stringify(event.data), at: event.at ?? now, limit });
+      if (!events.length) return;
+      if (events.length === 1) {
+        const [event] = events as [RunEventInput];
+        insertOne.run({ run: runId, type: event.type, data: JSON.stringify(event.data), at: event.at ?? now, limit });
+        return;
+      }
+      const base = last.get(runId) as number;
+      const room = limit - base;
+      const kept = events.length <= room ? events : [...events.slice(0, Math.max(0, room)), ...events.slice(Math.max(0, room)).filter((e) => e.type === FINAL_EVENT)];
+      if (!kept.length) return;
+      insertAll.run({ run: runId, base, events: JSON.stringify(kept.map((e) => ({ type: e.type, data: e.data, at: e.at ?? now }))) });
     },
     /** A run's events after `seq`, oldest first, at most `max`. */
     after(runId: string, seq: number, max: number): RunEventRow[] {

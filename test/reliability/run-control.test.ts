@@ -134,3 +134,26 @@ test('a stream client that disconnects and resumes 100 times during a long run s
   expect(events[events.length - 1]!.type).toBe('run.finished');
   expect(events.length).toBeGreaterThan(150);
 });
+
+test('a shutdown ends open event streams at once (clients resume elsewhere) and the process exits', async () => {
+  const other = await startServer();
+  try {
+    const created = await other.client().PUT('/api/build/agents', {
+      body: { ...minimalAgent('Parked'), tools: { apps: ['kv'], connections: 'all', disabled_tools: [], approval: 'write' } },
+    });
+    const slug = created.data!.data.document.slug;
+    const runId = (await other.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: slug } }, body: { prompt: '/call kv.set {"key":"k","value":1}' } })).data!.data.run_id;
+    const streams = Array.from({ length: 5 }, () => readEventStream(`${other.baseUrl}/api/build/runs/${runId}/events`, other.token(), { forMs: 20_000 }));
+    await new Promise((r) => setTimeout(r, 500)); // the streams are open (the run parks: they stay open)
+    const started = Date.now();
+    await other.kill('SIGTERM');
+    const read = await Promise.all(streams);
+    expect(Date.now() - started).toBeLessThan(5000); // not the 10 s grace period
+    for (const r of read) {
+      expect(r.ended).toBe(true);
+      expect(r.events.length).toBeGreaterThan(0);
+    }
+  } finally {
+    await other.dispose();
+  }
+});

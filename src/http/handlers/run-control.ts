@@ -15,12 +15,17 @@ function wantsJson(accept: string | undefined): boolean {
 function eventStream(ctx: ServiceContext, runId: string, after: number): EventStream {
   return (out) => {
     const heartbeat = setInterval(() => out.write(': keep-alive\n\n'), ctx.eventsHeartbeatMs);
-    const unsubscribe = ctx.runEvents.subscribe(runId, after, (rows) => {
-      for (const row of rows) {
-        out.write(events.eventFrame(runId, row));
-        if (events.isFinal(row)) return finish();
-      }
-    });
+    const unsubscribe = ctx.runEvents.subscribe(
+      runId,
+      after,
+      (rows) => {
+        for (const row of rows) {
+          out.write(events.eventFrame(runId, row));
+          if (events.isFinal(row)) return finish();
+        }
+      },
+      () => finish(),
+    );
     function finish() {
       clearInterval(heartbeat);
       unsubscribe();
