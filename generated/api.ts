@@ -477,7 +477,8 @@ export interface paths {
          *     RunEvent as JSON). Events are stored: a client that reconnects with `Last-Event-ID: <seq>`
          *     gets exactly the events after that one. A comment line (`: keep-alive`) is sent every 15
          *     seconds while nothing happens, so proxies keep the connection open. The stream ends after
-         *     `run.finished`; a finished run's stream replays its events and ends. At most 1,000 events
+         *     `run.finished` (a finished run's stream replays its events and ends), and when the server
+         *     shuts down (reconnect with `Last-Event-ID`). At most 1,000 events
          *     are kept per run (beyond, only the final one). Same visibility as the run read.
          *
          *     With `Accept: application/json` (and not `text/event-stream`), the events stored after
@@ -575,7 +576,8 @@ export interface paths {
          *     RunEvent as JSON). Events are stored: a client that reconnects with `Last-Event-ID: <seq>`
          *     gets exactly the events after that one. A comment line (`: keep-alive`) is sent every 15
          *     seconds while nothing happens, so proxies keep the connection open. The stream ends after
-         *     `run.finished`; a finished run's stream replays its events and ends. At most 1,000 events
+         *     `run.finished` (a finished run's stream replays its events and ends), and when the server
+         *     shuts down (reconnect with `Last-Event-ID`). At most 1,000 events
          *     are kept per run (beyond, only the final one). Same visibility as the run read.
          *
          *     With `Accept: application/json` (and not `text/event-stream`), the events stored after
