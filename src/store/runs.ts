@@ -135,8 +135,9 @@ export interface RunRepository {
   /**
    * Saves the run's progress and the credits it has spent so far (never more than it reserved), as
    * `current()` gives them when the write's group commits: a worker that reports progress several
-   * times before then needs one write, and it carries the latest state. Only a `running` run is
-   * changed; false when the run is not running (another path ended it).
+   * times before then needs one write, and it carries the latest state, with the events reported
+   * since the last save. Only a `running` run is changed: 'not_running' when another path ended it,
+   * 'cancel_requested' when it was saved and a cancel has been asked for (by any process).
    */
   saveState(id: string, current: () => { state: unknown; spent: number; events?: RunEventInput[] }): Promise<ProgressOutcome>;
   /** Moves `amount` credits from the workspace's balance to a running run's reservation. False when the balance cannot cover it or the run is not running. */
