@@ -6,22 +6,11 @@
 'use strict';
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
-const net = require('node:net');
+const { freePort } = require('./free-port');
 const os = require('node:os');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitReady(url, server, timeoutMs = 30000) {
   const deadline = Date.now() + timeoutMs;

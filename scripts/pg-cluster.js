@@ -11,9 +11,9 @@
 'use strict';
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
+const { freePort } = require('./free-port');
 
 /** The directory holding `initdb` and `pg_ctl`: PATH first, then Debian's versioned directories. */
 function binDir() {
@@ -27,17 +27,6 @@ function binDir() {
     if (fs.existsSync(path.join(dir, 'initdb'))) return dir;
   }
   throw new Error('PostgreSQL server binaries not found (apt-get install postgresql)');
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Runs a PostgreSQL binary as the `postgres` user when this process is root (initdb refuses root). */

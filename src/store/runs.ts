@@ -282,10 +282,14 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   const deleteApprovals = db.prepare('DELETE FROM run_approvals WHERE run_id = ?');
   const events = runEventWrites(db);
   const eventListeners: ((runId: string) => void)[] = [];
-  /** Tells the listeners once `write` (which added events to run `id`) committed. */
+  /** Tells the listeners that run `id` has new events (call after their write committed). */
+  const announce = (id: string) => {
+    for (const listener of eventListeners) listener(id);
+  };
+  /** Announces run `id` once `write` (which added events to it) committed. */
   const announcing = <T>(id: string, write: Promise<T>): Promise<T> =>
     write.then((value) => {
-      for (const listener of eventListeners) listener(id);
+      announce(id);
       return value;
     });
   const failOne = db.prepare(
@@ -513,7 +517,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     // The workers' writes are acknowledged once committed, not once on disk (see Ack in group-commit.ts).
     claimNext: async (now, cap) => {
       const row = await commit.run(() => claimNextTx(now, cap), 'visible');
-      if (row) for (const listener of eventListeners) listener(row.id);
+      if (row) announce(row.id);
       return row;
     },
     claim: (id, now, cap) => announcing(id, commit.run(() => claimTx(id, now, cap), 'visible')),
@@ -545,7 +549,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       const ids = parkedPast.all(now) as string[];
       if (!ids.length) return 0;
       const expired = await commit.run(() => ids.filter((id) => expireTx(id, message, now)));
-      for (const id of expired) for (const listener of eventListeners) listener(id);
+      expired.forEach(announce);
       return expired.length;
     },
     events: async (runId, seq, max) => events.after(runId, seq, max),

@@ -195,12 +195,18 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 async function controlRun(prompt, until) {
   await runControlAgent();
   const { data } = await api('POST', '/agents/run-control/test', { prompt });
+  return runBecomes(`/runs/${data.run_id}`, until);
+}
+
+const FINAL = ['succeeded', 'failed', 'cancelled', 'refused'];
+/** Polls a run (its read path) until its status is `until` (or any final one, for 'final'); its id. */
+async function runBecomes(readPath, until) {
   for (let i = 0; i < 500; i++) {
-    const run = (await api('GET', `/runs/${data.run_id}`)).data;
-    if (until === 'final' ? ['succeeded', 'failed', 'cancelled', 'refused'].includes(run.status) : run.status === until) return data.run_id;
+    const run = (await api('GET', readPath)).data;
+    if (until === 'final' ? FINAL.includes(run.status) : run.status === until) return run.id;
     await sleep(10);
   }
-  throw new Error(`run ${data.run_id} never became ${until}`);
+  throw new Error(`${readPath} never became ${until}`);
 }
 
 const controlWorkflows = {};
@@ -214,12 +220,7 @@ async function workflowRun(until, kind = 'long') {
   controlWorkflows[kind] ??= api('PUT', '/workflows', { kind: 'service.workflow/v1', slug: `run-control-${kind}`, name: `Run control ${kind}`, steps });
   await controlWorkflows[kind];
   const { data } = await api('POST', `/workflows/run-control-${kind}/test`, {});
-  for (let i = 0; i < 500; i++) {
-    const run = (await api('GET', `/workflow-runs/${data.run_id}`)).data;
-    if (until === 'final' ? ['succeeded', 'failed', 'cancelled'].includes(run.status) : run.status === until) return data.run_id;
-    await sleep(10);
-  }
-  throw new Error(`workflow run ${data.run_id} never became ${until}`);
+  return runBecomes(`/workflow-runs/${data.run_id}`, until);
 }
 
 const withRunId = (uri, runId) => uri.replace(/(runs\/)[^/]+/, `$1${runId}`);

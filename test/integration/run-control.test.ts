@@ -3,7 +3,7 @@
 // (as JSON and as a stream resumed with Last-Event-ID).
 import { startService, type TestService } from '../helpers/service';
 import { minimalAgent } from '../helpers/fixtures';
-import { waitForAgentRun, waitForWorkflowRun } from '../helpers/runs';
+import { waitForAgentRun, waitForAgentRunStatus, waitForWorkflowRun, waitForWorkflowRunStatus } from '../helpers/runs';
 import { readEventStream } from '../helpers/events';
 import type { components } from '../../generated/api';
 
@@ -48,15 +48,7 @@ async function events(runId: string, after = 0): Promise<RunEvent[]> {
   return (res.data as unknown as { data: RunEvent[] }).data; // the JSON alternative of the stream
 }
 
-async function waitForStatus(runId: string, status: string, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = (await t.client().GET('/api/build/runs/{runId}', { params: { path: { runId } } })).data!.data;
-    if (run.status === status) return run;
-    if (Date.now() > deadline) throw new Error(`run ${runId} is ${run.status}, not ${status}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const waitForStatus = (runId: string, status: string, timeoutMs = 5000) => waitForAgentRunStatus(t, runId, status, timeoutMs);
 
 describe('cancel', () => {
   test('a queued run never starts: cancelled at once, its reservation returned, who and when recorded', async () => {
@@ -121,9 +113,7 @@ describe('cancel', () => {
       });
       const slug = created.data!.data.document.slug;
       const runId = (await quick.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: slug } }, body: { prompt: sleeps(2, 800) } })).data!.data.run_id;
-      for (let i = 0; i < 100 && (await quick.client().GET('/api/build/runs/{runId}', { params: { path: { runId } } })).data!.data.status !== 'running'; i++) {
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await waitForAgentRunStatus(quick, runId, 'running');
       const res = await quick.client().POST('/api/build/runs/{runId}/cancel', { params: { path: { runId } } });
       expect(res.response.status).toBe(202);
       expect(res.data!.data).toMatchObject({ status: 'running', cancelled_by: 'user-1' });
@@ -154,11 +144,7 @@ describe('cancel', () => {
     const before = await balance();
     const started = await t.client().POST('/api/build/workflows/{ref}/test', { params: { path: { ref: slug } }, body: {} });
     const runId = started.data!.data.run_id;
-    for (let i = 0; i < 100; i++) {
-      const run = (await t.client().GET('/api/build/workflow-runs/{runId}', { params: { path: { runId } } })).data!.data;
-      if (run.status === 'running') break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitForWorkflowRunStatus(t, runId, 'running');
     const res = await t.client().POST('/api/build/workflow-runs/{runId}/cancel', { params: { path: { runId } } });
     expect(res.response.status).toBe(200);
     const run = res.data!.data;
