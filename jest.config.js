@@ -3,6 +3,9 @@
 const transform = { '^.+\\.ts$': ['ts-jest', { diagnostics: false }] };
 
 module.exports = {
+  // TEST_STORE=postgres runs the integration and reliability tests against a throwaway PostgreSQL cluster.
+  globalSetup: '<rootDir>/test/global-setup.js',
+  globalTeardown: '<rootDir>/test/global-teardown.js',
   reporters: ['default', '<rootDir>/test/summary-reporter.js'],
   projects: [
     { displayName: 'unit', testEnvironment: 'node', transform, testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },

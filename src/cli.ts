@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig, type Config } from './config';
 import { exitOnConfigError, serve } from './main';
 import { localIssuerFor } from './service';
-import { openSqliteStore } from './store';
+import { openStore } from './store';
 import { BUILD_SCOPE } from './auth/bearer';
 
 const USAGE = `usage:
@@ -32,7 +32,7 @@ function wholeNumber(text: string, name: string, max: number): number {
   return Number(text);
 }
 
-function token(config: Config, args: string[]): void {
+async function token(config: Config, args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
     options: { user: { type: 'string' }, workspace: { type: 'string' }, scope: { type: 'string' }, ttl: { type: 'string' } },
@@ -41,7 +41,8 @@ function token(config: Config, args: string[]): void {
     throw new UsageError(`AUTH_ISSUER is set (${config.auth.issuer}): tokens come from that issuer, not from build-api token`);
   }
   const ttl = values.ttl === undefined ? 3600 : wholeNumber(values.ttl, 'ttl', 31_536_000);
-  const issuer = localIssuerFor(config);
+  const store = await openStore(config);
+  const issuer = await localIssuerFor(config, store).finally(() => store.close());
   const jwt = issuer.mint({
     sub: required(values, 'user'),
     audience: config.auth.audience,
@@ -63,7 +64,7 @@ async function connections(config: Config, args: string[]): Promise<void> {
       status: { type: 'string' },
     },
   });
-  const store = openSqliteStore(config.databasePath);
+  const store = await openStore(config);
   try {
     const workspace = required(values, 'workspace');
     if (action === 'add') {
@@ -79,7 +80,7 @@ async function connections(config: Config, args: string[]): Promise<void> {
       throw new UsageError(`connections: unknown action '${action ?? ''}' (add or list)`);
     }
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -88,13 +89,13 @@ async function credits(config: Config, args: string[]): Promise<void> {
   if (action !== 'set') throw new UsageError(`credits: unknown action '${action ?? ''}' (set)`);
   const { values } = parseArgs({ args: rest, options: { workspace: { type: 'string' }, amount: { type: 'string' } } });
   const amount = wholeNumber(values.amount ?? '', 'amount', 1_000_000_000);
-  const store = openSqliteStore(config.databasePath);
+  const store = await openStore(config);
   try {
     const workspace = required(values, 'workspace');
     await store.workspaces.setCredits(workspace, amount);
     process.stdout.write(`${JSON.stringify({ workspace, credits: amount })}\n`);
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -107,7 +108,7 @@ export async function main(argv: string[]): Promise<void> {
         await serve(config);
         return;
       case 'token':
-        return token(config, args);
+        return await token(config, args);
       case 'connections':
         return await connections(config, args);
       case 'credits':

@@ -30,8 +30,15 @@ export interface OpenAiConfig {
 export interface Config {
   port: number;
   host: string;
+  /** The SQLite file (DATABASE_PATH), used unless databaseUrl is set. */
   databasePath: string;
   dataDir: string;
+  /** A PostgreSQL database (DATABASE_URL, postgres://…): replicas share it. Null: the SQLite file. */
+  databaseUrl: string | null;
+  /** Connections each process keeps to PostgreSQL, at most (PG_POOL_SIZE). */
+  pgPoolSize: number;
+  /** How long a worker's claim on a run lasts unless renewed (RUN_LEASE_SECONDS): after it, another replica may take the run over. */
+  runLeaseMs: number;
   publicBaseUrl: string;
   auth: AuthConfig;
   defaultCredits: number;
@@ -104,6 +111,21 @@ function httpUrl(env: Env, name: string, fallback: string | null, trimSlash = tr
   return trimSlash ? raw.replace(/\/+$/, '') : raw;
 }
 
+/** A PostgreSQL connection URL (postgres:// or postgresql://), or null when unset. */
+function postgresUrl(env: Env, name: string): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name}: must be a postgres:// URL, got a value that is not a URL`);
+  }
+  // The value is not echoed back: it may carry a password.
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') throw new ConfigError(`${name}: must be a postgres:// or postgresql:// URL, got ${url.protocol}//…`);
+  return raw;
+}
+
 function boolean(env: Env, name: string, fallback: boolean): boolean {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -158,6 +180,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     host,
     databasePath,
     dataDir: path.dirname(databasePath),
+    databaseUrl: postgresUrl(env, 'DATABASE_URL'),
+    pgPoolSize: integer(env, 'PG_POOL_SIZE', 10, 1, 1000),
+    runLeaseMs: integer(env, 'RUN_LEASE_SECONDS', 30, 2, 3600) * 1000,
     publicBaseUrl,
     auth: {
       issuer,

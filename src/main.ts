@@ -20,7 +20,8 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
   logger.info(
     {
       address: server.address(),
-      database: config.databasePath,
+      // The PostgreSQL URL is not logged: it may carry a password.
+      database: config.databaseUrl ? 'postgresql' : config.databasePath,
       issuer: config.auth.issuer ?? `${config.publicBaseUrl} (built-in)`,
       docs: `${config.publicBaseUrl}/docs`,
     },

@@ -17,3 +17,4 @@ export const projectRoot = findProjectRoot(__dirname);
 export const specPath = path.join(projectRoot, 'openapi.yaml');
 export const migrationsDir = path.join(projectRoot, 'src', 'store', 'migrations');
 export const generatedDocsDir = path.join(projectRoot, 'generated', 'docs');
+export const pgMigrationsDir = path.join(projectRoot, 'src', 'store', 'postgres', 'migrations');

@@ -4,12 +4,12 @@ import type express from 'express';
 import type { Config } from './config';
 import { createBearerAuth } from './auth/bearer';
 import { remoteKeySource, staticKeySource, type KeySource } from './auth/key-source';
-import { openLocalIssuer, type LocalIssuer } from './auth/local-issuer';
+import { generateSigningKey, localIssuerFromKey, type LocalIssuer } from './auth/local-issuer';
 import { createApp } from './http/app';
 import type { Logger } from './log';
 import { createModelRegistry } from './runtime/models';
 import { createRunner, type Runner } from './runtime/runner';
-import { openSqliteStore, type Store } from './store';
+import { openStore, type Store } from './store';
 import { acquireServeLock, type ServeLock } from './store/serve-lock';
 import { startMaintenance, type Maintenance } from './services/maintenance';
 import { startScheduler, type Scheduler } from './services/scheduler';
@@ -33,25 +33,28 @@ export interface Service {
 /** Limits of the http.request tool. */
 const HTTP_TOOL = { timeoutMs: 10_000, maxBytes: 1024 * 1024 };
 
-/** The issuer the embedded key pair signs as: the service's own public address. */
-export function localIssuerFor(config: Config): LocalIssuer {
-  return openLocalIssuer(config.dataDir, config.publicBaseUrl);
+/** The issuer the embedded key pair (kept by the store) signs as: the service's own public address. */
+export async function localIssuerFor(config: Config, store: Store): Promise<LocalIssuer> {
+  return localIssuerFromKey(await store.signingKey(generateSigningKey), config.publicBaseUrl);
 }
 
 export async function createService(config: Config, logger: Logger, opts: { validateResponses?: boolean } = {}): Promise<Service> {
-  // Before anything reads the file: a second server on it would fail the first one's live runs.
-  const lock = acquireServeLock(config.databasePath);
+  // A SQLite file has one server: taken before anything reads the file, as a second server on it
+  // would take the first one's live runs for abandoned ones. PostgreSQL replicas need no such lock.
+  const lock: ServeLock = config.databaseUrl ? { release: () => undefined } : acquireServeLock(config.databasePath);
+  let store: Store | null = null;
   try {
-    return await assemble(config, logger, opts, lock);
+    store = await openStore(config);
+    return await assemble(config, logger, opts, store, lock);
   } catch (err) {
+    await store?.close();
     lock.release();
     throw err;
   }
 }
 
-async function assemble(config: Config, logger: Logger, opts: { validateResponses?: boolean }, lock: ServeLock): Promise<Service> {
-  const store = openSqliteStore(config.databasePath);
-  const localIssuer = config.auth.issuer ? null : localIssuerFor(config);
+async function assemble(config: Config, logger: Logger, opts: { validateResponses?: boolean }, store: Store, lock: ServeLock): Promise<Service> {
+  const localIssuer = config.auth.issuer ? null : await localIssuerFor(config, store);
   const issuer = config.auth.issuer ?? (localIssuer as LocalIssuer).issuer;
   const keySource: KeySource = localIssuer
     ? staticKeySource(localIssuer.jwks)
@@ -66,6 +69,7 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
     workers: config.runWorkers,
     perWorkspace: config.runWorkersPerWorkspace,
     approvalTimeoutMs: config.approvalTimeoutMs,
+    leaseMs: config.runLeaseMs,
     logger,
   });
   const ctx: ServiceContext = {
@@ -114,7 +118,7 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
       maintenance.stop();
       ctx.runEvents.stop();
       await runner.stop(graceMs);
-      store.close();
+      await store.close();
       lock.release();
     },
   };

@@ -1,9 +1,9 @@
-// The embedded issuer used when no AUTH_ISSUER is configured: an RS256 key pair kept in the data
-// directory (created on first use, readable by its owner only), its public JWKS, and token minting
+// The embedded issuer used when no AUTH_ISSUER is configured: an RS256 key pair kept by the store
+// (created on first use: store.signingKey), its public JWKS, and token minting
 // for `build-api token`. Tokens it mints are verified by the same code path as a real issuer's.
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
+import { SIGNING_KEY_FILE, signingKeyFile } from '../store/signing-key-file';
 
 export interface Jwk {
   kty: string;
@@ -33,26 +33,10 @@ export interface TokenClaims {
   now?: number;
 }
 
-const KEY_FILE = 'issuer-key.pem';
-
-function loadOrCreateKey(dataDir: string): crypto.KeyObject {
-  const file = path.join(dataDir, KEY_FILE);
-  fs.mkdirSync(dataDir, { recursive: true });
-  try {
-    return crypto.createPrivateKey(fs.readFileSync(file, 'utf8'));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
+/** A new RS256 signing key (2048-bit RSA, PKCS#8 PEM). */
+export function generateSigningKey(): string {
   const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
-  try {
-    // 'wx': if another process created the key meanwhile, keep theirs.
-    fs.writeFileSync(file, pem, { mode: 0o600, flag: 'wx' });
-    return privateKey;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    return crypto.createPrivateKey(fs.readFileSync(file, 'utf8'));
-  }
+  return privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
 }
 
 const base64url = (data: Buffer | string) => Buffer.from(data).toString('base64url');
@@ -63,8 +47,17 @@ export function signJwt(header: Record<string, unknown>, payload: Record<string,
   return `${signingInput}.${base64url(signature)}`;
 }
 
+/**
+ * The issuer of the SQLite store's data directory (its key file, created on first use): for tools
+ * and tests that mint tokens beside a server. The server itself takes its key from its store.
+ */
 export function openLocalIssuer(dataDir: string, issuer: string): LocalIssuer {
-  const privateKey = loadOrCreateKey(dataDir);
+  return localIssuerFromKey(signingKeyFile(path.join(dataDir, SIGNING_KEY_FILE), generateSigningKey), issuer);
+}
+
+/** The issuer that signs with `pem` as `issuer`. */
+export function localIssuerFromKey(pem: string, issuer: string): LocalIssuer {
+  const privateKey = crypto.createPrivateKey(pem);
   const publicJwk = crypto.createPublicKey(privateKey).export({ format: 'jwk' }) as { kty: string; n: string; e: string };
   // RFC 7638 thumbprint as the key id, so the kid changes exactly when the key does.
   const kid = base64url(crypto.createHash('sha256').update(JSON.stringify({ e: publicJwk.e, kty: publicJwk.kty, n: publicJwk.n })).digest());

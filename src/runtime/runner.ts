@@ -1,18 +1,28 @@
-// Runs queued test runs in this process with bounded concurrency. A worker claims a queued run,
+// Runs queued runs in this process with bounded concurrency. A worker claims a queued run,
 // executes it, records the end, and claims the next; a run that throws is recorded as failed and
 // the worker goes on. A run accepted by this process is handed to the workers in memory (its
 // document already parsed), so claiming it is one conditional UPDATE; runs queued otherwise (before
-// a restart, or beyond the hand-off queue) are claimed from the database, oldest first. At start,
-// runs a stopped process left `running` are finished as failed, with their unspent credits returned.
+// a restart, beyond the hand-off queue, or by another replica: the store says so) are claimed from
+// the database, oldest first. The database's queue is the truth: a run is claimed by exactly one
+// worker of any process, whatever was handed over where.
+//
+// A claim is a lease that this runner renews while the run executes. Runs no live worker holds
+// (their lease passed: the process died; with SQLite, at start, any owner's) are finished as
+// failed, with their unspent credits returned — at start and by the queue poll, so a replica's runs
+// are ended by another within a lease and a poll of its death. A run is never executed twice: one
+// that another process took over is stopped here (its renewal fails, and its writes are refused).
+// At shutdown, runs still executing after the grace period are handed back the same way at once.
 //
 // A run asked to stop (a cancel: in memory when it executes here, or seen in its row at its next
 // progress save when the cancel reached another process) stops before its next step and ends
 // cancelled. An agent run whose tool calls the approval policy held is parked in its row and its
 // worker goes on to other runs; deciding the calls queues it again, and a worker resumes it from
 // its stored state. Parked runs past their approval time are failed by the queue poll.
+import crypto from 'node:crypto';
+import os from 'node:os';
 import type { Logger } from '../log';
 import type { Agent, Workflow } from '../domain/types';
-import { APPROVAL_EXPIRED, type RunEventInput, type RunKind, type RunRow, type Store } from '../store';
+import { APPROVAL_EXPIRED, type Lease, type RunEventInput, type RunKind, type RunRow, type Store } from '../store';
 import { runAgent, type AgentOutcome, type AgentRunState } from './agent-loop';
 import type { ModelRegistry } from './models';
 import type { HttpToolOptions, ToolContext } from './tools/types';
@@ -27,7 +37,13 @@ export const HAND_OFF_LIMIT = 1024;
 /** How often idle workers look at the database's queue anyway (runs left waiting by a workspace's cap, or queued by another process). */
 export const QUEUE_POLL_MS = 1000;
 
+/** The error of a run whose worker stopped (its process died, or lost its lease) before it ended. */
 export const INTERRUPTED = 'interrupted: the service stopped while this run was running; start a new test run';
+/** The error of a run still executing when its process shut down after the grace period. */
+export const SHUT_DOWN = 'interrupted: the service shut down before this run finished; start a new test run';
+
+/** How long a claim lasts unless renewed, by default; it is renewed every third of it. */
+export const DEFAULT_LEASE_MS = 30_000;
 
 export interface RunnerOptions {
   store: Store;
@@ -41,6 +57,8 @@ export interface RunnerOptions {
   handOffLimit?: number;
   /** How long a parked run waits for its held calls to be decided (default 24 hours). */
   approvalTimeoutMs?: number;
+  /** How long a claim on a run lasts unless renewed (default DEFAULT_LEASE_MS). */
+  leaseMs?: number;
 }
 
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 3600_000;
@@ -119,6 +137,9 @@ export function createRunner(opts: RunnerOptions): Runner {
   /** The runs executing here: how to ask each to stop, and its end. */
   const executingRuns = new Map<string, { stop: () => void; ended: Promise<void> }>();
   const approvalTimeoutMs = opts.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
+  // This runner's name on the runs it holds: unique per process start.
+  const lease: Lease = { owner: `${os.hostname()}/${process.pid}/${crypto.randomUUID().slice(0, 8)}`, ms: opts.leaseMs ?? DEFAULT_LEASE_MS };
+  let renewer: NodeJS.Timeout | null = null;
 
   const toolContext = (workspaceId: string): ToolContext => ({ workspaceId, kv: store.kv, http: opts.http });
   const now = () => new Date().toISOString();
@@ -297,13 +318,13 @@ export function createRunner(opts: RunnerOptions): Runner {
         if (next) {
           // False when the database's queue gave it to another worker first, or its workspace is at
           // its cap: then it waits in the table, which the workers read again when a run ends.
-          if (await store.runs.claim(next.id, now(), cap)) await ranOne(next);
+          if (await store.runs.claim(next.id, lease, cap)) await ranOne(next);
           else deferred = true;
           continue;
         }
         if (!backlog) break;
         const seen = backlog;
-        const row = await store.runs.claimNext(now(), cap);
+        const row = await store.runs.claimNext(lease, cap);
         if (row) await ranOne(fromRow(row));
         else if (seen === backlog) {
           backlog = 0;
@@ -339,16 +360,37 @@ export function createRunner(opts: RunnerOptions): Runner {
     void worker.finally(() => workers.delete(worker));
   }
 
+  /** Fails the runs no live worker holds (see recoverAbandoned; `starting`: this runner's first look). */
+  async function recover(starting = false): Promise<void> {
+    const ended = await store.runs.recoverAbandoned(INTERRUPTED, starting ? lease.owner : undefined);
+    if (ended) logger.warn({ runs: ended }, 'finished runs whose worker stopped as failed');
+  }
+
+  /** Renews the leases of the runs executing here; one that another process took over is stopped. */
+  async function renew(): Promise<void> {
+    const ids = [...executingRuns.keys()];
+    if (!ids.length) return;
+    const held = new Set(await store.runs.renewLeases(lease, ids));
+    for (const id of ids) {
+      if (held.has(id)) continue;
+      logger.warn({ runId: id }, 'lost the lease of a run: it is no longer executed here');
+      executingRuns.get(id)?.stop();
+    }
+  }
+
   return {
     async start() {
-      const interrupted = await store.runs.failInterrupted(INTERRUPTED, now());
-      if (interrupted) logger.warn({ runs: interrupted }, 'finished interrupted runs as failed');
+      await recover(true);
+      renewer = setInterval(() => renew().catch((err: unknown) => logger.error({ err }, 'could not renew run leases')), Math.max(100, Math.floor(lease.ms / 3)));
+      renewer.unref();
+      store.runs.onQueued(() => notify()); // another replica queued a run
       for (let i = 0; i < opts.workers; i++) notify(); // runs queued before this start
       // The safety net: a run no notification announced (left by a workspace's cap, or written by
       // another process) is picked up within a poll interval.
       poller = setInterval(() => {
         if (active < opts.workers && !handed.length) notify();
         store.runs.expireApprovals(APPROVAL_EXPIRED, now()).catch((err: unknown) => logger.error({ err }, 'could not expire runs waiting for approval'));
+        recover().catch((err: unknown) => logger.error({ err }, 'could not recover abandoned runs'));
       }, QUEUE_POLL_MS);
       poller.unref();
     },
@@ -357,6 +399,14 @@ export function createRunner(opts: RunnerOptions): Runner {
       stopping = true;
       if (poller) clearInterval(poller);
       await Promise.race([Promise.all([...workers]), new Promise((resolve) => setTimeout(resolve, graceMs).unref())]);
+      if (renewer) clearInterval(renewer);
+      // Runs still executing are handed back now rather than left for their leases to pass: ended as
+      // failed with their credits returned, and their workers stop at their next step.
+      if (executingRuns.size) {
+        for (const run of executingRuns.values()) run.stop();
+        const released = await store.runs.releaseAll(lease.owner, SHUT_DOWN);
+        if (released) logger.warn({ runs: released }, 'finished runs still executing at shutdown as failed');
+      }
     },
     idle() {
       return active === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve));

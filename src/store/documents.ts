@@ -38,7 +38,7 @@ export interface DocumentRecord<T> {
  * One stored version of a document. The row cache holds these, so the parse of the document and
  * the text of its stamp are done once per version, not once per request.
  */
-class StoredVersion<T> implements DocumentRecord<T> {
+export class StoredVersion<T> implements DocumentRecord<T> {
   private parsed: T | undefined;
   private stampText: string | undefined;
 

@@ -12,10 +12,12 @@ import { webhookRepository, type WebhookRepository } from './webhooks';
 import { scheduleRepository, scheduleSync, type ScheduleRepository } from './schedules';
 import { agentSchedules, workflowSchedules } from '../domain/triggers';
 import { createGroupCommit, type GroupCommit } from './group-commit';
+import { SIGNING_KEY_FILE, signingKeyFile } from './signing-key-file';
+import path from 'node:path';
 
 export type { CreateOptions, CreateOutcome, DocumentRecord, ReplaceOutcome, Serialized } from './documents';
 export type { ListVersion } from './list-cache';
-export type { KvRepository, RunRepository, RunRow, RunStatus, RunKind, RunEnd, NewRun, AcceptOutcome, ApprovalRow, CancelOutcome, DecideOutcome, Parking, ProgressOutcome } from './runs';
+export type { KvRepository, Lease, RunRepository, RunRow, RunStatus, RunKind, RunEnd, NewRun, AcceptOutcome, ApprovalRow, CancelOutcome, DecideOutcome, Parking, ProgressOutcome } from './runs';
 export { APPROVAL_EXPIRED } from './runs';
 export type { RunEventInput, RunEventRow } from './run-events';
 export { FINAL_EVENT, RUN_EVENTS_LIMIT } from './run-events';
@@ -80,14 +82,30 @@ export interface Store {
   webhooks: WebhookRepository;
   schedules: ScheduleRepository;
   idempotency: IdempotencyRepository;
+  /** Which adapter this is: `sqlite` (one server per file, see serve-lock.ts) or `postgres` (any number of replicas). */
+  dialect: 'sqlite' | 'postgres';
+  /**
+   * The built-in issuer's signing key (PKCS#8 PEM): the stored one, or the one `generate` makes now
+   * and stores, unless another process stored one first (then theirs). SQLite keeps it in a file
+   * beside the database; PostgreSQL in the database, where every replica reads the same key.
+   */
+  signingKey(generate: () => string): Promise<string>;
   /** Throws when the database cannot answer (readiness probe). */
   ping(): Promise<void>;
-  close(): void;
+  close(): Promise<void>;
 }
 
 export function openSqliteStore(file: string, clock = new StampClock()): Store {
   const db = openDatabase(file);
   return createSqliteStore(db, clock, walSync(db));
+}
+
+/** The store DATABASE_URL names (PostgreSQL), or else the SQLite file at DATABASE_PATH. */
+export async function openStore(config: { databaseUrl: string | null; databasePath: string; pgPoolSize?: number }): Promise<Store> {
+  if (!config.databaseUrl) return openSqliteStore(config.databasePath);
+  // Loaded only when asked for: the embedded default never opens a PostgreSQL driver.
+  const { openPostgresStore } = await import('./postgres');
+  return openPostgresStore(config.databaseUrl, { poolSize: config.pgPoolSize });
 }
 
 /** Without `wal`, each commit syncs itself (synchronous=FULL) before its writers hear back. */
@@ -99,6 +117,7 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
   const workspaces = workspaceRepository(db, commit);
   const ping = db.prepare('SELECT 1').pluck();
   return {
+    dialect: 'sqlite',
     agents,
     workflows,
     connections,
@@ -111,7 +130,8 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
     ping: async () => {
       ping.get();
     },
-    close: () => {
+    signingKey: async (generate) => signingKeyFile(db.memory ? null : path.join(path.dirname(db.name), SIGNING_KEY_FILE), generate),
+    close: async () => {
       commit.drain();
       db.close();
       wal?.close();

@@ -55,6 +55,12 @@ export interface Parking {
   events: RunEventInput[];
 }
 
+/** A worker's claim on the runs it executes: who holds them, and for how long unless renewed. */
+export interface Lease {
+  owner: string;
+  ms: number;
+}
+
 export interface RunRow {
   id: string;
   kind: RunKind;
@@ -128,10 +134,39 @@ export interface RunRepository {
   accept(run: NewRun, refusal: (balance: number) => string): Promise<AcceptOutcome>;
   /** The run as its projection needs it: `snapshot` holds only an agent run's agent `slug` and `name` (null for workflow runs), `step_agents` is null. */
   find(id: string): Promise<RunRow | null>;
-  /** Moves the oldest queued run of a workspace with fewer than `cap` runs executing to running, and returns it. */
-  claimNext(now: string, cap: number): Promise<RunRow | null>;
-  /** Moves run `id` to running if it is still queued and its workspace has fewer than `cap` executing; false otherwise. */
-  claim(id: string, now: string, cap: number): Promise<boolean>;
+  /**
+   * Moves the oldest queued run of a workspace with fewer than `cap` runs executing to running under
+   * `lease`, and returns it. Of concurrent claimers (any process), one gets each run.
+   */
+  claimNext(lease: Lease, cap: number): Promise<RunRow | null>;
+  /** Moves run `id` to running under `lease` if it is still queued and its workspace has fewer than `cap` executing; false otherwise. */
+  claim(id: string, lease: Lease, cap: number): Promise<boolean>;
+  /**
+   * Extends, by `lease.ms` from now, the leases `lease.owner` still holds among these runs, and
+   * returns their ids: a run missing from the answer was ended by another path (a takeover, a
+   * cancel of a queued run) and its worker stops.
+   */
+  renewLeases(lease: Lease, ids: readonly string[]): Promise<string[]>;
+  /**
+   * Fails the running runs that no live worker holds, with `message`, returning what they reserved
+   * and did not spend; how many. Those whose lease has passed (PostgreSQL: by the database's
+   * clock). With `self`, the owner name of a runner that is starting, SQLite also fails the runs
+   * any other owner holds: the serve lock makes the starting process the file's only server, so
+   * their owner stopped, and they need not wait for their leases (PostgreSQL ignores it: other
+   * replicas' runs are live).
+   */
+  recoverAbandoned(message: string, self?: string): Promise<number>;
+  /**
+   * At shutdown, once the grace period is over: fails the runs `owner` still holds with `message`
+   * (unspent reservations returned), so that no replica waits for their leases to pass; how many.
+   */
+  releaseAll(owner: string, message: string): Promise<number>;
+  /**
+   * Calls `listener` when another process may have queued a run (PostgreSQL: a NOTIFY from any
+   * replica, and after the listening connection is re-established; SQLite: never, its one server
+   * queues its runs itself).
+   */
+  onQueued(listener: () => void): void;
   /**
    * Saves the run's progress and the credits it has spent so far (never more than it reserved), as
    * `current()` gives them when the write's group commits: a worker that reports progress several
@@ -166,8 +201,6 @@ export interface RunRepository {
   onEvents(listener: (runId: string) => void): void;
   /** Deletes up to `batch` runs that finished before `before`, with their events and approvals; how many. */
   pruneFinished(before: string, batch: number): Promise<number>;
-  /** Runs left `running` by a stopped process: failed with `message`, reservations returned. */
-  failInterrupted(message: string, now: string): Promise<number>;
   /** A page of a workspace's runs of one kind, newest first (see run-lists.ts). */
   list(query: RunListQuery): Promise<RunListRow[]>;
   /** When each of these triggers last started a run (refusals do not count), by trigger id. */
@@ -181,8 +214,13 @@ export interface RunRepository {
 export const NEXT_QUEUED_SQL = `SELECT id FROM runs WHERE status = 'queued' AND workspace_id NOT IN
   (SELECT workspace_id FROM runs WHERE status = 'running' GROUP BY workspace_id HAVING COUNT(*) >= @cap)
   ORDER BY accepted_at, id LIMIT 1`;
-/** Runs a stopped process left running (by the partial index runs_running). */
-export const RUNNING_SQL = `SELECT id, workspace_id, credits_reserved, credits_spent FROM runs WHERE status = 'running'`;
+/**
+ * Running runs no live worker holds (by a partial index on running runs): the lease passed, or, at a
+ * runner's start (@self set), another owner holds it — the serve lock makes the starting process the
+ * file's only server, so that owner stopped, and its runs need not wait for their leases.
+ */
+export const ABANDONED_SQL = `SELECT id, workspace_id, credits_reserved, credits_spent FROM runs WHERE status = 'running'
+  AND (lease_expires_at IS NULL OR lease_expires_at < @now OR (@self IS NOT NULL AND lease_owner IS NOT @self))`;
 
 /** The memory the runs accepted lately may take for their polls, at most (about: see `sizeOf`). */
 export const RECENT_RUNS_BYTES = 2 * 1024 * 1024;
@@ -222,12 +260,17 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
      FROM runs WHERE id = ?`,
   );
   const nextQueued = db.prepare(NEXT_QUEUED_SQL).pluck();
-  const markRunning = db.prepare(`UPDATE runs SET status = 'running', started_at = ? WHERE id = ? AND status = 'queued'`);
+  const markRunning = db.prepare(
+    `UPDATE runs SET status = 'running', started_at = @now, lease_owner = @owner, lease_expires_at = @until WHERE id = @id AND status = 'queued'`,
+  );
   // The claim of a run handed over in memory: conditional on its status and on its workspace's cap.
   const claimIfFair = db.prepare(
-    `UPDATE runs SET status = 'running', started_at = @now WHERE id = @id AND status = 'queued'
+    `UPDATE runs SET status = 'running', started_at = @now, lease_owner = @owner, lease_expires_at = @until WHERE id = @id AND status = 'queued'
        AND (SELECT COUNT(*) FROM runs AS r WHERE r.status = 'running' AND r.workspace_id = runs.workspace_id) < @cap`,
   );
+  const renew = db.prepare(`UPDATE runs SET lease_expires_at = @until WHERE id = @id AND status = 'running' AND lease_owner = @owner`);
+  const abandoned = db.prepare(ABANDONED_SQL);
+  const heldBy = db.prepare(`SELECT id, workspace_id, credits_reserved, credits_spent FROM runs WHERE status = 'running' AND lease_owner = ?`);
   // Each write of a run's progress or end names the status it expects (running): a run that
   // another path ended keeps that end, and the affected-row count says whether the write happened.
   // It also says whether a cancel was asked for since (by any process): the worker stops then.
@@ -238,15 +281,15 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
   const unreserve = db.prepare('UPDATE runs SET credits_reserved = credits_reserved - @amount WHERE id = @id');
   const finish = db.prepare(
     `UPDATE runs SET status = @status, error = @error, state = @state, finished_at = @now,
-       credits_spent = @spent, credits_reserved = @spent,
+       credits_spent = @spent, credits_reserved = @spent, lease_owner = NULL, lease_expires_at = NULL,
        -- a cancel that came too late (the run ended first) leaves no trace: one outcome
        cancel_requested_at = CASE WHEN @status = 'cancelled' THEN cancel_requested_at END,
        cancelled_by = CASE WHEN @status = 'cancelled' THEN cancelled_by END
      WHERE id = @id AND status = 'running'`,
   );
-  const running = db.prepare(RUNNING_SQL);
   const park = db.prepare(
-    `UPDATE runs SET status = 'awaiting_approval', state = @state, credits_spent = @spent, credits_reserved = @spent, approval_expires_at = @expires
+    `UPDATE runs SET status = 'awaiting_approval', state = @state, credits_spent = @spent, credits_reserved = @spent, approval_expires_at = @expires,
+       lease_owner = NULL, lease_expires_at = NULL
      WHERE id = @id AND status = 'running' AND cancel_requested_at IS NULL`,
   );
   const cancelRequestedOf = db.prepare('SELECT cancel_requested_at FROM runs WHERE id = ? AND status = ?').pluck();
@@ -293,7 +336,8 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       return value;
     });
   const failOne = db.prepare(
-    `UPDATE runs SET status = 'failed', error = @error, finished_at = @now, credits_reserved = credits_spent WHERE id = @id AND status = 'running'`,
+    `UPDATE runs SET status = 'failed', error = @error, finished_at = @now, credits_reserved = credits_spent,
+       lease_owner = NULL, lease_expires_at = NULL WHERE id = @id AND status = 'running'`,
   );
 
   // The runs accepted lately, as `find` returns them (a poll most often reads a run just started).
@@ -354,17 +398,22 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     return left === null ? { status: 'queued' } : { status: 'refused', balance: left };
   };
 
-  const claimNextTx = (now: string, cap: number): RunRow | null => {
+  /** The lease columns of a claim made now. */
+  const leaseOf = (lease: Lease, now: string) => ({ owner: lease.owner, until: new Date(Date.parse(now) + lease.ms).toISOString() });
+
+  const claimNextTx = (lease: Lease, cap: number): RunRow | null => {
     const id = nextQueued.get({ cap }) as string | undefined;
     if (!id) return null;
-    markRunning.run(now, id);
+    const now = new Date().toISOString();
+    markRunning.run({ id, now, ...leaseOf(lease, now) });
     events.append(id, [{ type: 'run.started', data: { status: 'running' } }], now);
     amend(id, () => ({ status: 'running', started_at: now }));
     return byId.get(id) as RunRow;
   };
 
-  const claimTx = (id: string, now: string, cap: number): boolean => {
-    if (claimIfFair.run({ id, now, cap }).changes !== 1) return false;
+  const claimTx = (id: string, lease: Lease, cap: number): boolean => {
+    const now = new Date().toISOString();
+    if (claimIfFair.run({ id, now, cap, ...leaseOf(lease, now) }).changes !== 1) return false;
     events.append(id, [{ type: 'run.started', data: { status: 'running' } }], now);
     amend(id, () => ({ status: 'running', started_at: now }));
     return true;
@@ -401,16 +450,26 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     return true;
   };
 
-  const failInterruptedTx = (message: string, now: string): number => {
-    const rows = running.all() as Pick<RunRow, 'id' | 'workspace_id' | 'credits_reserved' | 'credits_spent'>[];
+  type RunningCredits = Pick<RunRow, 'id' | 'workspace_id' | 'credits_reserved' | 'credits_spent'>;
+  /** Fails these running runs with `message`, their unspent reservations returned; the ids it ended. */
+  const failRunningTx = (rows: RunningCredits[], message: string): string[] => {
+    const now = new Date().toISOString();
+    const ended: string[] = [];
     for (const run of rows) {
       if (failOne.run({ id: run.id, error: message, now }).changes !== 1) continue;
+      ended.push(run.id);
       const unspent = run.credits_reserved - run.credits_spent;
       if (unspent > 0) credit.run({ amount: unspent, workspace: run.workspace_id });
       events.append(run.id, [finalEvent('failed', message)], now);
       amend(run.id, (r) => ({ status: 'failed', error: message, finished_at: now, credits_reserved: r.credits_spent }));
     }
-    return rows.length;
+    return ended;
+  };
+  /** Fails the running runs `select` finds (in the write's transaction); announces them once committed. */
+  const failRunning = async (select: () => RunningCredits[], message: string): Promise<number> => {
+    const ended = await commit.run(() => failRunningTx(select(), message));
+    ended.forEach(announce);
+    return ended.length;
   };
 
   const parkTx = (id: string, parking: Parking, state: string, now: string): 'parked' | ProgressOutcome => {
@@ -515,12 +574,20 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     accept: (run, refusal) => announcing(run.id, commit.run(() => acceptTx(run, refusal))),
     find: async (id) => recent.get(id) ?? (forProjection.get(id) as RunRow | undefined) ?? null,
     // The workers' writes are acknowledged once committed, not once on disk (see Ack in group-commit.ts).
-    claimNext: async (now, cap) => {
-      const row = await commit.run(() => claimNextTx(now, cap), 'visible');
+    claimNext: async (lease, cap) => {
+      const row = await commit.run(() => claimNextTx(lease, cap), 'visible');
       if (row) announce(row.id);
       return row;
     },
-    claim: (id, now, cap) => announcing(id, commit.run(() => claimTx(id, now, cap), 'visible')),
+    claim: (id, lease, cap) => announcing(id, commit.run(() => claimTx(id, lease, cap), 'visible')),
+    renewLeases: (lease, ids) =>
+      commit.run(() => {
+        const until = new Date(Date.now() + lease.ms).toISOString();
+        return ids.filter((id) => renew.run({ id, owner: lease.owner, until }).changes === 1);
+      }, 'visible'),
+    recoverAbandoned: (message, self) => failRunning(() => abandoned.all({ now: new Date().toISOString(), self: self ?? null }) as RunningCredits[], message),
+    releaseAll: (owner, message) => failRunning(() => heldBy.all(owner) as RunningCredits[], message),
+    onQueued: () => undefined, // this process queues every run of its file itself (the serve lock)
     saveState: (id, current) =>
       announcing(
         id,
@@ -555,7 +622,6 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     events: async (runId, seq, max) => events.after(runId, seq, max),
     onEvents: (listener) => void eventListeners.push(listener),
     pruneFinished: (before, batch) => commit.run(() => pruneTx(before, batch)),
-    failInterrupted: (message, now) => commit.run(() => failInterruptedTx(message, now)),
   };
 }
 

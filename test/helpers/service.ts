@@ -1,4 +1,5 @@
-// Starts the real app in-process on a loopback port with a temporary SQLite file and the embedded
+// Starts the real app in-process on a loopback port with a fresh database (a temporary SQLite file,
+// or a PostgreSQL database with TEST_STORE=postgres: helpers/database.ts) and the embedded
 // issuer, and hands tests a typed client generated from openapi.yaml (openapi-fetch over
 // generated/api.ts): if the spec did not yield a usable SDK, these tests would not compile.
 import fs from 'node:fs';
@@ -12,6 +13,7 @@ import { loadConfig, type Config } from '../../src/config';
 import { createLogger } from '../../src/log';
 import { createService, type Service } from '../../src/service';
 import { createHttpServer } from '../../src/http/server';
+import { freshDatabase } from './database';
 
 export interface TestService {
   baseUrl: string;
@@ -25,9 +27,14 @@ export interface TestService {
   close(): Promise<void>;
 }
 
+/**
+ * `env.DATABASE_PATH`: that SQLite file, whatever the store under test; otherwise a fresh database
+ * of the store under test (test/helpers/database.ts).
+ */
 export async function startService(env: Record<string, string> = {}, mutate?: (config: Config) => void): Promise<TestService> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-api-test-'));
-  const config = loadConfig({ DATABASE_PATH: path.join(dataDir, 'build.db'), PUBLIC_BASE_URL: 'http://build.test', LOG_LEVEL: 'silent', ...env });
+  const database = env.DATABASE_PATH || env.DATABASE_URL ? null : await freshDatabase();
+  const config = loadConfig({ DATABASE_PATH: path.join(dataDir, 'build.db'), PUBLIC_BASE_URL: 'http://build.test', LOG_LEVEL: 'silent', ...database?.env, ...env });
   mutate?.(config);
   const service = await createService(config, createLogger('silent'), { validateResponses: true });
   const server: Server = await new Promise((resolve) => {
@@ -53,6 +60,7 @@ export async function startService(env: Record<string, string> = {}, mutate?: (c
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       await service.close();
+      await database?.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };

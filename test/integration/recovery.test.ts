@@ -31,9 +31,9 @@ test('a run cut off while running is failed with a message at the next start', a
     () => 'refused',
   );
   expect(accepted.status).toBe('queued');
-  await store.runs.claimNext(new Date().toISOString(), 64);
+  await store.runs.claimNext({ owner: 'a process that dies', ms: 60_000 }, 64);
   await store.runs.saveState('11111111-2222-4333-8444-555555555555', () => ({ state: { current_step: 'a', step_results: {}, output: null }, spent: 1 }));
-  store.close(); // the process "dies" here: the run is left running, 3 reserved, 1 spent
+  await store.close(); // the process "dies" here: the run is left running, 3 reserved, 1 spent
 
   const t = await startService({ DATABASE_PATH: databasePath });
   try {

@@ -33,7 +33,7 @@ beforeEach(() => {
 });
 afterAll(async () => {
   await t.close();
-  target.close();
+  await target.close();
 });
 
 /** Queues run n (ids sort in the order of n) as an accepted test run does, and returns it as handed over. */
@@ -73,9 +73,9 @@ test('runs beyond the hand-off limit run from the database: every run once, in a
   const byId: string[] = [];
   const fromTable: string[] = [];
   const runner = runnerWith(2, (real) => ({
-    claim: (id, now, cap) => (byId.push(id), real.claim(id, now, cap)),
-    claimNext: async (now, cap) => {
-      const row = await real.claimNext(now, cap);
+    claim: (id, lease, cap) => (byId.push(id), real.claim(id, lease, cap)),
+    claimNext: async (lease, cap) => {
+      const row = await real.claimNext(lease, cap);
       if (row) fromTable.push(row.id);
       return row;
     },
@@ -96,7 +96,7 @@ test('runs beyond the hand-off limit run from the database: every run once, in a
 
 test('a run handed over after another worker took it from the database is not executed again', async () => {
   const run = await queue(6);
-  const taken = await t.service.store.runs.claimNext(new Date().toISOString(), 64); // another worker's claim
+  const taken = await t.service.store.runs.claimNext({ owner: 'another worker', ms: 60_000 }, 64); // another worker's claim
   expect(taken!.id).toBe(run.id);
   const runner = runnerWith(8);
   runner.notify(run);
@@ -108,7 +108,7 @@ test('a run handed over after another worker took it from the database is not ex
 test('a claim that fails (its group did not commit) leaves the run to be claimed from the database', async () => {
   let failures = 0;
   const runner = runnerWith(8, (real) => ({
-    claim: (id, now, cap) => (failures++ ? real.claim(id, now, cap) : Promise.reject(new Error('database is locked'))),
+    claim: (id, lease, cap) => (failures++ ? real.claim(id, lease, cap) : Promise.reject(new Error('database is locked'))),
   }));
   const first = await queue(7);
   runner.notify(first);

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { openDatabase, migrate, type WalSync } from '../../src/store/db';
 import { createGroupCommit, type Ack } from '../../src/store/group-commit';
-import { NEXT_QUEUED_SQL, RECENT_RUNS_BYTES, RUNNING_SQL, prefixUpperBound, type NewRun } from '../../src/store/runs';
+import { ABANDONED_SQL, NEXT_QUEUED_SQL, RECENT_RUNS_BYTES, prefixUpperBound, type NewRun } from '../../src/store/runs';
 import { RowCache } from '../../src/store/row-cache';
 import { ListCache } from '../../src/store/list-cache';
 import { BudgetedMap } from '../../src/store/budgeted-map';
@@ -25,7 +25,7 @@ const agent = (id: string, slug: string): Agent =>
 test('migrations apply once and are recorded; the file uses WAL', () => {
   const db = openDatabase(path.join(dir, 'a.db'));
   expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
-  expect(db.prepare('SELECT version FROM schema_migrations').pluck().all()).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  expect(db.prepare('SELECT version FROM schema_migrations').pluck().all()).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
   expect(migrate(db)).toEqual([]);
   db.close();
 });
@@ -45,7 +45,7 @@ test('replace is compare-and-set on the stamp, and stamps and versions grow', as
   expect(!stale.ok && stale.current?.document.name).toBe('B');
 
   expect(await store.agents.replace('other-ws', 'id-1', 1_000_001, created.record.document, [])).toEqual({ ok: false, current: null });
-  store.close();
+  void store.close();
 });
 
 test('trigger rows follow the document (a replace reads them from the document: storedTriggersOf)', async () => {
@@ -70,7 +70,7 @@ test('trigger rows follow the document (a replace reads them from the document: 
   if (!again.ok) throw new Error('replace failed');
   expect(rows()).toEqual(fromDocument(again.record.document));
   expect(rows().map((t) => (t as { id: string }).id)).toEqual(['t3', 't4']);
-  store.close();
+  void store.close();
 });
 
 test('a connection list read again after an upsert shows the upsert', async () => {
@@ -80,7 +80,7 @@ test('a connection list read again after an upsert shows the upsert', async () =
   expect(await store.connections.list('ws')).toEqual([{ ref: 'main', app: 'kv', label: null, status: 'connected' }]);
   await store.connections.upsert('ws', { ref: 'main', app: 'kv', label: 'Main', status: 'expired' });
   expect(await store.connections.list('ws')).toEqual([{ ref: 'main', app: 'kv', label: 'Main', status: 'expired' }]);
-  store.close();
+  void store.close();
 });
 
 test('a workspace starts with the initial credits; set overrides', async () => {
@@ -89,8 +89,11 @@ test('a workspace starts with the initial credits; set overrides', async () => {
   expect(await store.workspaces.credits('ws', 5)).toBe(1000);
   await store.workspaces.setCredits('ws', 7);
   expect(await store.workspaces.credits('ws', 1000)).toBe(7);
-  store.close();
+  void store.close();
 });
+
+/** The claims these tests make, as a runner would. */
+const lease = { owner: 'test-runner', ms: 60_000 };
 
 test('a queued run is claimed once, whether by id (handed over) or as the oldest queued', async () => {
   const store = createSqliteStore(openDatabase(path.join(dir, 'c.db')), new StampClock());
@@ -99,18 +102,17 @@ test('a queued run is claimed once, whether by id (handed over) or as the oldest
       { id, kind: 'workflow', workspaceId: 'ws', startedBy: 'u', targetId: 'wf', targetVersion: 1, source: 'test', request: { input: {} }, snapshotJson: '{}', state: {}, minimumCost: 1, initialCredits: 10 },
       () => 'refused',
     );
-  const now = new Date().toISOString();
   await queue('run-a');
   await queue('run-b');
   // Both claims of run-a in one group: the first one queued wins.
-  const [byId, oldest] = await Promise.all([store.runs.claim('run-a', now, 64), store.runs.claimNext(now, 64)]);
+  const [byId, oldest] = await Promise.all([store.runs.claim('run-a', lease, 64), store.runs.claimNext(lease, 64)]);
   expect(byId).toBe(true);
   expect(oldest!.id).toBe('run-b');
-  expect(await store.runs.claim('run-a', now, 64)).toBe(false);
-  expect(await store.runs.claim('run-b', now, 64)).toBe(false);
-  expect(await store.runs.claimNext(now, 64)).toBeNull();
-  expect((await store.runs.find('run-a'))!).toMatchObject({ status: 'running', started_at: now });
-  store.close();
+  expect(await store.runs.claim('run-a', lease, 64)).toBe(false);
+  expect(await store.runs.claim('run-b', lease, 64)).toBe(false);
+  expect(await store.runs.claimNext(lease, 64)).toBeNull();
+  expect((await store.runs.find('run-a'))!).toMatchObject({ status: 'running', started_at: expect.any(String) });
+  void store.close();
 });
 
 test('a run read back from memory is the row in the table after every write (accept, claim, progress, more credits, end, refusal, interrupted)', async () => {
@@ -130,7 +132,7 @@ test('a run read back from memory is the row in the table after every write (acc
   const now = new Date().toISOString();
   await store.runs.accept(run('agent-run', 'agent', 2), () => 'refused');
   expect(JSON.parse((await same('agent-run')).snapshot!)).toEqual({ slug: 'helper', name: 'Helper' });
-  await store.runs.claim('agent-run', now, 64);
+  await store.runs.claim('agent-run', lease, 64);
   expect((await same('agent-run')).status).toBe('running');
   await store.runs.saveState('agent-run', () => ({ state: { steps: 3 }, spent: 3 })); // capped at what was reserved
   expect((await same('agent-run')).credits_spent).toBe(2);
@@ -142,17 +144,17 @@ test('a run read back from memory is the row in the table after every write (acc
   expect((await same('workflow-run')).snapshot).toBeNull();
   await store.runs.accept(run('refused-run', 'workflow', 5), (balance) => `only ${balance}`); // 10 - 2 - 2 + 1 back - 3
   expect(await same('refused-run')).toMatchObject({ status: 'refused', error: 'only 4' });
-  await store.runs.claimNext(now, 64);
+  await store.runs.claimNext(lease, 64);
   expect((await same('workflow-run')).status).toBe('running');
-  await store.runs.failInterrupted('interrupted', now);
+  await store.runs.recoverAbandoned('interrupted', 'the runner of a later start');
   expect(await same('workflow-run')).toMatchObject({ status: 'failed', error: 'interrupted', credits_reserved: 0 });
   // These reads came from memory: a change made behind the store's back does not show in them.
   const behind = openDatabase(file);
   behind.prepare(`UPDATE runs SET error = 'changed elsewhere'`).run();
   behind.close();
   for (const id of ['agent-run', 'workflow-run', 'refused-run']) expect((await store.runs.find(id))!.error).not.toBe('changed elsewhere');
-  fromTable.close();
-  store.close();
+  void fromTable.close();
+  void store.close();
 });
 
 test('a run write whose group fails to commit leaves no trace in the runs kept in memory', async () => {
@@ -168,9 +170,9 @@ test('a run write whose group fails to commit leaves no trace in the runs kept i
     () => 'refused',
   );
   // (Matched by its message: better-sqlite3's error class may come from another test file's realm.)
-  await expect(store.runs.claim('run-1', 'now', 64)).rejects.toMatchObject({ message: expect.stringContaining('FOREIGN KEY') });
+  await expect(store.runs.claim('run-1', lease, 64)).rejects.toMatchObject({ message: expect.stringContaining('FOREIGN KEY') });
   expect(await store.runs.find('run-1')).toMatchObject({ status: 'queued', started_at: null });
-  store.close();
+  void store.close();
 });
 
 test('runs beyond the memory budget (the oldest first) are read from the table, their later writes included', async () => {
@@ -188,8 +190,8 @@ test('runs beyond the memory budget (the oldest first) are read from the table, 
     ),
   );
   for (const id of [ids[0]!, ids[runs - 1]!]) {
-    await store.runs.claim(id, 'now', 64);
-    expect(await store.runs.find(id)).toMatchObject({ status: 'running', started_at: 'now' });
+    await store.runs.claim(id, lease, 64);
+    expect(await store.runs.find(id)).toMatchObject({ status: 'running', started_at: expect.any(String) });
   }
   // Which ones memory holds: a change made behind the store's back shows only in those read from the table.
   const behind = openDatabase(file);
@@ -198,14 +200,14 @@ test('runs beyond the memory budget (the oldest first) are read from the table, 
   expect((await store.runs.find(ids[0]!))!.error).toBe('changed elsewhere');
   expect((await store.runs.find(ids[1]!))!.error).toBe('changed elsewhere');
   expect((await store.runs.find(ids[runs - 1]!))!.error).toBeNull();
-  store.close();
+  void store.close();
 });
 
 test('the run queue lookups use their partial indexes, not a scan of every run', () => {
   const db = openDatabase(path.join(dir, 'q.db'));
   const plan = (sql: string, params: unknown[] = []) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail).join('; ');
   expect(plan(NEXT_QUEUED_SQL, [{ cap: 3 }])).toBe('SCAN runs USING COVERING INDEX runs_queued; LIST SUBQUERY 1; SCAN runs USING COVERING INDEX runs_running; CREATE BLOOM FILTER');
-  expect(plan(RUNNING_SQL)).toBe('SCAN runs USING INDEX runs_running');
+  expect(plan(ABANDONED_SQL, [{ now: new Date().toISOString(), self: null }])).toBe('SCAN runs USING INDEX runs_leases');
   db.close();
 });
 
@@ -291,7 +293,7 @@ test('reads served from the row cache follow every write: replace, remove, a new
   await store.workflows.create('ws', '22222222-2222-4222-8222-222222222222', { kind: 'service.workflow/v1', slug: 'w', name: 'Three', steps: [] } as never, { limit: 10 });
   expect((await store.workflows.find('ws', 'w'))?.id).toBe('22222222-2222-4222-8222-222222222222');
   expect(await store.workflows.find('other-ws', 'w')).toBeNull();
-  store.close();
+  void store.close();
 });
 
 test('the row cache holds at most its byte budget, dropping the least recently read rows', () => {
@@ -451,7 +453,7 @@ test('lists served from memory follow every write of their workspace (create, re
   expect(await store.workflows.remove('ws', flow.record.id)).toBe(true);
   expect(await lists()).toEqual({ agents: (await fromTable()).agents, workflows: [] });
   expect(await store.agents.list('other-ws')).toBe(otherWorkspace); // another workspace's writes leave it alone
-  store.close();
+  void store.close();
 });
 
 test('kv.list by prefix finds keys whose next character is outside the BMP, and only keys with the prefix', async () => {
@@ -467,7 +469,7 @@ test('kv.list by prefix finds keys whose next character is outside the BMP, and 
   expect(prefixUpperBound('a\u{10FFFF}')).toBe('b');
   expect(prefixUpperBound('\u{10FFFF}')).toBeNull();
   expect(prefixUpperBound('')).toBeNull();
-  store.close();
+  void store.close();
 });
 
 test('progress, more credits and an end only change a running run: a run ended by another path keeps its end and its refund', async () => {
@@ -483,9 +485,9 @@ test('progress, more credits and an end only change a running run: a run ended b
   expect(await store.runs.saveState('r1', () => ({ state: { at: 'early' }, spent: 1 }))).toBe('not_running');
   expect(await store.runs.finish('r1', 'succeeded', null, { at: 'early' }, 1, now)).toBe(false);
   expect(await store.runs.find('r1')).toMatchObject({ status: 'queued', state: '{"at":"start"}', credits_spent: 0 });
-  await store.runs.claim('r1', now, 64);
+  await store.runs.claim('r1', lease, 64);
   expect(await store.runs.saveState('r1', () => ({ state: { at: 'one' }, spent: 1 }))).toBe('saved');
-  expect(await store.runs.failInterrupted('interrupted', now)).toBe(1); // refunds the 2 unspent
+  expect(await store.runs.recoverAbandoned('interrupted', 'the runner of a later start')).toBe(1); // refunds the 2 unspent
   expect(await balance()).toBe(9);
   // The worker, unaware, reports progress, asks for more and ends the run: none of it lands.
   expect(await store.runs.saveState('r1', () => ({ state: { at: 'two' }, spent: 2 }))).toBe('not_running');
@@ -495,6 +497,6 @@ test('progress, more credits and an end only change a running run: a run ended b
   expect(await balance()).toBe(9); // refunded once, charged nothing more
   const reopened = createSqliteStore(openDatabase(path.join(dir, 'g.db')), new StampClock());
   expect(await reopened.runs.find('r1')).toMatchObject({ status: 'failed', state: '{"at":"one"}', credits_spent: 1 });
-  reopened.close();
-  store.close();
+  void reopened.close();
+  void store.close();
 });

@@ -1,0 +1,82 @@
+// The PostgreSQL connection pool and the few ways the adapter talks through it: a query on any
+// pooled connection, and a transaction on one connection (READ COMMITTED, PostgreSQL's default) that
+// is run again from the start when the server aborts it for a deadlock or a serialization failure.
+// Every guarantee of the adapter is a constraint or a conditional write whose affected-row count is
+// checked inside such a transaction, never a lock or a flag held in this process.
+import pg from 'pg';
+
+/** What a transaction's work is given: statements on the transaction's connection. */
+export interface Sql {
+  /** The rows the statement returns. */
+  rows<R>(text: string, params?: readonly unknown[]): Promise<R[]>;
+  /** The first row, or undefined. */
+  row<R>(text: string, params?: readonly unknown[]): Promise<R | undefined>;
+  /** How many rows the statement wrote (an INSERT, UPDATE or DELETE). */
+  count(text: string, params?: readonly unknown[]): Promise<number>;
+}
+
+export interface PgDatabase extends Sql {
+  /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(work: (sql: Sql) => Promise<T>): Promise<T>;
+  pool: pg.Pool;
+  close(): Promise<void>;
+}
+
+// int8 (bigint, COUNT(*)) as a number: stamps (µs), due times (ms) and credits stay below 2^53.
+const INT8_OID = 20;
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+/** SQLSTATEs after which a transaction can simply be run again. */
+const RETRYABLE = new Set(['40001', '40P01']); // serialization_failure, deadlock_detected
+const MAX_ATTEMPTS = 5;
+
+/** A unique or primary-key constraint refused the write. */
+export const isUniqueViolation = (err: unknown): boolean => (err as { code?: string }).code === '23505';
+
+function statements(client: pg.Pool | pg.PoolClient): Sql {
+  return {
+    rows: async <R>(text: string, params: readonly unknown[] = []) => (await client.query({ text, values: params as unknown[] })).rows as R[],
+    row: async <R>(text: string, params: readonly unknown[] = []) => (await client.query({ text, values: params as unknown[] })).rows[0] as R | undefined,
+    count: async (text: string, params: readonly unknown[] = []) => (await client.query({ text, values: params as unknown[] })).rowCount ?? 0,
+  };
+}
+
+export function openPgDatabase(url: string, opts: { max?: number; applicationName?: string } = {}): PgDatabase {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max ?? 10,
+    types,
+    application_name: opts.applicationName ?? 'build-api',
+    // A connection the server dropped (a restart, a failover) is replaced on next use; an idle
+    // client's error must not crash the process.
+    idleTimeoutMillis: 30_000,
+  });
+  pool.on('error', () => undefined);
+  const onPool = statements(pool);
+  return {
+    ...onPool,
+    pool,
+    async transaction<T>(work: (sql: Sql) => Promise<T>): Promise<T> {
+      for (let attempt = 1; ; attempt++) {
+        const client = await pool.connect();
+        let broken: Error | undefined;
+        try {
+          await client.query('BEGIN');
+          const value = await work(statements(client));
+          await client.query('COMMIT');
+          return value;
+        } catch (err) {
+          await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+          if (attempt < MAX_ATTEMPTS && RETRYABLE.has((err as { code?: string }).code ?? '')) continue;
+          throw err;
+        } finally {
+          client.release(broken);
+        }
+      }
+    },
+    close: () => pool.end(),
+  };
+}

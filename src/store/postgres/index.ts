@@ -1,0 +1,66 @@
+// The PostgreSQL adapter of the store (DATABASE_URL=postgres://…): the same interface as the SQLite
+// one, for any number of replicas on one database. Nothing here is answered from this process's
+// memory: every read asks the database, so a write committed by any replica is seen by the next
+// read on every other (read-your-writes through a load balancer). Guarantees are constraints and
+// conditional writes whose affected-row counts are checked, under READ COMMITTED; document stamps
+// come from the database's clock; the run queue is leased (runs.ts); other replicas hear of queued
+// runs and new run events through LISTEN/NOTIFY (notifications.ts), with polls as the safety net.
+import type { Store } from '../index';
+import { openPgDatabase } from './database';
+import { migratePg } from './migrate';
+import { pgAgentRepository, pgConnectionRepository, pgWorkflowRepository, pgWorkspaceRepository } from './documents';
+import { pgScheduleRepository } from './schedules';
+import { pgWebhookRepository } from './webhooks';
+import { pgIdempotencyRepository } from './idempotency';
+import { pgKvRepository } from './kv';
+import { pgRunRepository } from './runs';
+import { listenForNotifications } from './notifications';
+
+export interface PgStoreOptions {
+  /** Connections in the pool (PG_POOL_SIZE). */
+  poolSize?: number;
+}
+
+/** The name of the built-in issuer's key in issuer_keys. */
+const SIGNING_KEY = 'local-issuer';
+
+export async function openPostgresStore(url: string, opts: PgStoreOptions = {}): Promise<Store> {
+  const db = openPgDatabase(url, { max: opts.poolSize });
+  try {
+    await migratePg(db);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  const notifications = listenForNotifications(url);
+  return {
+    dialect: 'postgres',
+    agents: pgAgentRepository(db),
+    workflows: pgWorkflowRepository(db),
+    connections: pgConnectionRepository(db),
+    workspaces: pgWorkspaceRepository(db),
+    runs: pgRunRepository(db, notifications),
+    kv: pgKvRepository(db),
+    webhooks: pgWebhookRepository(db),
+    schedules: pgScheduleRepository(db),
+    idempotency: pgIdempotencyRepository(db),
+    async signingKey(generate) {
+      const stored = await db.row<{ pem: string }>('SELECT pem FROM issuer_keys WHERE name = $1', [SIGNING_KEY]);
+      if (stored) return stored.pem;
+      // Of replicas starting together, one insert wins (the primary key); the others read its key.
+      await db.count('INSERT INTO issuer_keys (name, pem, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING', [
+        SIGNING_KEY,
+        generate(),
+        new Date().toISOString(),
+      ]);
+      return ((await db.row<{ pem: string }>('SELECT pem FROM issuer_keys WHERE name = $1', [SIGNING_KEY])) as { pem: string }).pem;
+    },
+    ping: async () => {
+      await db.rows('SELECT 1');
+    },
+    close: async () => {
+      await notifications.close();
+      await db.close();
+    },
+  };
+}
