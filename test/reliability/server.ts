@@ -6,7 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import createClient from 'openapi-fetch';
 import type { paths } from '../../generated/api';
-import { openLocalIssuer } from '../../src/auth/local-issuer';
+import { localIssuerFromKey, openLocalIssuer } from '../../src/auth/local-issuer';
+import { freshDatabase, storedSigningKey } from '../helpers/database';
 import { projectRoot } from '../../src/paths';
 
 export const PUBLIC_BASE_URL = 'http://reliability.test';
@@ -15,6 +16,8 @@ export interface ServerProcess {
   baseUrl: string;
   dataDir: string;
   databasePath: string;
+  /** The PostgreSQL database it serves, or null when it serves the SQLite file at databasePath. */
+  databaseUrl: string | null;
   /** Every line the process wrote to stdout and stderr, across restarts. */
   logs: string[];
   pid(): number;
@@ -28,16 +31,22 @@ export interface ServerProcess {
   dispose(): Promise<void>;
 }
 
+/**
+ * `env.DATABASE_URL` or `env.DATABASE_PATH`: that database (several servers may share a PostgreSQL
+ * one); otherwise a fresh database of the store under test (test/helpers/database.ts).
+ */
 export async function startServer(env: Record<string, string> = {}): Promise<ServerProcess> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-reliability-'));
   const databasePath = path.join(dataDir, 'build.db');
+  const database = env.DATABASE_URL || env.DATABASE_PATH ? null : await freshDatabase();
+  const databaseUrl = env.DATABASE_URL ?? database?.url ?? null;
   const logs: string[] = [];
   let child: ChildProcess;
   let baseUrl = '';
 
   async function launch(): Promise<void> {
     child = spawn(process.execPath, [path.join(projectRoot, 'bin', 'build-api.js'), 'serve'], {
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, PUBLIC_BASE_URL, LOG_LEVEL: 'info', ...env },
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, PUBLIC_BASE_URL, LOG_LEVEL: 'info', ...database?.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     baseUrl = await new Promise<string>((resolve, reject) => {
@@ -65,13 +74,16 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
   }
 
   await launch();
-  const issuer = () => openLocalIssuer(dataDir, PUBLIC_BASE_URL);
+  // The key the server signs with: its data directory's file (SQLite), or the database's (read once: it never changes).
+  const key = databaseUrl ? await storedSigningKey(databaseUrl) : null;
+  const issuer = () => (key ? localIssuerFromKey(key, PUBLIC_BASE_URL) : openLocalIssuer(dataDir, PUBLIC_BASE_URL));
   const server: ServerProcess = {
     get baseUrl() {
       return baseUrl;
     },
     dataDir,
     databasePath,
+    databaseUrl,
     logs,
     pid: () => child.pid as number,
     token: (opts = {}) =>
@@ -92,6 +104,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
     restart: launch,
     dispose: async () => {
       await server.kill('SIGTERM');
+      await database?.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -1,0 +1,285 @@
+// The documents (agents, workflows), connections and workspaces on PostgreSQL, for any number of
+// replicas on one database. Every read asks the database. A replace is compare-and-set on the
+// stored stamp (the UPDATE's affected-row count decides which writer wins); a create holds a
+// transaction-scoped advisory lock on (table, workspace) while it counts and picks its slug, with
+// the UNIQUE (workspace_id, slug) constraint as the backstop. Stamps come from the database's clock.
+import { firstFreeSlug } from '../../domain/agent';
+import { formatStamp } from '../../domain/stamps';
+import { agentSchedules, workflowSchedules } from '../../domain/triggers';
+import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../../domain/types';
+import { isUuid, StoredVersion, type CreateOptions, type CreateOutcome, type DocumentRecord, type ReplaceOutcome, type Serialized } from '../documents';
+import type { AgentRepository, ConnectionRepository, SecretRow, WorkflowRepository, WorkspaceRepository } from '../index';
+import type { ListVersion } from '../list-cache';
+import { isUniqueViolation, type PgDatabase, type Sql } from './database';
+import { removeSchedules, syncSchedules } from './schedules';
+
+/** The database's clock in microseconds (the whole stamp: PostgreSQL keeps microseconds). */
+const NOW_US = '(extract(epoch from clock_timestamp()) * 1000000)::bigint';
+
+/**
+ * PostgreSQL text cannot hold U+0000 (SQLite's can): a value with one is never stored, so a lookup
+ * by it finds nothing, and is not sent (the server would refuse the whole statement).
+ */
+export const holdsNul = (text: string): boolean => text.includes('\u0000');
+
+/** The name column's text: U+0000 (which it cannot hold) becomes U+FFFD; the list then reads the name from the document (see listName). */
+const nameColumn = (name: string): string => name.replaceAll('\u0000', '\uFFFD');
+
+interface Row {
+  id: string;
+  workspace_id: string;
+  slug: string;
+  version: number;
+  stamp_us: number;
+  document: string;
+}
+
+interface DocumentSpec<T, W> {
+  table: 'agents' | 'workflows';
+  maxSlugLength: number;
+  /** Columns besides the common ones, kept in step with the document (for lists and lookups). */
+  columns: Record<string, (doc: T) => string | number>;
+  /** Further rows written in the document's transaction; `extra` is what the caller passed with the write. */
+  afterWrite: (sql: Sql, id: string, doc: T, extra: W | undefined, workspaceId: string) => Promise<void>;
+}
+
+type Doc = { slug?: string; updated_at?: string };
+
+function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W>) {
+  const { table } = spec;
+  const extra = Object.keys(spec.columns);
+  const selectCols = 'id, workspace_id, slug, version, stamp_us, document';
+  // The unique constraint PostgreSQL names for UNIQUE (workspace_id, slug) (migrations/001_init.sql).
+  const slugConstraint = `${table}_workspace_id_slug_key`;
+
+  const toRecord = (row: Row) => new StoredVersion<T>(row.id, row.workspace_id, row.slug, row.version, row.stamp_us, row.document as Serialized<T>);
+  const byId = async (sql: Sql, workspaceId: string, id: string) => {
+    const row = await sql.row<Row>(`SELECT ${selectCols} FROM ${table} WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+    return row ? toRecord(row) : null;
+  };
+
+  /** Stamps the document and serialises it; the stamp is the document's own `updated_at`. */
+  const stamped = (doc: T, stampMicros: number, slug: string): { doc: T; json: string } => {
+    // Documents always have both members (normalised, or read back): spreading keeps their order.
+    const final = { ...doc, slug, updated_at: formatStamp(stampMicros) };
+    return { doc: final, json: JSON.stringify(final) };
+  };
+  const columnValues = (doc: T) => extra.map((c) => spec.columns[c]!(doc));
+
+  /** The slug the create takes, or why none: the same order of checks as SQLite (limit, then slug). */
+  const chooseSlug = async (sql: Sql, workspaceId: string, wanted: string, opts: CreateOptions): Promise<string | 'limit_reached' | 'slug_taken'> => {
+    const count = await sql.row<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE workspace_id = $1`, [workspaceId]);
+    if (count!.n >= opts.limit) return 'limit_reached';
+    if (opts.deriveSlug) {
+      const rows = await sql.rows<{ slug: string }>(`SELECT slug FROM ${table} WHERE workspace_id = $1`, [workspaceId]);
+      const taken = new Set(rows.map((r) => r.slug));
+      return firstFreeSlug(wanted, (slug) => taken.has(slug), spec.maxSlugLength);
+    }
+    const taken = await sql.row(`SELECT 1 FROM ${table} WHERE workspace_id = $1 AND slug = $2`, [workspaceId, wanted]);
+    return taken ? 'slug_taken' : wanted;
+  };
+
+  const createTx = async (sql: Sql, workspaceId: string, id: string, doc: T, opts: CreateOptions, more: W | undefined): Promise<CreateOutcome<T>> => {
+    // Creates in one workspace take turns from here to their commit: the count and the free slug
+    // they read stay true until they insert (a lock's waiter reads, under READ COMMITTED, what its holder committed).
+    const clock = await sql.row<{ now_us: number }>(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), ${NOW_US} AS now_us`, [`${table}:${workspaceId}`]);
+    const slug = await chooseSlug(sql, workspaceId, doc.slug as string, opts);
+    if (slug === 'limit_reached' || slug === 'slug_taken') return { ok: false, reason: slug };
+    const stampMicros = clock!.now_us;
+    const { doc: final, json } = stamped(doc, stampMicros, slug);
+    // The caller measured the document with the slug it asked for; a derived slug's suffix may add a few bytes.
+    const bytes = Buffer.byteLength(json);
+    if (opts.maxBytes !== undefined && bytes > opts.maxBytes) return { ok: false, reason: 'too_large', bytes };
+    const params = [id, workspaceId, slug, stampMicros, json, new Date().toISOString(), ...columnValues(final)];
+    await sql.count(
+      `INSERT INTO ${table} (id, workspace_id, slug, version, stamp_us, document, created_at${extra.map((c) => `, ${c}`).join('')})
+       VALUES ($1, $2, $3, 1, $4, $5, $6${extra.map((_, i) => `, $${i + 7}`).join('')})`,
+      params,
+    );
+    await spec.afterWrite(sql, id, final, more, workspaceId);
+    return { ok: true, record: new StoredVersion(id, workspaceId, slug, 1, stampMicros, json as Serialized<T>, final) };
+  };
+
+  const replaceTx = async (sql: Sql, workspaceId: string, id: string, expected: number, doc: T, more: W | undefined): Promise<ReplaceOutcome<T>> => {
+    const row = await sql.row<{ slug: string; version: number; stamp_us: number; now_us: number }>(
+      `SELECT slug, version, stamp_us, ${NOW_US} AS now_us FROM ${table} WHERE workspace_id = $1 AND id = $2`,
+      [workspaceId, id],
+    );
+    if (!row || row.stamp_us !== expected) return { ok: false, current: await byId(sql, workspaceId, id) };
+    // Past the stored stamp even when this server's clock is behind the one that wrote it.
+    const stampMicros = Math.max(row.now_us, row.stamp_us + 1);
+    const { doc: final, json } = stamped(doc, stampMicros, row.slug);
+    const values = columnValues(final);
+    const updated = await sql.count(
+      `UPDATE ${table} SET version = version + 1, stamp_us = $3, document = $4${extra.map((c, i) => `, ${c} = $${i + 5}`).join('')}
+       WHERE id = $1 AND stamp_us = $2`,
+      [id, expected, stampMicros, json, ...values],
+    );
+    // Another writer's UPDATE committed between the read and this one (which waited for it, then found the stamp moved).
+    if (updated !== 1) return { ok: false, current: await byId(sql, workspaceId, id) };
+    await spec.afterWrite(sql, id, final, more, workspaceId);
+    return { ok: true, record: new StoredVersion(id, workspaceId, row.slug, row.version + 1, stampMicros, json as Serialized<T>, final) };
+  };
+
+  return {
+    /** `ref` is an id (UUID) or a slug. */
+    find: async (workspaceId: string, ref: string): Promise<DocumentRecord<T> | null> => {
+      if (holdsNul(ref)) return null;
+      const [column, value] = isUuid(ref) ? ['id', ref.toLowerCase()] : ['slug', ref];
+      const row = await db.row<Row>(`SELECT ${selectCols} FROM ${table} WHERE workspace_id = $1 AND ${column} = $2`, [workspaceId, value]);
+      return row ? toRecord(row) : null;
+    },
+    /** Inserts a new document (version 1). With deriveSlug, `doc.slug` is a base to make unique. */
+    create: async (workspaceId: string, id: string, doc: T, opts: CreateOptions, more?: W): Promise<CreateOutcome<T>> => {
+      try {
+        return await db.transaction((sql) => createTx(sql, workspaceId, id, doc, opts, more));
+      } catch (err) {
+        // The backstop: a slug inserted by a writer that did not take the lock. Another unique
+        // violation (an id already used) is a fault, as in SQLite.
+        if (isUniqueViolation(err) && (err as { constraint?: string }).constraint === slugConstraint) return { ok: false, reason: 'slug_taken' };
+        throw err;
+      }
+    },
+    /** Writes `doc` if the stored stamp is still `expected`; otherwise returns what is stored. */
+    replace: (workspaceId: string, id: string, expected: number, doc: T, more?: W): Promise<ReplaceOutcome<T>> =>
+      db.transaction((sql) => replaceTx(sql, workspaceId, id, expected, doc, more)),
+    /** Deletes the document and `dependents` (its other rows) in one transaction; whether there was one. */
+    remove: (workspaceId: string, id: string, dependents: (sql: Sql) => Promise<void>): Promise<boolean> =>
+      db.transaction(async (sql) => {
+        const removed = (await sql.count(`DELETE FROM ${table} WHERE workspace_id = $1 AND id = $2`, [workspaceId, id])) > 0;
+        if (removed) await dependents(sql);
+        return removed;
+      }),
+  };
+}
+
+/** The list's name: the column, or the document's when the column could not hold it (U+0000: see nameColumn). */
+function listName(row: { name: string; document: string | null }): string {
+  if (row.document === null) return row.name;
+  // What SQLite's column holds: the name as UTF-8 (a lone surrogate becomes U+FFFD, as the column's does).
+  return Buffer.from((JSON.parse(row.document) as { name: string }).name, 'utf8').toString('utf8');
+}
+
+/** The name column, and the document where that column had to change the name (rare: only then is the document read). */
+const NAME_SQL = 'name, CASE WHEN strpos(name, chr(65533)) > 0 THEN document END AS document';
+
+// Lists are built here, not by PostgreSQL: its json_agg and json_build_object put spaces in the
+// text (`{"id" : …}, \n {…}`), and these are the exact bytes SQLite's json_object gives, stamps by formatStamp.
+async function agentList(db: PgDatabase, workspaceId: string): Promise<ListVersion<AgentListItem[]>> {
+  type ListRow = { id: string; slug: string; name: string; document: string | null; status: string; stamp_us: number };
+  const rows = await db.rows<ListRow>(`SELECT id, slug, ${NAME_SQL}, status, stamp_us FROM agents WHERE workspace_id = $1 ORDER BY slug`, [workspaceId]);
+  const items = rows.map((r) => ({ id: r.id, slug: r.slug, name: listName(r), status: r.status, updated_at: formatStamp(r.stamp_us) }));
+  return { json: JSON.stringify(items) as Serialized<AgentListItem[]> };
+}
+
+async function workflowList(db: PgDatabase, workspaceId: string): Promise<ListVersion<WorkflowListItem[]>> {
+  type ListRow = { slug: string; name: string; document: string | null; enabled: number; version: number; stamp_us: number };
+  const rows = await db.rows<ListRow>(`SELECT slug, ${NAME_SQL}, enabled, version, stamp_us FROM workflows WHERE workspace_id = $1 ORDER BY slug`, [workspaceId]);
+  const items = rows.map((r) => ({ slug: r.slug, name: listName(r), enabled: r.enabled === 1, version: r.version, updated_at: formatStamp(r.stamp_us) }));
+  return { json: JSON.stringify(items) as Serialized<WorkflowListItem[]> };
+}
+
+/**
+ * An agent's trigger rows follow its document, as in SQLite (store/index.ts): new ones are added
+ * (with their secret's hash), the ones it no longer names go and their secrets are retired
+ * (`dropped`: a delivery to them is 410), and a secret minted for an existing trigger retires the old one (`rotated`).
+ */
+async function writeTriggers(sql: Sql, agentId: string, doc: Agent, secrets: SecretRow[]): Promise<void> {
+  const now = new Date().toISOString();
+  const keep = doc.triggers.map((t) => t.id);
+  await sql.count(
+    `INSERT INTO retired_webhook_secrets (secret_hash, trigger_id, reason, retired_at)
+     SELECT secret_hash, id, 'dropped', $3 FROM agent_triggers WHERE agent_id = $1 AND id <> ALL($2::text[]) AND secret_hash IS NOT NULL AND secret_hash <> ''
+     ON CONFLICT DO NOTHING`,
+    [agentId, keep, now],
+  );
+  await sql.count('DELETE FROM agent_triggers WHERE agent_id = $1 AND id <> ALL($2::text[])', [agentId, keep]);
+  await sql.count(
+    `INSERT INTO agent_triggers (id, agent_id, kind) SELECT t.id, $1, t.kind FROM unnest($2::text[], $3::text[]) AS t (id, kind)
+     ON CONFLICT (id) DO NOTHING`,
+    [agentId, keep, doc.triggers.map((t) => t.kind)],
+  );
+  const unsigned = doc.triggers.filter((t) => t.kind === 'webhook' && t.signing === 'none').map((t) => t.id);
+  if (unsigned.length) await sql.count('UPDATE agent_triggers SET signing_secret = NULL WHERE id = ANY($1::text[]) AND signing_secret IS NOT NULL', [unsigned]);
+  for (const s of secrets) {
+    await sql.count(
+      `INSERT INTO retired_webhook_secrets (secret_hash, trigger_id, reason, retired_at)
+       SELECT secret_hash, id, 'rotated', $2 FROM agent_triggers WHERE id = $1 AND secret_hash IS NOT NULL AND secret_hash <> $3
+       ON CONFLICT DO NOTHING`,
+      [s.triggerId, now, s.hash],
+    );
+    await sql.count('UPDATE agent_triggers SET secret_hash = $1, secret_prefix = $2, signing_secret = $3 WHERE id = $4 AND agent_id = $5', [
+      s.hash,
+      s.prefix,
+      s.signingSecret,
+      s.triggerId,
+      agentId,
+    ]);
+  }
+}
+
+export function pgAgentRepository(db: PgDatabase): AgentRepository {
+  const table = documentTable<Agent, SecretRow[]>(db, {
+    table: 'agents',
+    maxSlugLength: 160,
+    columns: { name: (doc) => nameColumn(doc.name), status: (doc) => doc.status },
+    afterWrite: async (sql, agentId, doc, secrets = [], workspaceId) => {
+      await syncSchedules(sql, workspaceId, agentId, agentSchedules(doc), Date.now());
+      await writeTriggers(sql, agentId, doc, secrets);
+    },
+  });
+  return {
+    list: (workspaceId) => agentList(db, workspaceId),
+    find: (workspaceId, ref) => table.find(workspaceId, ref),
+    create: (workspaceId, id, doc, opts, secrets) => table.create(workspaceId, id, doc, opts, secrets),
+    replace: (workspaceId, id, expected, doc, secrets) => table.replace(workspaceId, id, expected, doc, secrets),
+  };
+}
+
+export function pgWorkflowRepository(db: PgDatabase): WorkflowRepository {
+  const table = documentTable<Workflow, undefined>(db, {
+    table: 'workflows',
+    maxSlugLength: 80,
+    columns: { name: (doc) => nameColumn(doc.name), enabled: (doc) => (doc.enabled ? 1 : 0) },
+    // The workflow's schedule row follows it, like an agent's (see syncSchedules).
+    afterWrite: (sql, id, doc, _extra, workspaceId) => syncSchedules(sql, workspaceId, id, workflowSchedules(id, doc), Date.now()),
+  });
+  return {
+    list: (workspaceId) => workflowList(db, workspaceId),
+    find: (workspaceId, ref) => table.find(workspaceId, ref),
+    create: (workspaceId, id, doc, opts) => table.create(workspaceId, id, doc, { ...opts, deriveSlug: false }),
+    replace: (workspaceId, id, expected, doc) => table.replace(workspaceId, id, expected, doc),
+    remove: (workspaceId, id) => table.remove(workspaceId, id, (sql) => removeSchedules(sql, id)),
+  };
+}
+
+export function pgConnectionRepository(db: PgDatabase): ConnectionRepository {
+  return {
+    list: (workspaceId) => db.rows<Connection>('SELECT ref, app, label, status FROM connections WHERE workspace_id = $1 ORDER BY ref', [workspaceId]),
+    upsert: async (workspaceId, c) => {
+      await db.count(
+        `INSERT INTO connections (workspace_id, ref, app, label, status, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (workspace_id, ref) DO UPDATE SET app = excluded.app, label = excluded.label, status = excluded.status`,
+        [workspaceId, c.ref, c.app, c.label, c.status, new Date().toISOString()],
+      );
+    },
+  };
+}
+
+export function pgWorkspaceRepository(db: PgDatabase): WorkspaceRepository {
+  return {
+    credits: async (workspaceId, initial) => {
+      // Two statements, not one: a row another replica inserted after this statement's snapshot is
+      // skipped by DO NOTHING and would be invisible to a SELECT in the same statement.
+      await db.count('INSERT INTO workspaces (id, credits, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING', [workspaceId, initial, new Date().toISOString()]);
+      return (await db.row<{ credits: number }>('SELECT credits FROM workspaces WHERE id = $1', [workspaceId]))!.credits;
+    },
+    setCredits: async (workspaceId, amount) => {
+      await db.count(
+        `INSERT INTO workspaces (id, credits, created_at) VALUES ($1, $2, $3)
+         ON CONFLICT (id) DO UPDATE SET credits = excluded.credits`,
+        [workspaceId, amount, new Date().toISOString()],
+      );
+    },
+  };
+}

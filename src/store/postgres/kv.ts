@@ -1,0 +1,35 @@
+// The workspaces' key-value entries on PostgreSQL (see kvRepository in store/runs.ts). Keys are
+// COLLATE "C" (migrations/001_init.sql): compared byte-wise, as SQLite does, so a prefix is a range.
+import { prefixUpperBound, type KvRepository } from '../runs';
+import type { PgDatabase } from './database';
+import { holdsNul } from './documents';
+
+export function pgKvRepository(db: PgDatabase): KvRepository {
+  return {
+    // A key PostgreSQL cannot hold (U+0000) is one no entry has.
+    get: async (ws, key) => {
+      if (holdsNul(key)) return undefined;
+      const row = await db.row<{ value: string }>('SELECT value FROM kv_entries WHERE workspace_id = $1 AND key = $2', [ws, key]);
+      return row === undefined ? undefined : JSON.parse(row.value);
+    },
+    // Prefix match by range, so `%` and `_` in a prefix are plain characters.
+    list: async (ws, prefix, limit) => {
+      if (holdsNul(prefix)) return [];
+      const upper = prefixUpperBound(prefix);
+      const rows =
+        upper === null
+          ? await db.rows<{ key: string }>('SELECT key FROM kv_entries WHERE workspace_id = $1 AND key >= $2 ORDER BY key LIMIT $3', [ws, prefix, limit])
+          : await db.rows<{ key: string }>('SELECT key FROM kv_entries WHERE workspace_id = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT $4', [ws, prefix, upper, limit]);
+      return rows.map((r) => r.key);
+    },
+    set: async (ws, key, value) => {
+      if (holdsNul(key)) throw new Error('kv: a key cannot contain U+0000 (NUL)');
+      await db.count(
+        `INSERT INTO kv_entries (workspace_id, key, value, updated_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (workspace_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+        [ws, key, JSON.stringify(value), new Date().toISOString()],
+      );
+    },
+    delete: async (ws, key) => !holdsNul(key) && (await db.count('DELETE FROM kv_entries WHERE workspace_id = $1 AND key = $2', [ws, key])) > 0,
+  };
+}

@@ -1,0 +1,66 @@
+// A run's events in PostgreSQL (see store/run-events.ts): numbered from 1 per run without gaps,
+// appended inside the transaction of the change they report, at most RUN_EVENTS_LIMIT per run and
+// beyond it only the final event.
+//
+// The numbering reads the run's last number and writes after it, so two transactions appending to
+// one run must not interleave. They do not: every caller appends after the statement that updated
+// (and so row-locked) the run's row in the same transaction, or after inserting it (accept), so a
+// second appender waits at that statement for the first to commit, and its append, a statement
+// begun later, sees the first's events (READ COMMITTED takes a snapshot per statement). The
+// primary key (run_id, seq) is the backstop: an append that broke that rule fails rather than
+// numbering twice.
+import { FINAL_EVENT, RUN_EVENTS_LIMIT, type RunEventInput, type RunEventRow } from '../run-events';
+import type { Sql } from './database';
+
+/** The channel on which a write that added events to a run says so: `<instance id>:<run id>`. */
+export const RUN_EVENTS_CHANNEL = 'build_run_events';
+
+/** Now by the database's clock, as ISO 8601 UTC text with milliseconds (as Date.toISOString writes it). */
+export const DB_NOW = `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+export function pgRunEvents(limit = RUN_EVENTS_LIMIT) {
+  // All the events of one write in one statement: numbered after the run's last one, those beyond
+  // the limit dropped unless final, the kept ones renumbered densely (row_number), and announced
+  // (when any was kept) by a NOTIFY that the server sends when the transaction commits.
+  const append = `WITH base AS (SELECT COALESCE(MAX(seq), 0) AS n FROM run_events WHERE run_id = $1),
+    kept AS (
+      SELECT e.type, e.data, e.at, row_number() OVER (ORDER BY e.ord) AS k
+      FROM base, unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS e (type, data, at, ord)
+      WHERE base.n + e.ord <= $5 OR e.type = '${FINAL_EVENT}'),
+    added AS (
+      INSERT INTO run_events (run_id, seq, type, data, at)
+      SELECT $1, base.n + kept.k, kept.type, kept.data, COALESCE(kept.at, $6, ${DB_NOW}) FROM base, kept
+      RETURNING seq)
+    SELECT n AS added, CASE WHEN n > 0 THEN pg_notify('${RUN_EVENTS_CHANNEL}', $7) END AS notified
+    FROM (SELECT COUNT(*) AS n FROM added) AS counted`;
+  return {
+    /**
+     * Appends events to a run's stream inside the caller's transaction, after its statement that
+     * locked the run's row (see above), and announces them with `payload`; how many were kept.
+     * An event without `at` takes `now`, or the database's clock when `now` is null.
+     */
+    async append(sql: Sql, runId: string, events: readonly RunEventInput[], now: string | null, payload: string): Promise<number> {
+      if (!events.length) return 0;
+      const row = await sql.row<{ added: number }>(append, [
+        runId,
+        events.map((e) => e.type),
+        events.map((e) => JSON.stringify(e.data)),
+        events.map((e) => e.at ?? null),
+        limit,
+        now,
+        payload,
+      ]);
+      return row?.added ?? 0;
+    },
+    /** A run's events after `seq`, oldest first, at most `max`. */
+    after(sql: Sql, runId: string, seq: number, max: number): Promise<RunEventRow[]> {
+      return sql.rows<RunEventRow>('SELECT seq, type, data, at FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3', [runId, seq, max]);
+    },
+    /** Deletes the events of these runs (inside the caller's transaction). */
+    async remove(sql: Sql, runIds: readonly string[]): Promise<void> {
+      await sql.count('DELETE FROM run_events WHERE run_id = ANY($1)', [runIds]);
+    },
+  };
+}
+
+export type PgRunEvents = ReturnType<typeof pgRunEvents>;

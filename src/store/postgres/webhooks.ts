@@ -1,0 +1,52 @@
+// What the webhook receiver reads and counts on PostgreSQL (see store/webhooks.ts). The rate count
+// is one conditional upsert: under READ COMMITTED a second upsert of the row waits for the first
+// to commit and then judges the count that one left, so replicas never count past the limit.
+import type { WebhookRepository, WebhookTarget } from '../webhooks';
+import type { PgDatabase } from './database';
+import { holdsNul } from './documents';
+
+export function pgWebhookRepository(db: PgDatabase): WebhookRepository {
+  return {
+    // A trigger id comes from the URL: one PostgreSQL cannot hold names no trigger.
+    target: async (triggerId) => {
+      if (holdsNul(triggerId)) return null;
+      const target = await db.row<WebhookTarget>(
+        `SELECT t.id AS "triggerId", t.agent_id AS "agentId", a.workspace_id AS "workspaceId", t.secret_hash AS "secretHash", t.signing_secret AS "signingSecret"
+         FROM agent_triggers t JOIN agents a ON a.id = t.agent_id WHERE t.id = $1 AND t.kind = 'webhook'`,
+        [triggerId],
+      );
+      return target ?? null;
+    },
+    retired: async (triggerId, hash) => {
+      if (holdsNul(triggerId) || holdsNul(hash)) return null;
+      const row = await db.row<{ reason: 'rotated' | 'dropped' }>('SELECT reason FROM retired_webhook_secrets WHERE secret_hash = $1 AND trigger_id = $2', [hash, triggerId]);
+      return row?.reason ?? null;
+    },
+    delivery: async (triggerId, key, since) => {
+      if (holdsNul(triggerId) || holdsNul(key)) return null;
+      const row = await db.row<{ runId: string; httpStatus: number }>(
+        'SELECT run_id AS "runId", http_status AS "httpStatus" FROM webhook_deliveries WHERE trigger_id = $1 AND delivery_key = $2 AND received_at >= $3',
+        [triggerId, key, since],
+      );
+      return row ?? null;
+    },
+    countDelivery: async (triggerId, window, limit) => {
+      // A new minute starts the count again; within the minute, the row changes only while below the limit.
+      const counted = await db.count(
+        `INSERT INTO trigger_rate_windows (trigger_id, window_start, count) VALUES ($1, $2, 1)
+         ON CONFLICT (trigger_id) DO UPDATE SET
+           count = CASE WHEN trigger_rate_windows.window_start = excluded.window_start THEN trigger_rate_windows.count + 1 ELSE 1 END,
+           window_start = excluded.window_start
+         WHERE trigger_rate_windows.window_start <> excluded.window_start OR trigger_rate_windows.count < $3`,
+        [triggerId, window, limit],
+      );
+      return counted === 1;
+    },
+    // By ctid (PostgreSQL has no rowid); the condition is checked again on the row deleted, in case another writer changed it.
+    pruneDeliveries: (before, limit) =>
+      db.count(
+        `DELETE FROM webhook_deliveries WHERE ctid = ANY (ARRAY(SELECT ctid FROM webhook_deliveries WHERE received_at < $1 LIMIT $2)) AND received_at < $1`,
+        [before, limit],
+      ),
+  };
+}

@@ -1,0 +1,212 @@
+// Three `build-api serve` processes on one PostgreSQL database, as replicas behind a load balancer:
+// every request goes to one of them at random. The guarantees must hold across them: one winner of
+// a compare-and-set, every accepted run executed exactly once, a killed replica's runs finished by
+// another once their lease passes (credits exact), a write on one visible to the next read on any
+// other, tokens verified by all, and a run's events streamed by a replica that does not execute it.
+// (Always on PostgreSQL, whatever TEST_STORE says: only it has replicas.)
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { createPgDatabase } from '../helpers/database';
+import { minimalAgent, replaceBody } from '../helpers/fixtures';
+import { readEventStream } from '../helpers/events';
+import { parseStampMicros } from '../../src/domain/stamps';
+import { INTERRUPTED } from '../../src/runtime/runner';
+import { startServer, type ServerProcess } from './server';
+
+jest.setTimeout(300_000);
+
+const INITIAL_CREDITS = 1_000_000;
+let database: { url: string; drop(): Promise<void> };
+let sql: pg.Pool;
+let replicas: ServerProcess[];
+/** How often the hit target saw each path: a run's http step hits /hit/<n> once per execution. */
+const hits = new Map<string, number>();
+let target: http.Server;
+let targetUrl: string;
+
+const anyReplica = () => replicas[Math.floor(Math.random() * replicas.length)] as ServerProcess;
+const count = async (text: string, params: unknown[] = []) => Number((await sql.query(text, params)).rows[0].n);
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+beforeAll(async () => {
+  target = http.createServer((req, res) => {
+    hits.set(req.url as string, (hits.get(req.url as string) ?? 0) + 1);
+    res.setHeader('content-type', 'application/json');
+    res.end('{"ok":true}');
+  });
+  await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+  targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
+  database = await createPgDatabase();
+  sql = new pg.Pool({ connectionString: database.url, max: 2 });
+  const env = { DATABASE_URL: database.url, RUN_LEASE_SECONDS: '2', HTTP_TOOL_ALLOW_PRIVATE: 'true', DEFAULT_CREDITS: String(INITIAL_CREDITS), RUN_WORKERS: '8' };
+  // Started together: the migrations and the issuer's key are created once, under their locks.
+  replicas = await Promise.all([startServer(env), startServer(env), startServer(env)]);
+});
+
+afterAll(async () => {
+  await Promise.all((replicas ?? []).map((r) => r.dispose()));
+  await sql?.end();
+  await database?.drop();
+  await new Promise((resolve) => target?.close(resolve));
+});
+
+test('replicas started together applied each migration once and share one issuer key: a token from any verifies on all', async () => {
+  expect(await count('SELECT COUNT(*) AS n FROM schema_migrations')).toBe(1);
+  expect(await count('SELECT COUNT(*) AS n FROM issuer_keys')).toBe(1);
+  for (const minter of replicas) {
+    const token = minter.token({ workspace: 'ws-tokens' });
+    for (const verifier of replicas) expect((await verifier.client(token).GET('/api/build/agents')).response.status).toBe(200);
+  }
+});
+
+test('200 replaces with one stamp spread over the replicas: exactly one wins; every replica then reads the winner', async () => {
+  const created = await anyReplica().client().PUT('/api/build/agents', { body: minimalAgent('Contended') });
+  const doc = created.data!.data.document;
+  const results = await Promise.all(
+    Array.from({ length: 200 }, (_, i) =>
+      anyReplica().client().PUT('/api/build/agents/{ref}', {
+        params: { path: { ref: doc.id }, header: { 'If-Match': `"${doc.updated_at}"` } },
+        body: { ...replaceBody(doc), instructions: `writer ${i}` },
+      }),
+    ),
+  );
+  const winners = results.filter((r) => r.response.status === 200);
+  expect(winners).toHaveLength(1);
+  expect(results.filter((r) => r.response.status === 409)).toHaveLength(199);
+  const winner = winners[0]!.data!.data;
+  expect(winner.version).toBe(2);
+  for (const replica of replicas) {
+    const read = await replica.client().GET('/api/build/agents/{ref}', { params: { path: { ref: doc.id } } });
+    expect(read.data!.data).toEqual(winner.document);
+  }
+});
+
+test('reads after writes on other replicas see the write; stamps strictly increase across replicas', async () => {
+  for (let i = 0; i < 60; i++) {
+    const [a, b, c] = [...replicas].sort(() => Math.random() - 0.5) as [ServerProcess, ServerProcess, ServerProcess];
+    const created = await a.client().PUT('/api/build/workflows', {
+      body: { kind: 'service.workflow/v1', slug: `raw-${i}`, name: `Raw ${i}`, steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] },
+    });
+    expect(created.response.status).toBe(201);
+    let doc = created.data!.data.document;
+    const read = await b.client().GET('/api/build/workflows/{ref}', { params: { path: { ref: doc.slug } } });
+    expect(read.data!.data).toEqual(doc);
+    let last = parseStampMicros(doc.updated_at)!;
+    for (const writer of [c, a, b]) {
+      const replaced = await writer.client().PUT('/api/build/workflows/{ref}', {
+        params: { path: { ref: doc.slug }, header: { 'If-Match': `"${doc.updated_at}"` } },
+        body: { ...doc, name: `${doc.name}+` },
+      });
+      expect(replaced.response.status).toBe(200);
+      doc = replaced.data!.data.document;
+      expect(parseStampMicros(doc.updated_at)!).toBeGreaterThan(last);
+      last = parseStampMicros(doc.updated_at)!;
+      const reader = anyReplica();
+      const after = await reader.client().GET('/api/build/workflows/{ref}', { params: { path: { ref: doc.slug } } });
+      expect(after.data!.data).toEqual(doc);
+      const list = await anyReplica().client().GET('/api/build/workflows');
+      expect(list.data!.data.find((w) => w.slug === doc.slug)).toMatchObject({ name: doc.name, updated_at: doc.updated_at, version: replaced.data!.data.version });
+    }
+  }
+});
+
+test('1,000 test runs accepted across the replicas: each executed exactly once, credits exact', async () => {
+  const workspace = 'ws-runs';
+  const create = await anyReplica().client(anyReplica().token({ workspace })).PUT('/api/build/workflows', {
+    body: { kind: 'service.workflow/v1', slug: 'hit', name: 'Hit', inputs: { n: {} }, steps: [{ id: 'hit', kind: 'tool', tool: 'http.request', args: { method: 'GET', url: `${targetUrl}/hit/{{inputs.n}}` } }] },
+  });
+  expect(create.response.status).toBe(201);
+  const runIds: string[] = [];
+  for (let batch = 0; batch < 20; batch++) {
+    const started = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => {
+        const replica = anyReplica();
+        return replica.client(replica.token({ workspace })).POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'hit' } }, body: { input: { n: batch * 50 + i } } });
+      }),
+    );
+    for (const res of started) {
+      expect(res.response.status).toBe(202);
+      runIds.push(res.data!.data.run_id as string);
+    }
+  }
+  await until('every run to end', async () => (await count(`SELECT COUNT(*) AS n FROM runs WHERE workspace_id = $1 AND finished_at IS NULL`, [workspace])) === 0, 120_000);
+  expect(await count(`SELECT COUNT(*) AS n FROM runs WHERE workspace_id = $1 AND status = 'succeeded'`, [workspace])).toBe(1000);
+  for (let n = 0; n < 1000; n++) expect([n, hits.get(`/hit/${n}`)]).toEqual([n, 1]);
+  // Claimed once each: one run.started event per run, numbered without gaps.
+  expect(await count(`SELECT COUNT(*) AS n FROM run_events WHERE type = 'run.started' AND run_id = ANY($1)`, [runIds])).toBe(1000);
+  expect(await count(`SELECT COUNT(*) AS n FROM (SELECT run_id FROM run_events WHERE run_id = ANY($1) GROUP BY run_id HAVING MAX(seq) != COUNT(*)) g`, [runIds])).toBe(0);
+  const spent = await count(`SELECT SUM(credits_spent) AS n FROM runs WHERE workspace_id = $1`, [workspace]);
+  expect(spent).toBe(1000);
+  expect(await count('SELECT credits AS n FROM workspaces WHERE id = $1', [workspace])).toBe(INITIAL_CREDITS - spent);
+});
+
+test('a run executing on replica B is streamed by replica A as it happens', async () => {
+  const workspace = 'ws-stream';
+  const [a, b] = replicas as [ServerProcess, ServerProcess];
+  const token = a.token({ workspace });
+  await b.client(token).PUT('/api/build/workflows', {
+    body: {
+      kind: 'service.workflow/v1', slug: 'slow', name: 'Slow',
+      steps: [
+        { id: 'one', kind: 'tool', tool: 'core.sleep', args: { ms: 300 } },
+        { id: 'two', kind: 'tool', tool: 'core.sleep', args: { ms: 300 }, after: ['one'] },
+      ],
+    },
+  });
+  const started = await b.client(token).POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'slow' } }, body: {} });
+  const runId = started.data!.data.run_id as string;
+  const stream = await readEventStream(`${a.baseUrl}/api/build/workflow-runs/${runId}/events`, token, { forMs: 15_000 });
+  expect(stream.status).toBe(200);
+  expect(stream.ended).toBe(true);
+  expect(stream.events.map((e) => e.id)).toEqual(stream.events.map((_, i) => i + 1));
+  expect(stream.events.map((e) => e.event)).toEqual(['run.queued', 'run.started', 'step.started', 'step.finished', 'step.started', 'step.finished', 'run.finished']);
+  const owner = await sql.query('SELECT started_at FROM runs WHERE id = $1', [runId]);
+  expect(owner.rows).toHaveLength(1);
+});
+
+test('a replica killed mid-run: another fails its runs once their lease passes, their credits returned exactly; queued ones still run once', async () => {
+  const workspace = 'ws-kill';
+  const victim = replicas[2] as ServerProcess;
+  const token = victim.token({ workspace });
+  await victim.client(token).PUT('/api/build/workflows', {
+    body: {
+      kind: 'service.workflow/v1', slug: 'long', name: 'Long', inputs: { n: {} },
+      steps: [
+        { id: 'nap', kind: 'tool', tool: 'core.sleep', args: { ms: 5000 } },
+        { id: 'hit', kind: 'tool', tool: 'http.request', args: { method: 'GET', url: `${targetUrl}/after-nap/{{inputs.n}}` }, after: ['nap'] },
+      ],
+    },
+  });
+  const ids: string[] = [];
+  // More than a replica executes for one workspace at once (RUN_WORKERS_PER_WORKSPACE: 7): some wait queued.
+  for (let n = 0; n < 10; n++) {
+    const res = await victim.client(token).POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'long' } }, body: { input: { n } } });
+    ids.push(res.data!.data.run_id as string);
+  }
+  const pid = victim.pid();
+  await until('the victim to hold runs', async () => (await count(`SELECT COUNT(*) AS n FROM runs WHERE id = ANY($1) AND status = 'running' AND lease_owner LIKE $2`, [ids, `%/${pid}/%`])) > 0, 10_000);
+  const held = (await sql.query(`SELECT id FROM runs WHERE id = ANY($1) AND status = 'running' AND lease_owner LIKE $2`, [ids, `%/${pid}/%`])).rows.map((r) => r.id as string);
+  await victim.kill('SIGKILL');
+  await until('every run to end', async () => (await count('SELECT COUNT(*) AS n FROM runs WHERE id = ANY($1) AND finished_at IS NULL', [ids])) === 0, 30_000);
+  const rows = (await sql.query('SELECT id, status, error, credits_spent, credits_reserved FROM runs WHERE id = ANY($1)', [ids])).rows;
+  // The runs the victim held failed as interrupted and never reached their second step; the rest
+  // (queued when it died, or claimed by another replica) ran once.
+  for (const [n, id] of ids.entries()) {
+    const row = rows.find((r) => r.id === id);
+    if (held.includes(id)) expect(row).toMatchObject({ status: 'failed', error: INTERRUPTED });
+    expect(row.status === 'failed' ? row.error : 'succeeded').toBe(row.status === 'failed' ? INTERRUPTED : row.status);
+    expect(hits.get(`/after-nap/${n}`) ?? 0).toBe(row.status === 'succeeded' ? 1 : 0);
+    expect(row.credits_reserved).toBe(row.credits_spent);
+  }
+  expect(rows.filter((r) => r.status === 'succeeded').length).toBeGreaterThan(0);
+  const spent = rows.reduce((sum, r) => sum + Number(r.credits_spent), 0);
+  expect(await count('SELECT credits AS n FROM workspaces WHERE id = $1', [workspace])).toBe(INITIAL_CREDITS - spent);
+  await victim.restart();
+});
