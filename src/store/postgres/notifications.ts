@@ -28,6 +28,8 @@ export interface ListenOptions {
 interface Connection {
   client: pg.Client;
   channels: Set<string>;
+  /** Its statements, one after another (pg 8 deprecates a query sent while another runs): the connect, then the LISTENs. */
+  work: Promise<void>;
 }
 
 export function listenForNotifications(url: string, opts: ListenOptions = {}): Notifications {
@@ -49,14 +51,15 @@ export function listenForNotifications(url: string, opts: ListenOptions = {}): N
     }
   };
 
-  /** LISTENs on the channels not yet listened on `conn` (a Map's iteration also visits channels added meanwhile). */
-  const listenAll = async (conn: Connection): Promise<void> => {
-    for (const channel of listeners.keys()) {
-      if (conn.channels.has(channel)) continue;
-      conn.channels.add(channel);
-      await conn.client.query(`LISTEN ${conn.client.escapeIdentifier(channel)}`);
-    }
-  };
+  /** LISTENs, after what `conn` is doing, on the channels not yet listened on it (a Map's iteration also visits channels added meanwhile). */
+  const listenAll = (conn: Connection): Promise<void> =>
+    (conn.work = conn.work.then(async () => {
+      for (const channel of listeners.keys()) {
+        if (conn.channels.has(channel)) continue;
+        conn.channels.add(channel);
+        await conn.client.query(`LISTEN ${conn.client.escapeIdentifier(channel)}`);
+      }
+    }));
 
   /** Drops `conn` (once: its 'error' and 'end' may both come) and connects again after a back-off. */
   const lost = (conn: Connection): void => {
@@ -76,8 +79,10 @@ export function listenForNotifications(url: string, opts: ListenOptions = {}): N
   const connect = (): void => {
     timer = undefined;
     if (closed) return;
-    // TCP keep-alive: an idle listener whose peer vanished without a word (a failover) finds out.
-    const conn: Connection = { client: new pg.Client({ connectionString: url, keepAlive: true, application_name: 'build-api-listener' }), channels: new Set() };
+    // TCP keep-alive: an idle listener whose peer vanished without a word (a failover) finds out;
+    // a connect that hangs (an unreachable host) gives up and is tried again, and close() is not held by it.
+    const client = new pg.Client({ connectionString: url, keepAlive: true, connectionTimeoutMillis: 10_000, application_name: 'build-api-listener' });
+    const conn: Connection = { client, channels: new Set(), work: Promise.resolve() };
     current = conn;
     // The 'error' listener stays for the client's life: an error emitted with none would crash the process.
     conn.client.on('error', () => lost(conn));
@@ -85,9 +90,8 @@ export function listenForNotifications(url: string, opts: ListenOptions = {}): N
     conn.client.on('notification', (message) => {
       if (current === conn) deliver(message.channel, message.payload ?? '');
     });
-    conn.client
-      .connect()
-      .then(() => listenAll(conn))
+    conn.work = client.connect().then(() => undefined);
+    listenAll(conn)
       .then(() => {
         if (current !== conn) return;
         failures = 0;
@@ -104,7 +108,7 @@ export function listenForNotifications(url: string, opts: ListenOptions = {}): N
       const list = listeners.get(channel);
       if (list) return void list.push(listener);
       listeners.set(channel, [listener]);
-      // A new channel while connected (or connecting: pg queues the statement until connected).
+      // A new channel while connected (or connecting: its LISTEN follows the connect).
       const conn = current;
       if (conn) listenAll(conn).catch(() => lost(conn));
     },
