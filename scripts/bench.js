@@ -6,8 +6,13 @@
 // as requests/s, p50/p99 latency, peak RSS, server CPU per operation, and as a ratio to each
 // baseline, so figures survive a noisy machine. Writes docs/benchmarks.md (not in --smoke mode, the CI check).
 //
+// Then the same scenarios on the two stores side by side, in one run: SQLite, PostgreSQL with one
+// replica, PostgreSQL with two replicas behind the load generator (a throwaway durable cluster on
+// this machine: scripts/pg-cluster.js), each scenario measured on the three in turn, with the
+// database server's CPU per operation beside the service's.
+//
 //   node scripts/bench.js [--seconds 10] [--connections 32] [--smoke]
-//                         [--only <scenario prefix>] [--cpu-prof <dir>]
+//                         [--only <scenario prefix>] [--cpu-prof <dir>] [--stores sqlite,postgres,postgres-2 | --stores none]
 //                         [--against <other checkout> [--rounds 5]]
 // --only runs the baselines and the scenarios whose names start with the prefix (no doc update);
 // --cpu-prof runs the service under `node --cpu-prof` and writes its profile to <dir> on exit
@@ -22,7 +27,7 @@ const { parseArgs } = require('node:util');
 const autocannon = require('autocannon');
 
 const root = path.resolve(__dirname, '..');
-const { values } = parseArgs({ options: { seconds: { type: 'string' }, connections: { type: 'string', default: '32' }, smoke: { type: 'boolean', default: false }, only: { type: 'string' }, 'cpu-prof': { type: 'string' }, against: { type: 'string' }, rounds: { type: 'string', default: '5' } } });
+const { values } = parseArgs({ options: { seconds: { type: 'string' }, connections: { type: 'string', default: '32' }, smoke: { type: 'boolean', default: false }, only: { type: 'string' }, 'cpu-prof': { type: 'string' }, against: { type: 'string' }, rounds: { type: 'string', default: '5' }, stores: { type: 'string', default: 'sqlite,postgres,postgres-2' } } });
 const SMOKE = values.smoke;
 const SECONDS = Number(values.seconds ?? (SMOKE ? 1 : 10));
 const CONNECTIONS = Number(values.connections);
@@ -41,11 +46,23 @@ const CPU_PROF = values['cpu-prof'] && path.resolve(values['cpu-prof']);
 const AGAINST = values.against;
 const ROUNDS = Number(values.rounds);
 const selected = (name) => !ONLY || name.startsWith(ONLY);
+/** The stores of the side-by-side comparison: `sqlite`, `postgres` (one replica), `postgres-N` (N replicas). */
+const STORES = values.stores === 'none' ? [] : values.stores.split(',').map(storeOf);
+
+function storeOf(name) {
+  if (name === 'sqlite') return { name: 'SQLite', kind: 'sqlite', replicas: 1 };
+  const m = /^postgres(?:-(\d+))?$/.exec(name);
+  if (!m) throw new Error(`--stores: unknown store '${name}' (sqlite, postgres, postgres-N)`);
+  const replicas = Number(m[1] ?? 1);
+  return { name: `PostgreSQL, ${replicas} replica${replicas > 1 ? 's' : ''}`, kind: 'postgres', replicas };
+}
 
 if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli.js'))) throw new Error('run npm run build first');
-const { openLocalIssuer } = require(path.join(root, 'dist/src/auth/local-issuer'));
+const { localIssuerFromKey, openLocalIssuer } = require(path.join(root, 'dist/src/auth/local-issuer'));
 const { uuidV7 } = require(path.join(root, 'dist/src/ids'));
 const Database = require('better-sqlite3');
+const pg = require('pg');
+const { startCluster } = require('./pg-cluster');
 const http = require('node:http');
 
 /**
@@ -97,13 +114,19 @@ const cpuOf = (pid) => {
  * the process spent per operation (`result.count`): a figure the load generator sharing the cores
  * moves far less than requests/s, for comparing one change with the next.
  */
-async function withPeakRss(pid, fn) {
-  let peak = rssOf(pid);
-  const cpuBefore = cpuOf(pid);
-  const timer = setInterval(() => (peak = Math.max(peak, rssOf(pid))), 100);
+async function withPeakRss(pid, fn, databaseCpu = null) {
+  // Several replicas: the peak of the largest, the CPU of all together.
+  const pids = [pid].flat();
+  const rss = () => Math.max(...pids.map(rssOf));
+  const cpu = () => pids.reduce((sum, p) => sum + cpuOf(p), 0);
+  let peak = rss();
+  const cpuBefore = cpu();
+  const databaseBefore = databaseCpu?.();
+  const timer = setInterval(() => (peak = Math.max(peak, rss())), 100);
   try {
     const result = await fn();
-    return { result, peakRss: Math.max(peak, rssOf(pid)), cpuPerOp: (1e6 * (cpuOf(pid) - cpuBefore)) / Math.max(1, result.count) };
+    const perOp = (seconds) => (1e6 * seconds) / Math.max(1, result.count);
+    return { result, peakRss: Math.max(peak, rss()), cpuPerOp: perOp(cpu() - cpuBefore), ...(databaseCpu && { databaseCpuPerOp: perOp(databaseCpu() - databaseBefore) }) };
   } finally {
     clearInterval(timer);
   }
@@ -114,9 +137,9 @@ async function withPeakRss(pid, fn) {
  * server's JIT settles on the scenario's code, as it has in a service that has been up a while —
  * then for SECONDS measured (withPeakRss).
  */
-async function measure(pid, scenario, warm = true, seconds = SECONDS) {
+async function measure(pid, scenario, warm = true, seconds = SECONDS, databaseCpu = null) {
   if (warm && WARMUP_SECONDS) await scenario(WARMUP_SECONDS);
-  return withPeakRss(pid, () => scenario(seconds));
+  return withPeakRss(pid, () => scenario(seconds), databaseCpu);
 }
 
 function cannon(opts) {
@@ -177,15 +200,27 @@ function workflowDocument(slug, steps) {
   };
 }
 
-/** The service built in `dir` (a checkout after `npm run build`), on a fresh database in `dataDir`. */
-async function startService(dir, dataDir) {
-  const service = await startProcess(
-    [...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []), path.join(dir, 'bin', 'build-api.js'), 'serve'],
-    { PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: path.join(dataDir, 'build.db'), PUBLIC_BASE_URL, DEFAULT_CREDITS: '1000000000' },
-    (line) => line.includes('"build-api listening"') && JSON.parse(line).address.port,
-    path.join(dataDir, 'service.log'),
-  );
-  const token = openLocalIssuer(dataDir, PUBLIC_BASE_URL).mint({ sub: 'bench', audience: 'build-api', claims: { workspace: 'bench', scope: 'build' }, ttlSeconds: 86400 });
+/**
+ * The service built in `dir` (a checkout after `npm run build`), on a fresh database: the SQLite
+ * file in `dataDir`, or with `databaseUrl` that PostgreSQL database, served by `replicas` processes
+ * (`url`: the first, which seeds; `urls`: all, which the scenarios spread their connections over).
+ */
+async function startService(dir, dataDir, databaseUrl = null, replicas = 1) {
+  const env = { PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: path.join(dataDir, 'build.db'), PUBLIC_BASE_URL, DEFAULT_CREDITS: '1000000000', ...(databaseUrl && { DATABASE_URL: databaseUrl }) };
+  const processes = [];
+  for (let i = 0; i < replicas; i++) {
+    processes.push(
+      await startProcess(
+        [...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []), path.join(dir, 'bin', 'build-api.js'), 'serve'],
+        env,
+        (line) => line.includes('"build-api listening"') && JSON.parse(line).address.port,
+        path.join(dataDir, `service-${i}.log`),
+      ),
+    );
+  }
+  const service = { child: processes[0].child, url: processes[0].url, urls: processes.map((p) => p.url), pids: processes.map((p) => p.child.pid) };
+  const issuer = databaseUrl ? localIssuerFromKey(await storedKey(databaseUrl), PUBLIC_BASE_URL) : openLocalIssuer(dataDir, PUBLIC_BASE_URL);
+  const token = issuer.mint({ sub: 'bench', audience: 'build-api', claims: { workspace: 'bench', scope: 'build' }, ttlSeconds: 86400 });
   const auth = { authorization: `Bearer ${token}` };
   const json = { ...auth, 'content-type': 'application/json' };
   // Seeding and the scenarios' own calls, each on a new connection (a pooled keep-alive connection
@@ -217,13 +252,18 @@ async function startService(dir, dataDir) {
   const finishedRunId = (await api('POST', '/api/build/workflows/bench-run/test', { input: {} })).body.data.run_id;
   while (['queued', 'running'].includes((await api('GET', `/api/build/workflow-runs/${finishedRunId}`)).body.data.status)) await new Promise((r) => setTimeout(r, 20));
   const readPath = `/api/build/agents/${agents[0].id}`;
-  const listed = selected('list runs') ? seedListedRuns(path.join(dataDir, 'build.db'), agents[0]) : null;
-  const listToken = openLocalIssuer(dataDir, PUBLIC_BASE_URL).mint({ sub: 'bench', audience: 'build-api', claims: { workspace: LISTED_WORKSPACE, scope: 'build' }, ttlSeconds: 86400 });
+  const listed = !selected('list runs') ? null : databaseUrl ? await seedListedRunsPg(databaseUrl, agents[0]) : seedListedRuns(path.join(dataDir, 'build.db'), agents[0]);
+  const listToken = issuer.mint({ sub: 'bench', audience: 'build-api', claims: { workspace: LISTED_WORKSPACE, scope: 'build' }, ttlSeconds: 86400 });
   const stop = () =>
-    new Promise((resolve) => {
-      service.child.once('exit', resolve);
-      service.child.kill('SIGTERM'); // a clean exit: --cpu-prof writes its profile then
-    });
+    Promise.all(
+      processes.map(
+        ({ child }) =>
+          new Promise((resolve) => {
+            child.once('exit', resolve);
+            child.kill('SIGTERM'); // a clean exit: --cpu-prof writes its profile then
+          }),
+      ),
+    );
   return { ...service, api, auth, json, agents, readPath, finishedRunId, listed, listAuth: { authorization: `Bearer ${listToken}` }, readBytes: Buffer.from(JSON.stringify((await api('GET', readPath)).body)), stop };
 }
 
@@ -231,10 +271,61 @@ const LISTED_WORKSPACE = 'bench-lists';
 
 /**
  * A workspace with LISTED_RUNS finished agent runs over the last 30 days, half test runs of the
- * bench user and half webhook runs, written straight into the database (through the API this would
- * take minutes): rows as the service writes them, time-ordered ids, a small agent as the snapshot.
- * Returns the cursor of a page half-way down.
+ * bench user and half webhook runs, to be written straight into the database (through the API this
+ * would take minutes): rows as the service writes them, time-ordered ids, a small agent as the
+ * snapshot; with the cursor of a page half-way down. (seedListedRuns, seedListedRunsPg.)
  */
+function listedRuns(agent) {
+  const snapshot = JSON.stringify(agent); // the document that ran, as the service stores it
+  const state = JSON.stringify({ transcript: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hi' }], tool_calls: [], final_text: 'hi', steps: 1 });
+  const start = Date.now() - 30 * 86_400_000;
+  const step = (30 * 86_400_000) / LISTED_RUNS;
+  const rows = [];
+  for (let i = 0; i < LISTED_RUNS; i++) {
+    const at = Math.floor(start + i * step);
+    const iso = new Date(at).toISOString();
+    rows.push([uuidV7(at), LISTED_WORKSPACE, agent.id, i % 2 ? 'webhook' : 'test', snapshot, state, iso, iso, iso, agent.slug, agent.name]);
+  }
+  const ids = rows.map((r) => r[0]).sort();
+  return { rows, deepCursor: Buffer.from(JSON.stringify({ id: ids[Math.floor(ids.length / 2)] })).toString('base64url') };
+}
+
+/** seedListedRuns for a PostgreSQL database: the same rows, 5,000 to a statement. */
+async function seedListedRunsPg(url, agent) {
+  const { rows, deepCursor } = listedRuns(agent);
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (let from = 0; from < rows.length; from += 5000) {
+      const batch = rows.slice(from, from + 5000);
+      const column = (i) => batch.map((r) => r[i]);
+      await client.query(
+        `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, trigger_id, request, snapshot, state,
+           credits_reserved, credits_spent, error, accepted_at, started_at, finished_at, agent_slug, agent_name)
+         SELECT id, 'agent', ws, 'bench', target, 1, 'succeeded', source, NULL, '{"prompt":"hi"}', snapshot, state, 2, 2, NULL, accepted, started, finished, slug, name
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
+           AS t (id, ws, target, source, snapshot, state, accepted, started, finished, slug, name)`,
+        Array.from({ length: 11 }, (_, i) => column(i)),
+      );
+    }
+    await client.query('VACUUM ANALYZE runs'); // as autovacuum would have, over weeks of inserts
+  } finally {
+    await client.end();
+  }
+  return { deepCursor };
+}
+
+/** The built-in issuer's key as the PostgreSQL store keeps it. */
+async function storedKey(url) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query('SELECT pem FROM issuer_keys')).rows[0].pem;
+  } finally {
+    await client.end();
+  }
+}
+
 function seedListedRuns(file, agent) {
   const db = new Database(file);
   db.pragma('busy_timeout = 10000');
@@ -243,38 +334,26 @@ function seedListedRuns(file, agent) {
        credits_reserved, credits_spent, error, accepted_at, started_at, finished_at, agent_slug, agent_name)
      VALUES (?, 'agent', ?, 'bench', ?, 1, 'succeeded', ?, NULL, '{"prompt":"hi"}', ?, ?, 2, 2, NULL, ?, ?, ?, ?, ?)`,
   );
-  const snapshot = JSON.stringify(agent); // the document that ran, as the service stores it
-  const state = JSON.stringify({ transcript: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hi' }], tool_calls: [], final_text: 'hi', steps: 1 });
-  const start = Date.now() - 30 * 86_400_000;
-  const step = (30 * 86_400_000) / LISTED_RUNS;
-  const ids = [];
+  const { rows, deepCursor } = listedRuns(agent);
   db.transaction(() => {
-    for (let i = 0; i < LISTED_RUNS; i++) {
-      const at = Math.floor(start + i * step);
-      const id = uuidV7(at);
-      ids.push(id);
-      const iso = new Date(at).toISOString();
-      insert.run(id, LISTED_WORKSPACE, agent.id, i % 2 ? 'webhook' : 'test', snapshot, state, iso, iso, iso, agent.slug, agent.name);
-    }
+    for (const row of rows) insert.run(...row);
   })();
   // Into the database file, as a service's own checkpoints would have put runs written over weeks
   // (pages read through a WAL of hundreds of megabytes cost each lookup a WAL-index search).
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();
-  ids.sort();
-  const middle = ids[Math.floor(ids.length / 2)];
-  return { deepCursor: Buffer.from(JSON.stringify({ id: middle })).toString('base64url') };
+  return { deepCursor };
 }
 
 /**
  * Opens `count` event streams on one run and resolves once each has seen an event of `type`
  * (`ready`), then measures, per state change, the time from the change to each stream seeing it.
  */
-function openStreams(url, headers, count) {
+function openStreams(urls, headers, count) {
   const streams = [];
   for (let i = 0; i < count; i++) {
     const stream = { seen: [], waiters: [], req: null };
-    stream.req = http.get(url, { headers: { ...headers, accept: 'text/event-stream' }, agent: false }, (res) => {
+    stream.req = http.get(urls[i % urls.length], { headers: { ...headers, accept: 'text/event-stream' }, agent: false }, (res) => {
       let buffer = '';
       res.setEncoding('utf8');
       res.on('data', (chunk) => {
@@ -306,6 +385,9 @@ function openStreams(url, headers, count) {
 /** The scenarios against one seeded service, by name. */
 function scenariosOf(service) {
   const { auth, json, agents, readPath } = service;
+  /** The URL of `route` on every replica (autocannon spreads its connections over them). */
+  const at = (route) => (service.urls.length === 1 ? `${service.url}${route}` : service.urls.map((u) => `${u}${route}`));
+  const everyReplica = service.urls.length === 1 ? service.url : service.urls;
   /** `expected`: the status every response should have when it is not a 2xx. */
   const cannonScenario = (opts, expected) => async (seconds) => {
     const result = await cannon({ ...opts, duration: seconds });
@@ -315,9 +397,9 @@ function scenariosOf(service) {
   const latest = [...agents]; // each agent as its last replace left it
   let writes = 0;
   return [
-    ['read agent', cannonScenario({ url: `${service.url}${readPath}`, headers: auth })],
-    ['list agents', cannonScenario({ url: `${service.url}/api/build/agents`, headers: auth })],
-    ['validate agent', cannonScenario({ url: `${service.url}/api/build/agents/validate`, method: 'POST', headers: { ...json }, body: JSON.stringify(draft) })],
+    ['read agent', cannonScenario({ url: at(readPath), headers: auth })],
+    ['list agents', cannonScenario({ url: at('/api/build/agents'), headers: auth })],
+    ['validate agent', cannonScenario({ url: at('/api/build/agents/validate'), method: 'POST', headers: { ...json }, body: JSON.stringify(draft) })],
     [
       // Each connection owns one agent and carries its stamp from write to write (across rounds too).
       'replace agent (durable write)',
@@ -327,7 +409,7 @@ function scenariosOf(service) {
         let owners = 0;
         const result = await statefulCannon(
           {
-            url: service.url,
+            url: everyReplica,
             duration: seconds,
             connections: Math.min(CONNECTIONS, agents.length),
             requests: [
@@ -356,7 +438,7 @@ function scenariosOf(service) {
         let failed = 0;
         await statefulCannon(
           {
-            url: service.url,
+            url: everyReplica,
             duration: seconds,
             requests: [
               {
@@ -385,11 +467,11 @@ function scenariosOf(service) {
       },
     ],
     // What the two HTTP requests of a workflow execution cost without the run: the floor under it.
-    ['run floor: POST test of a disabled workflow (409, nothing queued)', cannonScenario({ url: `${service.url}/api/build/workflows/bench-off/test`, method: 'POST', headers: { ...json }, body: '{"input":{}}' }, 409)],
-    ['run floor: GET of a finished run', cannonScenario({ url: `${service.url}/api/build/workflow-runs/${service.finishedRunId}`, headers: auth })],
-    ['401 path (no token)', cannonScenario({ url: `${service.url}/api/build/agents` }, 401)],
-    [`list runs: first page (${LISTED_RUNS.toLocaleString('en-US')} runs in the workspace)`, cannonScenario({ url: `${service.url}/api/build/runs?limit=20`, headers: service.listAuth })],
-    ['list runs: a page half-way down the cursor', cannonScenario({ url: `${service.url}/api/build/runs?limit=20&cursor=${service.listed?.deepCursor}`, headers: service.listAuth })],
+    ['run floor: POST test of a disabled workflow (409, nothing queued)', cannonScenario({ url: at('/api/build/workflows/bench-off/test'), method: 'POST', headers: { ...json }, body: '{"input":{}}' }, 409)],
+    ['run floor: GET of a finished run', cannonScenario({ url: at(`/api/build/workflow-runs/${service.finishedRunId}`), headers: auth })],
+    ['401 path (no token)', cannonScenario({ url: at('/api/build/agents') }, 401)],
+    [`list runs: first page (${LISTED_RUNS.toLocaleString('en-US')} runs in the workspace)`, cannonScenario({ url: at('/api/build/runs?limit=20'), headers: service.listAuth })],
+    ['list runs: a page half-way down the cursor', cannonScenario({ url: at(`/api/build/runs?limit=20&cursor=${service.listed?.deepCursor}`), headers: service.listAuth })],
     [
       // One run parks at each of its 39 kv.set calls; each approval is a state change that every
       // stream must see: the latency is from the approval's reply to each stream seeing `approval.decided`.
@@ -398,7 +480,8 @@ function scenariosOf(service) {
         const agent = await fanOutAgent(service);
         const prompt = Array.from({ length: 39 }, (_, i) => `/call kv.set {"key":"fan-${i}","value":${i}}`).join('\n');
         const runId = (await service.api('POST', `/api/build/agents/${agent}/test`, { prompt })).body.data.run_id;
-        const { streams, sees, close } = openStreams(`${service.url}/api/build/runs/${runId}/events`, auth, STREAMS);
+        // Spread over the replicas: a stream on one that does not execute the run hears of it by NOTIFY.
+        const { streams, sees, close } = openStreams(service.urls.map((u) => `${u}/api/build/runs/${runId}/events`), auth, STREAMS);
         const latencies = [];
         const lastOfChange = [];
         try {
@@ -433,14 +516,13 @@ function scenariosOf(service) {
   ].filter(([name]) => selected(name));
 }
 
-let fanOutAgentSlug;
 /** An agent whose every write waits for approval, for the fan-out scenario (made once per service). */
 async function fanOutAgent(service) {
-  if (!fanOutAgentSlug) {
+  if (!service.fanOutAgentSlug) {
     const doc = { ...agentDocument(AGENTS + 1), slug: 'bench-fan-out', max_steps: 40, triggers: [], schedule: {}, tools: { apps: ['kv'], connections: 'all', disabled_tools: [], approval: 'write' } };
-    fanOutAgentSlug = (await service.api('PUT', '/api/build/agents', doc)).body.data.document.slug;
+    service.fanOutAgentSlug = (await service.api('PUT', '/api/build/agents', doc)).body.data.document.slug;
   }
-  return fanOutAgentSlug;
+  return service.fanOutAgentSlug;
 }
 
 async function main() {
@@ -489,6 +571,106 @@ async function main() {
   }
   fs.rmSync(dataDir, { recursive: true, force: true });
   report([http, expressRow(expressRuns), prototypes, ...rows], agentSize);
+}
+
+/**
+ * The scenarios on each store of STORES, side by side: every scenario is measured on the stores in
+ * turn (so a machine whose speed drifts moves them alike), with the CPU the database server spent
+ * per operation beside the service's. PostgreSQL runs as a deployment would (fsync on, durable
+ * commits), on this machine, over loopback; each store gets a fresh, equally seeded database.
+ */
+async function compareStores() {
+  const cluster = STORES.some((st) => st.kind === 'postgres') ? await startCluster({ durable: true }) : null;
+  const dirs = [];
+  const services = [];
+  try {
+    for (const [i, store] of STORES.entries()) {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-bench-store-'));
+      dirs.push(dir);
+      const url = store.kind === 'postgres' ? await createDatabase(cluster.url, `bench_${i}`) : null;
+      services.push(await startService(root, dir, url, store.replicas));
+    }
+    const databaseCpu = cluster && (() => clusterCpu(cluster.dir));
+    const scenarios = services.map(scenariosOf);
+    const rows = [];
+    for (let sc = 0; sc < scenarios[0].length; sc++) {
+      const row = { name: scenarios[0][sc][0], results: [] };
+      for (const [i, service] of services.entries()) {
+        const measured = await measure(service.pids, scenarios[i][sc][1], true, SECONDS, STORES[i].kind === 'postgres' ? databaseCpu : null);
+        await settled(service.pids[0]);
+        row.results.push({ ...measured.result, cpuPerOp: measured.cpuPerOp, databaseCpuPerOp: measured.databaseCpuPerOp, peakRss: measured.peakRss });
+      }
+      rows.push(row);
+      console.log(`${row.name}: ${row.results.map((r, i) => `${STORES[i].name} ${Math.round(r.rps)} ${r.unit}`).join(' | ')}`);
+    }
+    return rows;
+  } finally {
+    for (const service of services) await service.stop();
+    await cluster?.stop();
+    for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Creates database `name` on the cluster at `serverUrl`; its URL. */
+async function createDatabase(serverUrl, name) {
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/**
+ * CPU seconds the PostgreSQL cluster in `dir` has used: its postmaster (with the children it has
+ * reaped) and every process it started (backends, WAL writer, checkpointer, …).
+ */
+function clusterCpu(dir) {
+  const postmaster = Number(fs.readFileSync(path.join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  let total = 0;
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let fields;
+    try {
+      fields = fs.readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ');
+    } catch {
+      continue; // gone meanwhile
+    }
+    const pid = Number(entry);
+    if (pid !== postmaster && Number(fields[1]) !== postmaster) continue;
+    total += (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / 100;
+  }
+  return total;
+}
+
+/** The side-by-side table, with each PostgreSQL shape's throughput as a share of the one before it. */
+function storesReport(rows) {
+  const fmt = (n) => (n === undefined || Number.isNaN(n) ? '–' : Math.round(n).toLocaleString('en-US'));
+  const cell = (r) => `${fmt(r.rps)} ${r.unit}; ${fmt(r.cpuPerOp)}${r.databaseCpuPerOp === undefined ? '' : ` + ${fmt(r.databaseCpuPerOp)}`} µs; p99 ${r.p99 === undefined ? '–' : r.p99.toFixed(1)} ms${r.non2xx && !r.expected ? `; ${r.non2xx} non-2xx` : ''}`;
+  const ratios = STORES.slice(1).map((st, i) => `${st.name} ÷ ${STORES[i].name}`);
+  const table = [
+    `| scenario | ${STORES.map((st) => st.name).join(' | ')} | ${ratios.join(' | ')} |`,
+    `|---|${STORES.map(() => '---').join('|')}|${ratios.map(() => '---').join('|')}|`,
+    ...rows.map((row) => `| ${row.name} | ${row.results.map(cell).join(' | ')} | ${row.results.slice(1).map((r, i) => `${((100 * r.rps) / row.results[i].rps).toFixed(0)}%`).join(' | ')} |`),
+  ].join('\n');
+  console.log(table);
+  if (SMOKE || ONLY) return;
+  const doc = path.join(root, 'docs', 'benchmarks.md');
+  const text = fs.readFileSync(doc, 'utf8');
+  const cpu = os.cpus()[0];
+  const results = [
+    `Last run: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${cpu.model} × ${os.cpus().length} cores (service replicas, PostgreSQL and the load generator share them), ${SECONDS} s per scenario after ${WARMUP_SECONDS} s of warm-up, ${CONNECTIONS} connections spread over the replicas.`,
+    'Each cell: throughput; server CPU per operation — the service (all replicas together) + the PostgreSQL server — in µs; p99 latency.',
+    '',
+    table,
+  ].join('\n');
+  const block = `<!-- bench-stores:start -->\n${results}\n<!-- bench-stores:end -->`;
+  fs.writeFileSync(doc, text.includes('<!-- bench-stores:start -->') ? text.replace(/<!-- bench-stores:start -->[\s\S]*<!-- bench-stores:end -->/, block) : `${text.trimEnd()}\n\n${block}\n`);
+  console.log(`updated ${path.relative(root, doc)} (stores)`);
 }
 
 /** Resolves once process `pid` has used under 5 % of a core for 200 ms (at most 5 s: a busy service is measured anyway). */
@@ -598,7 +780,12 @@ function report(rows, agentSize) {
   console.log(`updated ${path.relative(root, doc)}`);
 }
 
-(AGAINST ? compare(path.resolve(AGAINST)) : main()).catch((err) => {
+async function all() {
+  await main();
+  if (STORES.length) storesReport(await compareStores());
+}
+
+(AGAINST ? compare(path.resolve(AGAINST)) : all()).catch((err) => {
   console.error(err);
   process.exit(1);
 });
