@@ -128,6 +128,30 @@ describe('documents', () => {
     expect(await B.agents.find(ws, 'fin\u0000der')).toBeNull();
   });
 
+  test('a version held by a replica is answered only while the database still has it: another replica’s write, or a delete and a new document with the slug, is read at once', async () => {
+    const ws = workspace();
+    const doc = { ...workflow('held'), id: randomUUID() };
+    const first = await created(A.workflows.create(ws, doc.id, doc, { limit: 10 }));
+    const onB = await B.workflows.find(ws, 'held');
+    expect(onB).toMatchObject({ version: 1, stampMicros: first.stampMicros });
+    // Unchanged: the same object again (its parse and encoded reply reused), by slug and by id.
+    expect(await B.workflows.find(ws, 'held')).toBe(onB);
+    expect(await B.workflows.find(ws, doc.id)).toBe(onB);
+    const replaced = await A.workflows.replace(ws, doc.id, first.stampMicros, { ...first.document, name: 'Changed on A' });
+    expect(replaced.ok).toBe(true);
+    for (const ref of ['held', doc.id]) {
+      const read = await B.workflows.find(ws, ref);
+      expect(read).toMatchObject({ version: 2, document: { name: 'Changed on A' } });
+      expect(read).not.toBe(onB);
+    }
+    // Deleted on A, and a new document takes the slug: B reads the new one, never its held one.
+    expect(await A.workflows.remove(ws, doc.id)).toBe(true);
+    expect(await B.workflows.find(ws, doc.id)).toBeNull();
+    const again = { ...workflow('held'), id: randomUUID() };
+    await created(A.workflows.create(ws, again.id, again, { limit: 10 }));
+    expect(await B.workflows.find(ws, 'held')).toMatchObject({ id: again.id, version: 1 });
+  });
+
   test('an empty workspace lists []; each read is a new object, and shows the other replica’s write', async () => {
     const ws = workspace();
     const first = await A.agents.list(ws);

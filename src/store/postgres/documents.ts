@@ -10,8 +10,12 @@ import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } fro
 import { isUuid, StoredVersion, type CreateOptions, type CreateOutcome, type DocumentRecord, type ReplaceOutcome, type Serialized } from '../documents';
 import type { AgentRepository, ConnectionRepository, SecretRow, WorkflowRepository, WorkspaceRepository } from '../index';
 import type { ListVersion } from '../list-cache';
+import { RowCache } from '../row-cache';
 import { isUniqueViolation, type PgDatabase, type Sql } from './database';
 import { removeSchedules, syncSchedules } from './schedules';
+
+/** The document text each table's held versions may take (see find). */
+const HELD_VERSIONS_BYTES = 32 * 1024 * 1024;
 
 /** The database's clock in microseconds (the whole stamp: PostgreSQL keeps microseconds). */
 const NOW_US = '(extract(epoch from clock_timestamp()) * 1000000)::bigint';
@@ -52,6 +56,9 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
   // The unique constraint PostgreSQL names for UNIQUE (workspace_id, slug) (migrations/001_init.sql).
   const slugConstraint = `${table}_workspace_id_slug_key`;
 
+  // The versions read or written here lately (see find): validated against the stored stamp at
+  // every read, so an entry is never answered after another replica's write.
+  const held = new RowCache<StoredVersion<T>>(HELD_VERSIONS_BYTES);
   const toRecord = (row: Row) => new StoredVersion<T>(row.id, row.workspace_id, row.slug, row.version, row.stamp_us, row.document as Serialized<T>);
   const byId = async (sql: Sql, workspaceId: string, id: string) => {
     const row = await sql.row<Row>(`SELECT ${selectCols} FROM ${table} WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
@@ -122,12 +129,28 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
   };
 
   return {
-    /** `ref` is an id (UUID) or a slug. */
+    /**
+     * `ref` is an id (UUID) or a slug. Always asks the database; when this process holds the
+     * version the database has (same id, same stamp), the database sends the stamp without the
+     * document and the held version is answered: its parse, its encoded reply and the views built
+     * from it are reused. A version written on another replica has another stamp: it is sent whole.
+     */
     find: async (workspaceId: string, ref: string): Promise<DocumentRecord<T> | null> => {
       if (holdsNul(ref)) return null;
-      const [column, value] = isUuid(ref) ? ['id', ref.toLowerCase()] : ['slug', ref];
-      const row = await db.row<Row>(`SELECT ${selectCols} FROM ${table} WHERE workspace_id = $1 AND ${column} = $2`, [workspaceId, value]);
-      return row ? toRecord(row) : null;
+      const byUuid = isUuid(ref) ? ref.toLowerCase() : undefined;
+      const heldId = byUuid ?? held.idOfSlug(workspaceId, ref);
+      const known = heldId === undefined ? undefined : held.get(workspaceId, heldId);
+      const [column, value] = byUuid ? ['id', byUuid] : ['slug', ref];
+      const row = await db.row<Row | (Omit<Row, 'document'> & { document: null })>(
+        `SELECT id, workspace_id, slug, version, stamp_us, CASE WHEN id = $3 AND stamp_us = $4 THEN NULL ELSE document END AS document
+         FROM ${table} WHERE workspace_id = $1 AND ${column} = $2`,
+        [workspaceId, value, known?.id ?? null, known?.stampMicros ?? null],
+      );
+      if (!row) return null;
+      if (row.document === null) return known as StoredVersion<T>;
+      const record = toRecord(row);
+      held.set(record);
+      return record;
     },
     /** Inserts a new document (version 1). With deriveSlug, `doc.slug` is a base to make unique. */
     create: async (workspaceId: string, id: string, doc: T, opts: CreateOptions, more?: W): Promise<CreateOutcome<T>> => {
