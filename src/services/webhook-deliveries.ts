@@ -1,8 +1,9 @@
 // The webhook receiver's use case: a delivery to `<base>/hooks/<trigger id>/<secret>` starts a run of
 // the trigger's agent. Checked in this order: the URL (404 for an unknown trigger or a wrong secret,
 // alike; 410 for a secret a rotation or a replace retired), the agent's and trigger's state (409),
-// the signature of a signing trigger (401), a repeated delivery id (the first reply again), the
-// trigger's rate (429); then the run is queued or refused in one write with the delivery's row.
+// the signature of a signing trigger (401), a repeated delivery id (the first reply again); then,
+// in one write with the delivery's row and its count against the trigger's rate (429 past it), the
+// run is queued or refused.
 import crypto from 'node:crypto';
 import querystring from 'node:querystring';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
@@ -141,11 +142,6 @@ export async function deliverWebhook(ctx: ServiceContext, delivery: Delivery, no
   }
   const limit = ctx.webhookRatePerMinute;
   const minute = Math.floor(nowMs / 60_000);
-  if (!(await store.webhooks.countDelivery(trigger.id, minute, limit))) {
-    const retryAfter = Math.max(1, Math.ceil(((minute + 1) * 60_000 - nowMs) / 1000));
-    throw new ApiError(429, `this trigger received ${limit} deliveries this minute, its limit; retry after ${retryAfter} s`, {}, { 'Retry-After': String(retryAfter) });
-  }
-
   const input = deliveryInput(delivery);
   const { id, outcome } = await acceptRun(ctx, {
     kind: 'agent',
@@ -156,6 +152,9 @@ export async function deliverWebhook(ctx: ServiceContext, delivery: Delivery, no
     source: 'webhook',
     triggerId: trigger.id,
     ...(key && { delivery: { key, since } }),
+    // Counted in the run's write, once the delivery is known to be new: copies of one delivery
+    // arriving together start one run and spend one slot of the rate.
+    rate: { window: minute, limit },
     request: { prompt: deliveryPrompt(trigger, input), input },
     snapshot: agent,
     agent: { slug: doc.slug, name: doc.name },
@@ -163,6 +162,10 @@ export async function deliverWebhook(ctx: ServiceContext, delivery: Delivery, no
     minimumCost: 1,
   });
   if (outcome.status === 'repeated') return replyOfEarlierDelivery(ctx, outcome.runId, outcome.httpStatus);
+  if (outcome.status === 'rate_limited') {
+    const retryAfter = Math.max(1, Math.ceil(((minute + 1) * 60_000 - nowMs) / 1000));
+    throw new ApiError(429, `this trigger received ${limit} deliveries this minute, its limit; retry after ${retryAfter} s`, {}, { 'Retry-After': String(retryAfter) });
+  }
   if (outcome.status === 'refused') {
     throw refused(refusalMessage(1, outcome.balance), id);
   }

@@ -108,6 +108,12 @@ export interface NewRun {
   delivery?: { key: string; since: string };
   /** A schedule's or poll's due time, decided in the same write as the run (see ScheduledFire). */
   fire?: ScheduledFire;
+  /**
+   * Counts this delivery against its trigger's minute `window` (a number naming the minute), at
+   * most `limit` a window, in the same write: a repeated delivery (above) is never counted, and past
+   * the limit nothing is written ('rate_limited').
+   */
+  rate?: { window: number; limit: number };
   request: unknown;
   /** The document that runs, as stored (its JSON, not re-serialised). */
   snapshotJson: string;
@@ -128,7 +134,23 @@ export type AcceptOutcome =
   /** The delivery was received before (since `delivery.since`): nothing was written; its run and reply. */
   | { status: 'repeated'; runId: string; httpStatus: number }
   /** Another process decided the schedule's due time (or the poll's output) first: nothing was written. */
-  | { status: 'raced' };
+  | { status: 'raced' }
+  /** The trigger received its `rate.limit` deliveries this window: nothing was written. */
+  | { status: 'rate_limited' };
+
+/** Thrown inside an accept's write to undo it whole (the delivery's row included) when the trigger's rate is spent. */
+export class RateLimitReached extends Error {}
+
+/**
+ * Counts one delivery against a trigger's minute: a new minute starts the count again; within the
+ * minute the row changes only while below the limit (one conditional upsert: exact under concurrency).
+ * Parameters: @id (trigger), @window, @limit. Both dialects read it alike.
+ */
+export const COUNT_DELIVERY_SQL = `INSERT INTO trigger_rate_windows (trigger_id, window_start, count) VALUES (@id, @window, 1)
+  ON CONFLICT (trigger_id) DO UPDATE SET
+    count = CASE WHEN trigger_rate_windows.window_start = excluded.window_start THEN trigger_rate_windows.count + 1 ELSE 1 END,
+    window_start = excluded.window_start
+  WHERE trigger_rate_windows.window_start != excluded.window_start OR trigger_rate_windows.count < @limit`;
 
 export interface RunRepository {
   accept(run: NewRun, refusal: (balance: number) => string): Promise<AcceptOutcome>;
@@ -242,6 +264,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
      ON CONFLICT (trigger_id, delivery_key) DO UPDATE SET run_id = excluded.run_id, http_status = excluded.http_status, received_at = excluded.received_at
      WHERE received_at < @since`,
   );
+  const countDelivery = db.prepare(COUNT_DELIVERY_SQL);
   const schedules = scheduleWrites(db, commit);
   const statusVersions = triggerStatusVersions(db, commit);
   const setDeliveryStatus = db.prepare('UPDATE webhook_deliveries SET http_status = ? WHERE trigger_id = ? AND delivery_key = ?');
@@ -364,6 +387,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
         return { status: 'repeated', ...(priorDelivery.get(key.trigger, key.key) as { runId: string; httpStatus: number }) };
       }
     }
+    if (run.rate && countDelivery.run({ id: run.triggerId, ...run.rate }).changes !== 1) throw new RateLimitReached(); // the delivery's row goes with the savepoint
     if (run.fire && !schedules.take(run.fire, now)) return { status: 'raced' };
     const reserved = debit.run({ amount: run.minimumCost, workspace: run.workspaceId }).changes === 1;
     const row = {
@@ -571,7 +595,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       }
       return found;
     },
-    accept: (run, refusal) => announcing(run.id, commit.run(() => acceptTx(run, refusal))),
+    accept: (run, refusal) => announcing(run.id, commit.run(() => acceptTx(run, refusal)).catch(rateLimited)),
     find: async (id) => recent.get(id) ?? (forProjection.get(id) as RunRow | undefined) ?? null,
     // The workers' writes are acknowledged once committed, not once on disk (see Ack in group-commit.ts).
     claimNext: async (lease, cap) => {
@@ -623,6 +647,12 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     onEvents: (listener) => void eventListeners.push(listener),
     pruneFinished: (before, batch) => commit.run(() => pruneTx(before, batch)),
   };
+}
+
+/** An accept undone because the trigger's rate was spent, as its outcome; any other failure as it was. */
+export function rateLimited(err: unknown): AcceptOutcome {
+  if (err instanceof RateLimitReached) return { status: 'rate_limited' };
+  throw err;
 }
 
 /** The last event of a run: how it ended. */

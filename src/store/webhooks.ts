@@ -1,6 +1,6 @@
-// What the webhook receiver reads and counts: the trigger a URL names (with the hash of its secret),
-// secrets that no longer open their trigger, earlier deliveries by id, and the per-trigger rate.
-// The delivery row itself is written with its run (runs.ts: accept), in one transaction.
+// What the webhook receiver reads: the trigger a URL names (with the hash of its secret), secrets
+// that no longer open their trigger, earlier deliveries by id. The delivery's row and its count
+// against the trigger's rate are written with its run (runs.ts: accept), in one transaction.
 import type { Db } from './db';
 import type { GroupCommit } from './group-commit';
 
@@ -21,11 +21,6 @@ export interface WebhookRepository {
   retired(triggerId: string, secretHash: string): Promise<'rotated' | 'dropped' | null>;
   /** The reply to the delivery `key` the trigger received at or after `since`, or null. */
   delivery(triggerId: string, key: string, since: string): Promise<{ runId: string; httpStatus: number } | null>;
-  /**
-   * Counts one delivery against the trigger's minute `window` (a number that names the minute); false,
-   * counting nothing, when `limit` were counted in it already. One conditional upsert: exact under concurrency.
-   */
-  countDelivery(triggerId: string, window: number, limit: number): Promise<boolean>;
   /** Deletes at most `limit` delivery rows received before `before`; returns how many. */
   pruneDeliveries(before: string, limit: number): Promise<number>;
 }
@@ -37,19 +32,11 @@ export function webhookRepository(db: Db, commit: GroupCommit): WebhookRepositor
   );
   const retired = db.prepare('SELECT reason FROM retired_webhook_secrets WHERE secret_hash = ? AND trigger_id = ?').pluck();
   const delivery = db.prepare('SELECT run_id AS runId, http_status AS httpStatus FROM webhook_deliveries WHERE trigger_id = ? AND delivery_key = ? AND received_at >= ?');
-  const count = db.prepare(
-    `INSERT INTO trigger_rate_windows (trigger_id, window_start, count) VALUES (@id, @window, 1)
-     ON CONFLICT (trigger_id) DO UPDATE SET
-       count = CASE WHEN window_start = excluded.window_start THEN count + 1 ELSE 1 END,
-       window_start = excluded.window_start
-     WHERE window_start != excluded.window_start OR count < @limit`,
-  );
   const prune = db.prepare('DELETE FROM webhook_deliveries WHERE rowid IN (SELECT rowid FROM webhook_deliveries WHERE received_at < ? LIMIT ?)');
   return {
     target: async (triggerId) => (target.get(triggerId) as WebhookTarget | undefined) ?? null,
     retired: async (triggerId, hash) => (retired.get(hash, triggerId) as 'rotated' | 'dropped' | undefined) ?? null,
     delivery: async (triggerId, key, since) => (delivery.get(triggerId, key, since) as { runId: string; httpStatus: number } | undefined) ?? null,
-    countDelivery: (triggerId, window, limit) => commit.run(() => count.run({ id: triggerId, window, limit }).changes === 1, 'visible'),
     pruneDeliveries: (before, limit) => commit.run(() => prune.run(before, limit).changes, 'visible'),
   };
 }

@@ -43,7 +43,7 @@ describe('401', () => {
     await expectUnauthorized(await get('not-a-jwt'), `${METADATA}, error="invalid_token"`, /not a JWT/);
   });
 
-  test.each([
+  test.each<[string, () => string | Promise<string>]>([
     ['expired', () => t.token({ now: Math.floor(Date.now() / 1000) - 3600, ttl: 60 })],
     ['not yet valid', () => t.token({ now: Math.floor(Date.now() / 1000) + 3600 })],
     ['wrong audience', () => forgeWithServiceKey(claims({ aud: 'someone-else' }))],
@@ -57,7 +57,7 @@ describe('401', () => {
   ])('%s: 401 invalid_token and no side effect', async (_name, make) => {
     const res = await fetch(`${t.baseUrl}/api/build/workflows`, {
       method: 'PUT',
-      headers: { authorization: `Bearer ${make()}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${await make()}`, 'content-type': 'application/json' },
       body: JSON.stringify({ kind: 'service.workflow/v1', slug: 'never-written', name: 'x', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] }),
     });
     await expectUnauthorized(res, `${METADATA}, error="invalid_token"`, /invalid token/);
@@ -102,18 +102,22 @@ describe('401', () => {
   });
 });
 
-function serviceKey(): crypto.KeyObject {
-  // The embedded issuer's key lives in the data directory; forging with it isolates one claim at a time.
-  const fs = require('node:fs') as typeof import('node:fs');
-  return crypto.createPrivateKey(fs.readFileSync(`${t.dataDir}/issuer-key.pem`, 'utf8'));
+async function serviceKey(): Promise<crypto.KeyObject> {
+  // The embedded issuer's key, as the store keeps it (a file beside the SQLite database, a row in
+  // PostgreSQL); forging with it isolates one claim at a time.
+  return crypto.createPrivateKey(
+    await t.service.store.signingKey(() => {
+      throw new Error('no key stored');
+    }),
+  );
 }
 
-function forgeWithServiceKey(payload: Record<string, unknown>): string {
-  return forge({ alg: 'RS256', typ: 'at+jwt', kid: t.service.localIssuer!.jwks.keys[0]!.kid }, payload, serviceKey());
+async function forgeWithServiceKey(payload: Record<string, unknown>): Promise<string> {
+  return forge({ alg: 'RS256', typ: 'at+jwt', kid: t.service.localIssuer!.jwks.keys[0]!.kid }, payload, await serviceKey());
 }
 
-function hs256WithPublicKey(): string {
-  const publicPem = crypto.createPublicKey(serviceKey()).export({ type: 'spki', format: 'pem' });
+async function hs256WithPublicKey(): Promise<string> {
+  const publicPem = crypto.createPublicKey(await serviceKey()).export({ type: 'spki', format: 'pem' });
   const header = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid: t.service.localIssuer!.jwks.keys[0]!.kid })).toString('base64url');
   const body = Buffer.from(JSON.stringify(claims())).toString('base64url');
   const mac = crypto.createHmac('sha256', publicPem).update(`${header}.${body}`).digest('base64url');
@@ -132,7 +136,7 @@ describe('403 and scopes', () => {
   });
 
   test('build in a permissions array grants access', async () => {
-    const token = forgeWithServiceKey(claims({ scope: undefined, permissions: ['build'] }));
+    const token = await forgeWithServiceKey(claims({ scope: undefined, permissions: ['build'] }));
     expect((await get(token)).status).toBe(200);
   });
 

@@ -13,7 +13,13 @@ let env: Record<string, string>;
 
 beforeAll(async () => {
   t = await startService();
-  env = { ...process.env, DATABASE_PATH: t.config.databasePath, PUBLIC_BASE_URL: 'http://build.test' } as Record<string, string>;
+  // The service's database, whichever store it runs on: its SQLite file, or its PostgreSQL database.
+  env = {
+    ...process.env,
+    DATABASE_PATH: t.config.databasePath,
+    ...(t.config.databaseUrl ? { DATABASE_URL: t.config.databaseUrl } : {}),
+    PUBLIC_BASE_URL: 'http://build.test',
+  } as Record<string, string>;
 });
 afterAll(() => t.close());
 
@@ -71,7 +77,8 @@ test('a bad configuration value stops the command with one line naming the varia
 test('DATABASE_PATH: the parent directory is created', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-cli-'));
   try {
-    const res = cli(['credits', 'set', '--workspace', 'w', '--amount', '1'], { DATABASE_PATH: path.join(dir, 'nested', 'deeper', 'b.db') });
+    // A SQLite file whichever store the service under test uses: no DATABASE_URL.
+    const res = cli(['credits', 'set', '--workspace', 'w', '--amount', '1'], { DATABASE_PATH: path.join(dir, 'nested', 'deeper', 'b.db'), DATABASE_URL: '' });
     expect(res.code).toBe(0);
     expect(fs.existsSync(path.join(dir, 'nested', 'deeper', 'b.db'))).toBe(true);
   } finally {

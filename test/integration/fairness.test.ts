@@ -1,8 +1,8 @@
 // One workspace cannot take every worker: with 2 workers and a cap of 1 run per workspace, a
 // workspace that queues several slow runs executes them one at a time, and another workspace's run
 // starts at once on the free worker instead of waiting behind them.
-import Database from 'better-sqlite3';
 import { startService, type TestService } from '../helpers/service';
+import { storedRows } from '../helpers/stored';
 import { waitForWorkflowRun } from '../helpers/runs';
 
 let t: TestService;
@@ -26,9 +26,11 @@ test("a busy workspace runs one at a time; another workspace's run starts at onc
   expect(done.status).toBe('succeeded');
 
   await t.service.runner.idle();
-  const db = new Database(t.config.databasePath, { readonly: true });
-  const rows = db.prepare(`SELECT started_at, finished_at FROM runs WHERE id IN (${busyRuns.map(() => '?').join(',')}) ORDER BY started_at`).all(...busyRuns) as { started_at: string; finished_at: string }[];
-  db.close();
+  const rows = await storedRows<{ started_at: string; finished_at: string }>(
+    t.config,
+    `SELECT started_at, finished_at FROM runs WHERE id IN (${busyRuns.map(() => '?').join(',')}) ORDER BY started_at`,
+    busyRuns,
+  );
   expect(rows).toHaveLength(3);
   // Never two of the busy workspace's runs at once: each starts after the one before it ended.
   for (let i = 1; i < rows.length; i++) expect(rows[i]!.started_at >= rows[i - 1]!.finished_at).toBe(true);

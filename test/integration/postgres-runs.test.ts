@@ -279,6 +279,27 @@ describe('accept', () => {
     expect((await A.runs.lastStartedBy(['trigger-none'])).size).toBe(0);
   });
 
+  test('the trigger’s rate is counted in the accept, exactly, across replicas: past the limit nothing is written; copies of one delivery count once', async () => {
+    const ws = workspace();
+    const since = new Date(Date.now() - 60_000).toISOString();
+    const rate = { window: 100, limit: 25 };
+    // 10 copies of one delivery, then 40 distinct ones, all at once on both replicas.
+    const copies = range(10).map((i) => newRun(`copy-${i}`, { workspaceId: ws, triggerId: 'rated', delivery: { key: 'same', since }, rate }));
+    const distinct = range(40).map((i) => newRun(`distinct-${i}`, { workspaceId: ws, triggerId: 'rated', delivery: { key: `d${i}`, since }, rate }));
+    const outcomes = await Promise.all([...copies, ...distinct].map((run, i) => either(i).runs.accept(run, () => 'refused')));
+    const copyOutcomes = outcomes.slice(0, 10).map((o) => o.status);
+    // The copies start one run (or none, when the distinct ones spent the rate first) and spend at most one slot.
+    expect(copyOutcomes.filter((st) => st === 'queued').length).toBeLessThanOrEqual(1);
+    expect(outcomes.filter((o) => o.status === 'queued')).toHaveLength(25);
+    expect(outcomes.filter((o) => o.status === 'rate_limited').length).toBe(50 - 25 - copyOutcomes.filter((st) => st === 'repeated').length);
+    expect((await A.db.rows('SELECT id FROM runs WHERE trigger_id = $1', ['rated'])).length).toBe(25);
+    // A limited delivery left no row: sent again in the next window, it starts a run.
+    expect((await A.db.rows('SELECT delivery_key FROM webhook_deliveries WHERE trigger_id = $1', ['rated'])).length).toBe(25);
+    const limited = distinct.find((_, i) => outcomes[10 + i]!.status === 'rate_limited')!;
+    expect(await B.runs.accept({ ...limited, id: 'next-window', rate: { window: 101, limit: 25 } }, () => 'refused')).toEqual({ status: 'queued' });
+    expect(await A.db.rows('SELECT window_start, count FROM trigger_rate_windows WHERE trigger_id = $1', ['rated'])).toEqual([{ window_start: 101, count: 1 }]);
+  });
+
   test('a refused delivery is replied 409 to its repeats', async () => {
     const ws = workspace();
     const since = new Date(Date.now() - 60_000).toISOString();

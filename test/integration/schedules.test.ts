@@ -1,8 +1,8 @@
 // Schedules and poll triggers with an injected clock: the service's own timer is off
 // (SCHEDULER_TICK_MS=0) and each test calls the scheduler's tick with the time it wants. Due times
 // come from the stored schedule rows, which the document writes keep.
-import Database from 'better-sqlite3';
 import { startService, type TestService } from '../helpers/service';
+import { storedRows } from '../helpers/stored';
 import { minimalAgent } from '../helpers/fixtures';
 import { startScheduler } from '../../src/services/scheduler';
 import { createLogger } from '../../src/log';
@@ -32,14 +32,8 @@ async function scheduledWorkflow(cron: string, extra: Partial<WorkflowCreate> = 
 const schedule = async (id: string) => (await t.service.store.schedules.find(id))!;
 const fires = (id: string) => t.service.store.schedules.fires(id);
 
-function runsOf(targetId: string, source = 'schedule') {
-  const db = new Database(t.config.databasePath, { readonly: true });
-  try {
-    return db.prepare('SELECT id, status, source, started_by FROM runs WHERE target_id = ? AND source = ? ORDER BY id').all(targetId, source) as { id: string; status: string }[];
-  } finally {
-    db.close();
-  }
-}
+const runsOf = (targetId: string, source = 'schedule') =>
+  storedRows<{ id: string; status: string }>(t.config, 'SELECT id, status, source, started_by FROM runs WHERE target_id = ? AND source = ? ORDER BY id', [targetId, source]);
 
 async function tick(now: number) {
   await t.service.scheduler.tick(now);
@@ -54,11 +48,11 @@ describe('workflow schedules', () => {
     expect(due).toBeGreaterThan(Date.now());
 
     await tick(due - 1);
-    expect(runsOf(wf.id)).toEqual([]);
+    expect(await runsOf(wf.id)).toEqual([]);
     await tick(due);
     await tick(due);
     await tick(due + 1000);
-    const runs = runsOf(wf.id);
+    const runs = await runsOf(wf.id);
     expect(runs).toHaveLength(1);
     expect(await fires(wf.scheduleId)).toEqual([{ due_at: due, outcome: 'fired', run_id: runs[0]!.id, detail: null }]);
     expect((await schedule(wf.scheduleId)).next_due_at).toBe(due + 5 * MINUTE);
@@ -71,7 +65,7 @@ describe('workflow schedules', () => {
     const wf = await scheduledWorkflow('*/5 * * * *');
     const due = (await schedule(wf.scheduleId)).next_due_at!;
     await tick(due + 3 * 60 * MINUTE + 2 * MINUTE); // 37 due times passed; the latest 2 minutes ago
-    const runs = runsOf(wf.id);
+    const runs = await runsOf(wf.id);
     expect(runs).toHaveLength(1);
     const recorded = await fires(wf.scheduleId);
     expect(recorded).toHaveLength(37);
@@ -84,7 +78,7 @@ describe('workflow schedules', () => {
     const wf = await scheduledWorkflow('0 * * * *');
     const due = (await schedule(wf.scheduleId)).next_due_at!;
     await tick(due + 2 * 60 * MINUTE + 30 * MINUTE); // latest 30 minutes ago; the window is 10
-    expect(runsOf(wf.id)).toEqual([]);
+    expect(await runsOf(wf.id)).toEqual([]);
     expect((await fires(wf.scheduleId)).map((f) => f.outcome)).toEqual(['missed', 'missed', 'missed']);
   });
 
@@ -97,7 +91,7 @@ describe('workflow schedules', () => {
     const recorded = await fires(wf.scheduleId);
     expect(recorded.map((f) => f.outcome)).toEqual(['fired', 'overlap']);
     expect(recorded[1]!.detail).toMatch(/^run [0-9a-f-]{36} is still (queued|running)$/);
-    expect(runsOf(wf.id)).toHaveLength(1);
+    expect(await runsOf(wf.id)).toHaveLength(1);
   });
 
   test('two schedulers deciding the same due time at once start one run', async () => {
@@ -106,7 +100,7 @@ describe('workflow schedules', () => {
     const other = startScheduler(ctxOf(t), { catchUpMs: 600_000, tickMs: 0, http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1024 }, logger: createLogger('silent') });
     await Promise.all([t.service.scheduler.tick(due), other.tick(due), other.tick(due)]);
     await t.service.runner.idle();
-    expect(runsOf(wf.id)).toHaveLength(1);
+    expect(await runsOf(wf.id)).toHaveLength(1);
     expect(await fires(wf.scheduleId)).toHaveLength(1);
   });
 
@@ -126,7 +120,7 @@ describe('workflow schedules', () => {
     expect(disabled.response.status).toBe(200);
     expect(await schedule(wf.scheduleId)).toMatchObject({ active: 0, next_due_at: null });
     await tick(after + 10 * 60 * MINUTE);
-    expect(runsOf(wf.id)).toEqual([]);
+    expect(await runsOf(wf.id)).toEqual([]);
     await t.client().DELETE('/api/build/workflows/{ref}', { params: { path: { ref: wf.slug } } });
     expect(await t.service.store.schedules.find(wf.scheduleId)).toBeNull();
   });
@@ -135,7 +129,7 @@ describe('workflow schedules', () => {
     const wf = await scheduledWorkflow('*/5 * * * *', { inputs: { needed: {} }, steps: [{ id: 'a', kind: 'tool', tool: 'core.echo', args: { v: '{{inputs.needed}}' } }] });
     const due = (await schedule(wf.scheduleId)).next_due_at!;
     await tick(due);
-    expect(runsOf(wf.id)).toEqual([]);
+    expect(await runsOf(wf.id)).toEqual([]);
     expect(await fires(wf.scheduleId)).toEqual([{ due_at: due, outcome: 'failed', run_id: null, detail: "a scheduled run uses the inputs' defaults: body.input.needed: required: the input has no default" }]);
   });
 });
@@ -160,7 +154,7 @@ describe('agent schedules', () => {
     const agent = await scheduledAgent('active');
     const due = (await schedule(agent.scheduleId)).next_due_at!;
     await tick(due);
-    const runs = runsOf(agent.doc.id);
+    const runs = await runsOf(agent.doc.id);
     expect(runs).toHaveLength(1);
     const run = await t.client().GET('/api/build/runs/{runId}', { params: { path: { runId: runs[0]!.id } } });
     expect(run.data!.data).toMatchObject({ status: 'succeeded', source: 'schedule', transcript: [{ role: 'user', content: 'Morning report.' }, expect.anything()] });
@@ -169,7 +163,7 @@ describe('agent schedules', () => {
     expect(archived.response.status).toBe(200);
     expect(await schedule(agent.scheduleId)).toMatchObject({ active: 0, next_due_at: null });
     await tick(due + 60 * MINUTE);
-    expect(runsOf(agent.doc.id)).toHaveLength(1);
+    expect(await runsOf(agent.doc.id)).toHaveLength(1);
   });
 });
 
@@ -194,7 +188,7 @@ describe('poll triggers', () => {
     await tick((due += MINUTE)); // changed: a run
     await tick((due += MINUTE)); // unchanged again
     expect((await fires(poller.scheduleId)).map((f) => f.outcome)).toEqual(['baseline', 'unchanged', 'fired', 'unchanged']);
-    const runs = runsOf(poller.doc.id, 'poll');
+    const runs = await runsOf(poller.doc.id, 'poll');
     expect(runs).toHaveLength(1);
     const run = await t.client(t.token({ user: 'colleague' })).GET('/api/build/runs/{runId}', { params: { path: { runId: runs[0]!.id } } });
     expect(run.data!.data).toMatchObject({ source: 'poll', trigger_id: poller.triggerId, status: 'succeeded' });
@@ -213,7 +207,7 @@ describe('poll triggers', () => {
     const again = await schedule(poller.scheduleId);
     expect(again.failures).toBe(2);
     expect(again.next_due_at! - row.next_due_at!).toBeGreaterThanOrEqual(2 * MINUTE); // 1, 2, 4 … minutes
-    expect(runsOf(poller.doc.id, 'poll')).toEqual([]);
+    expect(await runsOf(poller.doc.id, 'poll')).toEqual([]);
     const read = await t.client().GET('/api/build/agents/{ref}', { params: { path: { ref: poller.doc.id } } });
     expect(read.data!.data.triggers[0]).toMatchObject({
       last_fired_at: null,

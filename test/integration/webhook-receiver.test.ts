@@ -2,8 +2,8 @@
 // (404, 405, 409, 410, 413, 401, 429, credits) and repeated delivery ids; what reaches the run.
 // (test/reliability/webhooks.test.ts does the main path against a real server process.)
 import crypto from 'node:crypto';
-import Database from 'better-sqlite3';
 import { startService, type TestService } from '../helpers/service';
+import { storedValue } from '../helpers/stored';
 import { minimalAgent, replaceBody } from '../helpers/fixtures';
 import { waitForAgentRun, withCredits } from '../helpers/runs';
 import type { components } from '../../generated/api';
@@ -38,13 +38,8 @@ async function hookedAgent(opts: { status?: 'draft' | 'active'; trigger?: Partia
 const post = (url: string, body: string | undefined, headers: Record<string, string> = {}, method = 'POST') => fetch(url, { method, headers, body });
 const json = (value: unknown) => JSON.stringify(value);
 
-function runsOfTrigger(triggerId: string): number {
-  const db = new Database(t.config.databasePath, { readonly: true });
-  try {
-    return db.prepare('SELECT COUNT(*) FROM runs WHERE trigger_id = ?').pluck().get(triggerId) as number;
-  } finally {
-    db.close();
-  }
+async function runsOfTrigger(triggerId: string): Promise<number> {
+  return (await storedValue<number>(t.config, 'SELECT COUNT(*) FROM runs WHERE trigger_id = ?', [triggerId]))!;
 }
 
 /** A Standard Webhooks signature made by hand (not with the library the service verifies with). */
@@ -140,7 +135,7 @@ describe('refusals', () => {
     const archived = await t.client().POST('/api/build/agents/{ref}/status', { params: { path: { ref: disabled.doc.id }, header: { 'If-Match': `"${disabled.doc.updated_at}"` } }, body: { status: 'archived' } });
     expect(archived.response.status).toBe(200);
     expect((await post(disabled.url, '{}')).status).toBe(409);
-    expect(runsOfTrigger(draft.triggerId) + runsOfTrigger(disabled.triggerId)).toBe(0);
+    expect((await runsOfTrigger(draft.triggerId)) + (await runsOfTrigger(disabled.triggerId))).toBe(0);
   });
 
   test('a body over 64 KiB is 413 before anything else, even at a wrong URL', async () => {
@@ -164,7 +159,7 @@ describe('refusals', () => {
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
     expect(await limited.json()).toEqual({ error: `this trigger received 5 deliveries this minute, its limit; retry after ${retryAfter} s` });
-    expect(runsOfTrigger(triggerId)).toBe(5);
+    expect(await runsOfTrigger(triggerId)).toBe(5);
   });
 
   test('short credits: 409 with the run_id of the recorded refusal, readable in the workspace', async () => {
@@ -193,7 +188,7 @@ describe('repeated deliveries', () => {
     const ids = await Promise.all(together.map(async (r) => ((await r.json()) as { data: { run_id: string } }).data.run_id));
     expect(new Set(together.map((r) => r.status))).toEqual(new Set([202]));
     expect(new Set(ids).size).toBe(1);
-    expect(runsOfTrigger(triggerId)).toBe(2);
+    expect(await runsOfTrigger(triggerId)).toBe(2);
   });
 });
 
@@ -205,7 +200,7 @@ test('delivery ids past the 24-hour window are pruned off the request path; the 
   await t.service.maintenance.runOnce(Date.now() + 24 * 3600_000 + 60_000);
   const later = (await (await post(url, '{}', { 'webhook-id': 'old-1' })).json()) as { data: { run_id: string } };
   expect(later.data.run_id).not.toBe(first.data.run_id);
-  expect(runsOfTrigger(triggerId)).toBe(2);
+  expect(await runsOfTrigger(triggerId)).toBe(2);
 });
 
 describe('Standard Webhooks signatures', () => {

@@ -1,6 +1,5 @@
-import Database from 'better-sqlite3';
-import fs from 'node:fs';
 import { startService, type TestService } from '../helpers/service';
+import { storedBytes, storedRows } from '../helpers/stored';
 import { minimalAgent, replaceBody } from '../helpers/fixtures';
 import { hashSecret } from '../../src/services/webhooks';
 
@@ -12,18 +11,12 @@ afterAll(() => t.close());
 
 const URL_RE = /^http:\/\/build\.test\/hooks\/([0-9a-f-]{36})\/(whk_[A-Za-z0-9_-]{43})$/;
 
-function storedTriggers(agentId: string) {
-  const db = new Database(t.config.databasePath, { readonly: true });
-  try {
-    return db.prepare('SELECT id, kind, secret_hash, secret_prefix FROM agent_triggers WHERE agent_id = ? ORDER BY id').all(agentId) as {
-      id: string;
-      secret_hash: string | null;
-      secret_prefix: string | null;
-    }[];
-  } finally {
-    db.close();
-  }
-}
+const storedTriggers = (agentId: string) =>
+  storedRows<{ id: string; secret_hash: string | null; secret_prefix: string | null }>(
+    t.config,
+    'SELECT id, kind, secret_hash, secret_prefix FROM agent_triggers WHERE agent_id = ? ORDER BY id',
+    [agentId],
+  );
 
 async function createWithHook() {
   const res = await t.client().PUT('/api/build/agents', { body: { ...minimalAgent('Hooked'), triggers: [{ kind: 'webhook', name: 'Inbound' }] } });
@@ -41,15 +34,15 @@ test('a new webhook trigger gets a one-time URL; the store keeps only its hash a
   expect(triggerId).toBe(trigger.id);
   expect(trigger.kind === 'webhook' && trigger.secret_prefix).toBe(secret!.slice(0, 8));
 
-  expect(storedTriggers(result.document.id)).toEqual([
+  expect(await storedTriggers(result.document.id)).toEqual([
     { id: trigger.id, kind: 'webhook', secret_hash: hashSecret(secret!), secret_prefix: secret!.slice(0, 8) },
   ]);
   // The secret itself is in no row, no read and no list.
   const read = await t.client().GET('/api/build/agents/{ref}', { params: { path: { ref: result.document.id } } });
   expect(JSON.stringify(read.data)).not.toContain(secret);
-  for (const file of [t.config.databasePath, `${t.config.databasePath}-wal`]) {
-    if (fs.existsSync(file)) expect(fs.readFileSync(file).includes(Buffer.from(secret!))).toBe(false);
-  }
+  const stored = await storedBytes(t.config);
+  expect(stored.includes(Buffer.from(hashSecret(secret!)))).toBe(true); // the scan does see the trigger's row
+  expect(stored.includes(Buffer.from(secret!))).toBe(false);
 });
 
 test('a replace that keeps the webhook mints nothing; one that adds a webhook mints for it alone', async () => {
@@ -83,7 +76,7 @@ test('omitting a webhook trigger without force is 409 naming it; nothing is writ
   expect(body.error).toContain('force=true');
   expect(body.current).toEqual(result.document);
   expect(body.applied).toEqual([]);
-  expect(storedTriggers(result.document.id)).toHaveLength(1);
+  expect(await storedTriggers(result.document.id)).toHaveLength(1);
 });
 
 test('with force=true the omitted webhook is dropped with its secret', async () => {
@@ -95,7 +88,7 @@ test('with force=true the omitted webhook is dropped with its secret', async () 
   expect(res.response.status).toBe(200);
   expect(res.data!.data.changes).toEqual(["trigger 'Inbound' removed"]);
   expect(res.data!.data.applied).toEqual(['document', 'triggers', 'webhooks']);
-  expect(storedTriggers(result.document.id)).toEqual([]);
+  expect(await storedTriggers(result.document.id)).toEqual([]);
 });
 
 test('force accepts only the value true', async () => {

@@ -10,6 +10,9 @@
 // renewed; a run whose lease passed is failed by any replica (recoverAbandoned), never run twice.
 import {
   APPROVAL_EXPIRED,
+  COUNT_DELIVERY_SQL,
+  RateLimitReached,
+  rateLimited,
   type AcceptOutcome,
   type ApprovalRow,
   type CancelOutcome,
@@ -30,6 +33,9 @@ import { DB_NOW, RUN_EVENTS_CHANNEL, pgRunEvents } from './run-events';
 import { pgRunLists } from './run-lists';
 import { recordFired, takeFire } from './schedule-writes';
 import { bumpAgentStatus } from './trigger-status';
+
+/** COUNT_DELIVERY_SQL with PostgreSQL's placeholders: $1 trigger, $2 window, $3 limit. */
+const COUNT_DELIVERY_PG = COUNT_DELIVERY_SQL.replace('@id', '$1').replace('@window', '$2').replace('@limit', '$3');
 
 /** The channel on which a write that queued a run says so (its payload: the writer's instance id). */
 export const RUNS_QUEUED_CHANNEL = 'build_runs_queued';
@@ -178,6 +184,10 @@ export function pgRunRepository(db: PgDatabase, notifications: Notifications, ev
         return { status: 'repeated', ...(prior as { runId: string; httpStatus: number }) };
       }
     }
+    // Counted only once the delivery is known to be new. The count is one conditional upsert: a
+    // second upsert of the row (any replica) waits for the first to commit, then judges the count it
+    // left. Past the limit, the whole write is undone, the delivery's row with it.
+    if (run.rate && (await tx.count(COUNT_DELIVERY_PG, [run.triggerId, run.rate.window, run.rate.limit])) !== 1) throw new RateLimitReached();
     if (run.fire && !(await takeFire(tx, run.fire, now))) return { status: 'raced' };
     const left = (await debit(tx, run.workspaceId, run.minimumCost))
       ? null
@@ -421,7 +431,7 @@ export function pgRunRepository(db: PgDatabase, notifications: Notifications, ev
   };
 
   return {
-    accept: (run, refusal) => write((tx) => acceptTx(tx, run, refusal)),
+    accept: (run, refusal) => write((tx) => acceptTx(tx, run, refusal)).catch(rateLimited),
     find: async (id) => (await db.row<RunRow>(PROJECTION_SQL, [id])) ?? null,
     claimNext: (lease, cap) => write((tx) => claimNextTx(tx, lease, cap)),
     claim: (id, lease, cap) => write((tx) => claimTx(tx, id, lease, cap)),

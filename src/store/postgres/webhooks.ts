@@ -1,6 +1,5 @@
-// What the webhook receiver reads and counts on PostgreSQL (see store/webhooks.ts). The rate count
-// is one conditional upsert: under READ COMMITTED a second upsert of the row waits for the first
-// to commit and then judges the count that one left, so replicas never count past the limit.
+// What the webhook receiver reads on PostgreSQL (see store/webhooks.ts). The delivery's row and its
+// count against the trigger's rate are written with its run (runs.ts: accept).
 import type { WebhookRepository, WebhookTarget } from '../webhooks';
 import type { PgDatabase } from './database';
 import { holdsNul } from './documents';
@@ -29,18 +28,6 @@ export function pgWebhookRepository(db: PgDatabase): WebhookRepository {
         [triggerId, key, since],
       );
       return row ?? null;
-    },
-    countDelivery: async (triggerId, window, limit) => {
-      // A new minute starts the count again; within the minute, the row changes only while below the limit.
-      const counted = await db.count(
-        `INSERT INTO trigger_rate_windows (trigger_id, window_start, count) VALUES ($1, $2, 1)
-         ON CONFLICT (trigger_id) DO UPDATE SET
-           count = CASE WHEN trigger_rate_windows.window_start = excluded.window_start THEN trigger_rate_windows.count + 1 ELSE 1 END,
-           window_start = excluded.window_start
-         WHERE trigger_rate_windows.window_start <> excluded.window_start OR trigger_rate_windows.count < $3`,
-        [triggerId, window, limit],
-      );
-      return counted === 1;
     },
     // By ctid (PostgreSQL has no rowid); the condition is checked again on the row deleted, in case another writer changed it.
     pruneDeliveries: (before, limit) =>
