@@ -4,6 +4,7 @@
 // Every guarantee of the adapter is a constraint or a conditional write whose affected-row count is
 // checked inside such a transaction, never a lock or a flag held in this process.
 import pg from 'pg';
+import type { Ack } from '../group-commit';
 
 /** What a transaction's work is given: statements on the transaction's connection. */
 export interface Sql {
@@ -16,8 +17,14 @@ export interface Sql {
 }
 
 export interface PgDatabase extends Sql {
-  /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
-  transaction<T>(work: (sql: Sql) => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` in one transaction: committed when it resolves, rolled back when it throws. With
+   * `ack: 'visible'` (the run workers' own progress, as with SQLite: see Ack in group-commit.ts) the
+   * commit returns once visible, without waiting for the server to flush its WAL
+   * (synchronous_commit off for this transaction only): a server crash may lose the last such
+   * commits, never a part of one, and never one that a later durable commit depended on.
+   */
+  transaction<T>(work: (sql: Sql) => Promise<T>, opts?: { ack?: Ack }): Promise<T>;
   pool: pg.Pool;
   close(): Promise<void>;
 }
@@ -59,12 +66,14 @@ export function openPgDatabase(url: string, opts: { max?: number; applicationNam
   return {
     ...onPool,
     pool,
-    async transaction<T>(work: (sql: Sql) => Promise<T>): Promise<T> {
+    async transaction<T>(work: (sql: Sql) => Promise<T>, opts: { ack?: Ack } = {}): Promise<T> {
+      // One round trip either way (a simple query may hold several statements).
+      const begin = opts.ack === 'visible' ? 'BEGIN; SET LOCAL synchronous_commit TO off' : 'BEGIN';
       for (let attempt = 1; ; attempt++) {
         const client = await pool.connect();
         let broken: Error | undefined;
         try {
-          await client.query('BEGIN');
+          await client.query(begin);
           const value = await work(statements(client));
           await client.query('COMMIT');
           return value;

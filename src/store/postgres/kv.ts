@@ -24,12 +24,19 @@ export function pgKvRepository(db: PgDatabase): KvRepository {
     },
     set: async (ws, key, value) => {
       if (holdsNul(key)) throw new Error('kv: a key cannot contain U+0000 (NUL)');
-      await db.count(
-        `INSERT INTO kv_entries (workspace_id, key, value, updated_at) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (workspace_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-        [ws, key, JSON.stringify(value), new Date().toISOString()],
+      const json = JSON.stringify(value);
+      // Only the run workers' tools write here: acknowledged once visible, like the runs' progress.
+      await db.transaction(
+        (sql) =>
+          sql.count(
+            `INSERT INTO kv_entries (workspace_id, key, value, updated_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (workspace_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+            [ws, key, json, new Date().toISOString()],
+          ),
+        { ack: 'visible' },
       );
     },
-    delete: async (ws, key) => !holdsNul(key) && (await db.count('DELETE FROM kv_entries WHERE workspace_id = $1 AND key = $2', [ws, key])) > 0,
+    delete: async (ws, key) =>
+      !holdsNul(key) && (await db.transaction((sql) => sql.count('DELETE FROM kv_entries WHERE workspace_id = $1 AND key = $2', [ws, key]), { ack: 'visible' })) > 0,
   };
 }

@@ -27,6 +27,7 @@ import {
   type RunStatus,
 } from '../runs';
 import { FINAL_EVENT, type RunEventInput } from '../run-events';
+import type { Ack } from '../group-commit';
 import type { PgDatabase, Sql } from './database';
 import type { Notifications } from './notifications';
 import { DB_NOW, RUN_EVENTS_CHANNEL, pgRunEvents } from './run-events';
@@ -128,8 +129,11 @@ export function pgRunRepository(db: PgDatabase, notifications: Notifications, ev
   /** Tells the other replicas, when the transaction commits, that a run is queued. */
   const notifyQueued = (sql: Sql) => sql.rows('SELECT pg_notify($1, $2)', [RUNS_QUEUED_CHANNEL, self]);
 
-  /** Runs `work` in one transaction; once it committed, this process's listeners hear of the runs it added events to. */
-  const write = async <T>(work: (tx: Tx) => Promise<T>): Promise<T> => {
+  /**
+   * Runs `work` in one transaction; once it committed, this process's listeners hear of the runs it
+   * added events to. The workers' own writes are acknowledged once `visible` (see PgDatabase.transaction).
+   */
+  const write = async <T>(work: (tx: Tx) => Promise<T>, ack: Ack = 'durable'): Promise<T> => {
     let touched = new Set<string>();
     const value = await db.transaction((sql) => {
       touched = new Set(); // a transaction run again (a deadlock) starts from nothing
@@ -139,7 +143,7 @@ export function pgRunRepository(db: PgDatabase, notifications: Notifications, ev
           if ((await events.append(sql, runId, more, now, `${self}:${runId}`)) > 0) touched.add(runId);
         },
       });
-    });
+    }, { ack });
     for (const runId of touched) announce(runId);
     return value;
   };
@@ -433,8 +437,8 @@ export function pgRunRepository(db: PgDatabase, notifications: Notifications, ev
   return {
     accept: (run, refusal) => write((tx) => acceptTx(tx, run, refusal)).catch(rateLimited),
     find: async (id) => (await db.row<RunRow>(PROJECTION_SQL, [id])) ?? null,
-    claimNext: (lease, cap) => write((tx) => claimNextTx(tx, lease, cap)),
-    claim: (id, lease, cap) => write((tx) => claimTx(tx, id, lease, cap)),
+    claimNext: (lease, cap) => write((tx) => claimNextTx(tx, lease, cap), 'visible'),
+    claim: (id, lease, cap) => write((tx) => claimTx(tx, id, lease, cap), 'visible'),
     renewLeases: async (lease, ids) => {
       if (!ids.length) return [];
       const rows = await write((tx) =>
@@ -442,6 +446,7 @@ export function pgRunRepository(db: PgDatabase, notifications: Notifications, ev
           `UPDATE runs SET lease_expires_at = ${leaseEnd('$2')} WHERE id = ANY($3::text[]) AND lease_owner = $1 AND status = 'running' RETURNING id`,
           [lease.owner, lease.ms, ids],
         ),
+        'visible',
       );
       return rows.map((r) => r.id);
     },
@@ -458,6 +463,7 @@ export function pgRunRepository(db: PgDatabase, notifications: Notifications, ev
           ),
           message,
         ),
+        'visible',
       ),
     // Not SKIP LOCKED: a run whose worker is writing it is waited for, then failed if still held.
     releaseAll: (owner, message) =>
@@ -471,6 +477,7 @@ export function pgRunRepository(db: PgDatabase, notifications: Notifications, ev
           ),
           message,
         ),
+        'visible',
       ),
     onQueued: (listener) => void queuedListeners.push(listener),
     saveState: (id, current) =>
@@ -486,16 +493,16 @@ export function pgRunRepository(db: PgDatabase, notifications: Notifications, ev
           if (!saved) return 'not_running';
           if (more?.length) await tx.append(id, more, null);
           return saved.cancel_requested_at === null ? 'saved' : 'cancel_requested';
-        });
+        }, 'visible');
       }),
-    reserveMore: (id, amount) => inOrder(id, () => write((tx) => reserveMoreTx(tx, id, amount))),
+    reserveMore: (id, amount) => inOrder(id, () => write((tx) => reserveMoreTx(tx, id, amount), 'visible')),
     finish: (id, status, error, state, spent, now, more = []) => {
       const json = JSON.stringify(state);
-      return inOrder(id, () => write((tx) => finishTx(tx, id, status, error, json, spent, now, more)));
+      return inOrder(id, () => write((tx) => finishTx(tx, id, status, error, json, spent, now, more), 'visible'));
     },
     park: (id, parking, now) => {
       const json = JSON.stringify(parking.state);
-      return inOrder(id, () => write((tx) => parkTx(tx, id, parking, json, now)));
+      return inOrder(id, () => write((tx) => parkTx(tx, id, parking, json, now), 'visible'));
     },
     cancel: (id, user, now) => write((tx) => cancelTx(tx, id, user, now)),
     decide: (runId, callId, decision, note, user, now) => write((tx) => decideTx(tx, runId, callId, decision, note, user, now)),
@@ -509,7 +516,7 @@ export function pgRunRepository(db: PgDatabase, notifications: Notifications, ev
         let expired = 0;
         for (const { id } of due) if (await expireTx(tx, id, message, now)) expired++;
         return expired;
-      });
+      }, 'visible');
     },
     events: (runId, seq, max) => events.after(db, runId, seq, max),
     onEvents: (listener) => void eventListeners.push(listener),
@@ -527,7 +534,7 @@ export function pgRunRepository(db: PgDatabase, notifications: Notifications, ev
         await events.remove(tx, ids);
         await tx.count('DELETE FROM run_approvals WHERE run_id = ANY($1::text[])', [ids]);
         return ids.length;
-      }),
+      }, 'visible'),
     list: async (query) => list(query), // a bad limit rejects, as SQLite's does
     lastStartedBy: async (triggerIds) => {
       const rows = await db.rows<{ trigger_id: string; at: string }>(

@@ -62,7 +62,8 @@ export function pgScheduleRepository(db: PgDatabase): ScheduleRepository {
     due: (nowMs, limit) => db.rows<ScheduleRow>('SELECT * FROM schedules WHERE next_due_at IS NOT NULL AND next_due_at <= $1 ORDER BY next_due_at LIMIT $2', [nowMs, limit]),
     find: async (id) => (await db.row<ScheduleRow>('SELECT * FROM schedules WHERE id = $1', [id])) ?? null,
     ofOwner: (ownerId) => db.rows<ScheduleRow>('SELECT * FROM schedules WHERE owner_id = $1 ORDER BY id', [ownerId]),
-    advance: (claim) => db.transaction((sql) => claimSchedule(sql, claim, new Date().toISOString())),
+    // The scheduler's own writes, acknowledged once visible (as with SQLite).
+    advance: (claim) => db.transaction((sql) => claimSchedule(sql, claim, new Date().toISOString()), { ack: 'visible' }),
     fires: (id) => db.rows<FireRecord>('SELECT due_at, outcome, run_id, detail FROM schedule_fires WHERE schedule_id = $1 ORDER BY due_at', [id]),
     recordPoll: (id, dueAt, outcome) =>
       db.transaction(async (sql) => {
@@ -81,6 +82,6 @@ export function pgScheduleRepository(db: PgDatabase): ScheduleRepository {
           await sql.count('UPDATE schedules SET failures = 0, last_error = NULL, last_output_hash = $2 WHERE id = $1', [id, outcome.hash]);
         }
         await bumpPollStatus(sql, id);
-      }),
+      }, { ack: 'visible' }),
   };
 }
