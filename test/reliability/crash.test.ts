@@ -1,11 +1,14 @@
 // Crash durability: a server under a mixed write load (creates, replaces, deletes, test runs) is
 // killed with SIGKILL at a random moment and restarted on the same database, again and again.
 // Every write acknowledged before the kill must read back with its exact stamp and version; a write
-// that was in flight may have landed, but only whole; the database passes integrity_check; runs cut
-// off are failed with a message; credits are conserved.
+// that was in flight may have landed, but only whole; a SQLite file passes integrity_check; runs cut
+// off are failed with a message (with PostgreSQL once their lease passes: a restarted process is a
+// new worker, and a killed one's claims are taken back only after they expire); credits are conserved.
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
+import { storeUnderTest } from '../helpers/database';
 import { minimalAgent } from '../helpers/fixtures';
+import { storedRows, storedValue } from '../helpers/stored';
 import { INTERRUPTED } from '../../src/runtime/runner';
 import { startServer, type ServerProcess } from './server';
 
@@ -14,6 +17,8 @@ jest.setTimeout(300_000);
 const KILLS = Number(process.env.CRASH_KILLS ?? 20);
 const CLIENTS = 6;
 const INITIAL_CREDITS = 1_000_000;
+/** PostgreSQL: the shortest run lease, so that the killed process's runs are recovered within a few seconds of each restart. */
+const LEASE_SECONDS = 2;
 
 interface Tracked {
   kind: 'agents' | 'workflows';
@@ -34,7 +39,7 @@ let rngAt = 0;
 const random = (n: number) => (rng[rngAt++ % rng.length] as number) % n;
 
 beforeAll(async () => {
-  s = await startServer({ DEFAULT_CREDITS: String(INITIAL_CREDITS), RUN_WORKERS: '4' });
+  s = await startServer({ DEFAULT_CREDITS: String(INITIAL_CREDITS), RUN_WORKERS: '4', ...(storeUnderTest === 'postgres' && { RUN_LEASE_SECONDS: String(LEASE_SECONDS) }) });
 });
 afterAll(() => s.dispose());
 
@@ -144,47 +149,59 @@ async function verifyDocuments(): Promise<void> {
 }
 
 async function versionOf(t: Tracked): Promise<number> {
-  const db = new Database(s.databasePath, { readonly: true });
-  try {
-    return db.prepare(`SELECT version FROM ${t.kind} WHERE slug = ?`).pluck().get(t.ref) as number;
-  } finally {
-    db.close();
-  }
+  return (await storedValue<number>(s, `SELECT version FROM ${t.kind} WHERE slug = ?`, [t.ref]))!;
 }
 
-/** Straight from the file: integrity, documents whole with their trigger rows and secrets, runs and credits. */
-function verifyDatabase(restartedAt: string): { interrupted: number } {
-  const db = new Database(s.databasePath, { readonly: true });
-  try {
-    expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
-    const agents = db.prepare('SELECT id, document FROM agents').all() as { id: string; document: string }[];
-    for (const agent of agents) {
-      const doc = JSON.parse(agent.document) as { triggers: { id: string; kind: string; secret_prefix?: string | null }[] };
-      const rows = db.prepare('SELECT id, kind, secret_hash, secret_prefix FROM agent_triggers WHERE agent_id = ? ORDER BY id').all(agent.id) as {
-        id: string;
-        kind: string;
-        secret_hash: string | null;
-        secret_prefix: string | null;
-      }[];
-      expect(rows.map((r) => r.id)).toEqual(doc.triggers.map((t) => t.id).sort());
-      for (const trigger of doc.triggers.filter((t) => t.kind === 'webhook')) {
-        const row = rows.find((r) => r.id === trigger.id)!;
-        expect(row.secret_hash).toMatch(/^[0-9a-f]{64}$/);
-        expect(row.secret_prefix).toBe(trigger.secret_prefix);
-      }
-    }
-    const orphans = db.prepare('SELECT COUNT(*) FROM agent_triggers WHERE agent_id NOT IN (SELECT id FROM agents)').pluck().get();
-    expect(orphans).toBe(0);
-    // Runs that were running when the process died were finished at start-up; only this life's run.
-    expect(db.prepare(`SELECT COUNT(*) FROM runs WHERE status = 'running' AND started_at < ?`).pluck().get(restartedAt)).toBe(0);
-    const balance = db.prepare('SELECT credits FROM workspaces WHERE id = ?').pluck().get('ws-1') as number | undefined;
-    const held = db.prepare('SELECT COALESCE(SUM(credits_reserved), 0) FROM runs WHERE workspace_id = ?').pluck().get('ws-1') as number;
-    if (balance !== undefined) expect(balance + held).toBe(INITIAL_CREDITS);
-    const failedWithMessage = db.prepare('SELECT COUNT(*) FROM runs WHERE status = ? AND error = ?').pluck().get('failed', INTERRUPTED) as number;
-    return { interrupted: failedWithMessage };
-  } finally {
-    db.close();
+/** Runs running before the restart: with SQLite the restart failed them at once; with PostgreSQL they are failed once their lease passes (and a queue poll sees it). */
+async function runningBefore(restartedAt: string): Promise<number> {
+  const count = () => storedValue<number>(s, `SELECT COUNT(*) FROM runs WHERE status = 'running' AND started_at < ?`, [restartedAt]);
+  if (storeUnderTest === 'postgres') {
+    const deadline = Date.parse(restartedAt) + LEASE_SECONDS * 1000 + 5000; // a lease, a poll (1 s) and room for a slow machine
+    while ((await count()) !== 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   }
+  return (await count())!;
+}
+
+/** Straight from the database: integrity (SQLite), documents whole with their trigger rows and secrets, runs and credits. */
+async function verifyDatabase(restartedAt: string): Promise<{ interrupted: number }> {
+  // A killed client cannot damage PostgreSQL's files (its server lives on); SQLite's file is written by the killed process itself.
+  if (storeUnderTest === 'sqlite') {
+    const db = new Database(s.databasePath, { readonly: true });
+    try {
+      expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+    } finally {
+      db.close();
+    }
+  }
+  const agents = await storedRows<{ id: string; document: string }>(s, 'SELECT id, document FROM agents');
+  for (const agent of agents) {
+    const doc = JSON.parse(agent.document) as { triggers: { id: string; kind: string; secret_prefix?: string | null }[] };
+    const rows = await storedRows<{ id: string; kind: string; secret_hash: string | null; secret_prefix: string | null }>(
+      s,
+      'SELECT id, kind, secret_hash, secret_prefix FROM agent_triggers WHERE agent_id = ? ORDER BY id',
+      [agent.id],
+    );
+    expect(rows.map((r) => r.id)).toEqual(doc.triggers.map((t) => t.id).sort());
+    for (const trigger of doc.triggers.filter((t) => t.kind === 'webhook')) {
+      const row = rows.find((r) => r.id === trigger.id)!;
+      expect(row.secret_hash).toMatch(/^[0-9a-f]{64}$/);
+      expect(row.secret_prefix).toBe(trigger.secret_prefix);
+    }
+  }
+  const orphans = await storedValue(s, 'SELECT COUNT(*) FROM agent_triggers WHERE agent_id NOT IN (SELECT id FROM agents)');
+  expect(orphans).toBe(0);
+  // Runs that were running when the process died were finished (see runningBefore); only this life's run.
+  expect(await runningBefore(restartedAt)).toBe(0);
+  // Both in one statement (one snapshot: a run ending in between moves credits from one to the other); the sum as a
+  // bigint, as PostgreSQL's SUM of one is a numeric, which would come back as text.
+  const [{ balance, held }] = (await storedRows<{ balance: number | null; held: number }>(
+    s,
+    'SELECT (SELECT credits FROM workspaces WHERE id = ?) AS balance, CAST((SELECT COALESCE(SUM(credits_reserved), 0) FROM runs WHERE workspace_id = ?) AS BIGINT) AS held',
+    ['ws-1', 'ws-1'],
+  )) as [{ balance: number | null; held: number }];
+  if (balance !== null) expect(balance + held).toBe(INITIAL_CREDITS);
+  const failedWithMessage = (await storedValue<number>(s, 'SELECT COUNT(*) FROM runs WHERE status = ? AND error = ?', ['failed', INTERRUPTED]))!;
+  return { interrupted: failedWithMessage };
 }
 
 test(`${KILLS} SIGKILLs under a mixed write load lose no acknowledged write and leave nothing half-written`, async () => {
@@ -199,7 +216,7 @@ test(`${KILLS} SIGKILLs under a mixed write load lose no acknowledged write and 
     const restartedAt = new Date().toISOString();
     await s.restart();
     await verifyDocuments();
-    interrupted = verifyDatabase(restartedAt).interrupted;
+    interrupted = (await verifyDatabase(restartedAt)).interrupted;
   }
   expect(tracked.filter((t) => t.acked).length).toBeGreaterThan(KILLS);
   // Workflow runs sleep 40 ms per step, so some were cut off by a kill and finished as failed.

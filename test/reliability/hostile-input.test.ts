@@ -2,11 +2,11 @@
 // generated from openapi.yaml's schemas are accepted by validate; every single mutation that breaks
 // one schema rule is a 400 naming the field; garbage of every kind is a 4xx with { error }, never a
 // 5xx; the process stays up and nothing is stored. `npm run fuzz` runs many more cases.
-import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { minimalAgent } from '../helpers/fixtures';
+import { storedWrite } from '../helpers/stored';
 import { arbitraryFor, mutationsOf, schemaNamed, type Hints } from './schema-arbitrary';
-import { startServer, type ServerProcess } from './server';
+import { startServer, storedTables, type ServerProcess } from './server';
 
 jest.setTimeout(600_000);
 
@@ -19,9 +19,7 @@ let baseline: string;
 beforeAll(async () => {
   s = await startServer();
   token = s.token();
-  const db = new Database(s.databasePath);
-  db.prepare('INSERT INTO connections (workspace_id, ref, app, label, status, created_at) VALUES (?, ?, ?, ?, ?, ?)').run('ws-1', 'kv-main', 'kv', null, 'connected', new Date().toISOString());
-  db.close();
+  await storedWrite(s, 'INSERT INTO connections (workspace_id, ref, app, label, status, created_at) VALUES (?, ?, ?, ?, ?, ?)', ['ws-1', 'kv-main', 'kv', null, 'connected', new Date().toISOString()]);
   const hooked = await s.client().PUT('/api/build/agents', { body: { ...minimalAgent('Fixture'), slug: 'fixture', triggers: [{ kind: 'webhook', name: 'Hook' }] } });
   expect(hooked.response.status).toBe(201);
   await s.client().PUT('/api/build/agents', { body: { ...minimalAgent('Helper'), slug: 'helper' } });
@@ -31,13 +29,8 @@ beforeAll(async () => {
 afterAll(() => s.dispose());
 
 /** Everything a request could have written. */
-async function storedState(): Promise<string> {
-  const db = new Database(s.databasePath, { readonly: true });
-  try {
-    return JSON.stringify(['agents', 'workflows', 'runs', 'agent_triggers', 'kv_entries'].map((table) => db.prepare(`SELECT * FROM ${table} ORDER BY rowid`).all()));
-  } finally {
-    db.close();
-  }
+function storedState(): Promise<string> {
+  return storedTables(s, ['agents', 'workflows', 'runs', 'agent_triggers', 'kv_entries']);
 }
 
 const anyText = fc.string({ maxLength: 20, unit: fc.constantFrom(...'abc xyz'.split('')) });

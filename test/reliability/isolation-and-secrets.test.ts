@@ -1,9 +1,11 @@
 // Isolation and secrets against a real server process. Another workspace's objects are 404 on
 // every ref/runId operation (never 403), another user's runs are 404, lists show only the caller's
 // workspace, read-only members never take effect; and webhook secrets appear exactly once — in the
-// response that minted them — and never in a log line, a later response or the database file.
+// response that minted them — and never in a log line, a later response, the database (the SQLite
+// file, or every row of the PostgreSQL database) or any file in the data directory.
 import fs from 'node:fs';
 import { minimalAgent, replaceBody, storedPart } from '../helpers/fixtures';
+import { storedBytes } from '../helpers/stored';
 import { startServer, type ServerProcess } from './server';
 
 jest.setTimeout(120_000);
@@ -90,7 +92,7 @@ describe('isolation', () => {
 });
 
 describe('secrets', () => {
-  test('a webhook secret is shown once and found nowhere else: not in logs, later responses or the database file', async () => {
+  test('a webhook secret is shown once and found nowhere else: not in logs, later responses, the database or the data directory', async () => {
     const token = s.token({ workspace: 'hooks' });
     const api = s.client(token);
     const secrets: string[] = [];
@@ -116,7 +118,8 @@ describe('secrets', () => {
       await (await fetch(`${s.baseUrl}/api/build/agents/${doc.id}`, { headers: { authorization: `Bearer ${token}` } })).text(),
       await (await fetch(`${s.baseUrl}/api/build/agents`, { headers: { authorization: `Bearer ${token}` } })).text(),
     ];
-    const files = fs.readdirSync(s.dataDir).map((f) => fs.readFileSync(`${s.dataDir}/${f}`));
+    // Every file of the data directory (with SQLite: the database file and its WAL), and all the database holds (with PostgreSQL: every row, as text).
+    const files = [...fs.readdirSync(s.dataDir).map((f) => fs.readFileSync(`${s.dataDir}/${f}`)), await storedBytes(s)];
     for (const secret of secrets) {
       for (const body of later) expect(body).not.toContain(secret);
       for (const line of s.logs) expect(line).not.toContain(secret);

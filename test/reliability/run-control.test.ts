@@ -3,9 +3,9 @@
 //  - cancels racing the runs' own ends: exactly one outcome per run, and the credits add up exactly;
 //  - an event-stream client that disconnects and resumes 100 times during a long run sees exactly
 //    the stored events, in order.
-import Database from 'better-sqlite3';
 import { startServer, type ServerProcess } from './server';
 import { minimalAgent } from '../helpers/fixtures';
+import { storedValue } from '../helpers/stored';
 import { readEventStream } from '../helpers/events';
 
 jest.setTimeout(240_000);
@@ -72,16 +72,9 @@ test('1,000 runs paged through while 100 more are inserted: none twice, none of 
 
 test('cancels racing the runs\' ends: exactly one outcome each, credits exact', async () => {
   const slug = await createAgent('Raced');
-  // The balance as stored (the API does not show it): read from the server's database file.
-  const balance = () => {
-    const db = new Database(s.databasePath, { readonly: true });
-    try {
-      return db.prepare("SELECT credits FROM workspaces WHERE id = 'ws-1'").pluck().get() as number;
-    } finally {
-      db.close();
-    }
-  };
-  const before = balance();
+  // The balance as stored (the API does not show it): read from the server's database.
+  const balance = async () => (await storedValue<number>(s, "SELECT credits FROM workspaces WHERE id = 'ws-1'"))!;
+  const before = await balance();
   const runs = await Promise.all(Array.from({ length: 60 }, (_, i) => start(slug, Array.from({ length: 1 + (i % 4) }, () => '/call core.sleep {"ms":30}').join('\n'))));
   const answers = await Promise.all(
     runs.map(async (runId, i) => {
@@ -105,7 +98,7 @@ test('cancels racing the runs\' ends: exactly one outcome each, credits exact', 
     expect(run.credits).toBe(run.steps ?? 0);
   }
   expect(answers.some((a) => a.status === 200)).toBe(true);
-  expect(balance()).toBe(before - spent);
+  expect(await balance()).toBe(before - spent);
 });
 
 test('a stream client that disconnects and resumes 100 times during a long run sees every stored event once, in order', async () => {

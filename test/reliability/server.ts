@@ -7,7 +7,9 @@ import path from 'node:path';
 import createClient from 'openapi-fetch';
 import type { paths } from '../../generated/api';
 import { localIssuerFromKey, openLocalIssuer } from '../../src/auth/local-issuer';
+import { SIGNING_KEY_FILE } from '../../src/store/signing-key-file';
 import { freshDatabase, storedSigningKey } from '../helpers/database';
+import { storedRows } from '../helpers/stored';
 import { projectRoot } from '../../src/paths';
 
 export const PUBLIC_BASE_URL = 'http://reliability.test';
@@ -74,9 +76,14 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
   }
 
   await launch();
-  // The key the server signs with: its data directory's file (SQLite), or the database's (read once: it never changes).
-  const key = databaseUrl ? await storedSigningKey(databaseUrl) : null;
-  const issuer = () => (key ? localIssuerFromKey(key, PUBLIC_BASE_URL) : openLocalIssuer(dataDir, PUBLIC_BASE_URL));
+  // The key the server signs with: its data directory's file (SQLite), or the database's (read once: it never changes;
+  // none is stored when the server is not its own issuer: AUTH_ISSUER).
+  const key = databaseUrl && !env.AUTH_ISSUER ? await storedSigningKey(databaseUrl) : null;
+  const issuer = () => {
+    if (key) return localIssuerFromKey(key, PUBLIC_BASE_URL);
+    if (databaseUrl) throw new Error('this server is not its own issuer (AUTH_ISSUER): it stored no key to mint tokens with');
+    return openLocalIssuer(dataDir, PUBLIC_BASE_URL);
+  };
   const server: ServerProcess = {
     get baseUrl() {
       return baseUrl;
@@ -109,4 +116,19 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
     },
   };
   return server;
+}
+
+/** The built-in issuer's private key (PEM) as the server's store keeps it: the file in its data directory (SQLite), or the database's row (PostgreSQL). */
+export async function signingKeyOf(s: ServerProcess): Promise<string> {
+  return s.databaseUrl ? storedSigningKey(s.databaseUrl) : fs.readFileSync(path.join(s.dataDir, SIGNING_KEY_FILE), 'utf8');
+}
+
+/** Each table's order in storedTables: SQLite's rowid (insertion order); PostgreSQL has none, so the primary key. */
+const ORDER_KEYS = { agents: 'id', workflows: 'id', runs: 'id', agent_triggers: 'id', kv_entries: 'workspace_id, key', workspaces: 'id' } as const;
+
+/** Every row of these tables, as one string: two equal snapshots mean nothing was written to them in between. */
+export async function storedTables(s: ServerProcess, tables: (keyof typeof ORDER_KEYS)[]): Promise<string> {
+  const all = [];
+  for (const table of tables) all.push(await storedRows(s, `SELECT * FROM ${table} ORDER BY ${s.databaseUrl ? ORDER_KEYS[table] : 'rowid'}`));
+  return JSON.stringify(all);
 }

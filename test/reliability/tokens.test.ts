@@ -2,20 +2,20 @@
 // with WWW-Authenticate (or a 403 without the build scope), with no side effect. An issuer whose
 // JWKS cannot be reached gives 503, and the service recovers by itself when it comes back.
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
-import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import Database from 'better-sqlite3';
 import { signJwt } from '../../src/auth/local-issuer';
 import { loadSpec } from '../../src/http/spec';
 import { minimalAgent } from '../helpers/fixtures';
-import { PUBLIC_BASE_URL, startServer, type ServerProcess } from './server';
+import { PUBLIC_BASE_URL, signingKeyOf, startServer, storedTables, type ServerProcess } from './server';
 
 jest.setTimeout(120_000);
 let s: ServerProcess;
+/** The service's own signing key, as its store keeps it: tokens forged with it pass the signature check, so each is refused for its claims alone. */
+let stolenKeyPem: string;
 beforeAll(async () => {
   s = await startServer();
+  stolenKeyPem = await signingKeyOf(s);
   await s.client().PUT('/api/build/agents', { body: { ...minimalAgent('Target'), slug: 'target', triggers: [{ kind: 'webhook', name: 'Hook' }] } });
   await s.client().PUT('/api/build/workflows', { body: { kind: 'service.workflow/v1', slug: 'target', name: 'T', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] } });
 });
@@ -23,7 +23,7 @@ afterAll(() => s.dispose());
 
 const METADATA = `Bearer resource_metadata="${PUBLIC_BASE_URL}/.well-known/oauth-protected-resource"`;
 const now = () => Math.floor(Date.now() / 1000);
-const serviceKey = () => crypto.createPrivateKey(fs.readFileSync(path.join(s.dataDir, 'issuer-key.pem'), 'utf8'));
+const serviceKey = () => crypto.createPrivateKey(stolenKeyPem);
 const kid = () => (JSON.parse(Buffer.from(s.token().split('.')[0]!, 'base64url').toString()) as { kid: string }).kid;
 const claims = (extra: Record<string, unknown> = {}) => ({ iss: PUBLIC_BASE_URL, aud: 'build-api', sub: 'attacker', workspace: 'ws-1', scope: 'build', iat: now(), exp: now() + 600, ...extra });
 const forge = (payload: Record<string, unknown>, key = serviceKey(), header: Record<string, unknown> = { alg: 'RS256', kid: kid() }) => signJwt(header, payload, key);
@@ -80,19 +80,14 @@ function everyOperation(): Call[] {
   return calls;
 }
 
-function snapshot(): string {
-  const db = new Database(s.databasePath, { readonly: true });
-  try {
-    return JSON.stringify(['agents', 'workflows', 'runs', 'agent_triggers', 'kv_entries', 'workspaces'].map((t) => db.prepare(`SELECT * FROM ${t} ORDER BY rowid`).all()));
-  } finally {
-    db.close();
-  }
+function snapshot(): Promise<string> {
+  return storedTables(s, ['agents', 'workflows', 'runs', 'agent_triggers', 'kv_entries', 'workspaces']);
 }
 
 test('every attack on every operation is refused with the right status and challenge, and changes nothing', async () => {
   const calls = everyOperation();
   expect(calls).toHaveLength(27);
-  const before = snapshot();
+  const before = await snapshot();
   for (const call of calls) {
     for (const [attack, headers, status, message] of attacks) {
       const res = await fetch(`${s.baseUrl}${call.path}`, {
@@ -110,7 +105,7 @@ test('every attack on every operation is refused with the right status and chall
       else expect(challenge === METADATA || challenge === `${METADATA}, error="invalid_token"`).toBe(true);
     }
   }
-  expect(snapshot()).toBe(before);
+  expect(await snapshot()).toBe(before);
 });
 
 test('a token in the query string or a form body is refused', async () => {
