@@ -92,7 +92,8 @@ export interface DocumentTableSpec<T extends { slug?: string; updated_at?: strin
   afterRemove?: (id: string) => void;
 }
 
-interface Row {
+/** A document's row as both stores keep it (PostgreSQL's too: postgres/documents.ts). */
+export interface DocumentRow {
   id: string;
   workspace_id: string;
   slug: string;
@@ -134,7 +135,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
   const remove = db.prepare(`DELETE FROM ${table} WHERE workspace_id = ? AND id = ?`);
   const listOf = db.prepare(spec.listSql).pluck();
 
-  const toRecord = (row: Row) => new StoredVersion<T>(row.id, row.workspace_id, row.slug, row.version, row.stamp_us, row.document);
+  const toRecord = (row: DocumentRow) => new StoredVersion<T>(row.id, row.workspace_id, row.slug, row.version, row.stamp_us, row.document);
 
   const cache = new RowCache<StoredVersion<T>>(ROW_CACHE_BYTES);
   // Writes only drop lists, and a dropped list is rebuilt from the table: a group that fails to commit leaves none wrong.
@@ -145,7 +146,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     const id = byUuid ?? cache.idOfSlug(workspaceId, ref);
     let record = id === undefined ? undefined : cache.get(workspaceId, id);
     if (!record) {
-      const row = (byUuid ? byId.get(workspaceId, byUuid) : bySlug.get(workspaceId, ref)) as Row | undefined;
+      const row = (byUuid ? byId.get(workspaceId, byUuid) : bySlug.get(workspaceId, ref)) as DocumentRow | undefined;
       if (!row) return null;
       record = toRecord(row);
       cache.set(record);
@@ -181,14 +182,20 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
   };
 
   const replaceTx = (workspaceId: string, id: string, expectedStampMicros: number, doc: T, extra: W | undefined): ReplaceOutcome<T> => {
-    const row = versionOf.get(workspaceId, id) as Pick<Row, 'slug' | 'version' | 'stamp_us'> | undefined;
+    const row = versionOf.get(workspaceId, id) as Pick<DocumentRow, 'slug' | 'version' | 'stamp_us'> | undefined;
     if (!row || row.stamp_us !== expectedStampMicros) {
-      const current = byId.get(workspaceId, id) as Row | undefined;
+      const current = byId.get(workspaceId, id) as DocumentRow | undefined;
       return { ok: false, current: current ? toRecord(current) : null };
     }
     const stampMicros = clock.next(row.stamp_us);
     const { doc: final, json } = stamped(doc, stampMicros, row.slug);
-    update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, document: json, ...columnValues(final) });
+    // The compare-and-set itself is this UPDATE's count; the read above only refuses early. (Inside
+    // the group's write transaction nothing else can change the row in between; the guarantee does
+    // not rest on that.)
+    if (update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, document: json, ...columnValues(final) }).changes !== 1) {
+      const current = byId.get(workspaceId, id) as DocumentRow | undefined;
+      return { ok: false, current: current ? toRecord(current) : null };
+    }
     lists.drop(workspaceId);
     spec.afterWrite?.(id, final, extra, workspaceId);
     // Last, so a failure above (which rolls this write's savepoint back) leaves the old row cached,

@@ -7,7 +7,7 @@ import { firstFreeSlug } from '../../domain/agent';
 import { formatStamp } from '../../domain/stamps';
 import { agentSchedules, workflowSchedules } from '../../domain/triggers';
 import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../../domain/types';
-import { isUuid, StoredVersion, type CreateOptions, type CreateOutcome, type DocumentRecord, type ReplaceOutcome, type Serialized } from '../documents';
+import { isUuid, StoredVersion, type CreateOptions, type DocumentRow, type CreateOutcome, type DocumentRecord, type ReplaceOutcome, type Serialized } from '../documents';
 import type { AgentRepository, ConnectionRepository, SecretRow, WorkflowRepository, WorkspaceRepository } from '../index';
 import type { ListVersion } from '../list-cache';
 import { RowCache } from '../row-cache';
@@ -29,14 +29,7 @@ export const holdsNul = (text: string): boolean => text.includes('\u0000');
 /** The name column's text: U+0000 (which it cannot hold) becomes U+FFFD; the list then reads the name from the document (see listName). */
 const nameColumn = (name: string): string => name.replaceAll('\u0000', '\uFFFD');
 
-interface Row {
-  id: string;
-  workspace_id: string;
-  slug: string;
-  version: number;
-  stamp_us: number;
-  document: string;
-}
+type Row = DocumentRow;
 
 interface DocumentSpec<T, W> {
   table: 'agents' | 'workflows';
