@@ -1,6 +1,8 @@
-// The store interface the services use, and its SQLite implementation. The interface is async
-// (Promise-returning) although better-sqlite3 is synchronous, so that another database can sit
-// behind it later without touching callers. The store knows nothing about HTTP.
+// The store interface the services use, its SQLite implementation, and the choice between it and
+// the PostgreSQL one (postgres/index.ts: DATABASE_URL). The interface is async (Promise-returning)
+// although better-sqlite3 is synchronous, so both adapters sit behind it alike. The store knows
+// nothing about HTTP.
+import path from 'node:path';
 import { idempotencyRepository, type IdempotencyRepository } from './idempotency';
 import { openDatabase, walSync, type Db, type WalSync } from './db';
 import { createDocumentTable, type CreateOptions, type CreateOutcome, type DocumentRecord, type ReplaceOutcome } from './documents';
@@ -13,7 +15,6 @@ import { scheduleRepository, scheduleSync, type ScheduleRepository } from './sch
 import { agentSchedules, workflowSchedules } from '../domain/triggers';
 import { createGroupCommit, type GroupCommit } from './group-commit';
 import { SIGNING_KEY_FILE, signingKeyFile } from './signing-key-file';
-import path from 'node:path';
 
 export type { CreateOptions, CreateOutcome, DocumentRecord, ReplaceOutcome, Serialized } from './documents';
 export type { ListVersion } from './list-cache';

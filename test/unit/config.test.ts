@@ -29,6 +29,10 @@ test.each([
   [{ AUTH_JWKS_URI: 'https://issuer.example.net/jwks' }, 'AUTH_JWKS_URI: needs AUTH_ISSUER'],
   [{ PUBLIC_BASE_URL: 'ftp://x' }, 'PUBLIC_BASE_URL: must be an http(s) URL'],
   [{ AUTH_AUDIENCE: 'has space' }, 'AUTH_AUDIENCE: must be'],
+  [{ DATABASE_URL: 'mysql://u:p@db/build' }, 'DATABASE_URL: must be a postgres:// or postgresql:// URL'],
+  [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL: must be a postgres:// URL'],
+  [{ PG_POOL_SIZE: '0' }, 'PG_POOL_SIZE: must be between 1 and 1000'],
+  [{ RUN_LEASE_SECONDS: '1' }, 'RUN_LEASE_SECONDS: must be between 2 and 3600'],
 ])('%j stops start-up naming the variable', (env, message) => {
   expect(() => loadConfig(env)).toThrow(ConfigError);
   expect(() => loadConfig(env)).toThrow(message);
@@ -54,4 +58,11 @@ test('OPENAI_BASE_URL over plain http only for a loopback host (the key would tr
   for (const url of ['https://api.example.com/v1', 'http://127.0.0.1:8000/v1', 'http://localhost:11434/v1', 'http://[::1]:8000/v1']) {
     expect(loadConfig({ ...models, OPENAI_BASE_URL: url }).openai!.baseUrl).toBe(url);
   }
+});
+
+test('DATABASE_URL selects PostgreSQL (unset: the SQLite file); a refused value is not echoed, as it may carry a password', () => {
+  expect(loadConfig({})).toMatchObject({ databaseUrl: null, pgPoolSize: 10, runLeaseMs: 30_000 });
+  const url = 'postgresql://build:s3cret@db.internal:5432/build?sslmode=require';
+  expect(loadConfig({ DATABASE_URL: url, PG_POOL_SIZE: '25', RUN_LEASE_SECONDS: '10' })).toMatchObject({ databaseUrl: url, pgPoolSize: 25, runLeaseMs: 10_000 });
+  expect(() => loadConfig({ DATABASE_URL: 'mysql://build:s3cret@db/build' })).toThrow(expect.objectContaining({ message: expect.not.stringContaining('s3cret') }));
 });
