@@ -401,11 +401,12 @@ export function createRunner(opts: RunnerOptions): Runner {
       await Promise.race([Promise.all([...workers]), new Promise((resolve) => setTimeout(resolve, graceMs).unref())]);
       if (renewer) clearInterval(renewer);
       // Runs still executing are handed back now rather than left for their leases to pass: ended as
-      // failed with their credits returned, and their workers stop at their next step.
+      // failed with their credits returned — first, so that a worker stopping one cannot record it
+      // as cancelled — and then their workers stop at their next step (their writes refused).
       if (executingRuns.size) {
-        for (const run of executingRuns.values()) run.stop();
         const released = await store.runs.releaseAll(lease.owner, SHUT_DOWN);
         if (released) logger.warn({ runs: released }, 'finished runs still executing at shutdown as failed');
+        for (const run of executingRuns.values()) run.stop();
       }
     },
     idle() {

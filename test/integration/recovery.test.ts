@@ -4,10 +4,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openSqliteStore } from '../../src/store';
-import { INTERRUPTED } from '../../src/runtime/runner';
+import { INTERRUPTED, SHUT_DOWN } from '../../src/runtime/runner';
 import { startService } from '../helpers/service';
 import { minimalAgent } from '../helpers/fixtures';
-import { waitForAgentRun } from '../helpers/runs';
+import { waitForAgentRun, waitForWorkflowRunStatus } from '../helpers/runs';
 
 test('a run cut off while running is failed with a message at the next start', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-recovery-'));
@@ -79,3 +79,33 @@ test('a run that throws is recorded as failed and the workers go on with the nex
     await t.close();
   }
 });
+
+test('at shutdown, a run still executing after the grace period is handed back at once: failed as shut down, credits returned, its later steps never run', async () => {
+  const t = await startService();
+  try {
+    const created = await t.client().PUT('/api/build/workflows', {
+      body: {
+        kind: 'service.workflow/v1', slug: 'long', name: 'Long',
+        steps: [
+          { id: 'nap', kind: 'tool', tool: 'core.sleep', args: { ms: 1500 } },
+          { id: 'after', kind: 'tool', tool: 'kv.set', args: { key: 'after-nap', value: 1 }, after: ['nap'] },
+        ],
+      },
+    });
+    expect(created.response.status).toBe(201);
+    const before = await t.service.store.workspaces.credits('ws-1', t.config.defaultCredits);
+    const started = await t.client().POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'long' } }, body: {} });
+    const runId = started.data!.data.run_id as string;
+    await waitForWorkflowRunStatus(t, runId, 'running');
+    await t.service.runner.stop(100); // the grace period passes with the nap in flight
+    const run = (await t.client().GET('/api/build/workflow-runs/{runId}', { params: { path: { runId } } })).data!.data;
+    expect(run).toMatchObject({ status: 'failed', error: SHUT_DOWN, finished_at: expect.any(String) });
+    // The run reserved its two steps and was charged the one it started; the other came back.
+    expect(await t.service.store.workspaces.credits('ws-1', 0)).toBe(before - 1);
+    await new Promise((resolve) => setTimeout(resolve, 1800)); // the nap ends: its worker stops, writing nothing
+    expect(await t.service.store.kv.get('ws-1', 'after-nap')).toBeUndefined();
+    expect((await t.client().GET('/api/build/workflow-runs/{runId}', { params: { path: { runId } } })).data!.data).toMatchObject({ status: 'failed', error: SHUT_DOWN });
+  } finally {
+    await t.close();
+  }
+}, 20_000);
