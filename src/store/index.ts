@@ -83,8 +83,6 @@ export interface Store {
   webhooks: WebhookRepository;
   schedules: ScheduleRepository;
   idempotency: IdempotencyRepository;
-  /** Which adapter this is: `sqlite` (one server per file, see serve-lock.ts) or `postgres` (any number of replicas). */
-  dialect: 'sqlite' | 'postgres';
   /**
    * The built-in issuer's signing key (PKCS#8 PEM): the stored one, or the one `generate` makes now
    * and stores, unless another process stored one first (then theirs). SQLite keeps it in a file
@@ -118,7 +116,6 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
   const workspaces = workspaceRepository(db, commit);
   const ping = db.prepare('SELECT 1').pluck();
   return {
-    dialect: 'sqlite',
     agents,
     workflows,
     connections,

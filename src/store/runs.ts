@@ -489,8 +489,12 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
     }
     return ended;
   };
-  /** Fails the running runs `select` finds (in the write's transaction); announces them once committed. */
+  /**
+   * Fails the running runs `select` finds (in the write's transaction); announces them once committed.
+   * Recovery asks every second and almost always finds none: a read says so without a write (and its fsync).
+   */
   const failRunning = async (select: () => RunningCredits[], message: string): Promise<number> => {
+    if (!select().length) return 0;
     const ended = await commit.run(() => failRunningTx(select(), message));
     ended.forEach(announce);
     return ended.length;

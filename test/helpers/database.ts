@@ -44,16 +44,3 @@ export async function freshDatabase(): Promise<TestDatabase> {
   const db = await createPgDatabase();
   return { env: { DATABASE_URL: db.url }, url: db.url, drop: db.drop };
 }
-
-/** The built-in issuer's key as a PostgreSQL store keeps it (the server that created it has started). */
-export async function storedSigningKey(url: string): Promise<string> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ pem: string }>('SELECT pem FROM issuer_keys');
-    if (!rows[0]) throw new Error('no issuer key stored yet');
-    return rows[0].pem;
-  } finally {
-    await client.end();
-  }
-}

@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { types } from '../../src/store/postgres/database';
 
 /** Where a service keeps its data: its SQLite file, or its PostgreSQL database when databaseUrl is set. */
 export interface StoredAt {
@@ -11,12 +12,7 @@ export interface StoredAt {
   databaseUrl: string | null;
 }
 
-// COUNT(*) and bigint columns as numbers, as better-sqlite3 gives them.
-const types = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-};
-
+// COUNT(*) and bigint columns as numbers, as the adapter (and better-sqlite3) gives them.
 async function onPg<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url, types });
   await client.connect();
@@ -75,4 +71,11 @@ export async function storedBytes(at: StoredAt): Promise<Buffer> {
     }
     return Buffer.from(texts.join('\n'));
   });
+}
+
+/** The built-in issuer's key as a PostgreSQL store keeps it (the server that created it has started). */
+export async function storedSigningKey(url: string): Promise<string> {
+  const pem = await storedValue<string>({ databasePath: '', databaseUrl: url }, 'SELECT pem FROM issuer_keys');
+  if (pem === undefined) throw new Error('no issuer key stored yet');
+  return pem;
 }

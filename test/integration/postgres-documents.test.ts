@@ -19,18 +19,9 @@ import { openDatabase, type Db } from '../../src/store/db';
 import { StampClock, formatStamp } from '../../src/domain/stamps';
 import type { Agent, Workflow } from '../../src/domain/types';
 import { minimalAgent } from '../helpers/fixtures';
-
-const serverUrl = process.env.TEST_PG_URL;
-if (!serverUrl) throw new Error('TEST_PG_URL is not set: give the URL of a PostgreSQL server where these tests may create a database (e.g. postgres://postgres@127.0.0.1:5432/postgres)');
+import { createPgDatabase } from '../helpers/database';
 
 jest.setTimeout(30_000);
-
-const dbName = `build_pg_documents_${process.pid}_${Date.now().toString(36)}`;
-const urlOf = (name: string) => {
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-};
 
 const repositories = (db: PgDatabase) => ({
   agents: pgAgentRepository(db),
@@ -44,6 +35,7 @@ const repositories = (db: PgDatabase) => ({
 });
 type Replica = ReturnType<typeof repositories>;
 
+let database: { url: string; drop(): Promise<void> };
 let dbA: PgDatabase;
 let dbB: PgDatabase;
 let A: Replica;
@@ -52,12 +44,9 @@ let B: Replica;
 const either = (i: number) => (i % 2 === 0 ? A : B);
 
 beforeAll(async () => {
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  await admin.end();
-  dbA = openPgDatabase(urlOf(dbName), { applicationName: 'replica-a' });
-  dbB = openPgDatabase(urlOf(dbName), { applicationName: 'replica-b' });
+  database = await createPgDatabase();
+  dbA = openPgDatabase(database.url, { applicationName: 'replica-a' });
+  dbB = openPgDatabase(database.url, { applicationName: 'replica-b' });
   await Promise.all([migratePg(dbA), migratePg(dbB)]); // replicas starting together: one applies, the other waits
   A = repositories(dbA);
   B = repositories(dbB);
@@ -66,10 +55,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await dbA?.close();
   await dbB?.close();
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-  await admin.end();
+  await database?.drop();
 });
 
 let n = 0;
@@ -241,7 +227,7 @@ describe('documents', () => {
     const ws = workspace();
     const doc = agent('overtaken', { status: 'active', triggers: [poll(`overtaken-${n}`)] });
     const record = await created(A.agents.create(ws, doc.id, doc, opts(), []));
-    const other = new pg.Client({ connectionString: urlOf(dbName) });
+    const other = new pg.Client({ connectionString: database.url });
     await other.connect();
     try {
       await other.query('BEGIN');
@@ -328,7 +314,7 @@ describe('documents', () => {
 
   test('a slug inserted past the lock is caught by the unique constraint: slug_taken, not an exception', async () => {
     const ws = workspace();
-    const intruder = new pg.Client({ connectionString: urlOf(dbName) });
+    const intruder = new pg.Client({ connectionString: database.url });
     await intruder.connect();
     try {
       await intruder.query('BEGIN');

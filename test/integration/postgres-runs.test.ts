@@ -18,9 +18,6 @@ import { openDatabase } from '../../src/store/db';
 import { StampClock } from '../../src/domain/stamps';
 import { createPgDatabase } from '../helpers/database';
 
-const serverUrl = process.env.TEST_PG_URL;
-if (!serverUrl) throw new Error('TEST_PG_URL is not set: give the URL of a PostgreSQL server where these tests may create a database (e.g. postgres://postgres@127.0.0.1:5432/postgres)');
-
 jest.setTimeout(60_000);
 
 interface Replica {

@@ -8,7 +8,8 @@ import createClient from 'openapi-fetch';
 import type { paths } from '../../generated/api';
 import { localIssuerFromKey, openLocalIssuer } from '../../src/auth/local-issuer';
 import { SIGNING_KEY_FILE } from '../../src/store/signing-key-file';
-import { freshDatabase, storedSigningKey } from '../helpers/database';
+import { freshDatabase } from '../helpers/database';
+import { storedSigningKey } from '../helpers/stored';
 import { storedRows } from '../helpers/stored';
 import { projectRoot } from '../../src/paths';
 

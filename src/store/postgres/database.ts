@@ -31,7 +31,8 @@ export interface PgDatabase extends Sql {
 
 // int8 (bigint, COUNT(*)) as a number: stamps (µs), due times (ms) and credits stay below 2^53.
 const INT8_OID = 20;
-const types = {
+/** The type parsers of every connection the adapter opens (tests reading its tables use them too). */
+export const types = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };

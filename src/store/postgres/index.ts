@@ -34,7 +34,6 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
   }
   const notifications = listenForNotifications(url);
   return {
-    dialect: 'postgres',
     agents: pgAgentRepository(db),
     workflows: pgWorkflowRepository(db),
     connections: pgConnectionRepository(db),

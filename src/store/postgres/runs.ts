@@ -65,6 +65,9 @@ const leaseEnd = (ms: string) => `clock_timestamp() + ${ms}::float8 * interval '
 /** A claim's writes: running, under the lease, started now (each claim, as SQLite's does: a resumed run's start is its last). */
 const CLAIMED = `status = 'running', started_at = ${DB_NOW}, lease_owner = $1, lease_expires_at = ${leaseEnd('$2')}`;
 
+/** Running runs no live worker holds: their lease has passed (by the database's clock). */
+const ABANDONED = `status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at < now())`;
+
 /** Every write that ends or parks a run lets go of its lease. */
 const UNLEASED = 'lease_owner = NULL, lease_expires_at = NULL';
 
@@ -451,20 +454,17 @@ export function pgRunRepository(db: PgDatabase, notifications: Notifications, ev
       return rows.map((r) => r.id);
     },
     // `self` is SQLite's (see the interface): here a lease is held by whoever keeps renewing it.
-    // SKIP LOCKED: a run another replica is recovering, or whose worker is writing it right now,
-    // is left to them (the next pass sees it again if it is still abandoned).
-    recoverAbandoned: (message) =>
-      write(async (tx) =>
-        failLocked(
-          tx,
-          await tx.rows<Abandoned>(
-            `SELECT id, workspace_id, credits_reserved - credits_spent AS unspent FROM runs
-             WHERE status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at < now()) ORDER BY id FOR UPDATE SKIP LOCKED`,
-          ),
-          message,
-        ),
+    // Asked every second by every replica and almost always with nothing to do: a read says so
+    // without a transaction. SKIP LOCKED: a run another replica is recovering, or whose worker is
+    // writing it right now, is left to them (the next pass sees it again if it is still abandoned).
+    recoverAbandoned: async (message) => {
+      if (!(await db.row(`SELECT 1 FROM runs WHERE ${ABANDONED} LIMIT 1`))) return 0;
+      return write(
+        async (tx) =>
+          failLocked(tx, await tx.rows<Abandoned>(`SELECT id, workspace_id, credits_reserved - credits_spent AS unspent FROM runs WHERE ${ABANDONED} ORDER BY id FOR UPDATE SKIP LOCKED`), message),
         'visible',
-      ),
+      );
+    },
     // Not SKIP LOCKED: a run whose worker is writing it is waited for, then failed if still held.
     releaseAll: (owner, message) =>
       write(async (tx) =>
