@@ -6,6 +6,7 @@ import { createLogger } from './log';
 import { createService } from './service';
 import { createHttpServer } from './http/server';
 import { AlreadyServingError } from './store/serve-lock';
+import { DataDirectoryError } from './store/data-directory';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -58,7 +59,7 @@ export function exitOnConfigError(err: unknown): never {
     process.stderr.write(`build-api: configuration error: ${err.message}\n`);
     process.exit(1);
   }
-  if (err instanceof AlreadyServingError) {
+  if (err instanceof AlreadyServingError || err instanceof DataDirectoryError) {
     process.stderr.write(`build-api: ${err.message}\n`);
     process.exit(1);
   }

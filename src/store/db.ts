@@ -3,13 +3,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { openInDataDirectory } from './data-directory';
 import { migrationsDir } from '../paths';
 
 export type Db = Database.Database;
 
 export function openDatabase(file: string): Db {
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
-  const db = new Database(file);
+  const db = openInDataDirectory(file, (name) => new Database(name));
   // First, so that every statement below waits for another process's write lock rather than failing.
   db.pragma('busy_timeout = 5000');
   // WAL: readers never block the writer. synchronous=FULL: a commit is on disk (fsync of the WAL)

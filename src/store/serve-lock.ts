@@ -6,6 +6,7 @@
 // killed server leaves no stale lock behind). The main file is not locked, so the CLI's short
 // writes (connections, credits) go on beside a running server.
 import Database from 'better-sqlite3';
+import { openInDataDirectory } from './data-directory';
 
 export class AlreadyServingError extends Error {}
 
@@ -19,7 +20,7 @@ export const serveLockPath = (databasePath: string) => `${databasePath}.serve-lo
 /** Takes the lock of `databasePath`, or throws AlreadyServingError at once when another server holds it. */
 export function acquireServeLock(databasePath: string): ServeLock {
   if (databasePath === ':memory:') return { release: () => undefined };
-  const db = new Database(serveLockPath(databasePath));
+  const db = openInDataDirectory(serveLockPath(databasePath), (file) => new Database(file));
   try {
     db.pragma('busy_timeout = 0'); // refuse at once: the other server is not about to let go
     db.exec('BEGIN EXCLUSIVE');

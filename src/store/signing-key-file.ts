@@ -1,7 +1,7 @@
 // The built-in issuer's key with the SQLite store: a file beside the database (the data directory
 // holds both, and is what an operator backs up), readable by its owner only.
 import fs from 'node:fs';
-import path from 'node:path';
+import { ensureDirectoryOf } from './data-directory';
 
 export const SIGNING_KEY_FILE = 'issuer-key.pem';
 
@@ -13,7 +13,7 @@ export function signingKeyFile(file: string | null, generate: () => string): str
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  fs.mkdirSync(path.dirname(file), { recursive: true });
+  ensureDirectoryOf(file);
   const pem = generate();
   try {
     // 'wx': if another process created the key meanwhile, keep theirs.
