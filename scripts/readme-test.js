@@ -1,0 +1,244 @@
+#!/usr/bin/env node
+// The README as a stranger meets it (issue 22). Tests that prepare their own directories and
+// environment cannot see that: a fresh clone's `npm start` once crashed while every test passed.
+//
+// For each store, on a fresh copy of this checkout (its committed and uncommitted files, nothing
+// that .gitignore excludes: no node_modules, no dist, no data directory):
+//   sqlite    the README's first command as written (`npm ci && npm start`), with no environment but
+//             PATH and HOME;
+//   postgres  docs/deployment.md's quick start as written, its DATABASE_URL pointed at a throwaway
+//             cluster (scripts/pg-cluster.js);
+// then, once the service answers, the README's "A first request" and "Test runs" blocks as written,
+// in one bash session with the server's environment (token, create, read, replace, a test run
+// followed to its end, a parked run approved and followed to its end), and checks what they did
+// through the API. The commands are read from the Markdown files, so the docs and this test cannot
+// drift apart. The documented port 8080 is used unless it is taken; then a free one is passed the
+// documented way (PORT) and the blocks' URLs follow it.
+//
+//   node scripts/readme-test.js [--only sqlite|postgres] [--keep]    (--keep: leave the copies in /tmp)
+'use strict';
+const { execFileSync, spawn } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const { freePort } = require('./free-port');
+const { startCluster } = require('./pg-cluster');
+
+const root = path.join(__dirname, '..');
+const DOCUMENTED_PORT = 8080;
+const INSTALL_AND_START_MS = 15 * 60_000; // npm ci compiles better-sqlite3 and builds dist/ and the docs page
+const BLOCKS_MS = 3 * 60_000;
+const STOP_MS = 20_000;
+
+/** The ```sh blocks of a Markdown file, each with the `## ` heading it sits under. */
+function shBlocks(file) {
+  const blocks = [];
+  let heading = null;
+  let open = null;
+  for (const line of fs.readFileSync(path.join(root, file), 'utf8').split('\n')) {
+    if (open) {
+      if (line.startsWith('```')) {
+        blocks.push({ heading, text: open.join('\n') });
+        open = null;
+      } else open.push(line);
+    } else if (line.startsWith('## ')) heading = line.slice(3).trim();
+    else if (line.trim() === '```sh') open = [];
+  }
+  return blocks;
+}
+
+function blocksUnder(file, heading) {
+  const found = shBlocks(file).filter((b) => b.heading === heading);
+  if (!found.length) throw new Error(`${file}: no sh block under "## ${heading}"`);
+  return found.map((b) => b.text);
+}
+
+/** The README's first command: the first line of its first sh block, without its comment. */
+function readmeStartCommand() {
+  const first = shBlocks('README.md')[0];
+  if (!first) throw new Error('README.md: no sh block');
+  const command = first.text.split('\n')[0].replace(/\s+#.*$/, '').trim();
+  if (!/\bnpm start$/.test(command)) throw new Error(`README.md: the first command should start the service, got '${command}'`);
+  return command;
+}
+
+/** A fresh copy of the checkout: what `git clone` would give, plus uncommitted edits. */
+function freshCopy(name) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `build-readme-${name}-`));
+  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: root, encoding: 'utf8' })
+    .split('\0')
+    .filter(Boolean);
+  for (const file of files) {
+    const from = path.join(root, file);
+    if (!fs.existsSync(from)) continue; // deleted in the work tree, not yet committed
+    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    fs.cpSync(from, path.join(dir, file), { preserveTimestamps: true });
+  }
+  return dir;
+}
+
+function portIsFree(port) {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** The documented port, or a free one passed the documented way. */
+async function choosePort() {
+  if (await portIsFree(DOCUMENTED_PORT)) return { port: DOCUMENTED_PORT, env: {} };
+  const port = await freePort();
+  console.log(`  port ${DOCUMENTED_PORT} is taken here: PORT=${port}, and the blocks' URLs follow it`);
+  return { port, env: { PORT: String(port) } };
+}
+
+/** What a stranger's shell has: no project variables, no npm_config_* from an enclosing npm run. */
+function strangersEnv(extra) {
+  return { PATH: process.env.PATH, HOME: process.env.HOME, ...extra };
+}
+
+/** Runs `command` in `dir` as its own process group; resolves once http://127.0.0.1:port/readyz answers 200. */
+async function startService(dir, command, env, port, logFile) {
+  const log = fs.openSync(logFile, 'w');
+  const child = spawn('bash', ['-c', command], { cwd: dir, env, detached: true, stdio: ['ignore', log, log] });
+  fs.closeSync(log);
+  let exited = null;
+  child.once('exit', (code, signal) => (exited = { code, signal }));
+  const deadline = Date.now() + INSTALL_AND_START_MS;
+  for (;;) {
+    if (exited) throw new Error(`'${command}' exited (${exited.code ?? exited.signal}) before serving:\n${tail(logFile)}`);
+    if (Date.now() > deadline) {
+      stopGroup(child);
+      throw new Error(`'${command}' did not serve within ${INSTALL_AND_START_MS / 60_000} minutes:\n${tail(logFile)}`);
+    }
+    const status = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0);
+    if (status === 200) return { child, exited: () => exited };
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+function stopGroup(child) {
+  try {
+    process.kill(-child.pid, 'SIGTERM');
+  } catch {
+    /* already gone */
+  }
+}
+
+/** SIGTERM to the service's process group; it must stop within STOP_MS. */
+async function stopService(service, logFile) {
+  stopGroup(service.child);
+  const deadline = Date.now() + STOP_MS;
+  while (!service.exited()) {
+    if (Date.now() > deadline) {
+      process.kill(-service.child.pid, 'SIGKILL');
+      throw new Error(`the service did not stop within ${STOP_MS / 1000} s of SIGTERM:\n${tail(logFile)}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function tail(file, lines = 30) {
+  return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+}
+
+const MARK = '[readme-test]';
+
+/** The README's blocks in one bash session; resolves with their output and the session's TOKEN and RUN. */
+function runBlocks(dir, blocks, env) {
+  const script = ['set -euo pipefail', ...blocks, `printf '\\n${MARK} %s %s\\n' "$TOKEN" "$RUN"`].join('\n');
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-c', script], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.stderr.on('data', (c) => (err += c));
+    const timer = setTimeout(() => child.kill('SIGKILL'), BLOCKS_MS);
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      if (code !== 0) return reject(new Error(`the README's blocks failed (${code ?? signal}):\n${out}\n${err}`));
+      const last = out.trimEnd().split('\n').pop() || '';
+      const [mark, token, run] = last.split(' ');
+      if (mark !== MARK) return reject(new Error(`the README's blocks printed no summary:\n${out}\n${err}`));
+      resolve({ out, token, run });
+    });
+  });
+}
+
+function check(condition, message, detail) {
+  if (!condition) throw new Error(`${message}${detail === undefined ? '' : `:\n${typeof detail === 'string' ? detail : JSON.stringify(detail, null, 2)}`}`);
+}
+
+/** What the blocks did, read back through the API. */
+async function checkOutcome(port, { out, token, run }) {
+  const api = async (p) => {
+    const res = await fetch(`http://127.0.0.1:${port}/api/build${p}`, { headers: { authorization: `Bearer ${token}` } });
+    return { status: res.status, body: await res.json() };
+  };
+  check(!/"error":\s*"/.test(out), 'a README command was answered with an error', out);
+
+  const agent = await api('/agents/support-triage');
+  check(agent.status === 200 && agent.body.data.name === 'Support triage (EU)', 'the agent was not created and replaced as the README says', agent);
+  check(/"webhook_urls":\[\{"trigger_id":"[^"]+","url":"http:\/\/localhost:\d+\/hooks\//.test(out), 'the create did not show the webhook URL', out);
+
+  const runs = await api('/runs');
+  check(runs.status === 200, 'the run list did not answer', runs);
+  const statuses = runs.body.data.map((r) => r.status);
+  check(statuses.length === 2 && statuses.every((s) => s === 'succeeded'), 'the two test runs did not both succeed', runs.body.data);
+  check((out.match(/^event: run\.finished$/gm) || []).length === 2, 'each followed event stream should end with run.finished', out);
+
+  const approved = await api(`/runs/${run}`);
+  const call = approved.body.data.tool_calls[0];
+  check(call && call.tool === 'kv.set' && call.status === 'succeeded' && call.approval?.decision === 'approve', 'the held kv.set call was not approved and executed', approved.body);
+}
+
+async function pass(name, startCommand, shellExtra, keep) {
+  const started = Date.now();
+  const dir = freshCopy(name);
+  const logFile = path.join(os.tmpdir(), `build-readme-${name}-${process.pid}.log`);
+  const { port, env: portEnv } = await choosePort();
+  const follow = (text) => (port === DOCUMENTED_PORT ? text : text.replaceAll(`localhost:${DOCUMENTED_PORT}`, `localhost:${port}`));
+  // The service has only what its command sets; the blocks' shell has the server's environment, as the docs ask.
+  const serviceEnv = strangersEnv(portEnv);
+  const shellEnv = strangersEnv({ ...portEnv, ...shellExtra });
+  console.log(`== ${name}: in ${dir}\n  $ ${startCommand.replaceAll('\n', '\n  $ ')}`);
+  let service = null;
+  try {
+    service = await startService(dir, startCommand, serviceEnv, port, logFile);
+    console.log(`  serving on ${port} after ${((Date.now() - started) / 1000).toFixed(0)} s; running the README's blocks`);
+    const blocks = [...blocksUnder('README.md', 'A first request'), ...blocksUnder('README.md', 'Test runs')].map(follow);
+    const outcome = await runBlocks(dir, blocks, shellEnv);
+    await checkOutcome(port, outcome);
+  } finally {
+    if (service) await stopService(service, logFile);
+    if (!keep) fs.rmSync(dir, { recursive: true, force: true });
+  }
+  fs.rmSync(logFile, { force: true });
+  console.log(`  ok: token, create, read, replace, a run followed to its end, a parked run approved and followed to its end (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+}
+
+async function main() {
+  const args = process.argv.slice(2);
+  const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null;
+  const keep = args.includes('--keep');
+  if (!only || only === 'sqlite') await pass('sqlite', readmeStartCommand(), {}, keep);
+  if (!only || only === 'postgres') {
+    const cluster = await startCluster();
+    try {
+      const [quickStart] = blocksUnder('docs/deployment.md', 'Quick start');
+      if (!/postgres(ql)?:\/\/\S+/.test(quickStart)) throw new Error('docs/deployment.md: the quick start sets no DATABASE_URL');
+      // The documented URL is an example; the test's database is the throwaway cluster's.
+      const command = quickStart.replace(/postgres(ql)?:\/\/\S+/g, cluster.url);
+      await pass('postgres', command, { DATABASE_URL: cluster.url }, keep);
+    } finally {
+      await cluster.stop();
+    }
+  }
+}
+
+main().catch((err) => {
+  console.error(`readme-test: ${err.message}`);
+  process.exit(1);
+});
