@@ -7,6 +7,9 @@ module.exports = {
   globalSetup: '<rootDir>/test/global-setup.js',
   globalTeardown: '<rootDir>/test/global-teardown.js',
   reporters: ['default', '<rootDir>/test/summary-reporter.js'],
+  // Many tests start a service, generate RSA keys or wait out a back-off: seconds each on a loaded
+  // two-core machine, where jest's 5-second default failed healthy tests.
+  testTimeout: 20_000,
   projects: [
     { displayName: 'unit', testEnvironment: 'node', transform, testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     {

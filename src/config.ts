@@ -2,6 +2,7 @@
 // that names the variable, so an operator can fix it without reading code.
 import path from 'node:path';
 import type { components } from '../generated/api';
+import { DEFAULT_RUN_LIMITS, type RunLimits } from './runtime/limits';
 
 /** The workspace limits the catalog reports (DESIGN §6); the same numbers are enforced on writes. */
 export type WorkspaceLimits = components['schemas']['WorkspaceLimits'];
@@ -66,6 +67,8 @@ export interface Config {
   eventsHeartbeatMs: number;
   /** How long a cancel waits for a running run to stop before it answers 202 (RUN_CANCEL_WAIT_MS). */
   cancelWaitMs: number;
+  /** What one run may render, hold, return and wait for (RUN_*_BYTES, RUN_TOOL_TIMEOUT_SECONDS). */
+  runLimits: RunLimits;
 }
 
 export class ConfigError extends Error {}
@@ -205,5 +208,21 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     runRetentionMs: integer(env, 'RUN_RETENTION_DAYS', 30, 1, 3650) * 86_400_000,
     eventsHeartbeatMs: integer(env, 'EVENTS_HEARTBEAT_SECONDS', 15, 1, 300) * 1000,
     cancelWaitMs: integer(env, 'RUN_CANCEL_WAIT_MS', 5000, 0, 60_000),
+    runLimits: runLimits(env),
+  };
+}
+
+const KiB = 1024;
+const MAX_RUN_BYTES = 256 * KiB * KiB;
+
+function runLimits(env: Env): RunLimits {
+  const d = DEFAULT_RUN_LIMITS;
+  return {
+    stepOutputBytes: integer(env, 'RUN_STEP_OUTPUT_BYTES', d.stepOutputBytes, KiB, MAX_RUN_BYTES),
+    templateBytes: integer(env, 'RUN_TEMPLATE_BYTES', d.templateBytes, KiB, MAX_RUN_BYTES),
+    renderBytes: integer(env, 'RUN_RENDER_BYTES', d.renderBytes, KiB, MAX_RUN_BYTES),
+    stateBytes: integer(env, 'RUN_STATE_BYTES', d.stateBytes, KiB, MAX_RUN_BYTES),
+    outputBytes: integer(env, 'RUN_OUTPUT_BYTES', d.outputBytes, KiB, MAX_RUN_BYTES),
+    toolTimeoutMs: integer(env, 'RUN_TOOL_TIMEOUT_SECONDS', d.toolTimeoutMs / 1000, 1, 600) * 1000,
   };
 }

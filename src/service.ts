@@ -66,6 +66,7 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
     store,
     models,
     http,
+    limits: config.runLimits,
     workers: config.runWorkers,
     perWorkspace: config.runWorkersPerWorkspace,
     approvalTimeoutMs: config.approvalTimeoutMs,
@@ -104,7 +105,7 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
   });
   await runner.start();
   const maintenance = startMaintenance(store, logger, { runRetentionMs: config.runRetentionMs });
-  const scheduler = startScheduler(ctx, { catchUpMs: config.scheduleCatchUpMs, tickMs: config.schedulerTickMs, http, logger });
+  const scheduler = startScheduler(ctx, { catchUpMs: config.scheduleCatchUpMs, tickMs: config.schedulerTickMs, http, limits: config.runLimits, logger });
   return {
     app,
     ctx,

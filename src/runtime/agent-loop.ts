@@ -7,9 +7,12 @@
 // state once every held call is decided: approved calls execute, rejected ones are reported to the
 // model as rejected, and the loop goes on. A stop asked for (a cancel) is honoured before each
 // model call and each tool call; a call already in flight finishes and is recorded.
+// The state (transcript and tool calls) may not grow past the run's limit, nor the final text past
+// its output limit (runtime/limits.ts): either fails the run, naming the limit.
 import { CATALOG_APPS, CATALOG_TOOLS, type ToolDefinition } from '../domain/catalog';
 import type { Agent } from '../domain/types';
 import type { components } from '../../generated/api';
+import { limitErrors, StateMeter } from './limits';
 import { invokeTool, type ToolContext } from './tools';
 import { ModelError, type ChatMessage, type ToolCall, type ToolSpec } from './models/provider';
 import type { ModelRegistry } from './models';
@@ -123,10 +126,16 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
   const allowed = toolsOf(agent);
   const tools: ToolSpec[] = [...allowed.values()].map((t) => ({ slug: t.slug, description: t.description, parameters: t.args_schema }));
   const messages = conversation(agent, state.transcript);
-  const answer = (record: ToolCallRecord) => {
+  const { limits } = deps.tools;
+  const stateSize = new StateMeter(limits.stateBytes, state);
+  const tooLarge = () => fail(limitErrors.state(limits));
+  /** Answers a call to the model; false when the state cannot hold the answer (and the call's output). */
+  const answer = (record: ToolCallRecord): boolean => {
     const content = toolMessageContent(record);
+    if (!stateSize.add(record.output) || !stateSize.add(content)) return false;
     messages.push({ role: 'tool', tool_call_id: record.id, content });
     state.transcript.push({ role: 'tool', tool_call_id: record.id, content });
+    return true;
   };
 
   if (resuming) {
@@ -140,7 +149,7 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
         record.error = `rejected by ${record.approval.decided_by}${record.approval.note ? `: ${record.approval.note}` : ''}`;
         deps.emit?.('tool_call.finished', { call_id: record.id, tool: record.tool, status: 'rejected', error: record.error });
       }
-      answer(record);
+      if (!answer(record)) return tooLarge();
     }
     await deps.onProgress(state);
   }
@@ -158,6 +167,8 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
     }
     state.steps = step;
     deps.emit?.('step.finished', { step, tool_calls: reply.toolCalls.length });
+    // The reply is in the transcript once and in the tool call records once.
+    if (!stateSize.add(reply.text) || !stateSize.add(reply.toolCalls) || !stateSize.add(reply.toolCalls)) return tooLarge();
     messages.push({ role: 'assistant', content: reply.text, ...(reply.toolCalls.length && { tool_calls: reply.toolCalls }) });
     state.transcript.push({
       role: 'assistant',
@@ -165,6 +176,7 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
       ...(reply.toolCalls.length && { tool_calls: reply.toolCalls.map((c) => ({ id: c.id, tool: c.tool, args: c.args })) }),
     });
     if (!reply.toolCalls.length) {
+      if (Buffer.byteLength(reply.text ?? '') > limits.outputBytes) return fail(limitErrors.output(limits));
       state.final_text = reply.text ?? '';
       await deps.onProgress(state);
       return { status: 'succeeded', error: null, state };
@@ -179,7 +191,7 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
         continue;
       }
       if (record.status === 'succeeded') await execute(record, deps);
-      answer(record);
+      if (!answer(record)) return tooLarge();
     }
     if (held.length) return { status: 'awaiting_approval', error: null, state, held };
     await deps.onProgress(state);

@@ -25,6 +25,7 @@ import type { Agent, Workflow } from '../domain/types';
 import { APPROVAL_EXPIRED, type Lease, type RunEventInput, type RunKind, type RunRow, type Store } from '../store';
 import { runAgent, type AgentOutcome, type AgentRunState } from './agent-loop';
 import type { ModelRegistry } from './models';
+import { renderBudget, type RunLimits } from './limits';
 import type { HttpToolOptions, ToolContext } from './tools/types';
 import { runWorkflow, type StepOutcome } from './workflow-executor';
 
@@ -49,6 +50,8 @@ export interface RunnerOptions {
   store: Store;
   models: ModelRegistry;
   http: HttpToolOptions;
+  /** What one run may render, hold, return and wait for. */
+  limits: RunLimits;
   workers: number;
   /** Runs of one workspace executing at once, at most (the rest wait in the queue): one workspace cannot take every worker. */
   perWorkspace?: number;
@@ -141,7 +144,8 @@ export function createRunner(opts: RunnerOptions): Runner {
   const lease: Lease = { owner: `${os.hostname()}/${process.pid}/${crypto.randomUUID().slice(0, 8)}`, ms: opts.leaseMs ?? DEFAULT_LEASE_MS };
   let renewer: NodeJS.Timeout | null = null;
 
-  const toolContext = (workspaceId: string): ToolContext => ({ workspaceId, kv: store.kv, http: opts.http });
+  /** What a run's tool calls get: one rendering budget for the whole run (its agent steps included). */
+  const toolContext = (workspaceId: string): ToolContext => ({ workspaceId, kv: store.kv, http: opts.http, limits: opts.limits, budget: renderBudget(opts.limits) });
   const now = () => new Date().toISOString();
 
   /**
@@ -254,6 +258,7 @@ export function createRunner(opts: RunnerOptions): Runner {
   async function executeWorkflowRun(run: QueuedRun, account: Ledger): Promise<void> {
     const workflow = run.snapshot as Workflow;
     const { input } = run.request as { input: Record<string, unknown> };
+    const tools = toolContext(run.workspaceId);
     const runAgentStep = async (slug: string, prompt: string): Promise<StepOutcome> => {
       // The agent as it was stored when the run was accepted (checked then: it exists and is not archived).
       const agent = run.stepAgents && Object.hasOwn(run.stepAgents, slug) ? run.stepAgents[slug] : undefined;
@@ -261,7 +266,7 @@ export function createRunner(opts: RunnerOptions): Runner {
       // The workflow step is the unit of cost: the agent's own model steps are not charged again.
       const outcome = await runAgent(agent, prompt, {
         models: opts.models,
-        tools: toolContext(run.workspaceId),
+        tools,
         chargeStep: async () => true,
         onProgress: async () => undefined,
         shouldStop: account.shouldStop,
@@ -271,7 +276,7 @@ export function createRunner(opts: RunnerOptions): Runner {
       return { ok: false, error: outcome.status === 'cancelled' ? 'cancelled' : (outcome.error as string) };
     };
     const outcome = await runWorkflow(workflow, input, {
-      tools: toolContext(run.workspaceId),
+      tools,
       runAgentStep,
       chargeStep: account.charge,
       onProgress: account.progress,

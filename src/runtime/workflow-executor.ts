@@ -4,9 +4,13 @@
 // run's input and the outputs of the steps they wait for; the output template is rendered last.
 // A stop asked for (a cancel) starts no further step: steps in flight finish and are recorded, the
 // ones not started are skipped, and the run ends cancelled.
-import { renderText, renderValue, type TemplateScope } from '../domain/templates';
+// What a run may render, hold and return is bounded (runtime/limits.ts): a step past a limit fails,
+// and the run with it.
+import { jsonBytesWithin } from '../domain/json-size';
+import { RenderLimitError, renderText, renderValue, type TemplateScope } from '../domain/templates';
 import type { Workflow, WorkflowStep } from '../domain/types';
 import type { components } from '../../generated/api';
+import { limitErrors, StateMeter } from './limits';
 import { invokeTool, type ToolContext } from './tools';
 
 type StepResult = components['schemas']['StepResult'];
@@ -53,17 +57,45 @@ export async function runWorkflow(doc: Workflow, input: Record<string, unknown>,
   const running = new Map<string, Promise<void>>();
   const result = (id: string) => results[id] as StepResult;
 
+  const { limits, budget } = deps.tools;
+  const stateSize = new StateMeter(limits.stateBytes, state);
+  /** Why rendering `what` failed, naming the limit it would have passed. */
+  const renderError = (err: unknown, what: string): string => {
+    if (!(err instanceof RenderLimitError)) throw err;
+    return err.limit === 'run' ? limitErrors.render(limits) : limitErrors.template(what, limits);
+  };
+
   async function execute(step: WorkflowStep): Promise<StepOutcome> {
     if (!(await deps.chargeStep())) return { ok: false, error: 'credits exhausted: the workspace cannot pay for this step' };
-    if (step.kind === 'tool') return invokeTool(step.tool, renderValue(step.args, scope), deps.tools);
-    return deps.runAgentStep(step.agent, renderText(step.prompt, scope));
+    if (step.kind === 'tool') {
+      let args: unknown;
+      try {
+        args = renderValue(step.args, scope, budget);
+      } catch (err) {
+        return { ok: false, error: renderError(err, 'its arguments') };
+      }
+      return invokeTool(step.tool, args, deps.tools);
+    }
+    let prompt: string;
+    try {
+      prompt = renderText(step.prompt, scope, budget);
+    } catch (err) {
+      return { ok: false, error: renderError(err, 'its prompt') };
+    }
+    const outcome = await deps.runAgentStep(step.agent, prompt);
+    if (outcome.ok && jsonBytesWithin(outcome.output, limits.stepOutputBytes) === null) return { ok: false, error: limitErrors.stepOutput(`agent '${step.agent}'`, limits) };
+    return outcome;
   }
+
+  /** A step's output is kept only while the run's state stays within its limit. */
+  const kept = (outcome: StepOutcome): StepOutcome => (!outcome.ok || stateSize.add(outcome.output) ? outcome : { ok: false, error: limitErrors.state(limits) });
 
   function start(step: WorkflowStep): void {
     Object.assign(result(step.id), { status: 'running', started_at: now() });
     state.current_step = step.id;
     deps.emit?.('step.started', { step: step.id });
     const task = execute(step)
+      .then(kept)
       .catch((err: unknown): StepOutcome => ({ ok: false, error: `step failed unexpectedly: ${(err as Error).message}` }))
       .then(async (outcome) => {
         const r = result(step.id);
@@ -119,6 +151,16 @@ export async function runWorkflow(doc: Workflow, input: Record<string, unknown>,
   }
   const failed = doc.steps.find((s) => result(s.id).status === 'failed');
   if (failed) return { status: 'failed', error: `step '${failed.id}' failed: ${result(failed.id).error}`, state };
-  state.output = doc.output === null ? null : renderText(doc.output, scope);
+  if (doc.output !== null) {
+    try {
+      state.output = renderText(doc.output, scope, budget);
+    } catch (err) {
+      return { status: 'failed', error: renderError(err, 'the output'), state };
+    }
+    if (Buffer.byteLength(state.output) > limits.outputBytes) {
+      state.output = null;
+      return { status: 'failed', error: limitErrors.output(limits), state };
+    }
+  }
   return { status: 'succeeded', error: null, state };
 }

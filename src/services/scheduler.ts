@@ -14,6 +14,7 @@ import { ApiError } from '../errors';
 import type { Logger } from '../log';
 import { initialAgentState } from '../runtime/agent-loop';
 import { invokeTool } from '../runtime/tools';
+import { renderBudget, type RunLimits } from '../runtime/limits';
 import type { HttpToolOptions } from '../runtime/tools/types';
 import { initialWorkflowState } from '../runtime/workflow-executor';
 import type { FireRow, ScheduleClaim, ScheduleRow } from '../store';
@@ -32,6 +33,8 @@ export interface SchedulerOptions {
   tickMs: number;
   /** The http.request tool's limits, for poll detectors. */
   http: HttpToolOptions;
+  /** What a detector's call may take and return (a run's limits). */
+  limits: RunLimits;
   logger: Logger;
 }
 
@@ -125,7 +128,13 @@ export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Sch
     const agent = await store.agents.find(row.workspace_id, row.owner_id);
     const trigger = agent?.document.triggers.find((t): t is Extract<Trigger, { kind: 'poll' }> => t.id === row.trigger_id && t.kind === 'poll');
     if (!agent || !trigger) return;
-    const detected = await invokeTool(trigger.tool, trigger.args, { workspaceId: row.workspace_id, kv: store.kv, http: opts.http });
+    const detected = await invokeTool(trigger.tool, trigger.args, {
+      workspaceId: row.workspace_id,
+      kv: store.kv,
+      http: opts.http,
+      limits: opts.limits,
+      budget: renderBudget(opts.limits),
+    });
     if (!detected.ok) {
       const retryAt = nowMs + pollBackoffMs(row.failures + 1);
       await store.schedules.recordPoll(row.id, dueAt, { kind: 'failed', error: `the detector ${trigger.tool} failed: ${detected.error}`, retryAt });

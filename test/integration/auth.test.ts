@@ -190,5 +190,5 @@ describe('an external issuer', () => {
       jwksServer.close();
       await external.close();
     }
-  });
+  }, 20_000); // an RSA key pair, a service start and the issuer's one-second back-off: seconds on a loaded machine
 });

@@ -60,6 +60,7 @@ function runnerWith(handOffLimit: number, runs: (real: RunRepository) => Partial
     store: { ...t.service.store, runs: { ...real, ...runs(real) } },
     models: createModelRegistry(t.config),
     http: { timeoutMs: 5000, maxBytes: 1024, allowPrivate: true },
+    limits: t.config.runLimits,
     workers: 1,
     perWorkspace: 8, // not these tests' subject (a run another test left running holds a slot)
     logger: createLogger('silent'),

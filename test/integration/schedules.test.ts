@@ -97,7 +97,7 @@ describe('workflow schedules', () => {
   test('two schedulers deciding the same due time at once start one run', async () => {
     const wf = await scheduledWorkflow('*/5 * * * *');
     const due = (await schedule(wf.scheduleId)).next_due_at!;
-    const other = startScheduler(ctxOf(t), { catchUpMs: 600_000, tickMs: 0, http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1024 }, logger: createLogger('silent') });
+    const other = startScheduler(ctxOf(t), { catchUpMs: 600_000, tickMs: 0, http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1024 }, limits: t.config.runLimits, logger: createLogger('silent') });
     await Promise.all([t.service.scheduler.tick(due), other.tick(due), other.tick(due)]);
     await t.service.runner.idle();
     expect(await runsOf(wf.id)).toHaveLength(1);

@@ -1,4 +1,5 @@
-import { renderText, renderValue } from '../../src/domain/templates';
+import { renderText as renderWith, renderValue as renderValueWith, unlimitedBudget, type TemplateScope } from '../../src/domain/templates';
+import { DEFAULT_RUN_LIMITS, renderBudget } from '../../src/runtime/limits';
 import { needsApproval, toolsOf } from '../../src/runtime/agent-loop';
 import { scriptedCalls } from '../../src/runtime/models/scripted';
 import { isGlobalUnicast as isPublicAddress } from '../../src/runtime/tools/addresses';
@@ -6,6 +7,9 @@ import { runWorkflow, type WorkflowExecutorDeps } from '../../src/runtime/workfl
 import { CATALOG_TOOLS } from '../../src/domain/catalog';
 import type { Agent, Workflow } from '../../src/domain/types';
 import { minimalAgent } from '../helpers/fixtures';
+
+const renderText = (text: string, scope: TemplateScope) => renderWith(text, scope, unlimitedBudget());
+const renderValue = (value: unknown, scope: TemplateScope) => renderValueWith(value, scope, unlimitedBudget());
 
 describe('template rendering', () => {
   const scope = { inputs: { n: 3, name: 'Ada', obj: { a: [1, 2] } }, steps: { s: { deep: { x: true } } } };
@@ -55,7 +59,7 @@ describe('workflow executor', () => {
   const wf = (steps: Workflow['steps']): Workflow =>
     ({ kind: 'service.workflow/v1', slug: 'w', name: 'W', description: null, enabled: true, updated_at: '', space: { team: null }, send_as: null, inputs: {}, schedule: null, steps, output: null }) as Workflow;
   const deps = (overrides: Partial<WorkflowExecutorDeps> = {}): WorkflowExecutorDeps => ({
-    tools: { workspaceId: 'w', kv: {} as never, http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1000 } },
+    tools: { workspaceId: 'w', kv: {} as never, http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1000 }, limits: DEFAULT_RUN_LIMITS, budget: renderBudget(DEFAULT_RUN_LIMITS) },
     runAgentStep: async () => ({ ok: true, output: 'agent' }),
     chargeStep: async () => true,
     onProgress: async () => undefined,

@@ -6,21 +6,33 @@ import type { ChatMessage, ModelProvider, ModelReply, ModelRequest, ToolCall } f
 
 export const SCRIPTED_MODEL = 'builtin/scripted';
 
-const CALL_LINE = /^\s*\/call\s+(\S+)(?:\s+(.*))?$/;
+/**
+ * A `/call <tool> <json>` line split into the tool and its argument text, or null. Read by hand,
+ * not by a regex: a prompt is a tenant's text, and the regex this replaced backtracked in
+ * quadratic time on long runs of whitespace.
+ */
+export function parseCallLine(line: string): { tool: string; argsText: string } | null {
+  const text = line.trim();
+  if (!text.startsWith('/call') || !/^\s/.test(text.slice(5, 6))) return null;
+  const body = text.slice(5).trimStart();
+  const space = body.search(/\s/);
+  if (space < 0) return { tool: body, argsText: '' };
+  return { tool: body.slice(0, space), argsText: body.slice(space).trimStart() };
+}
 
 export function scriptedCalls(prompt: string): Omit<ToolCall, 'id'>[] {
   const calls: Omit<ToolCall, 'id'>[] = [];
   for (const line of prompt.split('\n')) {
-    const m = CALL_LINE.exec(line);
-    if (!m) continue;
+    const call = parseCallLine(line);
+    if (!call) continue;
     let args: Record<string, unknown>;
     try {
-      const parsed: unknown = m[2] ? JSON.parse(m[2]) : {};
-      args = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { _unparsed: m[2] };
+      const parsed: unknown = call.argsText ? JSON.parse(call.argsText) : {};
+      args = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { _unparsed: call.argsText };
     } catch {
-      args = { _unparsed: m[2] };
+      args = { _unparsed: call.argsText };
     }
-    calls.push({ tool: m[1] as string, args });
+    calls.push({ tool: call.tool, args });
   }
   return calls;
 }

@@ -1,13 +1,19 @@
 // The core app: pure helpers.
-import { ToolError, type ToolImplementation } from './types';
+import { KEEP, substitute } from '../../domain/templates';
+import { ToolError, type ToolContext, type ToolImplementation } from './types';
 
-/** `{{name}}` placeholders filled from `values`; unknown names become empty text. */
-function fill(template: string, values: Record<string, unknown>): string {
-  return template.replace(/\{\{\s*([^{}\s]+)\s*\}\}/g, (_m, name: string) => {
-    const value = Object.prototype.hasOwnProperty.call(values, name) ? values[name] : undefined;
-    if (value === undefined || value === null) return '';
-    return typeof value === 'string' ? value : JSON.stringify(value);
-  });
+/**
+ * `{{name}}` placeholders filled from `values`; unknown names become empty text. The result counts
+ * against the run's rendering budget and may not pass a tool call's output limit: a short template
+ * repeating a large value is refused before it is built.
+ */
+function fill(template: string, values: Record<string, unknown>, ctx: ToolContext): string {
+  return substitute(
+    template,
+    ctx.budget,
+    (name) => (name && !/\s/.test(name) ? (Object.hasOwn(values, name) ? values[name] : undefined) : KEEP),
+    ctx.limits.stepOutputBytes,
+  );
 }
 
 function pick(value: unknown, path: string): unknown {
@@ -21,7 +27,7 @@ function pick(value: unknown, path: string): unknown {
 
 export const coreTools: Record<string, ToolImplementation> = {
   'core.echo': async (args) => args,
-  'core.template': async (args) => fill(args.template as string, (args.values as Record<string, unknown>) ?? {}),
+  'core.template': async (args, ctx) => fill(args.template as string, (args.values as Record<string, unknown>) ?? {}, ctx),
   'core.pick': async (args) => pick(args.value, args.path as string),
   'core.fail': async (args) => {
     throw new ToolError(args.message as string);

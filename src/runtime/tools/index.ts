@@ -4,11 +4,14 @@
 import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { CATALOG_TOOLS } from '../../domain/catalog';
+import { jsonBytesWithin } from '../../domain/json-size';
+import { RenderLimitError } from '../../domain/templates';
 import { describeValidationErrors } from '../../http/validation-errors';
 import { coreTools } from './core';
 import { httpTools } from './http';
 import { kvTools } from './kv';
 import { timeTools } from './time';
+import { limitErrors } from '../limits';
 import { ToolError, type ToolContext, type ToolImplementation } from './types';
 
 export { ToolError, type ToolContext } from './types';
@@ -29,6 +32,17 @@ function validatorFor(slug: string, schema: Record<string, unknown>): ValidateFu
 
 export type ToolOutcome = { ok: true; output: unknown } | { ok: false; error: string };
 
+/** The tool's answer, or a failure once `ms` have passed (the call itself is abandoned, not stopped). */
+async function withinTime<T>(call: Promise<T>, ms: number): Promise<{ done: true; value: T } | { done: false }> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<{ done: false }>((resolve) => (timer = setTimeout(() => resolve({ done: false }), ms)));
+  try {
+    return await Promise.race([call.then((value) => ({ done: true as const, value })), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function invokeTool(slug: string, args: unknown, ctx: ToolContext): Promise<ToolOutcome> {
   const definition = CATALOG_TOOLS.get(slug);
   const implementation = implementations[slug];
@@ -40,9 +54,16 @@ export async function invokeTool(slug: string, args: unknown, ctx: ToolContext):
     return { ok: false, error: `invalid arguments for ${slug}: ${describeValidationErrors(errors, () => [])}` };
   }
   try {
-    return { ok: true, output: (await implementation(args as Record<string, unknown>, ctx)) ?? null };
+    const answer = await withinTime(implementation(args as Record<string, unknown>, ctx), ctx.limits.toolTimeoutMs);
+    if (!answer.done) return { ok: false, error: limitErrors.toolTime(slug, ctx.limits) };
+    const output = answer.value ?? null;
+    if (jsonBytesWithin(output, ctx.limits.stepOutputBytes) === null) return { ok: false, error: limitErrors.stepOutput(slug, ctx.limits) };
+    return { ok: true, output };
   } catch (err) {
     if (err instanceof ToolError) return { ok: false, error: err.message };
+    if (err instanceof RenderLimitError) {
+      return { ok: false, error: err.limit === 'run' ? limitErrors.render(ctx.limits) : limitErrors.stepOutput(slug, ctx.limits) };
+    }
     return { ok: false, error: `${slug} failed unexpectedly: ${(err as Error).message}` };
   }
 }

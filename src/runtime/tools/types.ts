@@ -1,5 +1,7 @@
 // What a tool implementation gets and how it fails.
+import type { RenderBudget } from '../../domain/templates';
 import type { KvRepository } from '../../store';
+import type { RunLimits } from '../limits';
 
 export interface HttpToolOptions {
   allowPrivate: boolean;
@@ -13,6 +15,10 @@ export interface ToolContext {
   workspaceId: string;
   kv: KvRepository;
   http: HttpToolOptions;
+  /** The run's limits: a call's output and time, and what core.template may render. */
+  limits: RunLimits;
+  /** What the run may still render (shared by all its steps and calls). */
+  budget: RenderBudget;
 }
 
 /** A failure the tool reports to its caller (a step or a model), as opposed to a bug. */
