@@ -692,7 +692,8 @@ export interface paths {
          *       dropped, or a secret a rotation replaced: 410 (disable the endpoint).
          *     - Only an `active` agent and an `enabled` trigger fire: otherwise 409 naming why.
          *     - Body: any content type, at most 64 KiB (413, checked before anything else). JSON is passed
-         *       to the run parsed, `application/x-www-form-urlencoded` as an object, anything else as text;
+         *       to the run parsed (when it nests at most 64 levels deep; deeper JSON is passed as text),
+         *       `application/x-www-form-urlencoded` as an object, anything else as text;
          *       the run's input also carries the query string and the headers `content-type`,
          *       `user-agent` and `webhook-id`.
          *     - A trigger with `signing: standard-webhooks` needs a valid Standard Webhooks signature:

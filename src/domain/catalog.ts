@@ -24,7 +24,8 @@ const objectOf = (properties: Record<string, unknown>, required: string[] = []) 
   required,
   properties,
 });
-const key = { type: 'string', minLength: 1, maxLength: 200 };
+// No U+0000: a key is stored as text, which PostgreSQL cannot hold it in.
+const key = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000]*$' };
 
 function tool(slug: string, name: string, description: string, flags: 'read' | 'write' | 'destructive', args_schema: Record<string, unknown>): ToolDefinition {
   return { slug, name, description, read_only: flags === 'read', destructive: flags === 'destructive', args_schema };

@@ -7,7 +7,7 @@
 // body stalled the process for 16 s). The scanner reads each character a bounded number of times.
 // Rendering is bounded too: by the bytes one rendered template may have, and by the bytes a whole
 // run may render (a RenderBudget), checked before anything large is built.
-import { jsonBytesWithin } from './json-size';
+import { jsonBytesWithin } from './json-limits';
 
 export type TemplateRef =
   | { kind: 'input'; name: string; text: string }

@@ -3,11 +3,11 @@
 // 4xx that says what to send instead.
 import type { Request } from 'express';
 import type { Operation } from 'openapi-backend';
+import { exceedsDepth, JSON_DEPTH_LIMIT, nulPath } from '../domain/json-limits';
 import { ApiError } from '../errors';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
-/** Deeper JSON is refused: no document needs it, and recursive code (serialisers, validators) must not meet it. */
-export const BODY_DEPTH_LIMIT = 64;
+export const BODY_DEPTH_LIMIT = JSON_DEPTH_LIMIT;
 
 /**
  * How much more of a refused body is read and dropped before its connection is closed. A client
@@ -70,6 +70,9 @@ function isJsonMediaType(contentType: string): boolean {
   return params.every((p) => !p.startsWith('charset=') || p === 'charset=utf-8' || p === 'charset="utf-8"');
 }
 
+/** U+0000 in a request's text: no field needs it, and PostgreSQL's text cannot store it, so neither store accepts it. */
+export const nulRefused = (path: string) => new ApiError(400, `${path}: must not contain the character U+0000 (NUL)`);
+
 const declaredBody = (operation: Operation) => operation.requestBody as { required?: boolean } | undefined;
 
 /** Whether the operation takes a request body (only then is readJsonBody called: a GET waits for no promise). */
@@ -114,17 +117,7 @@ export async function readJsonBody(req: Request, operation: Operation): Promise<
     throw new ApiError(400, `body: malformed JSON (${(err as Error).message})`);
   }
   if (exceedsDepth(body, BODY_DEPTH_LIMIT)) throw new ApiError(400, `body: nested deeper than ${BODY_DEPTH_LIMIT} levels`);
+  const nul = nulPath(body, 'body');
+  if (nul) throw nulRefused(nul);
   return body;
-}
-
-/** Whether a parsed JSON value nests objects and arrays deeper than `limit` (checked without recursion). */
-export function exceedsDepth(value: unknown, limit: number): boolean {
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length) {
-    const [node, depth] = stack.pop() as [unknown, number];
-    if (node === null || typeof node !== 'object') continue;
-    if (depth > limit) return true;
-    for (const child of Object.values(node)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
-  }
-  return false;
 }

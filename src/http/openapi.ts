@@ -6,7 +6,9 @@
 import OpenAPIBackend, { type Operation } from 'openapi-backend';
 import addFormats from 'ajv-formats';
 import type { ErrorObject, ValidateFunction } from 'ajv';
+import { nulPath } from '../domain/json-limits';
 import { ApiError } from '../errors';
+import { nulRefused } from './body';
 import type { Principal, ServiceContext } from '../services/context';
 import type { EventStream, Handlers, OperationId } from './handlers/types';
 import type { LoadedSpec } from './spec';
@@ -161,6 +163,8 @@ export async function createOperations(spec: LoadedSpec, handlers: Handlers, ctx
       return allowed.length ? { allowed } : null;
     },
     async dispatch({ operation, params }, request, principal) {
+      const nul = nulPath(params, 'path') ?? nulPath(request.query, 'query');
+      if (nul) throw nulRefused(nul);
       const errors = requestErrors(validatorsOf(operation), params, request, arrayQueryOf.get(operation.operationId as string) ?? []);
       if (errors.length) {
         if (isOnlyMissingIfMatch(errors)) throw new ApiError(428, 'If-Match: required; send the ETag of your last read of this document (or *)');

@@ -6,6 +6,7 @@ import type express from 'express';
 import type { Logger } from '../log';
 import type { ServiceContext } from '../services/context';
 import { deliverWebhook } from '../services/webhook-deliveries';
+import { nulPath } from '../domain/json-limits';
 import { ApiError } from '../errors';
 import { readBodyBytes } from './body';
 import type { Operations } from './openapi';
@@ -22,7 +23,8 @@ export function webhookRequests(operations: Operations, ctx: ServiceContext, log
     const path = queryAt < 0 ? url : url.slice(0, queryAt);
     const done = () => logRequest(logger, req, res);
     const match = operations.match(req.method, path);
-    if (!match) {
+    // A U+0000 in the URL names no trigger (and PostgreSQL's text could not be asked about it).
+    if (!match || ('params' in match && nulPath(match.params, 'path'))) {
       replyWithError(new ApiError(404, 'no webhook at this URL'), req, res, logger);
       return done();
     }

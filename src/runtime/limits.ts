@@ -3,7 +3,7 @@
 // that, steps echoing it) and take the process, and every tenant with it, down. Each limit is
 // checked before the large thing is built or kept, and passing one fails the step or tool call
 // (and so the run) with an error that names the limit and its setting.
-import { jsonBytesWithin } from '../domain/json-size';
+import { jsonBytesWithin } from '../domain/json-limits';
 import type { RenderBudget } from '../domain/templates';
 
 export interface RunLimits {

@@ -21,6 +21,7 @@
 import crypto from 'node:crypto';
 import os from 'node:os';
 import type { Logger } from '../log';
+import { withoutNul } from '../domain/json-limits';
 import type { Agent, Workflow } from '../domain/types';
 import { APPROVAL_EXPIRED, type Lease, type RunEventInput, type RunKind, type RunRow, type Store } from '../store';
 import { runAgent, type AgentOutcome, type AgentRunState } from './agent-loop';
@@ -220,7 +221,7 @@ export function createRunner(opts: RunnerOptions): Runner {
       },
       finish: (outcome: { status: 'succeeded' | 'failed' | 'cancelled'; error: string | null; state: unknown }) => {
         stopTimer();
-        return store.runs.finish(run.id, outcome.status, outcome.error, outcome.state, spent, now(), takeEvents());
+        return store.runs.finish(run.id, outcome.status, withoutNul(outcome.error), outcome.state, spent, now(), takeEvents());
       },
       /** Parks the run for approval; a cancel that came first ends it cancelled instead. */
       async park(outcome: Extract<AgentOutcome, { status: 'awaiting_approval' }>): Promise<void> {

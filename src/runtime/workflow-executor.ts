@@ -6,7 +6,7 @@
 // ones not started are skipped, and the run ends cancelled.
 // What a run may render, hold and return is bounded (runtime/limits.ts): a step past a limit fails,
 // and the run with it.
-import { jsonBytesWithin } from '../domain/json-size';
+import { jsonBytesWithin } from '../domain/json-limits';
 import { RenderLimitError, renderText, renderValue, type TemplateScope } from '../domain/templates';
 import type { Workflow, WorkflowStep } from '../domain/types';
 import type { components } from '../../generated/api';

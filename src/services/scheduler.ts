@@ -8,6 +8,7 @@
 // read-only tool) and starts a run only when the output differs from the last one seen.
 import crypto from 'node:crypto';
 import { dueTimesThrough, nextDueAfter, planFires } from '../domain/schedule';
+import { withoutNul } from '../domain/json-limits';
 import { resolveInput } from '../domain/workflow';
 import { describeProblems, type Agent, type Trigger } from '../domain/types';
 import { ApiError } from '../errors';
@@ -63,7 +64,7 @@ export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Sch
 
   /** A due time that starts no run: recorded as failed with why. */
   const failed = (claim: ScheduleClaim, dueAt: number, detail: string) =>
-    store.schedules.advance({ ...claim, fires: [...claim.fires, { dueAt, outcome: 'failed', detail }] });
+    store.schedules.advance({ ...claim, fires: [...claim.fires, { dueAt, outcome: 'failed', detail: withoutNul(detail) }] });
 
   async function fireAgentSchedule(row: ScheduleRow, claim: ScheduleClaim, dueAt: number): Promise<void> {
     const agent = await store.agents.find(row.workspace_id, row.owner_id);
@@ -137,7 +138,7 @@ export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Sch
     });
     if (!detected.ok) {
       const retryAt = nowMs + pollBackoffMs(row.failures + 1);
-      await store.schedules.recordPoll(row.id, dueAt, { kind: 'failed', error: `the detector ${trigger.tool} failed: ${detected.error}`, retryAt });
+      await store.schedules.recordPoll(row.id, dueAt, { kind: 'failed', error: withoutNul(`the detector ${trigger.tool} failed: ${detected.error}`), retryAt });
       return;
     }
     const hash = crypto.hash('sha256', JSON.stringify(detected.output), 'hex');

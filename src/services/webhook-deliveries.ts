@@ -7,6 +7,7 @@
 import crypto from 'node:crypto';
 import querystring from 'node:querystring';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import { NOT_JSON, parseJsonWithin } from '../domain/json-limits';
 import type { Agent, Trigger } from '../domain/types';
 import { ApiError } from '../errors';
 import { initialAgentState } from '../runtime/agent-loop';
@@ -59,11 +60,9 @@ export function deliveryInput(delivery: Delivery): DeliveryInput {
   const text = delivery.body.toString('utf8');
   let body: unknown = delivery.body.length ? text : null;
   if (delivery.body.length && (type === 'application/json' || type.endsWith('+json'))) {
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // not JSON after all: the run gets the text
-    }
+    // Not JSON after all, or deeper than any API body may be: the run gets the text.
+    const parsed = parseJsonWithin(text);
+    if (parsed !== NOT_JSON) body = parsed;
   } else if (type === 'application/x-www-form-urlencoded') {
     body = { ...querystring.parse(text) };
   }

@@ -2,7 +2,7 @@
 // 3,000 spaces, stalling every tenant), with the same placeholders the regex found; and rendered
 // within a budget that is checked before anything large is built.
 import fc from 'fast-check';
-import { jsonBytesWithin } from '../../src/domain/json-size';
+import { jsonBytesWithin } from '../../src/domain/json-limits';
 import { placeholders, referencesIn, renderText, renderValue, RenderLimitError, substitute, KEEP, unlimitedBudget } from '../../src/domain/templates';
 import { parseCallLine } from '../../src/runtime/models/scripted';
 

@@ -1,7 +1,7 @@
 // An OpenAI-compatible chat-completions provider with tool calling. Tool slugs contain dots, which
 // function names may not, so `kv.set` travels as `kv__set`.
 import type { OpenAiConfig } from '../../config';
-import { ModelError, type ChatMessage, type ModelProvider, type ModelReply, type ModelRequest, type ToolCall } from './provider';
+import { ModelError, parseArguments, type ChatMessage, type ModelProvider, type ModelReply, type ModelRequest, type ToolCall } from './provider';
 
 const TIMEOUT_MS = 60_000;
 /** The most of a provider's answer that is read; a chat completion is a few KiB. */
@@ -24,16 +24,6 @@ function toOpenAiMessage(m: ChatMessage): Record<string, unknown> {
 
 interface ChatCompletion {
   choices?: { message?: { content?: string | null; tool_calls?: { id: string; function?: { name?: string; arguments?: string } }[] } }[];
-}
-
-function parseArguments(text: string | undefined): Record<string, unknown> {
-  try {
-    const parsed: unknown = JSON.parse(text || '{}');
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
-  } catch {
-    // fall through: the tool's argument check will say what is wrong
-  }
-  return { _unparsed: text };
 }
 
 /** The answer's text, read up to MAX_ANSWER_BYTES (then the connection is dropped). */

@@ -1,4 +1,5 @@
 // The interface between the agent loop and a model: messages and tool specs in, text or tool calls out.
+import { parseJsonWithin } from '../../domain/json-limits';
 import type { CatalogModel } from '../../domain/types';
 
 export interface ToolCall {
@@ -37,3 +38,10 @@ export interface ModelProvider {
 
 /** The model could not answer (provider down, bad reply); the run fails with this message. */
 export class ModelError extends Error {}
+
+/** The call's arguments, or the text as `_unparsed` (not an object, not JSON, or nested too deep): the tool's argument check says what is wrong. */
+export function parseArguments(text: string | undefined): Record<string, unknown> {
+  const parsed = parseJsonWithin(text || '{}');
+  if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  return { _unparsed: text };
+}

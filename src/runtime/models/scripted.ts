@@ -2,7 +2,7 @@
 // `/call <tool-slug> <json-arguments>` becomes one tool call, one model step each, in order; then it
 // answers with the tools it called and their outcomes, or, when the prompt has no such line,
 // repeats the prompt. It sees tool access and results only through the loop, like any model.
-import type { ChatMessage, ModelProvider, ModelReply, ModelRequest, ToolCall } from './provider';
+import { parseArguments, type ChatMessage, type ModelProvider, type ModelReply, type ModelRequest, type ToolCall } from './provider';
 
 export const SCRIPTED_MODEL = 'builtin/scripted';
 
@@ -25,14 +25,7 @@ export function scriptedCalls(prompt: string): Omit<ToolCall, 'id'>[] {
   for (const line of prompt.split('\n')) {
     const call = parseCallLine(line);
     if (!call) continue;
-    let args: Record<string, unknown>;
-    try {
-      const parsed: unknown = call.argsText ? JSON.parse(call.argsText) : {};
-      args = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { _unparsed: call.argsText };
-    } catch {
-      args = { _unparsed: call.argsText };
-    }
-    calls.push({ tool: call.tool, args });
+    calls.push({ tool: call.tool, args: call.argsText ? parseArguments(call.argsText) : {} });
   }
   return calls;
 }

@@ -8,6 +8,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import { NOT_JSON, parseJsonWithin } from '../../domain/json-limits';
 import { isGlobalUnicast } from './addresses';
 import { ToolError, type HttpToolOptions, type ToolImplementation } from './types';
 
@@ -137,11 +138,9 @@ function decode(status: number, headers: http.IncomingHttpHeaders, raw: Buffer):
   const text = raw.toString('utf8');
   let body: unknown = text;
   if (/\bjson\b/i.test(String(headers['content-type'] ?? '')) && text) {
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // not JSON after all: keep the text
-    }
+    // Not JSON after all, or nested deeper than any request may be: keep the text.
+    const parsed = parseJsonWithin(text);
+    if (parsed !== NOT_JSON) body = parsed;
   }
   const flat = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v)]));
   return { status, headers: flat, body };

@@ -4,7 +4,7 @@
 import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { CATALOG_TOOLS } from '../../domain/catalog';
-import { jsonBytesWithin } from '../../domain/json-size';
+import { jsonBytesWithin } from '../../domain/json-limits';
 import { RenderLimitError } from '../../domain/templates';
 import { describeValidationErrors } from '../../http/validation-errors';
 import { coreTools } from './core';

@@ -44,11 +44,24 @@ const MAX_ATTEMPTS = 5;
 /** A unique or primary-key constraint refused the write. */
 export const isUniqueViolation = (err: unknown): boolean => (err as { code?: string }).code === '23505';
 
+const NUL = '\u0000';
+
+/**
+ * The parameters as PostgreSQL can take them: its text cannot hold U+0000, and a statement given one
+ * fails. The API refuses it in requests and the runtime replaces it in the texts runs write (a
+ * tool's error quoting a response); this is the net under both, so no write fails for it.
+ */
+function storable(params: readonly unknown[]): unknown[] {
+  if (!params.some((p) => typeof p === 'string' && p.includes(NUL))) return params as unknown[];
+  return params.map((p) => (typeof p === 'string' ? p.replaceAll(NUL, '\uFFFD') : p));
+}
+
 function statements(client: pg.Pool | pg.PoolClient): Sql {
+  const query = (text: string, params: readonly unknown[]) => client.query({ text, values: storable(params) });
   return {
-    rows: async <R>(text: string, params: readonly unknown[] = []) => (await client.query({ text, values: params as unknown[] })).rows as R[],
-    row: async <R>(text: string, params: readonly unknown[] = []) => (await client.query({ text, values: params as unknown[] })).rows[0] as R | undefined,
-    count: async (text: string, params: readonly unknown[] = []) => (await client.query({ text, values: params as unknown[] })).rowCount ?? 0,
+    rows: async <R>(text: string, params: readonly unknown[] = []) => (await query(text, params)).rows as R[],
+    row: async <R>(text: string, params: readonly unknown[] = []) => (await query(text, params)).rows[0] as R | undefined,
+    count: async (text: string, params: readonly unknown[] = []) => (await query(text, params)).rowCount ?? 0,
   };
 }
 
