@@ -17,11 +17,28 @@ export function createLogger(level: string, destination?: pino.DestinationStream
   );
 }
 
-/** The path as it may be logged: no query string, webhook secrets masked. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function decoded(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+/**
+ * The path as it may be logged (or echoed in a 404): no query string, and after a `hooks` segment
+ * (however spelled: `//hooks`, `/HOOKS`, `/%68ooks`) every segment but a trigger id (a UUID) masked,
+ * wherever the sender put the secret (`/hooks/<id>//<secret>` and the like).
+ */
 export function loggablePath(url: string): string {
   const queryAt = url.indexOf('?');
   const path = queryAt < 0 ? url : url.slice(0, queryAt);
-  return path.startsWith('/hooks/') ? path.replace(/^(\/hooks\/[^/]+\/)[^/]+/, '$1[redacted]') : path;
+  const segments = path.split('/');
+  const hooks = segments.findIndex((s) => decoded(s).toLowerCase() === 'hooks');
+  if (hooks < 0) return path;
+  return segments.map((s, i) => (i <= hooks || s === '' || UUID.test(s) ? s : '[redacted]')).join('/');
 }
 
 let lastMillis = 0;

@@ -3,9 +3,24 @@ import { createLogger, loggablePath } from '../../src/log';
 
 test('a logged path has no query string, and a webhook path has its secret masked', () => {
   expect(loggablePath('/api/build/agents/a?access_token=secret')).toBe('/api/build/agents/a');
-  expect(loggablePath('/hooks/3f2a/whk_secret?x=1')).toBe('/hooks/3f2a/[redacted]');
-  expect(loggablePath('/hooks/3f2a/whk_secret/more')).toBe('/hooks/3f2a/[redacted]/more');
+  const id = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d';
+  expect(loggablePath(`/hooks/${id}/whk_secret?x=1`)).toBe(`/hooks/${id}/[redacted]`);
+  expect(loggablePath(`/hooks/${id}/whk_secret/more`)).toBe(`/hooks/${id}/[redacted]/[redacted]`);
   expect(loggablePath('/healthz')).toBe('/healthz');
+});
+
+test.each([
+  ['a doubled leading slash', `//hooks/ID/whk_secret`, `//hooks/ID/[redacted]`],
+  ['a doubled slash before the secret', `/hooks/ID//whk_secret`, `/hooks/ID//[redacted]`],
+  ['no trigger id', `/hooks//whk_secret`, `/hooks//[redacted]`],
+  ['the secret where the id goes', `/hooks/whk_secret`, `/hooks/[redacted]`],
+  ['upper case', `/HOOKS/ID/whk_secret`, `/HOOKS/ID/[redacted]`],
+  ['percent-encoded', `/%68ooks/ID/whk_secret`, `/%68ooks/ID/[redacted]`],
+  ['a prefix', `/x/hooks/ID/whk_secret/`, `/x/hooks/ID/[redacted]/`],
+])('a webhook secret is masked however the path is spelled: %s', (_name, path, logged) => {
+  const id = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d';
+  expect(loggablePath(path.replace('ID', id))).toBe(logged.replace('ID', id));
+  expect(loggablePath(path.replace('ID', id))).not.toContain('whk_secret');
 });
 
 test('log lines carry an ISO 8601 UTC time of when they were written', async () => {
