@@ -478,8 +478,13 @@ export interface paths {
          *     gets exactly the events after that one. A comment line (`: keep-alive`) is sent every 15
          *     seconds while nothing happens, so proxies keep the connection open. The stream ends after
          *     `run.finished` (a finished run's stream replays its events and ends), and when the server
-         *     shuts down (reconnect with `Last-Event-ID`). At most 1,000 events
-         *     are kept per run (beyond, only the final one). Same visibility as the run read.
+         *     shuts down (reconnect with `Last-Event-ID`). A `Last-Event-ID` at or past a finished run's
+         *     final event is answered 204 at once (an EventSource stops reconnecting on 204); past the
+         *     last event of a run still going, the stream resumes after its last stored event. At most
+         *     1,000 events are kept per run (beyond, only the final one). Same visibility as the run read.
+         *
+         *     Open streams are limited per caller (the token's user in its workspace) on each server:
+         *     `EVENT_STREAMS_PER_CALLER` (default 20); one more is 429 with `Retry-After`.
          *
          *     With `Accept: application/json` (and not `text/event-stream`), the events stored after
          *     `Last-Event-ID` are answered at once as `{ "data": [RunEvent…] }`, for clients that poll.
@@ -577,8 +582,13 @@ export interface paths {
          *     gets exactly the events after that one. A comment line (`: keep-alive`) is sent every 15
          *     seconds while nothing happens, so proxies keep the connection open. The stream ends after
          *     `run.finished` (a finished run's stream replays its events and ends), and when the server
-         *     shuts down (reconnect with `Last-Event-ID`). At most 1,000 events
-         *     are kept per run (beyond, only the final one). Same visibility as the run read.
+         *     shuts down (reconnect with `Last-Event-ID`). A `Last-Event-ID` at or past a finished run's
+         *     final event is answered 204 at once (an EventSource stops reconnecting on 204); past the
+         *     last event of a run still going, the stream resumes after its last stored event. At most
+         *     1,000 events are kept per run (beyond, only the final one). Same visibility as the run read.
+         *
+         *     Open streams are limited per caller (the token's user in its workspace) on each server:
+         *     `EVENT_STREAMS_PER_CALLER` (default 20); one more is 429 with `Retry-After`.
          *
          *     With `Accept: application/json` (and not `text/event-stream`), the events stored after
          *     `Last-Event-ID` are answered at once as `{ "data": [RunEvent…] }`, for clients that poll.
@@ -1702,6 +1712,27 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["RunRefused"];
+            };
+        };
+        /** @description The run has ended and `Last-Event-ID` is at or past its final event; nothing more will be sent. */
+        StreamEnded: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description The caller has `EVENT_STREAMS_PER_CALLER` event streams open on this server already. */
+        TooManyStreams: {
+            headers: {
+                /**
+                 * @description Seconds after which to try again (once one of the caller's streams has ended).
+                 * @example 10
+                 */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
             };
         };
         /** @description The trigger received more deliveries this minute than its rate limit allows. */
@@ -2878,10 +2909,12 @@ export interface operations {
                     "application/json": components["schemas"]["RunEventList"];
                 };
             };
+            204: components["responses"]["StreamEnded"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyStreams"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3003,10 +3036,12 @@ export interface operations {
                     "application/json": components["schemas"]["RunEventList"];
                 };
             };
+            204: components["responses"]["StreamEnded"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyStreams"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

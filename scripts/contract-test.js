@@ -57,6 +57,8 @@ async function main() {
     LOG_LEVEL: process.env.CONTRACT_LOG_LEVEL || 'warn',
     // A cancel answers 202 when the run's call in flight outlasts this (the 202 transaction's run sleeps 2 s).
     RUN_CANCEL_WAIT_MS: '200',
+    // The 429 of the event streams: the hooks hold this many open first.
+    EVENT_STREAMS_PER_CALLER: '2',
   };
   delete env.AUTH_ISSUER;
   delete env.AUTH_JWKS_URI;

@@ -65,6 +65,8 @@ export interface Config {
   runRetentionMs: number;
   /** How often an idle event stream gets a keep-alive comment (EVENTS_HEARTBEAT_SECONDS). */
   eventsHeartbeatMs: number;
+  /** Event streams one caller may hold open on one server (EVENT_STREAMS_PER_CALLER). */
+  eventStreamsPerCaller: number;
   /** How long a cancel waits for a running run to stop before it answers 202 (RUN_CANCEL_WAIT_MS). */
   cancelWaitMs: number;
   /** What one run may render, hold, return and wait for (RUN_*_BYTES, RUN_TOOL_TIMEOUT_SECONDS). */
@@ -207,6 +209,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     approvalTimeoutMs: integer(env, 'RUN_APPROVAL_TIMEOUT_SECONDS', 86_400, 1, 30 * 86_400) * 1000,
     runRetentionMs: integer(env, 'RUN_RETENTION_DAYS', 30, 1, 3650) * 86_400_000,
     eventsHeartbeatMs: integer(env, 'EVENTS_HEARTBEAT_SECONDS', 15, 1, 300) * 1000,
+    eventStreamsPerCaller: integer(env, 'EVENT_STREAMS_PER_CALLER', 20, 1, 10_000),
     cancelWaitMs: integer(env, 'RUN_CANCEL_WAIT_MS', 5000, 0, 60_000),
     runLimits: runLimits(env),
   };

@@ -82,8 +82,9 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
     webhookRatePerMinute: config.webhookRatePerMinute,
     notifyRunQueued: runner.notify,
     requestRunStop: runner.requestStop,
-    runEvents: createRunEventFeed(store, logger),
+    runEvents: createRunEventFeed(store, logger, { perCaller: config.eventStreamsPerCaller }),
     eventsHeartbeatMs: config.eventsHeartbeatMs,
+    eventStreamsPerCaller: config.eventStreamsPerCaller,
     cancelWaitMs: config.cancelWaitMs,
   };
   const app = await createApp({

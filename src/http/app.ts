@@ -113,7 +113,7 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
 /** Encoded replies of stored versions (see Reply's `stable`): a read of a document sends the same bytes until it changes. */
 const encodedReplies = new WeakMap<object, Buffer>();
 
-function replyBytes(reply: Exclude<Reply, { stream: unknown }>): Buffer {
+function replyBytes(reply: Exclude<Reply, { stream: unknown } | { noContent: true }>): Buffer {
   if ('body' in reply) return Buffer.from(JSON.stringify(reply.body));
   if ('rawBody' in reply) return Buffer.from(reply.rawBody);
   const encode = () => Buffer.from(`{"data":${reply.rawData}}`);
@@ -125,6 +125,12 @@ function replyBytes(reply: Exclude<Reply, { stream: unknown }>): Buffer {
 
 function send(res: Response, reply: Reply): void {
   if ('stream' in reply) return openStream(res, reply);
+  if ('noContent' in reply) {
+    res.statusCode = reply.status;
+    for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+    res.end();
+    return;
+  }
   sendJson(res, reply.status, reply.headers, replyBytes(reply));
 }
 
@@ -175,7 +181,7 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
       const fingerprint = fingerprintOf(req.method, path, query, body);
       const reply = await idempotently(ctx, principal, route.operation.operationId as string, key, fingerprint, async () => {
         const handled = await dispatch();
-        if ('stream' in handled) throw new Error('an event stream cannot be replayed');
+        if ('stream' in handled || 'noContent' in handled) throw new Error('only a JSON reply can be replayed');
         return { status: handled.status, headers: handled.headers ?? {}, body: replyBytes(handled).toString('utf8') };
       });
       sendJson(res, reply.status, reply.headers, Buffer.from(reply.body));

@@ -20,6 +20,7 @@ export type Reply = { status: number; headers?: Record<string, string> } & (
   | { rawBody: string }
   | { rawData: string; stable?: object }
   | { stream: EventStream }
+  | { noContent: true }
 );
 
 /** The values a discriminated list accepts for its tag, by the list's name (`triggers`, `steps`). */
@@ -186,9 +187,15 @@ export function contractViolation(api: OpenAPIBackend, operation: Operation, rep
     return `status ${reply.status} is not documented for ${operation.operationId} (documented: ${documented.join(', ')})`;
   }
   if ('stream' in reply) return null; // an event stream's lines are checked by its tests
-  const sent = 'body' in reply ? reply.body : JSON.parse('rawBody' in reply ? reply.rawBody : `{"data":${reply.rawData}}`);
-  const body = api.validateResponse(sent, operation, reply.status);
-  if (body.errors?.length) return `body: ${JSON.stringify(body.errors)}`;
+  const response = operation.responses?.[String(reply.status)] as { content?: unknown } | undefined;
+  if ('noContent' in reply) {
+    if (response?.content) return `status ${reply.status} of ${operation.operationId} documents a body; none was sent`;
+  } else {
+    if (!response?.content) return `status ${reply.status} of ${operation.operationId} documents no body; one was sent`;
+    const sent = 'body' in reply ? reply.body : JSON.parse('rawBody' in reply ? reply.rawBody : `{"data":${reply.rawData}}`);
+    const body = api.validateResponse(sent, operation, reply.status);
+    if (body.errors?.length) return `body: ${JSON.stringify(body.errors)}`;
+  }
   const headers = Object.fromEntries(Object.entries(reply.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
   // Values are checked against their schemas ('any': openapi-backend's 'superset' would require every
   // documented header, even one the spec marks `required: false`, such as a list's Link); presence here.

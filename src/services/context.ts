@@ -24,6 +24,8 @@ export interface ServiceContext {
   runEvents: RunEventFeed;
   /** How often an idle event stream gets a keep-alive comment. */
   eventsHeartbeatMs: number;
+  /** Event streams one caller may hold open on this server (beyond, 429). */
+  eventStreamsPerCaller: number;
   /** How long a cancel waits for a running run to stop before it answers 202. */
   cancelWaitMs: number;
 }

@@ -2,7 +2,8 @@
 // when events are added (a write of this process announces it; a poll catches writes of other
 // processes), the reader fetches what came after the oldest position among the run's streams once,
 // and each stream takes the events after its own position. A thousand streams on one run cost one
-// query per change, not a thousand.
+// query per change, not a thousand. Each caller may hold a bounded number of streams open here
+// (streams are this process's sockets, timers and channels, so the count is this process's too).
 import type { Logger } from '../log';
 import type { RunEventRow, Store } from '../store';
 
@@ -16,6 +17,11 @@ export interface RunEventFeed {
    * stored. Returns the unsubscribe function.
    */
   subscribe(runId: string, afterSeq: number, deliver: (events: RunEventRow[]) => void, end: () => void): () => void;
+  /**
+   * Takes one of `caller`'s stream slots: the release function (call it once, when the stream
+   * ends), or null when all of them are taken.
+   */
+  admit(caller: string): (() => void) | null;
   /** Stops reading and ends every stream (a shutdown: clients resume elsewhere with Last-Event-ID). */
   stop(): void;
 }
@@ -33,8 +39,11 @@ interface Channel {
   again: boolean;
 }
 
-export function createRunEventFeed(store: Store, logger: Logger, pollMs = FEED_POLL_MS): RunEventFeed {
+export function createRunEventFeed(store: Store, logger: Logger, opts: { perCaller: number; pollMs?: number }): RunEventFeed {
   const channels = new Map<string, Channel>();
+  const pollMs = opts.pollMs ?? FEED_POLL_MS;
+  /** Open streams by caller (absent: none). */
+  const open = new Map<string, number>();
 
   async function pump(runId: string, channel: Channel): Promise<void> {
     if (channel.reading) {
@@ -85,6 +94,19 @@ export function createRunEventFeed(store: Store, logger: Logger, pollMs = FEED_P
       return () => {
         channel.streams.delete(stream);
         if (!channel.streams.size && channels.get(runId) === channel) channels.delete(runId);
+      };
+    },
+    admit(caller) {
+      const count = open.get(caller) ?? 0;
+      if (count >= opts.perCaller) return null;
+      open.set(caller, count + 1);
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        const left = (open.get(caller) ?? 1) - 1;
+        if (left > 0) open.set(caller, left);
+        else open.delete(caller);
       };
     },
     stop: () => {

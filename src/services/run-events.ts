@@ -2,10 +2,39 @@
 // RunEvent schema), and the server-sent-event frames of a stream.
 import type { components } from '../../generated/api';
 import { FINAL_EVENT, RUN_EVENTS_LIMIT, type RunEventRow, type RunKind } from '../store';
+import { ApiError } from '../errors';
 import type { Principal, ServiceContext } from './context';
 import { findRun } from './runs';
 
 type RunEvent = components['schemas']['RunEvent'];
+
+/** How long a caller refused a stream is told to wait (Retry-After): a stream lasts as long as its run. */
+export const STREAM_RETRY_AFTER_S = 10;
+
+/**
+ * Where a stream of run `runId` starts, for a client that saw events up to `after`: null when the
+ * run has ended and the client saw its final event (nothing will ever come). Past the last event of
+ * a run still going, it resumes after that last event: the final event, not stored yet when the
+ * last one was read, comes after it and ends the stream.
+ */
+export async function streamStart(ctx: ServiceContext, runId: string, after: number): Promise<number | null> {
+  const last = await ctx.store.runs.lastEvent(runId);
+  if (!last) return 0;
+  if (after >= last.seq) return isFinal(last) ? null : last.seq;
+  return after;
+}
+
+/** One of the caller's stream slots (released when the stream ends), or 429. */
+export function streamSlot(ctx: ServiceContext, who: Principal): () => void {
+  const release = ctx.runEvents.admit(`${who.workspaceId}\n${who.userId}`);
+  if (release) return release;
+  throw new ApiError(
+    429,
+    `${ctx.eventStreamsPerCaller} event streams are open for this caller already, the limit (EVENT_STREAMS_PER_CALLER); close one or retry after ${STREAM_RETRY_AFTER_S} s`,
+    {},
+    { 'Retry-After': String(STREAM_RETRY_AFTER_S) },
+  );
+}
 
 /** `Last-Event-ID` as the position to resume after (0: from the start). */
 export function positionOf(lastEventId: string | undefined): number {
@@ -28,4 +57,4 @@ export function eventFrame(runId: string, row: RunEventRow): string {
   return `id: ${row.seq}\nevent: ${row.type}\ndata: ${json}\n\n`;
 }
 
-export const isFinal = (row: RunEventRow) => row.type === FINAL_EVENT;
+export const isFinal = (row: Pick<RunEventRow, 'type'>) => row.type === FINAL_EVENT;

@@ -41,6 +41,7 @@ export function runEventWrites(db: Db, limit = RUN_EVENTS_LIMIT) {
      HAVING COALESCE(MAX(seq), 0) < @limit OR @type = '${FINAL_EVENT}'`,
   );
   const after = db.prepare('SELECT seq, type, data, at FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?');
+  const lastOf = db.prepare('SELECT seq, type FROM run_events WHERE run_id = ? ORDER BY seq DESC LIMIT 1');
   const removeOf = db.prepare('DELETE FROM run_events WHERE run_id = ?');
   return {
     /** Appends events to a run's stream (inside the caller's transaction); beyond the limit, only a final one. */
@@ -60,6 +61,10 @@ export function runEventWrites(db: Db, limit = RUN_EVENTS_LIMIT) {
     /** A run's events after `seq`, oldest first, at most `max`. */
     after(runId: string, seq: number, max: number): RunEventRow[] {
       return after.all(runId, seq, max) as RunEventRow[];
+    },
+    /** A run's last event's number and type, or null. */
+    last(runId: string): { seq: number; type: string } | null {
+      return (lastOf.get(runId) as { seq: number; type: string } | undefined) ?? null;
     },
     remove(runId: string): void {
       removeOf.run(runId);

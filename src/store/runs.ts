@@ -219,6 +219,8 @@ export interface RunRepository {
   expireApprovals(message: string, now: string): Promise<number>;
   /** A run's events after `seq`, oldest first (at most `max`). */
   events(runId: string, seq: number, max: number): Promise<RunEventRow[]>;
+  /** A run's last event's number and type, or null before its first. */
+  lastEvent(runId: string): Promise<{ seq: number; type: string } | null>;
   /** Calls `listener` with a run's id after a write that added events to it committed. */
   onEvents(listener: (runId: string) => void): void;
   /** Deletes up to `batch` runs that finished before `before`, with their events and approvals; how many. */
@@ -648,6 +650,7 @@ export function runRepository(db: Db, commit: GroupCommit): RunRepository {
       return expired.length;
     },
     events: async (runId, seq, max) => events.after(runId, seq, max),
+    lastEvent: async (runId) => events.last(runId),
     onEvents: (listener) => void eventListeners.push(listener),
     pruneFinished: (before, batch) => commit.run(() => pruneTx(before, batch)),
   };

@@ -6,6 +6,7 @@
 //    default; every 4xx that a request can provoke is exercised here),
 //  - validate every real reply (status, headers, body) against the spec with openapi-backend.
 'use strict';
+const http = require('node:http');
 const hooks = require('hooks');
 const { openLocalIssuer } = require('../../dist/src/auth/local-issuer');
 const { loadSpec } = require('../../dist/src/http/spec');
@@ -243,7 +244,10 @@ async function prepareRunControl(t, summary, status) {
     // A finished run's stream replays its events and ends; the JSON alternative answers them at once.
     const runId = agentRuns ? await controlRun('hello', 'final') : await workflowRun('final');
     delete req.headers['Last-Event-ID']; // the whole stream, from the first event
-    if ((t.expected.headers['Content-Type'] || '').includes('json')) req.headers.Accept = 'application/json';
+    if (status === 204) req.headers['Last-Event-ID'] = '999999999'; // past the finished run's final event
+    if (status === 429) await holdStreams(Number(process.env.EVENT_STREAMS_PER_CALLER));
+    // The 200's two media types; the 204 and 429 are answers to a stream request.
+    if (status === 200 && (t.expected.headers['Content-Type'] || '').includes('json')) req.headers.Accept = 'application/json';
     else req.headers.Accept = 'text/event-stream';
     return setUri(t, withRunId(req.uri, runId));
   }
@@ -267,6 +271,21 @@ async function prepareRunControl(t, summary, status) {
   if (status === 409) await api('POST', `/runs/${runId}/approvals/call_1`, { decision: 'reject' });
   if (status === 413) req.body = JSON.stringify({ decision: 'approve', note: 'x'.repeat(70 * 1024) });
   if (status === 415) req.headers['Content-Type'] = 'text/plain';
+}
+
+/** Streams held open (on a parked run) for a 429 transaction; closed after it. */
+let heldStreams = [];
+async function holdStreams(count) {
+  const runId = await controlRun('/call kv.set {"key":"held","value":1}', 'awaiting_approval');
+  heldStreams = await Promise.all(
+    Array.from({ length: count }, () => new Promise((resolve, reject) => {
+      const req = http.get(`${baseUrl}/api/build/runs/${runId}/events`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } }, (res) => {
+        if (res.statusCode !== 200) reject(new Error(`a held stream was answered ${res.statusCode}`));
+        else resolve(req);
+      });
+      req.on('error', reject);
+    })),
+  );
 }
 
 /** The 422 of a create or test start: the key was used before for another body. */
@@ -344,6 +363,8 @@ hooks.beforeEach((t, done) => {
 
 hooks.afterEach((t, done) => {
   const { summary, status } = parse(t.name);
+  for (const held of heldStreams) held.destroy();
+  heldStreams = [];
   if (status === 202 && t.real && t.real.statusCode === 202) {
     const runId = JSON.parse(t.real.body).data.run_id;
     if (summary === 'Test agent') started.agent = runId;
@@ -369,7 +390,8 @@ hooks.beforeEachValidation((t, done) => {
       t.fail = `reply is not JSON: ${t.real.body.slice(0, 200)}`;
       return done();
     }
-    const problem = contractViolation(api, operation, { status: t.real.statusCode, body, headers: t.real.headers });
+    const reply = body === undefined ? { status: t.real.statusCode, noContent: true, headers: t.real.headers } : { status: t.real.statusCode, body, headers: t.real.headers };
+    const problem = contractViolation(api, operation, reply);
     if (problem) t.fail = `reply breaks the contract: ${problem}`;
     else if (t.real.statusCode !== parse(t.name).status) t.fail = `expected ${parse(t.name).status}, got ${t.real.statusCode}: ${t.real.body}`;
     done();

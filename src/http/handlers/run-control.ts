@@ -11,8 +11,11 @@ function wantsJson(accept: string | undefined): boolean {
   return !!accept && accept.includes('application/json') && !accept.includes('text/event-stream');
 }
 
-/** The stream of a run's events after `after`: every stored one, then each as it is stored, ending after the final one. */
-function eventStream(ctx: ServiceContext, runId: string, after: number): EventStream {
+/**
+ * The stream of a run's events after `after`: every stored one, then each as it is stored, ending
+ * after the final one. `release` gives the caller's stream slot back when it ends, however it ends.
+ */
+function eventStream(ctx: ServiceContext, runId: string, after: number, release: () => void): EventStream {
   return (out) => {
     const heartbeat = setInterval(() => out.write(': keep-alive\n\n'), ctx.eventsHeartbeatMs);
     const unsubscribe = ctx.runEvents.subscribe(
@@ -26,15 +29,16 @@ function eventStream(ctx: ServiceContext, runId: string, after: number): EventSt
       },
       () => finish(),
     );
-    function finish() {
+    function stopped() {
       clearInterval(heartbeat);
       unsubscribe();
+      release();
+    }
+    function finish() {
+      stopped();
       out.end();
     }
-    void out.closed.then(() => {
-      clearInterval(heartbeat);
-      unsubscribe();
-    });
+    void out.closed.then(stopped);
   };
 }
 
@@ -42,7 +46,9 @@ async function follow(ctx: ServiceContext, who: Principal, runId: string, kind: 
   const id = await events.readableRun(ctx, who, runId, kind);
   const after = events.positionOf(headers['last-event-id']);
   if (wantsJson(headers.accept)) return { status: 200 as const, body: { data: await events.storedEvents(ctx, id, after) } };
-  return { status: 200 as const, stream: eventStream(ctx, id, after) };
+  const from = await events.streamStart(ctx, id, after);
+  if (from === null) return { status: 204 as const, noContent: true as const };
+  return { status: 200 as const, stream: eventStream(ctx, id, from, events.streamSlot(ctx, who)) };
 }
 
 export const runControlHandlers: Pick<Handlers, 'cancelAgentRun' | 'cancelWorkflowRun' | 'decideToolCall' | 'streamAgentRunEvents' | 'streamWorkflowRunEvents'> = {

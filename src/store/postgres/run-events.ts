@@ -56,6 +56,10 @@ export function pgRunEvents(limit = RUN_EVENTS_LIMIT) {
     after(sql: Sql, runId: string, seq: number, max: number): Promise<RunEventRow[]> {
       return sql.rows<RunEventRow>('SELECT seq, type, data, at FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3', [runId, seq, max]);
     },
+    /** A run's last event's number and type, or null. */
+    async last(sql: Sql, runId: string): Promise<{ seq: number; type: string } | null> {
+      return (await sql.row<{ seq: number; type: string }>('SELECT seq, type FROM run_events WHERE run_id = $1 ORDER BY seq DESC LIMIT 1', [runId])) ?? null;
+    },
     /** Deletes the events of these runs (inside the caller's transaction). */
     async remove(sql: Sql, runIds: readonly string[]): Promise<void> {
       await sql.count('DELETE FROM run_events WHERE run_id = ANY($1)', [runIds]);

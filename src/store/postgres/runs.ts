@@ -519,6 +519,7 @@ export function pgRunRepository(db: PgDatabase, notifications: Notifications, ev
       }, 'visible');
     },
     events: (runId, seq, max) => events.after(db, runId, seq, max),
+    lastEvent: (runId) => events.last(db, runId),
     onEvents: (listener) => void eventListeners.push(listener),
     pruneFinished: (before, batch) =>
       write(async (tx) => {
