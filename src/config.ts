@@ -2,6 +2,7 @@
 // that names the variable, so an operator can fix it without reading code.
 import path from 'node:path';
 import type { components } from '../generated/api';
+import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './http/server';
 import { DEFAULT_RUN_LIMITS, type RunLimits } from './runtime/limits';
 
 /** The workspace limits the catalog reports (DESIGN §6); the same numbers are enforced on writes. */
@@ -71,6 +72,8 @@ export interface Config {
   cancelWaitMs: number;
   /** What one run may render, hold, return and wait for (RUN_*_BYTES, RUN_TOOL_TIMEOUT_SECONDS). */
   runLimits: RunLimits;
+  /** Open connections, and how long a request may take to arrive or a connection stay silent (HTTP_*). */
+  connections: ConnectionLimits;
 }
 
 export class ConfigError extends Error {}
@@ -212,7 +215,22 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     eventStreamsPerCaller: integer(env, 'EVENT_STREAMS_PER_CALLER', 20, 1, 10_000),
     cancelWaitMs: integer(env, 'RUN_CANCEL_WAIT_MS', 5000, 0, 60_000),
     runLimits: runLimits(env),
+    connections: connectionLimits(env),
   };
+}
+
+function connectionLimits(env: Env): ConnectionLimits {
+  const d = DEFAULT_CONNECTION_LIMITS;
+  const limits = {
+    maxConnections: integer(env, 'HTTP_MAX_CONNECTIONS', d.maxConnections, 1, 1_000_000),
+    requestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_SECONDS', d.requestTimeoutMs / 1000, 1, 3600) * 1000,
+    idleTimeoutMs: integer(env, 'HTTP_IDLE_TIMEOUT_SECONDS', d.idleTimeoutMs / 1000, 1, 3600) * 1000,
+  };
+  const heartbeat = integer(env, 'EVENTS_HEARTBEAT_SECONDS', 15, 1, 300) * 1000;
+  if (limits.idleTimeoutMs <= heartbeat) {
+    throw new ConfigError(`HTTP_IDLE_TIMEOUT_SECONDS: must be longer than EVENTS_HEARTBEAT_SECONDS (${heartbeat / 1000}), or idle event streams would be closed`);
+  }
+  return limits;
 }
 
 const KiB = 1024;

@@ -13,7 +13,7 @@ const SHUTDOWN_GRACE_MS = 10_000;
 export async function serve(config: Config = loadConfig()): Promise<Server> {
   const logger = createLogger(config.logLevel);
   const service = await createService(config, logger);
-  const server = createHttpServer(service.app).listen(config.port, config.host);
+  const server = createHttpServer(service.app, config.connections).listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);

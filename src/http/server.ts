@@ -42,12 +42,35 @@ export function appMessageClasses(app: express.Express): { IncomingMessage: type
  */
 export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
-export function createHttpServer(app: express.Express): http.Server {
+/** What one connection may hold of the server, and how many there may be. */
+export interface ConnectionLimits {
+  /** Open connections at most; beyond, node closes a new connection at once (HTTP_MAX_CONNECTIONS). */
+  maxConnections: number;
+  /** How long a request may take to arrive, headers and body; then 408 and the connection closes (HTTP_REQUEST_TIMEOUT_SECONDS). */
+  requestTimeoutMs: number;
+  /** How long a connection may be silent both ways, between or inside exchanges (HTTP_IDLE_TIMEOUT_SECONDS). */
+  idleTimeoutMs: number;
+}
+
+export const DEFAULT_CONNECTION_LIMITS: Readonly<ConnectionLimits> = Object.freeze({ maxConnections: 1000, requestTimeoutMs: 30_000, idleTimeoutMs: 120_000 });
+
+/** How often node looks for requests past their time (its default, 30 s, let one run a minute). */
+const TIMEOUT_CHECK_MS = 1000;
+
+export function createHttpServer(app: express.Express, limits: ConnectionLimits = DEFAULT_CONNECTION_LIMITS): http.Server {
   const classes = appMessageClasses(app);
   // node measures headersTimeout on an idle keep-alive connection too: shorter than the keep-alive
   // time, a connection idle between the two is answered 408 and closed as the client reuses it
-  // (nodejs/node#58140). It must exceed keepAliveTimeout.
-  const timeouts = { keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, headersTimeout: KEEP_ALIVE_TIMEOUT_MS + 1000 };
-  const server = classes ? http.createServer(classes, app) : http.createServer(app);
-  return Object.assign(server, timeouts);
+  // (nodejs/node#58140). It must exceed keepAliveTimeout. A request's headers are bounded by
+  // requestTimeout instead, which node starts at the request's first byte (a slow sender of
+  // headers or body is answered 408 then).
+  const options = { connectionsCheckingInterval: TIMEOUT_CHECK_MS, requestTimeout: limits.requestTimeoutMs, ...(classes ?? {}) };
+  const server = http.createServer(options, app);
+  return Object.assign(server, {
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    headersTimeout: KEEP_ALIVE_TIMEOUT_MS + 1000,
+    maxConnections: limits.maxConnections,
+    // Silence both ways: a client that stops reading its stream, or never finishes its request.
+    timeout: limits.idleTimeoutMs,
+  });
 }

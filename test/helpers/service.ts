@@ -38,7 +38,7 @@ export async function startService(env: Record<string, string> = {}, mutate?: (c
   mutate?.(config);
   const service = await createService(config, createLogger('silent'), { validateResponses: true });
   const server: Server = await new Promise((resolve) => {
-    const s = createHttpServer(service.app).listen(0, '127.0.0.1', () => resolve(s));
+    const s = createHttpServer(service.app, config.connections).listen(0, '127.0.0.1', () => resolve(s));
   });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const token: TestService['token'] = (opts = {}) =>

@@ -33,6 +33,11 @@ test.each([
   [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL: must be a postgres:// URL'],
   [{ PG_POOL_SIZE: '0' }, 'PG_POOL_SIZE: must be between 1 and 1000'],
   [{ RUN_LEASE_SECONDS: '1' }, 'RUN_LEASE_SECONDS: must be between 2 and 3600'],
+  [{ HTTP_IDLE_TIMEOUT_SECONDS: '15' }, 'HTTP_IDLE_TIMEOUT_SECONDS: must be longer than EVENTS_HEARTBEAT_SECONDS (15)'],
+  [{ HTTP_MAX_CONNECTIONS: '0' }, 'HTTP_MAX_CONNECTIONS: must be between 1 and 1000000'],
+  [{ RUN_STATE_BYTES: '10' }, 'RUN_STATE_BYTES: must be between 1024 and 268435456'],
+  [{ RUN_TOOL_TIMEOUT_SECONDS: '0' }, 'RUN_TOOL_TIMEOUT_SECONDS: must be between 1 and 600'],
+  [{ EVENT_STREAMS_PER_CALLER: '0' }, 'EVENT_STREAMS_PER_CALLER: must be between 1 and 10000'],
 ])('%j stops start-up naming the variable', (env, message) => {
   expect(() => loadConfig(env)).toThrow(ConfigError);
   expect(() => loadConfig(env)).toThrow(message);

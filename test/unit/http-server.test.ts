@@ -64,3 +64,65 @@ test('an idle keep-alive connection outlives a load balancer\'s 60 s and is neve
   // node times the headers of the next request from the moment a keep-alive connection goes idle.
   expect(server.headersTimeout).toBeGreaterThan(server.keepAliveTimeout);
 });
+
+describe('connection limits', () => {
+  async function listening(limits: Parameters<typeof createHttpServer>[1]) {
+    const server = createHttpServer(appWithRoute(), limits);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { server, port: (server.address() as AddressInfo).port };
+  }
+  /** A raw connection: what it received, and when it was closed (ms after it opened), or null. */
+  function connect(port: number, send: string) {
+    const started = performance.now();
+    const socket = net.connect(port, '127.0.0.1');
+    let received = '';
+    const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(performance.now() - started)));
+    socket.on('data', (d) => (received += d));
+    socket.on('error', () => undefined);
+    socket.write(send);
+    return { socket, closed, received: () => received };
+  }
+
+  test('a request whose headers never end is answered 408 and closed once the request timeout passes', async () => {
+    const { server, port } = await listening({ maxConnections: 100, requestTimeoutMs: 1000, idleTimeoutMs: 60_000 });
+    try {
+      const slow = connect(port, 'GET /hello HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+      const afterMs = await slow.closed;
+      expect(slow.received()).toMatch(/^HTTP\/1\.1 408/);
+      expect(afterMs).toBeGreaterThanOrEqual(900);
+      expect(afterMs).toBeLessThan(5000);
+    } finally {
+      server.close();
+    }
+  });
+
+  test('a connection silent both ways is closed after the idle timeout; a busy one is not', async () => {
+    const { server, port } = await listening({ maxConnections: 100, requestTimeoutMs: 60_000, idleTimeoutMs: 1000 });
+    try {
+      const silent = connect(port, '');
+      expect(await silent.closed).toBeLessThan(5000);
+      const res = await fetch(`http://127.0.0.1:${port}/hello`);
+      expect(res.status).toBe(200);
+    } finally {
+      server.close();
+    }
+  });
+
+  test('connections beyond the maximum are closed at once; those within it are served', async () => {
+    const { server, port } = await listening({ maxConnections: 2, requestTimeoutMs: 60_000, idleTimeoutMs: 60_000 });
+    try {
+      const held = [connect(port, ''), connect(port, '')];
+      await new Promise((r) => setTimeout(r, 200));
+      const third = connect(port, 'GET /hello HTTP/1.1\r\nHost: x\r\n\r\n');
+      expect(await third.closed).toBeLessThan(2000);
+      expect(third.received()).toBe('');
+      for (const h of held) h.socket.destroy();
+      await Promise.all(held.map((h) => h.closed));
+      await new Promise((r) => setTimeout(r, 100));
+      expect((await fetch(`http://127.0.0.1:${port}/hello`)).status).toBe(200);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
