@@ -52,6 +52,12 @@ export type ScheduledFire =
   | { kind: 'schedule'; claim: ScheduleClaim; dueAt: number }
   | { kind: 'poll'; scheduleId: string; dueAt: number; seenHash: string | null; newHash: string };
 
+/**
+ * Fire rows kept per schedule: the write that records a due time deletes the schedule's older ones,
+ * so the table holds at most this many per schedule (migration 012 applied it to older rows).
+ */
+export const FIRES_KEPT = 100;
+
 /** The writes a claim makes, shared by the schedule repository and the runs' accept (a fire lands with its run). */
 export function scheduleWrites(db: Db, commit: GroupCommit) {
   const versions = triggerStatusVersions(db, commit);
@@ -64,12 +70,17 @@ export function scheduleWrites(db: Db, commit: GroupCommit) {
      WHERE schedule_fires.outcome = 'polling'`,
   );
   const markFired = db.prepare('UPDATE schedules SET last_fired_at = @at, last_run_id = @run WHERE id = @id');
+  const trimFires = db.prepare(
+    `DELETE FROM schedule_fires WHERE schedule_id = @id
+       AND due_at < (SELECT due_at FROM schedule_fires WHERE schedule_id = @id ORDER BY due_at DESC LIMIT 1 OFFSET ${FIRES_KEPT - 1})`,
+  );
   const pollChanged = db.prepare('UPDATE schedules SET last_output_hash = @hash, failures = 0, last_error = NULL WHERE id = @id AND last_output_hash IS @seen');
   return {
     /** Moves the schedule on and records its decisions; false, writing nothing, when another process moved it first. */
     claim(claim: ScheduleClaim, now: string): boolean {
       if (advance.run({ id: claim.id, expected: claim.expectedDue, next: claim.next }).changes !== 1) return false;
       for (const f of claim.fires) insertFire.run(claim.id, f.dueAt, f.outcome, f.runId ?? null, f.detail ?? null, now);
+      trimFires.run({ id: claim.id }); // before the fire this claim may add: at most FIRES_KEPT + 1
       versions.bumpPoll(claim.id); // a poll's next_fire_at moved
       return true;
     },
@@ -110,8 +121,10 @@ export function scheduleSync(db: Db) {
        detector = @detector
      WHERE id = @id`,
   );
+  // A schedule's fire records go with it.
   const remove = db.prepare('DELETE FROM schedules WHERE id = ?');
-  const removeOwner = db.prepare('DELETE FROM schedules WHERE owner_id = ?');
+  const removeFires = db.prepare('DELETE FROM schedule_fires WHERE schedule_id = ?');
+  const removeOwner = db.prepare('DELETE FROM schedules WHERE owner_id = ? RETURNING id').pluck();
   return {
     sync(workspaceId: string, ownerId: string, declared: DeclaredSchedule[], nowMs: number): void {
       const existing = new Map((ofOwner.all(ownerId) as ScheduleRow[]).map((row) => [row.id, row]));
@@ -124,10 +137,13 @@ export function scheduleSync(db: Db) {
         if (row) update.run(values);
         else insert.run({ ...values, kind: d.kind, workspace: workspaceId, owner: ownerId, trigger: d.triggerId });
       }
-      for (const id of existing.keys()) remove.run(id);
+      for (const id of existing.keys()) {
+        remove.run(id);
+        removeFires.run(id);
+      }
     },
     removeOwner(ownerId: string): void {
-      removeOwner.run(ownerId);
+      for (const id of removeOwner.all(ownerId) as string[]) removeFires.run(id);
     },
   };
 }

@@ -5,6 +5,7 @@ import { startService, type TestService } from '../helpers/service';
 import { storedRows } from '../helpers/stored';
 import { minimalAgent } from '../helpers/fixtures';
 import { startScheduler } from '../../src/services/scheduler';
+import { FIRES_KEPT } from '../../src/store/schedules';
 import { createLogger } from '../../src/log';
 import type { components } from '../../generated/api';
 
@@ -221,3 +222,35 @@ describe('poll triggers', () => {
 function ctxOf(s: TestService) {
   return s.service.ctx;
 }
+
+describe('fire records are bounded', () => {
+  test('a schedule keeps its newest FIRES_KEPT records, however many due times it decided; they go with it', async () => {
+    const wf = await scheduledWorkflow('* * * * *');
+    const first = (await schedule(wf.scheduleId)).next_due_at!;
+    // Five hours late at once: 300 due times decided (the latest fires, the rest missed), then a few more.
+    await tick(first + 300 * MINUTE);
+    for (let i = 1; i <= 3; i++) await tick(first + (300 + i) * MINUTE);
+    const kept = await fires(wf.scheduleId);
+    expect(kept.length).toBeLessThanOrEqual(FIRES_KEPT + 1);
+    expect(kept.length).toBeGreaterThanOrEqual(FIRES_KEPT);
+    expect(kept[kept.length - 1]!.due_at).toBe(first + 303 * MINUTE); // the newest are the ones kept
+    expect(kept.map((f) => f.outcome).filter((o) => o === 'fired').length).toBe(4);
+
+    // A replace that drops the schedule drops its records; so does deleting the workflow.
+    const replaced = await t.client().PUT('/api/build/workflows/{ref}', {
+      params: { path: { ref: wf.slug }, header: { 'If-Match': (await t.client().GET('/api/build/workflows/{ref}', { params: { path: { ref: wf.slug } } })).response.headers.get('etag')! } },
+      body: { ...(await t.client().GET('/api/build/workflows/{ref}', { params: { path: { ref: wf.slug } } })).data!.data, schedule: null },
+    });
+    expect(replaced.response.status).toBe(200);
+    expect(await fires(wf.scheduleId)).toEqual([]);
+
+    const other = await scheduledWorkflow('* * * * *');
+    const due = (await schedule(other.scheduleId)).next_due_at!;
+    await tick(due + 5 * MINUTE);
+    expect((await fires(other.scheduleId)).length).toBeGreaterThan(0);
+    const etag = (await t.client().GET('/api/build/workflows/{ref}', { params: { path: { ref: other.slug } } })).response.headers.get('etag')!;
+    const deleted = await t.client().DELETE('/api/build/workflows/{ref}', { params: { path: { ref: other.slug }, header: { 'If-Match': etag } } });
+    expect(deleted.response.status).toBe(200);
+    expect(await fires(other.scheduleId)).toEqual([]);
+  });
+});

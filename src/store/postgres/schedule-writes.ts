@@ -2,7 +2,7 @@
 // schedule repository and the runs' accept (a fire lands with its run). Which replica handles a
 // due time is decided by the conditional advance: under READ COMMITTED a second UPDATE of the row
 // waits for the first to commit, then finds next_due_at moved and changes nothing (0 rows).
-import type { ScheduleClaim, ScheduledFire } from '../schedules';
+import { FIRES_KEPT, type ScheduleClaim, type ScheduledFire } from '../schedules';
 import type { Sql } from './database';
 import { bumpPollStatus } from './trigger-status';
 
@@ -20,6 +20,12 @@ export async function claimSchedule(sql: Sql, claim: ScheduleClaim, now: string)
       now,
     ]);
   }
+  // Before the fire this claim may add: at most FIRES_KEPT + 1 rows per schedule.
+  await sql.count(
+    `DELETE FROM schedule_fires WHERE schedule_id = $1
+       AND due_at < (SELECT due_at FROM schedule_fires WHERE schedule_id = $1 ORDER BY due_at DESC LIMIT 1 OFFSET ${FIRES_KEPT - 1})`,
+    [claim.id],
+  );
   await bumpPollStatus(sql, claim.id); // a poll's next_fire_at moved
   return true;
 }

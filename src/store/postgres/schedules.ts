@@ -27,12 +27,16 @@ export async function syncSchedules(sql: Sql, workspaceId: string, ownerId: stri
     if (row) await updateSchedule(sql, d, next);
     else await insertSchedule(sql, workspaceId, ownerId, d, next);
   }
-  if (existing.size) await sql.count('DELETE FROM schedules WHERE id = ANY($1::text[])', [[...existing.keys()]]);
+  if (existing.size) {
+    // A schedule's fire records go with it.
+    await sql.count('DELETE FROM schedules WHERE id = ANY($1::text[])', [[...existing.keys()]]);
+    await sql.count('DELETE FROM schedule_fires WHERE schedule_id = ANY($1::text[])', [[...existing.keys()]]);
+  }
 }
 
-/** Deletes an owner's schedules (with the owner, in its transaction). */
+/** Deletes an owner's schedules and their fire records (with the owner, in its transaction). */
 export async function removeSchedules(sql: Sql, ownerId: string): Promise<void> {
-  await sql.count('DELETE FROM schedules WHERE owner_id = $1', [ownerId]);
+  await sql.count('WITH gone AS (DELETE FROM schedules WHERE owner_id = $1 RETURNING id) DELETE FROM schedule_fires WHERE schedule_id IN (SELECT id FROM gone)', [ownerId]);
 }
 
 async function insertSchedule(sql: Sql, workspaceId: string, ownerId: string, d: DeclaredSchedule, next: number | null): Promise<void> {
