@@ -1106,6 +1106,15 @@ export interface components {
             version: number;
             /** @description Present only when the write created a webhook trigger. Each URL is shown once. */
             webhook_urls?: components["schemas"]["WebhookUrl"][];
+            /**
+             * @description Only in a create repeated with its Idempotency-Key, in place of `webhook_urls`: the
+             *     triggers whose one-time URLs (and signing secrets) the first reply showed. They are not
+             *     kept, so not shown again; rotate a trigger (`POST …/rotate-webhook`) for a new URL.
+             * @example [
+             *       "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+             *     ]
+             */
+            webhook_urls_withheld?: string[];
         };
         AgentConflict: {
             error: string;
@@ -1925,7 +1934,10 @@ export interface components {
          * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
          *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
          *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
-         *     with a different body is 422; a repeat while the first is still being handled is 409.
+         *     with a different body is 422; a repeat while the first is still being handled is 409. What a
+         *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
+         *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
+         *     rotate a trigger for a new URL if the first reply was lost.
          * @example 4f9d1c1e-retry-1
          */
         IdempotencyKey: string;
@@ -2087,7 +2099,10 @@ export interface operations {
                  * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
                  *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
                  *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
-                 *     with a different body is 422; a repeat while the first is still being handled is 409.
+                 *     with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
+                 *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
+                 *     rotate a trigger for a new URL if the first reply was lost.
                  * @example 4f9d1c1e-retry-1
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -2244,7 +2259,10 @@ export interface operations {
                  * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
                  *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
                  *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
-                 *     with a different body is 422; a repeat while the first is still being handled is 409.
+                 *     with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
+                 *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
+                 *     rotate a trigger for a new URL if the first reply was lost.
                  * @example 4f9d1c1e-retry-1
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -2401,7 +2419,10 @@ export interface operations {
                  * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
                  *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
                  *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
-                 *     with a different body is 422; a repeat while the first is still being handled is 409.
+                 *     with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
+                 *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
+                 *     rotate a trigger for a new URL if the first reply was lost.
                  * @example 4f9d1c1e-retry-1
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -2582,7 +2603,10 @@ export interface operations {
                  * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
                  *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
                  *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
-                 *     with a different body is 422; a repeat while the first is still being handled is 409.
+                 *     with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
+                 *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
+                 *     rotate a trigger for a new URL if the first reply was lost.
                  * @example 4f9d1c1e-retry-1
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -2787,7 +2811,10 @@ export interface operations {
                  * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
                  *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
                  *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
-                 *     with a different body is 422; a repeat while the first is still being handled is 409.
+                 *     with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
+                 *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
+                 *     rotate a trigger for a new URL if the first reply was lost.
                  * @example 4f9d1c1e-retry-1
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -2957,7 +2984,10 @@ export interface operations {
                  * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
                  *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
                  *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
-                 *     with a different body is 422; a repeat while the first is still being handled is 409.
+                 *     with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
+                 *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
+                 *     rotate a trigger for a new URL if the first reply was lost.
                  * @example 4f9d1c1e-retry-1
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { components } from '../generated/api';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './http/server';
 import { DEFAULT_RUN_LIMITS, type RunLimits } from './runtime/limits';
+import { parseSecretKeys } from './services/secret-box';
 
 /** The workspace limits the catalog reports (DESIGN §6); the same numbers are enforced on writes. */
 export type WorkspaceLimits = components['schemas']['WorkspaceLimits'];
@@ -72,6 +73,8 @@ export interface Config {
   cancelWaitMs: number;
   /** What one run may render, hold, return and wait for (RUN_*_BYTES, RUN_TOOL_TIMEOUT_SECONDS). */
   runLimits: RunLimits;
+  /** The keys that seal stored secrets (SECRETS_KEY, the first seals); null: the key file in the data directory. */
+  secretsKeys: Buffer[] | null;
   /** Open connections, and how long a request may take to arrive or a connection stay silent (HTTP_*). */
   connections: ConnectionLimits;
 }
@@ -216,7 +219,17 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     cancelWaitMs: integer(env, 'RUN_CANCEL_WAIT_MS', 5000, 0, 60_000),
     runLimits: runLimits(env),
     connections: connectionLimits(env),
+    secretsKeys: secretsKeys(env),
   };
+}
+
+/** SECRETS_KEY: base64 keys of 32 bytes, comma-separated (never echoed: it is a secret). */
+function secretsKeys(env: Env): Buffer[] | null {
+  const raw = env.SECRETS_KEY;
+  if (raw === undefined || raw === '') return null;
+  const keys = parseSecretKeys(raw);
+  if (!keys) throw new ConfigError('SECRETS_KEY: must be one or more base64 keys of 32 bytes, comma-separated (make one with: openssl rand -base64 32)');
+  return keys;
 }
 
 function connectionLimits(env: Env): ConnectionLimits {

@@ -1,7 +1,8 @@
 // Wires the parts of the service from a Config: the store, the token verifier (embedded issuer or
 // an external one), and the HTTP app. main.ts listens; tests call this with a temporary database.
 import type express from 'express';
-import type { Config } from './config';
+import path from 'node:path';
+import { ConfigError, type Config } from './config';
 import { createBearerAuth } from './auth/bearer';
 import { remoteKeySource, staticKeySource, type KeySource } from './auth/key-source';
 import { generateSigningKey, localIssuerFromKey, type LocalIssuer } from './auth/local-issuer';
@@ -15,6 +16,9 @@ import { startMaintenance, type Maintenance } from './services/maintenance';
 import { startScheduler, type Scheduler } from './services/scheduler';
 import type { ServiceContext } from './services/context';
 import { createRunEventFeed } from './services/run-event-feed';
+import { createSecretBox, generateSecretKey, parseSecretKeys, type SecretBox } from './services/secret-box';
+import { resealSigningSecrets } from './services/webhooks';
+import { readOrCreateKeyFile } from './store/key-file';
 
 export interface Service {
   app: express.Express;
@@ -36,6 +40,29 @@ const HTTP_TOOL = { timeoutMs: 10_000, maxBytes: 1024 * 1024 };
 /** The issuer the embedded key pair (kept by the store) signs as: the service's own public address. */
 export async function localIssuerFor(config: Config, store: Store): Promise<LocalIssuer> {
   return localIssuerFromKey(await store.signingKey(generateSigningKey), config.publicBaseUrl);
+}
+
+/** Where the key that seals secrets is kept when SECRETS_KEY is not set: beside the issuer's key. */
+export const SECRETS_KEY_FILE = 'secrets.key';
+
+/**
+ * The box that seals stored secrets: SECRETS_KEY's keys, or the key file in the data directory
+ * (made at first start). Signing keys not sealed with the current key are sealed again now.
+ */
+async function openSecretBox(config: Config, store: Store, logger: Logger): Promise<SecretBox> {
+  let keys = config.secretsKeys;
+  if (!keys) {
+    const file = path.join(config.dataDir, SECRETS_KEY_FILE);
+    keys = parseSecretKeys(readOrCreateKeyFile(file, generateSecretKey));
+    if (!keys) throw new ConfigError(`${file}: does not hold a base64 key of 32 bytes; restore it, or set SECRETS_KEY`);
+    if (config.databaseUrl) {
+      logger.warn({ file }, 'SECRETS_KEY is not set: stored secrets are sealed with a key file on this machine; every replica needs the same key (set SECRETS_KEY)');
+    }
+  }
+  const box = createSecretBox(keys);
+  const resealed = await resealSigningSecrets(store, box);
+  if (resealed) logger.info({ resealed }, 'sealed stored signing keys with the current key');
+  return box;
 }
 
 export async function createService(config: Config, logger: Logger, opts: { validateResponses?: boolean } = {}): Promise<Service> {
@@ -73,8 +100,10 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
     leaseMs: config.runLeaseMs,
     logger,
   });
+  const secrets = await openSecretBox(config, store, logger);
   const ctx: ServiceContext = {
     store,
+    secrets,
     limits: config.limits,
     publicBaseUrl: config.publicBaseUrl,
     models: models.catalog,

@@ -3,7 +3,7 @@
 // for `build-api token`. Tokens it mints are verified by the same code path as a real issuer's.
 import crypto from 'node:crypto';
 import path from 'node:path';
-import { SIGNING_KEY_FILE, signingKeyFile } from '../store/signing-key-file';
+import { SIGNING_KEY_FILE, readOrCreateKeyFile } from '../store/key-file';
 
 export interface Jwk {
   kty: string;
@@ -52,7 +52,7 @@ export function signJwt(header: Record<string, unknown>, payload: Record<string,
  * and tests that mint tokens beside a server. The server itself takes its key from its store.
  */
 export function openLocalIssuer(dataDir: string, issuer: string): LocalIssuer {
-  return localIssuerFromKey(signingKeyFile(path.join(dataDir, SIGNING_KEY_FILE), generateSigningKey), issuer);
+  return localIssuerFromKey(readOrCreateKeyFile(path.join(dataDir, SIGNING_KEY_FILE), generateSigningKey), issuer);
 }
 
 /** The issuer that signs with `pem` as `issuer`. */

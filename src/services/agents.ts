@@ -20,7 +20,9 @@ export interface AgentWrite {
   webhookUrls: { trigger_id: string; url: string; signing_secret?: string }[];
 }
 
-const secretRows = (secrets: WebhookSecret[]): SecretRow[] => secrets.map(({ triggerId, hash, prefix, signingSecret }) => ({ triggerId, hash, prefix, signingSecret }));
+/** What the store keeps of minted secrets: the URL secret's hash and prefix, the signing key sealed. */
+const secretRows = (ctx: ServiceContext, secrets: WebhookSecret[]): SecretRow[] =>
+  secrets.map(({ triggerId, hash, prefix, signingSecret }) => ({ triggerId, hash, prefix, signingSecret: signingSecret === null ? null : ctx.secrets.seal(signingSecret, triggerId) }));
 const urlsOf = (secrets: WebhookSecret[]) =>
   secrets.map((s) => ({ trigger_id: s.triggerId, url: s.url, ...(s.signingSecret !== null && { signing_secret: s.signingSecret }) }));
 
@@ -68,7 +70,7 @@ export async function createAgent(ctx: ServiceContext, who: Principal, body: Age
     id,
     doc,
     { deriveSlug: body.slug === undefined, limit: ctx.limits.agents, maxBytes: ctx.limits.document_bytes },
-    secretRows(secrets),
+    secretRows(ctx, secrets),
   );
   if (!outcome.ok) {
     if (outcome.reason === 'too_large') rejectProblems([sizeProblem(outcome.bytes, ctx.limits.document_bytes)!]); // a derived slug's suffix tipped it over
@@ -160,7 +162,7 @@ export async function rotateWebhook(
     }
     const secret = mintWebhookSecret(trigger.id, ctx.publicBaseUrl, trigger.signing === 'standard-webhooks');
     const triggers = current.document.triggers.map((t): Trigger => (t.id === trigger.id ? { ...trigger, secret_prefix: secret.prefix } : t));
-    const outcome = await ctx.store.agents.replace(who.workspaceId, current.id, current.stampMicros, { ...current.document, triggers }, secretRows([secret]));
+    const outcome = await ctx.store.agents.replace(who.workspaceId, current.id, current.stampMicros, { ...current.document, triggers }, secretRows(ctx, [secret]));
     if (outcome.ok) return { record: outcome.record, secret };
   }
   throw conflict(`agent '${ref}' kept changing while its webhook was rotated; try again`);
@@ -174,7 +176,7 @@ async function write(
   secrets: WebhookSecret[],
   droppedWebhooks: boolean,
 ): Promise<AgentWrite> {
-  const outcome = await ctx.store.agents.replace(who.workspaceId, current.id, current.stampMicros, doc, secretRows(secrets));
+  const outcome = await ctx.store.agents.replace(who.workspaceId, current.id, current.stampMicros, doc, secretRows(ctx, secrets));
   if (!outcome.ok) {
     // Another write landed between our read and this one.
     throw staleConflict(`agent '${current.slug}' changed while this write was prepared; read it again and rebase your change`, outcome.current?.document ?? null);

@@ -4,10 +4,13 @@ import type { CatalogModel } from '../domain/types';
 import type { QueuedRun } from '../runtime/runner';
 import type { Store } from '../store';
 import type { RunEventFeed } from './run-event-feed';
+import type { SecretBox } from './secret-box';
 
 export interface ServiceContext {
   store: Store;
   limits: WorkspaceLimits;
+  /** Seals and opens the secrets the store keeps recoverable (webhook signing keys). */
+  secrets: SecretBox;
   /** Where the service is reached from outside: webhook URLs are built on it. */
   publicBaseUrl: string;
   /** The models the configured providers offer (the catalog lists them). */

@@ -69,6 +69,19 @@ export async function idempotently(
     }
     reply = { status: err.status, headers: err.headers, body: err.encoded().toString('utf8') };
   }
-  await ctx.store.idempotency.complete(id, fingerprint, reply);
+  await ctx.store.idempotency.complete(id, fingerprint, withoutOneTimeSecrets(reply));
   return reply;
+}
+
+/**
+ * The reply as it is kept for repeats: without what a write shows once (a create's webhook URLs and
+ * signing keys, which carry their secrets), naming instead the triggers whose URLs were shown.
+ * Nothing secret is stored, and a repeat says where the URLs went rather than showing them again.
+ */
+export function withoutOneTimeSecrets(reply: StoredReply): StoredReply {
+  if (!reply.body.includes('"webhook_urls"')) return reply;
+  const body = JSON.parse(reply.body) as { data?: { webhook_urls?: { trigger_id: string }[]; webhook_urls_withheld?: string[] } };
+  if (!body.data?.webhook_urls) return reply;
+  const { webhook_urls: shown, ...rest } = body.data;
+  return { ...reply, body: JSON.stringify({ ...body, data: { ...rest, webhook_urls_withheld: shown.map((u) => u.trigger_id) } }) };
 }

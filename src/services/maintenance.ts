@@ -1,7 +1,8 @@
 // Housekeeping off the request path: rows that have served their purpose are deleted in small
 // batches on a timer, so no request ever waits for a large delete: webhook delivery ids and
-// idempotency keys past their 24-hour window, and finished runs (with their events and approvals)
-// older than the retention age.
+// idempotency keys past their 24-hour window, retired webhook secrets after RETIRED_SECRET_KEEP_MS
+// (their old URLs then answer 404 rather than 410), and finished runs (with their events and
+// approvals) older than the retention age.
 import type { Logger } from '../log';
 import type { Store } from '../store';
 import { IDEMPOTENCY_WINDOW_MS } from './idempotency';
@@ -9,6 +10,8 @@ import { REPEAT_WINDOW_MS } from './webhook-deliveries';
 
 export const MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const DEFAULT_RUN_RETENTION_MS = 30 * 86_400_000;
+/** How long a retired webhook secret is remembered, so that its URL answers 410 (gone) rather than 404. */
+export const RETIRED_SECRET_KEEP_MS = 30 * 86_400_000;
 const BATCH = 500;
 /** A run's rows are several (the run, its events, its approvals): fewer runs per batch. */
 const RUN_BATCH = 100;
@@ -39,8 +42,9 @@ export function startMaintenance(store: Store, logger: Logger, opts: Maintenance
     const before = (ms: number) => new Date(nowMs - ms).toISOString();
     const deliveries = await inBatches(BATCH, (n) => store.webhooks.pruneDeliveries(before(REPEAT_WINDOW_MS), n));
     const keys = await inBatches(BATCH, (n) => store.idempotency.prune(before(IDEMPOTENCY_WINDOW_MS), n));
+    const retired = await inBatches(BATCH, (n) => store.webhooks.pruneRetired(before(RETIRED_SECRET_KEEP_MS), n));
     const runs = await inBatches(RUN_BATCH, (n) => store.runs.pruneFinished(before(retention), n));
-    if (deliveries + keys + runs) logger.debug({ deliveries, keys, runs }, 'pruned rows past their keeping time');
+    if (deliveries + keys + retired + runs) logger.debug({ deliveries, keys, retired, runs }, 'pruned rows past their keeping time');
   }
   const runOnce = (nowMs = Date.now()) => {
     running ??= pass(nowMs)

@@ -131,7 +131,7 @@ export async function deliverWebhook(ctx: ServiceContext, delivery: Delivery, no
     throw refused(`agent '${doc.slug}' is ${doc.status}; only an active agent's triggers fire (POST /api/build/agents/${doc.slug}/status)`, null);
   }
   if (!trigger.enabled) throw refused(`trigger '${trigger.name}' of agent '${doc.slug}' is disabled; enable it to receive deliveries`, null);
-  if (trigger.signing === 'standard-webhooks') verifySignature(target.signingSecret, delivery);
+  if (trigger.signing === 'standard-webhooks') verifySignature(target.signingSecret && ctx.secrets.open(target.signingSecret, target.triggerId), delivery);
 
   const key = deliveryKey(delivery);
   const since = new Date(nowMs - REPEAT_WINDOW_MS).toISOString();

@@ -1,8 +1,11 @@
 // Webhook secrets: 32 random bytes, shown once inside the trigger's URL, stored only as a SHA-256
-// hash next to a short display prefix. Nothing here logs or returns a secret twice.
+// hash next to a short display prefix; a signing trigger's key is stored sealed (secret-box.ts).
+// Nothing here logs or returns a secret twice.
 import crypto from 'node:crypto';
 import { SECRET_PREFIX_LENGTH } from '../domain/agent';
 import type { Trigger } from '../domain/types';
+import type { Store } from '../store';
+import type { SecretBox } from './secret-box';
 
 export interface WebhookSecret {
   triggerId: string;
@@ -50,4 +53,23 @@ export function mintSecretsForWebhooks(
     return { ...t, secret_prefix: secret.prefix };
   });
   return { triggers: result, secrets };
+}
+
+/**
+ * Seals every stored signing key that is not sealed with the current key: those stored before
+ * keys were sealed, and those sealed with a key SECRETS_KEY now lists after a new one (rotation).
+ * Each is one conditional write, so replicas starting together do it once. How many it sealed.
+ */
+export async function resealSigningSecrets(store: Store, box: SecretBox): Promise<number> {
+  let sealed = 0;
+  for (let after = ''; ; ) {
+    const rows = await store.webhooks.signingSecrets(after, 500);
+    for (const { triggerId, signingSecret } of rows) {
+      if (box.isCurrent(signingSecret)) continue;
+      const next = box.seal(box.open(signingSecret, triggerId), triggerId);
+      if (await store.webhooks.replaceSigningSecret(triggerId, signingSecret, next)) sealed++;
+    }
+    if (rows.length < 500) return sealed;
+    after = (rows[rows.length - 1] as { triggerId: string }).triggerId;
+  }
 }

@@ -14,7 +14,7 @@ import { webhookRepository, type WebhookRepository } from './webhooks';
 import { scheduleRepository, scheduleSync, type ScheduleRepository } from './schedules';
 import { agentSchedules, workflowSchedules } from '../domain/triggers';
 import { createGroupCommit, type GroupCommit } from './group-commit';
-import { SIGNING_KEY_FILE, signingKeyFile } from './signing-key-file';
+import { SIGNING_KEY_FILE, readOrCreateKeyFile } from './key-file';
 
 export type { CreateOptions, CreateOutcome, DocumentRecord, ReplaceOutcome, Serialized } from './documents';
 export type { ListVersion } from './list-cache';
@@ -128,7 +128,7 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
     ping: async () => {
       ping.get();
     },
-    signingKey: async (generate) => signingKeyFile(db.memory ? null : path.join(path.dirname(db.name), SIGNING_KEY_FILE), generate),
+    signingKey: async (generate) => readOrCreateKeyFile(db.memory ? null : path.join(path.dirname(db.name), SIGNING_KEY_FILE), generate),
     close: async () => {
       commit.drain();
       db.close();

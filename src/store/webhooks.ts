@@ -23,6 +23,12 @@ export interface WebhookRepository {
   delivery(triggerId: string, key: string, since: string): Promise<{ runId: string; httpStatus: number } | null>;
   /** Deletes at most `limit` delivery rows received before `before`; returns how many. */
   pruneDeliveries(before: string, limit: number): Promise<number>;
+  /** Deletes at most `limit` retired secrets retired before `before` (their URLs answer 404 then, not 410); how many. */
+  pruneRetired(before: string, limit: number): Promise<number>;
+  /** The stored signing secrets (sealed, or from before sealing), by trigger id after `after`, at most `limit`. */
+  signingSecrets(after: string, limit: number): Promise<{ triggerId: string; signingSecret: string }[]>;
+  /** Replaces a trigger's stored signing secret while it is still `expected`; whether it did. */
+  replaceSigningSecret(triggerId: string, expected: string, next: string): Promise<boolean>;
 }
 
 export function webhookRepository(db: Db, commit: GroupCommit): WebhookRepository {
@@ -33,10 +39,18 @@ export function webhookRepository(db: Db, commit: GroupCommit): WebhookRepositor
   const retired = db.prepare('SELECT reason FROM retired_webhook_secrets WHERE secret_hash = ? AND trigger_id = ?').pluck();
   const delivery = db.prepare('SELECT run_id AS runId, http_status AS httpStatus FROM webhook_deliveries WHERE trigger_id = ? AND delivery_key = ? AND received_at >= ?');
   const prune = db.prepare('DELETE FROM webhook_deliveries WHERE rowid IN (SELECT rowid FROM webhook_deliveries WHERE received_at < ? LIMIT ?)');
+  const pruneRetired = db.prepare('DELETE FROM retired_webhook_secrets WHERE rowid IN (SELECT rowid FROM retired_webhook_secrets WHERE retired_at < ? LIMIT ?)');
+  const signing = db.prepare(
+    'SELECT id AS triggerId, signing_secret AS signingSecret FROM agent_triggers WHERE signing_secret IS NOT NULL AND id > ? ORDER BY id LIMIT ?',
+  );
+  const replaceSigning = db.prepare('UPDATE agent_triggers SET signing_secret = ? WHERE id = ? AND signing_secret = ?');
   return {
     target: async (triggerId) => (target.get(triggerId) as WebhookTarget | undefined) ?? null,
     retired: async (triggerId, hash) => (retired.get(hash, triggerId) as 'rotated' | 'dropped' | undefined) ?? null,
     delivery: async (triggerId, key, since) => (delivery.get(triggerId, key, since) as { runId: string; httpStatus: number } | undefined) ?? null,
     pruneDeliveries: (before, limit) => commit.run(() => prune.run(before, limit).changes, 'visible'),
+    pruneRetired: (before, limit) => commit.run(() => pruneRetired.run(before, limit).changes, 'visible'),
+    signingSecrets: async (after, limit) => signing.all(after, limit) as { triggerId: string; signingSecret: string }[],
+    replaceSigningSecret: (triggerId, expected, next) => commit.run(() => replaceSigning.run(next, triggerId, expected).changes === 1),
   };
 }

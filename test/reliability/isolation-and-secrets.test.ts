@@ -3,10 +3,11 @@
 // workspace, read-only members never take effect; and webhook secrets appear exactly once — in the
 // response that minted them — and never in a log line, a later response, the database (the SQLite
 // file, or every row of the PostgreSQL database) or any file in the data directory.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { minimalAgent, replaceBody, storedPart } from '../helpers/fixtures';
 import { storedBytes } from '../helpers/stored';
-import { startServer, type ServerProcess } from './server';
+import { PUBLIC_BASE_URL, startServer, type ServerProcess } from './server';
 
 jest.setTimeout(120_000);
 let s: ServerProcess;
@@ -127,6 +128,62 @@ describe('secrets', () => {
     }
     // Nor any bearer token: the logs never carry one.
     for (const line of s.logs) expect(line).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}\./);
+  });
+
+  test('signing keys are sealed at rest and a create repeated with its Idempotency-Key withholds what it showed once: no URL secret or signing key in any file, row or log line', async () => {
+    const token = s.token({ workspace: 'signed' });
+    const secrets: string[] = [];
+    const signed = (name: string) => ({ kind: 'webhook' as const, name, signing: 'standard-webhooks' as const });
+    const create = (body: unknown, key?: string) =>
+      fetch(`${s.baseUrl}/api/build/agents`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...(key && { 'idempotency-key': key }) },
+        body: JSON.stringify(body),
+      });
+    type Written = { data: { document: { id: string; slug: string; updated_at: string }; webhook_urls?: { trigger_id: string; url: string; signing_secret?: string }[]; webhook_urls_withheld?: string[] } };
+    const remember = (written: Written) => {
+      for (const u of written.data.webhook_urls ?? []) {
+        secrets.push(u.url.split('/').pop()!, u.signing_secret!, u.signing_secret!.replace(/^whsec_/, ''));
+      }
+    };
+
+    const body = { ...minimalAgent('Signed once'), triggers: [signed('A'), signed('B')] };
+    const first = await create(body, 'create-signed-1');
+    expect(first.status).toBe(201);
+    const firstBody = (await first.json()) as Written;
+    remember(firstBody);
+    expect(firstBody.data.webhook_urls).toHaveLength(2);
+
+    const repeat = await create(body, 'create-signed-1');
+    expect(repeat.status).toBe(201);
+    const repeatBody = (await repeat.json()) as Written;
+    expect(repeatBody.data.webhook_urls).toBeUndefined();
+    expect(repeatBody.data.webhook_urls_withheld).toEqual(firstBody.data.webhook_urls!.map((u) => u.trigger_id));
+    expect(repeatBody.data.document).toEqual(firstBody.data.document);
+
+    const plain = await create({ ...minimalAgent('Signed plain'), triggers: [signed('C')] });
+    remember((await plain.json()) as Written);
+    expect(secrets).toHaveLength(9);
+
+    // The sealed key still verifies: a delivery signed by hand with the key the create showed.
+    const agent = firstBody.data.document;
+    await s.client(token).POST('/api/build/agents/{ref}/status', { params: { path: { ref: agent.id }, header: { 'If-Match': `"${agent.updated_at}"` } }, body: { status: 'active' } });
+    const hook = firstBody.data.webhook_urls![0]!;
+    const payload = '{"ticket":1}';
+    const ts = Math.floor(Date.now() / 1000);
+    const signature = crypto.createHmac('sha256', Buffer.from(hook.signing_secret!.replace(/^whsec_/, ''), 'base64')).update(`msg_1.${ts}.${payload}`).digest('base64');
+    const delivered = await fetch(hook.url.replace(PUBLIC_BASE_URL, s.baseUrl), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'webhook-id': 'msg_1', 'webhook-timestamp': String(ts), 'webhook-signature': `v1,${signature}` },
+      body: payload,
+    });
+    expect(delivered.status).toBe(202);
+
+    const files = [...fs.readdirSync(s.dataDir).map((f) => fs.readFileSync(`${s.dataDir}/${f}`)), await storedBytes(s)];
+    for (const secret of secrets) {
+      for (const line of s.logs) expect(line).not.toContain(secret);
+      for (const file of files) expect([secret, file.includes(Buffer.from(secret))]).toEqual([secret, false]);
+    }
   });
 });
 

@@ -35,5 +35,17 @@ export function pgWebhookRepository(db: PgDatabase): WebhookRepository {
         `DELETE FROM webhook_deliveries WHERE ctid = ANY (ARRAY(SELECT ctid FROM webhook_deliveries WHERE received_at < $1 LIMIT $2)) AND received_at < $1`,
         [before, limit],
       ),
+    pruneRetired: (before, limit) =>
+      db.count(
+        `DELETE FROM retired_webhook_secrets WHERE ctid = ANY (ARRAY(SELECT ctid FROM retired_webhook_secrets WHERE retired_at < $1 LIMIT $2)) AND retired_at < $1`,
+        [before, limit],
+      ),
+    signingSecrets: (after, limit) =>
+      db.rows<{ triggerId: string; signingSecret: string }>(
+        'SELECT id AS "triggerId", signing_secret AS "signingSecret" FROM agent_triggers WHERE signing_secret IS NOT NULL AND id > $1 ORDER BY id LIMIT $2',
+        [after, limit],
+      ),
+    replaceSigningSecret: async (triggerId, expected, next) =>
+      (await db.count('UPDATE agent_triggers SET signing_secret = $1 WHERE id = $2 AND signing_secret = $3', [next, triggerId, expected])) === 1,
   };
 }

@@ -1,12 +1,13 @@
-// The built-in issuer's key with the SQLite store: a file beside the database (the data directory
-// holds both, and is what an operator backs up), readable by its owner only.
+// Keys kept in files beside the SQLite database (the data directory holds them all, and is what an
+// operator backs up), readable by their owner only: the built-in issuer's signing key with the
+// SQLite store, and the key that seals stored secrets when SECRETS_KEY is not set.
 import fs from 'node:fs';
 import { ensureDirectoryOf } from './data-directory';
 
 export const SIGNING_KEY_FILE = 'issuer-key.pem';
 
 /** The key in `file`, or the one `generate` makes now (kept in memory only for an in-memory database: null). */
-export function signingKeyFile(file: string | null, generate: () => string): string {
+export function readOrCreateKeyFile(file: string | null, generate: () => string): string {
   if (file === null) return generate();
   try {
     return fs.readFileSync(file, 'utf8');
