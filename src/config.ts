@@ -61,6 +61,8 @@ export interface Config {
   scheduleCatchUpMs: number;
   /** How often the scheduler looks for due schedules (SCHEDULER_TICK_MS); 0: never, nothing fires. */
   schedulerTickMs: number;
+  /** How long a poll trigger's detector may run (POLL_DETECTOR_TIMEOUT_SECONDS); then it is recorded as failed. */
+  pollDetectorTimeoutMs: number;
   /** How long a run waits for its held tool calls to be decided before it fails (RUN_APPROVAL_TIMEOUT_SECONDS). */
   approvalTimeoutMs: number;
   /** How long finished runs and their events are kept (RUN_RETENTION_DAYS). */
@@ -212,6 +214,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     webhookRatePerMinute: integer(env, 'WEBHOOK_RATE_LIMIT', 60, 1, 1_000_000),
     scheduleCatchUpMs: integer(env, 'SCHEDULE_CATCH_UP_SECONDS', 3600, 0, 7 * 86_400) * 1000,
     schedulerTickMs: integer(env, 'SCHEDULER_TICK_MS', 1000, 0, 60_000),
+    pollDetectorTimeoutMs: integer(env, 'POLL_DETECTOR_TIMEOUT_SECONDS', 10, 1, 300) * 1000,
     approvalTimeoutMs: integer(env, 'RUN_APPROVAL_TIMEOUT_SECONDS', 86_400, 1, 30 * 86_400) * 1000,
     runRetentionMs: integer(env, 'RUN_RETENTION_DAYS', 30, 1, 3650) * 86_400_000,
     eventsHeartbeatMs: integer(env, 'EVENTS_HEARTBEAT_SECONDS', 15, 1, 300) * 1000,

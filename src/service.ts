@@ -135,7 +135,7 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
   });
   await runner.start();
   const maintenance = startMaintenance(store, logger, { runRetentionMs: config.runRetentionMs });
-  const scheduler = startScheduler(ctx, { catchUpMs: config.scheduleCatchUpMs, tickMs: config.schedulerTickMs, http, limits: config.runLimits, logger });
+  const scheduler = startScheduler(ctx, { catchUpMs: config.scheduleCatchUpMs, tickMs: config.schedulerTickMs, http, limits: config.runLimits, detectorTimeoutMs: config.pollDetectorTimeoutMs, logger });
   return {
     app,
     ctx,
@@ -145,7 +145,7 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
     scheduler,
     localIssuer,
     close: async (graceMs = 5000) => {
-      scheduler.stop();
+      await scheduler.stop();
       maintenance.stop();
       ctx.runEvents.stop();
       await runner.stop(graceMs);

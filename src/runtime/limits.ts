@@ -19,6 +19,8 @@ export interface RunLimits {
   outputBytes: number;
   /** How long one tool call may take (RUN_TOOL_TIMEOUT_SECONDS). */
   toolTimeoutMs: number;
+  /** The setting toolTimeoutMs comes from, for its error (RUN_TOOL_TIMEOUT_SECONDS unless said). */
+  toolTimeoutSetting?: string;
 }
 
 const MiB = 1024 * 1024;
@@ -38,7 +40,7 @@ export const limitErrors = {
   render: (limits: RunLimits) => `the run would render more than ${limits.renderBytes} bytes in all (RUN_RENDER_BYTES)`,
   state: (limits: RunLimits) => `the run's state would be larger than ${limits.stateBytes} bytes (RUN_STATE_BYTES)`,
   output: (limits: RunLimits) => `the run's output is larger than ${limits.outputBytes} bytes (RUN_OUTPUT_BYTES)`,
-  toolTime: (tool: string, limits: RunLimits) => `${tool} took longer than ${limits.toolTimeoutMs / 1000} s (RUN_TOOL_TIMEOUT_SECONDS)`,
+  toolTime: (tool: string, limits: RunLimits) => `${tool} took longer than ${limits.toolTimeoutMs / 1000} s (${limits.toolTimeoutSetting ?? 'RUN_TOOL_TIMEOUT_SECONDS'})`,
 };
 
 /** A run's rendering budget: what its templates (and core.template) may still produce. */

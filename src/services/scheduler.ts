@@ -6,6 +6,12 @@
 // conditional on the due time it read: whatever process decides a due time, and whatever crashes
 // around it, it is decided once. A poll first claims its due time, then runs its detector (a
 // read-only tool) and starts a run only when the output differs from the last one seen.
+//
+// Fair across workspaces: a tick takes a fair share of each workspace's due schedules (every
+// workspace's soonest before any workspace's second), and never waits for a detector. Detectors run
+// beside the ticks, at most DETECTORS_PER_WORKSPACE of one workspace at once in this process (its
+// other due polls wait for a later tick, and it alone is late), each within its time budget: one
+// that overruns it is recorded as failed (and backs off), not waited for.
 import crypto from 'node:crypto';
 import { dueTimesThrough, nextDueAfter, planFires } from '../domain/schedule';
 import { withoutNul } from '../domain/json-limits';
@@ -25,7 +31,13 @@ import { acceptRun, agentsOfSteps, type RunToAccept } from './runs';
 /** Missed due times recorded one by one, at most (beyond, the oldest are not recorded). */
 export const MISSED_RECORDED = 1000;
 /** Schedules handled per tick, at most; the rest are due at the next tick. */
-const DUE_PER_TICK = 100;
+const DUE_PER_TICK = 500;
+/** Schedules of one workspace handled per tick, at most: the others' share is kept. */
+export const DUE_PER_WORKSPACE = 50;
+/** Detectors of one workspace running at once in this process, at most. */
+export const DETECTORS_PER_WORKSPACE = 4;
+/** How long a detector may run, by default (POLL_DETECTOR_TIMEOUT_SECONDS). */
+export const DETECTOR_TIMEOUT_MS = 10_000;
 
 export interface SchedulerOptions {
   /** How late a due time may still fire (the latest one after an outage). */
@@ -36,13 +48,18 @@ export interface SchedulerOptions {
   http: HttpToolOptions;
   /** What a detector's call may take and return (a run's limits). */
   limits: RunLimits;
+  /** A detector's time budget (POLL_DETECTOR_TIMEOUT_SECONDS; default DETECTOR_TIMEOUT_MS). */
+  detectorTimeoutMs?: number;
   logger: Logger;
 }
 
 export interface Scheduler {
-  /** Decides every schedule due at `nowMs` (the timer calls it with the clock; tests with theirs). */
+  /** Decides the schedules due at `nowMs` (the timer calls it with the clock; tests with theirs). Detectors it starts go on after it. */
   tick(nowMs?: number): Promise<void>;
-  stop(): void;
+  /** Resolves once no detector is running (tests). */
+  idle(): Promise<void>;
+  /** Stops ticking; resolves once the detectors running have ended (each within its budget). */
+  stop(): Promise<void>;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -55,6 +72,10 @@ export function pollBackoffMs(failures: number): number {
 export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Scheduler {
   const { store } = ctx;
   const { logger } = opts;
+  const detectorLimits: RunLimits = { ...opts.limits, toolTimeoutMs: opts.detectorTimeoutMs ?? DETECTOR_TIMEOUT_MS, toolTimeoutSetting: 'POLL_DETECTOR_TIMEOUT_SECONDS' };
+  /** Detectors running, by workspace; and all of them, to wait for. */
+  const detecting = new Map<string, number>();
+  const detectors = new Set<Promise<void>>();
 
   /** The run of a due time, its fire recorded with it; a run the store refuses for credits is recorded as refused. */
   async function start(run: Omit<RunToAccept, 'fire'>, claim: ScheduleClaim, dueAt: number): Promise<void> {
@@ -122,10 +143,40 @@ export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Sch
     );
   }
 
+  /**
+   * A poll: its due time is claimed in the tick, its detector runs beside the ticks (counted against
+   * its workspace's detectors). Nothing when the workspace has all its detectors running: the poll
+   * stays due for a later tick.
+   */
   async function poll(row: ScheduleRow, claim: ScheduleClaim, dueAt: number, nowMs: number): Promise<void> {
+    const ws = row.workspace_id;
+    if ((detecting.get(ws) ?? 0) >= DETECTORS_PER_WORKSPACE) return;
+    detecting.set(ws, (detecting.get(ws) ?? 0) + 1); // taken before the claim: the tick decides its due polls together
+    const release = () => {
+      const left = (detecting.get(ws) ?? 1) - 1;
+      if (left > 0) detecting.set(ws, left);
+      else detecting.delete(ws);
+    };
     // The due time is claimed first (its row says `polling`): a crash while the detector runs loses
     // this one poll, never doubles it; the next poll sees the change all the same.
-    if (!(await store.schedules.advance({ ...claim, fires: [...claim.fires, { dueAt, outcome: 'polling' }] }))) return;
+    let claimed = false;
+    try {
+      claimed = await store.schedules.advance({ ...claim, fires: [...claim.fires, { dueAt, outcome: 'polling' }] });
+    } finally {
+      if (!claimed) release();
+    }
+    if (!claimed) return;
+    const detector = detect(row, dueAt, nowMs)
+      .catch((err: unknown) => logger.error({ err, schedule: row.id }, 'a poll detector failed unexpectedly'))
+      .finally(() => {
+        release();
+        detectors.delete(detector);
+      });
+    detectors.add(detector);
+  }
+
+  /** Runs a claimed poll's detector and records what it saw (starting a run when the output changed). */
+  async function detect(row: ScheduleRow, dueAt: number, nowMs: number): Promise<void> {
     const agent = await store.agents.find(row.workspace_id, row.owner_id);
     const trigger = agent?.document.triggers.find((t): t is Extract<Trigger, { kind: 'poll' }> => t.id === row.trigger_id && t.kind === 'poll');
     if (!agent || !trigger) return;
@@ -133,8 +184,8 @@ export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Sch
       workspaceId: row.workspace_id,
       kv: store.kv,
       http: opts.http,
-      limits: opts.limits,
-      budget: renderBudget(opts.limits),
+      limits: detectorLimits,
+      budget: renderBudget(detectorLimits),
     });
     if (!detected.ok) {
       const retryAt = nowMs + pollBackoffMs(row.failures + 1);
@@ -190,7 +241,7 @@ export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Sch
   let ticking: Promise<void> | null = null;
   const tick = (nowMs = Date.now()) => {
     ticking ??= (async () => {
-      const rows = await store.schedules.due(nowMs, DUE_PER_TICK);
+      const rows = await store.schedules.due(nowMs, DUE_PER_TICK, DUE_PER_WORKSPACE);
       await Promise.all(rows.map((row) => decide(row, nowMs).catch((err: unknown) => logger.error({ err, schedule: row.id }, 'could not decide a due schedule'))));
     })()
       .catch((err: unknown) => logger.error({ err }, 'scheduler tick failed'))
@@ -201,5 +252,16 @@ export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Sch
   };
   const timer = opts.tickMs > 0 ? setInterval(() => void tick(), opts.tickMs) : null;
   timer?.unref();
-  return { tick, stop: () => timer && clearInterval(timer) };
+  const idle = async () => {
+    while (detectors.size) await Promise.all([...detectors]);
+  };
+  return {
+    tick,
+    idle,
+    stop: async () => {
+      if (timer) clearInterval(timer);
+      await ticking;
+      await idle();
+    },
+  };
 }

@@ -53,6 +53,17 @@ export type ScheduledFire =
   | { kind: 'poll'; scheduleId: string; dueAt: number; seenHash: string | null; newHash: string };
 
 /**
+ * The due schedules, a fair share of each workspace: ranked within their workspace by due time, and
+ * taken rank by rank (every workspace's soonest, then every workspace's second, …), so one workspace
+ * with hundreds due cannot push another's past this tick. Named parameters @now, @perWorkspace,
+ * @limit (PostgreSQL's adapter numbers them).
+ */
+export const DUE_FAIRLY = `SELECT * FROM (
+    SELECT s.*, row_number() OVER (PARTITION BY workspace_id ORDER BY next_due_at, id) AS rank
+    FROM schedules s WHERE next_due_at IS NOT NULL AND next_due_at <= @now) AS ranked
+  WHERE rank <= @perWorkspace ORDER BY rank, next_due_at, id LIMIT @limit`;
+
+/**
  * Fire rows kept per schedule: the write that records a due time deletes the schedule's older ones,
  * so the table holds at most this many per schedule (migration 012 applied it to older rows).
  */
@@ -156,8 +167,12 @@ export interface FireRecord {
 }
 
 export interface ScheduleRepository {
-  /** Active schedules whose next due time has come, soonest first. */
-  due(nowMs: number, limit: number): Promise<ScheduleRow[]>;
+  /**
+   * Active schedules whose next due time has come, served fairly across workspaces: at most
+   * `perWorkspace` of each workspace, each workspace's soonest before any workspace's second, at most
+   * `limit` in all.
+   */
+  due(nowMs: number, limit: number, perWorkspace: number): Promise<ScheduleRow[]>;
   find(id: string): Promise<ScheduleRow | null>;
   /** An owner's schedules (an agent's own and its polls, or a workflow's). */
   ofOwner(ownerId: string): Promise<ScheduleRow[]>;
@@ -175,7 +190,7 @@ export interface ScheduleRepository {
 }
 
 export function scheduleRepository(db: Db, commit: GroupCommit): ScheduleRepository {
-  const due = db.prepare('SELECT * FROM schedules WHERE next_due_at IS NOT NULL AND next_due_at <= ? ORDER BY next_due_at LIMIT ?');
+  const due = db.prepare(DUE_FAIRLY);
   const byId = db.prepare('SELECT * FROM schedules WHERE id = ?');
   const byOwner = db.prepare('SELECT * FROM schedules WHERE owner_id = ? ORDER BY id');
   const fires = db.prepare('SELECT due_at, outcome, run_id, detail FROM schedule_fires WHERE schedule_id = ? ORDER BY due_at');
@@ -190,7 +205,7 @@ export function scheduleRepository(db: Db, commit: GroupCommit): ScheduleReposit
   const versions = triggerStatusVersions(db, commit);
   return {
     statusVersion: async (agentId) => versions.current(agentId),
-    due: async (nowMs, limit) => due.all(nowMs, limit) as ScheduleRow[],
+    due: async (nowMs, limit, perWorkspace) => due.all({ now: nowMs, limit, perWorkspace }) as ScheduleRow[],
     find: async (id) => (byId.get(id) as ScheduleRow | undefined) ?? null,
     ofOwner: async (ownerId) => byOwner.all(ownerId) as ScheduleRow[],
     advance: (claim) => commit.run(() => writes.claim(claim, new Date().toISOString()), 'visible'),

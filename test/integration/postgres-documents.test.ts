@@ -468,8 +468,8 @@ describe('schedules', () => {
     await created(A.agents.create(ws, doc.id, doc, opts(), []));
     const id = `poll:${pollId}`;
     await dbA.count('UPDATE schedules SET next_due_at = 1000 WHERE id = $1', [id]);
-    expect((await B.schedules.due(1000, 10_000)).map((r) => r.id)).toContain(id);
-    expect((await B.schedules.due(999, 10_000)).map((r) => r.id)).not.toContain(id);
+    expect((await B.schedules.due(1000, 10_000, 10_000)).map((r) => r.id)).toContain(id);
+    expect((await B.schedules.due(999, 10_000, 10_000)).map((r) => r.id)).not.toContain(id);
     const version = await A.schedules.statusVersion(doc.id);
     const claims = await Promise.all(
       Array.from({ length: 10 }, (_, i) => either(i).schedules.advance({ id, expectedDue: 1000, next: 2000, fires: [{ dueAt: 1000, outcome: 'polling' }] })),

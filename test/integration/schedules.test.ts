@@ -4,7 +4,7 @@
 import { startService, type TestService } from '../helpers/service';
 import { storedRows } from '../helpers/stored';
 import { minimalAgent } from '../helpers/fixtures';
-import { startScheduler } from '../../src/services/scheduler';
+import { DETECTORS_PER_WORKSPACE, startScheduler } from '../../src/services/scheduler';
 import { FIRES_KEPT } from '../../src/store/schedules';
 import { createLogger } from '../../src/log';
 import type { components } from '../../generated/api';
@@ -38,6 +38,7 @@ const runsOf = (targetId: string, source = 'schedule') =>
 
 async function tick(now: number) {
   await t.service.scheduler.tick(now);
+  await t.service.scheduler.idle(); // the detectors it started, and the runs they start
   await t.service.runner.idle();
 }
 
@@ -251,5 +252,45 @@ describe('fire records are bounded', () => {
     const deleted = await t.client().DELETE('/api/build/workflows/{ref}', { params: { path: { ref: other.slug } } });
     expect(deleted.response.status).toBe(200);
     expect(await fires(other.scheduleId)).toEqual([]);
+  });
+});
+
+describe('fair across workspaces', () => {
+  test("one workspace's slow detectors do not delay another workspace's schedule; they run a few at a time, and one past its budget is recorded as failed", async () => {
+    // Workspace `noisy`: 30 poll triggers whose detector sleeps 3 s, all due each minute.
+    const noisy = t.token({ workspace: 'noisy' });
+    const triggers = Array.from({ length: 20 }, (_, i) => ({ kind: 'poll' as const, name: `Slow ${i}`, tool: 'core.sleep', args: { ms: 3000 }, cron: '* * * * *', timezone: 'UTC' }));
+    const ids: string[] = [];
+    for (const batch of [0, 1]) {
+      const created = await t.client(noisy).PUT('/api/build/agents', { body: { ...minimalAgent(`Noisy ${batch}`), tools: { apps: ['core'], connections: 'all', disabled_tools: [], approval: 'destructive' }, triggers: batch ? triggers.slice(0, 10) : triggers } });
+      expect(created.response.status).toBe(201);
+      const active = await t.client(noisy).POST('/api/build/agents/{ref}/status', { params: { path: { ref: created.data!.data.document.id }, header: { 'If-Match': created.response.headers.get('etag')! } }, body: { status: 'active' } });
+      ids.push(...active.data!.data.document.triggers.map((tr) => `poll:${tr.id}`));
+    }
+    // Another workspace's every-minute schedule, due at the same minute.
+    const quiet = await scheduledWorkflow('* * * * *');
+    const due = (await schedule(quiet.scheduleId)).next_due_at!;
+    for (const id of ids) expect((await schedule(id)).next_due_at).toBe(due);
+
+    const scheduler = startScheduler(ctxOf(t), { catchUpMs: 600_000, tickMs: 0, http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1024 }, limits: t.config.runLimits, detectorTimeoutMs: 1000, logger: createLogger('silent') });
+    const started = performance.now();
+    await scheduler.tick(due);
+    const tickMs = performance.now() - started;
+    expect(tickMs).toBeLessThan(1000); // the detectors (3 s each) are not waited for
+    expect((await fires(quiet.scheduleId)).map((f) => f.outcome)).toEqual(['fired']);
+
+    // Four of the noisy workspace's polls were claimed and run; the rest stay due for later ticks.
+    const claimed = async () => (await Promise.all(ids.map((id) => fires(id)))).filter((f) => f.length).length;
+    expect(await claimed()).toBe(DETECTORS_PER_WORKSPACE);
+    await scheduler.tick(due + 500); // all four still running: none more
+    expect(await claimed()).toBe(DETECTORS_PER_WORKSPACE);
+    await scheduler.idle();
+    // Each overran its 1 s budget: recorded as failed, and backing off.
+    const outcomes = (await Promise.all(ids.map((id) => fires(id)))).flat();
+    expect(outcomes.map((f) => [f.outcome, f.detail])).toEqual(
+      Array(DETECTORS_PER_WORKSPACE).fill(['failed', 'the detector core.sleep failed: core.sleep took longer than 1 s (POLL_DETECTOR_TIMEOUT_SECONDS)']),
+    );
+    await scheduler.stop();
+    await t.service.runner.idle();
   });
 });

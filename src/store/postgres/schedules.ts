@@ -3,7 +3,7 @@
 // and moved forward by the conditional advance of schedule-writes.ts.
 import { nextDueAfter } from '../../domain/schedule';
 import type { DeclaredSchedule } from '../../domain/triggers';
-import type { FireRecord, ScheduleRepository, ScheduleRow } from '../schedules';
+import { DUE_FAIRLY, type FireRecord, type ScheduleRepository, type ScheduleRow } from '../schedules';
 import type { PgDatabase, Sql } from './database';
 import { claimSchedule } from './schedule-writes';
 import { bumpPollStatus, statusVersion } from './trigger-status';
@@ -60,10 +60,12 @@ async function updateSchedule(sql: Sql, d: DeclaredSchedule, next: number | null
   );
 }
 
+const DUE_FAIRLY_PG = DUE_FAIRLY.replace('@now', '$1').replace('@perWorkspace', '$2').replace('@limit', '$3');
+
 export function pgScheduleRepository(db: PgDatabase): ScheduleRepository {
   return {
     statusVersion: (agentId) => statusVersion(db, agentId),
-    due: (nowMs, limit) => db.rows<ScheduleRow>('SELECT * FROM schedules WHERE next_due_at IS NOT NULL AND next_due_at <= $1 ORDER BY next_due_at LIMIT $2', [nowMs, limit]),
+    due: (nowMs, limit, perWorkspace) => db.rows<ScheduleRow>(DUE_FAIRLY_PG, [nowMs, perWorkspace, limit]),
     find: async (id) => (await db.row<ScheduleRow>('SELECT * FROM schedules WHERE id = $1', [id])) ?? null,
     ofOwner: (ownerId) => db.rows<ScheduleRow>('SELECT * FROM schedules WHERE owner_id = $1 ORDER BY id', [ownerId]),
     // The scheduler's own writes, acknowledged once visible (as with SQLite).
