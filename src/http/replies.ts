@@ -17,6 +17,23 @@ export function sendJson(res: Response, status: number, headers: Record<string, 
   res.setHeader('Content-Type', 'application/json');
   res.setHeader('Content-Length', bytes.length);
   res.end(bytes);
+  if (!res.req.complete) closeIfBodyStalls(res.req);
+}
+
+/** How long the rest of a body may take to arrive once its request has been answered. */
+export const UNREAD_BODY_MS = 10_000;
+
+/**
+ * A request answered before its body arrived (401, 404, 413 …): node reads and drops the rest to
+ * keep the connection, waiting up to its keep-alive time (65 s) with neither the request nor the
+ * idle timeout counting. A body that stops for good would hold the connection that long: it is
+ * closed once UNREAD_BODY_MS pass without the body's end.
+ */
+function closeIfBodyStalls(req: Response['req']): void {
+  const timer = setTimeout(() => req.socket.destroy(), UNREAD_BODY_MS);
+  timer.unref();
+  req.once('end', () => clearTimeout(timer)); // (not 'close': node emits it as the reply finishes)
+  req.socket.once('close', () => clearTimeout(timer));
 }
 
 /** An ApiError as the API's error body; anything else is logged and answered as a 500 that names the request id. */

@@ -169,10 +169,13 @@ describe('garbage', () => {
   });
 
   test('NUL, lone surrogates, __proto__ and constructor keys, huge numbers: never a 5xx', async () => {
-    const strange = { ...minimalAgent('N\u0000ul \ud800 lone'), instructions: '\udfff\u0000' };
+    // U+0000 is refused wherever it is (PostgreSQL's text cannot hold it); lone surrogates are kept.
+    const nul = { ...minimalAgent('N\u0000ul'), instructions: '\udfff\u0000' };
+    expect(await expectError(await request('POST', '/api/build/agents/validate', nul), [400])).toBe('body.name: must not contain the character U+0000 (NUL)');
+    const strange = { ...minimalAgent('Lone \ud800 surrogate'), instructions: '\udfff' };
     const accepted = await request('POST', '/api/build/agents/validate', strange);
     expect(accepted.status).toBe(200);
-    expect(((await accepted.json()) as { data: { document: { name: string } } }).data.document.name).toBe('N\u0000ul \ud800 lone');
+    expect(((await accepted.json()) as { data: { document: { name: string } } }).data.document.name).toBe('Lone \ud800 surrogate');
 
     const proto = '{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}},"kind":"service.workflow/v1","slug":"p","name":"P","steps":[{"id":"a","kind":"tool","tool":"core.echo","args":{"__proto__":{"polluted":true}}}]}';
     const error = await expectError(await request('POST', '/api/build/workflows/validate', proto), [400]);

@@ -32,13 +32,25 @@ export interface ServerProcess {
   restart(): Promise<void>;
   /** Stops it and removes its data directory. */
   dispose(): Promise<void>;
+  /**
+   * With `watch`: the longest event-loop delay and the peak resident memory since the last call
+   * (loop-watch.js in the server process).
+   */
+  loopStats(): Promise<LoopStats>;
+}
+
+export interface LoopStats {
+  maxDelayMs: number;
+  p99DelayMs: number;
+  rss: number;
+  peakRss: number;
 }
 
 /**
  * `env.DATABASE_URL` or `env.DATABASE_PATH`: that database (several servers may share a PostgreSQL
  * one); otherwise a fresh database of the store under test (test/helpers/database.ts).
  */
-export async function startServer(env: Record<string, string> = {}): Promise<ServerProcess> {
+export async function startServer(env: Record<string, string> = {}, opts: { watch?: boolean } = {}): Promise<ServerProcess> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-reliability-'));
   const databasePath = path.join(dataDir, 'build.db');
   const database = env.DATABASE_URL || env.DATABASE_PATH ? null : await freshDatabase();
@@ -48,9 +60,10 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
   let baseUrl = '';
 
   async function launch(): Promise<void> {
-    child = spawn(process.execPath, [path.join(projectRoot, 'bin', 'build-api.js'), 'serve'], {
+    const watcher = opts.watch ? ['--require', path.join(__dirname, 'loop-watch.js')] : [];
+    child = spawn(process.execPath, [...watcher, path.join(projectRoot, 'bin', 'build-api.js'), 'serve'], {
       env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, PUBLIC_BASE_URL, LOG_LEVEL: 'info', ...database?.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: opts.watch ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
     });
     baseUrl = await new Promise<string>((resolve, reject) => {
       let buffered = '';
@@ -110,6 +123,12 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
         child.kill(signal);
       }),
     restart: launch,
+    loopStats: () =>
+      new Promise<LoopStats>((resolve, reject) => {
+        if (!opts.watch) return reject(new Error('startServer(env, { watch: true }) watches the loop'));
+        child.once('message', (stats) => resolve(stats as LoopStats));
+        child.send('loop-stats');
+      }),
     dispose: async () => {
       await server.kill('SIGTERM');
       await database?.drop();
