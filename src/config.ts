@@ -2,6 +2,7 @@
 // that names the variable, so an operator can fix it without reading code.
 import path from 'node:path';
 import type { components } from '../generated/api';
+import { trimEnd } from './domain/text';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './http/server';
 import { DEFAULT_RUN_LIMITS, type RunLimits } from './runtime/limits';
 import { parseSecretKeys } from './services/secret-box';
@@ -121,7 +122,7 @@ function httpUrl(env: Env, name: string, fallback: string | null, trimSlash = tr
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new ConfigError(`${name}: must be an http(s) URL, got '${raw}'`);
   }
-  return trimSlash ? raw.replace(/\/+$/, '') : raw;
+  return trimSlash ? trimEnd(raw, '/') : raw;
 }
 
 /** A PostgreSQL connection URL (postgres:// or postgresql://), or null when unset. */

@@ -4,6 +4,7 @@
 // its keys). When keys cannot be had at all the caller learns it as IssuerUnavailableError (a 503),
 // never as a bad token; the next request after the issuer comes back recovers by itself.
 import type { Jwks } from './local-issuer';
+import { trimEnd } from '../domain/text';
 
 export class IssuerUnavailableError extends Error {}
 
@@ -44,7 +45,7 @@ export const KEY_COOLDOWN_MS = 2000;
  * slash of the issuer (Auth0's form) is not doubled.
  */
 export function metadataUrls(issuer: string): string[] {
-  const base = issuer.replace(/\/+$/, '');
+  const base = trimEnd(issuer, '/');
   const { origin, pathname } = new URL(base);
   const path = pathname === '/' ? '' : pathname;
   const urls = [`${base}/.well-known/openid-configuration`, `${origin}/.well-known/oauth-authorization-server${path}`, `${base}/.well-known/oauth-authorization-server`];

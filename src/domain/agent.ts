@@ -1,6 +1,7 @@
 // Agent documents: defaults, read-only members, trigger identity and the stored shape. Pure: the
 // caller supplies ids and stamps.
 import type { Agent, AgentDraft, AgentStatus, Problem, Trigger, TriggerInput } from './types';
+import { trimBoth, trimEnd } from './text';
 
 export interface Normalised<T> {
   document: T;
@@ -204,14 +205,12 @@ export function storedAgentShape(draft: AgentDraft, owned: { id?: string; slug: 
 
 /** A slug from a display name: lowercase ASCII letters and digits joined by single hyphens. */
 export function slugFromName(name: string, maxLength = 160): string {
-  const slug = name
+  const words = name
     .normalize('NFKD')
     .replace(/[\u0300-\u036f]/g, '')
     .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, maxLength)
-    .replace(/-+$/, '');
+    .replace(/[^a-z0-9]+/g, '-');
+  const slug = trimEnd(trimBoth(words, '-').slice(0, maxLength), '-');
   return slug || 'agent';
 }
 
@@ -220,7 +219,7 @@ export function firstFreeSlug(base: string, taken: (slug: string) => boolean, ma
   if (!taken(base)) return base;
   for (let n = 2; ; n++) {
     const suffix = `-${n}`;
-    const candidate = `${base.slice(0, maxLength - suffix.length).replace(/-+$/, '')}${suffix}`;
+    const candidate = `${trimEnd(base.slice(0, maxLength - suffix.length), '-')}${suffix}`;
     if (!taken(candidate)) return candidate;
   }
 }

@@ -29,8 +29,14 @@ function discriminatorValuesFrom(spec: LoadedSpec): (path: string) => string[] {
   const keys = (name: string) => Object.keys(schemas[name]?.discriminator?.mapping ?? {});
   const byList: Record<string, string[]> = { triggers: keys('TriggerInput'), steps: keys('WorkflowStepInput') };
   return (path) => {
-    const list = /\.?(\w+)\[\d+\]$/.exec(path)?.[1];
-    return (list && byList[list]) || [];
+    // The list's name before the last `[n]` (read by hand: a regex anchored only at the end is
+    // retried from every position).
+    const open = path.lastIndexOf('[');
+    if (open < 0 || !path.endsWith(']') || !/^\d+$/.test(path.slice(open + 1, -1))) return [];
+    let start = open;
+    while (start > 0 && /\w/.test(path[start - 1] as string)) start--;
+    const list = path.slice(start, open);
+    return Object.hasOwn(byList, list) ? (byList[list] as string[]) : [];
   };
 }
 

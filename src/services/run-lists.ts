@@ -31,7 +31,7 @@ export function encodeCursor(id: string): string {
   return Buffer.from(JSON.stringify({ id })).toString('base64url');
 }
 
-function decodeCursor(cursor: string): string {
+export function decodeCursor(cursor: string): string {
   try {
     const { id } = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { id?: unknown };
     if (typeof id === 'string' && isUuid(id)) return id.toLowerCase();

@@ -38,11 +38,14 @@ for (const [address, prefix] of [
 
 /** The eight 16-bit groups of an IPv6 address (any spelling: `::`, an embedded dotted IPv4). */
 export function ipv6Groups(address: string): number[] {
-  let text = address.toLowerCase().replace(/%.*$/, ''); // no zone id
-  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  const zone = address.indexOf('%');
+  let text = (zone < 0 ? address : address.slice(0, zone)).toLowerCase(); // no zone id
+  // An embedded IPv4 is the part after the last colon (anchored: the regex stays linear).
+  const tailAt = text.lastIndexOf(':') + 1;
+  const dotted = /^(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text.slice(tailAt));
   if (dotted) {
     const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
-    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+    text = `${text.slice(0, tailAt)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
   const [head, tail] = text.split('::') as [string, string | undefined];
   const parse = (part: string | undefined) => (part ? part.split(':').map((g) => parseInt(g, 16)) : []);
