@@ -689,10 +689,26 @@ export function prefixUpperBound(prefix: string): string | null {
   return null;
 }
 
+/**
+ * A kv write that keeps a workspace within its number of keys: a new key is inserted only while the
+ * workspace has fewer than @limit; an existing one is always updated. (PostgreSQL's adapter numbers
+ * the parameters; under READ COMMITTED, writes of new keys in the same instant may pass the limit by
+ * as many as there are.)
+ */
+export const KV_SET_WITHIN_LIMIT = `INSERT INTO kv_entries (workspace_id, key, value, updated_at)
+  SELECT @ws, @key, @value, @now
+  WHERE (SELECT COUNT(*) FROM kv_entries WHERE workspace_id = @ws) < @limit
+     OR EXISTS (SELECT 1 FROM kv_entries WHERE workspace_id = @ws AND key = @key)
+  ON CONFLICT (workspace_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`;
+
 export interface KvRepository {
   get(workspaceId: string, key: string): Promise<unknown | undefined>;
   list(workspaceId: string, prefix: string, limit: number): Promise<string[]>;
-  set(workspaceId: string, key: string, value: unknown): Promise<void>;
+  /**
+   * Stores `value` under `key`; false, storing nothing, when the key is new and the workspace holds
+   * `maxKeys` keys already (checked in the write itself).
+   */
+  set(workspaceId: string, key: string, value: unknown, maxKeys?: number): Promise<boolean>;
   delete(workspaceId: string, key: string): Promise<boolean>;
 }
 
@@ -701,10 +717,7 @@ export function kvRepository(db: Db, commit: GroupCommit): KvRepository {
   // Prefix match by range, so `%` and `_` in a prefix are plain characters.
   const listRange = db.prepare('SELECT key FROM kv_entries WHERE workspace_id = ? AND key >= ? AND key < ? ORDER BY key LIMIT ?').pluck();
   const listFrom = db.prepare('SELECT key FROM kv_entries WHERE workspace_id = ? AND key >= ? ORDER BY key LIMIT ?').pluck();
-  const set = db.prepare(
-    `INSERT INTO kv_entries (workspace_id, key, value, updated_at) VALUES (?, ?, ?, ?)
-     ON CONFLICT (workspace_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-  );
+  const set = db.prepare(KV_SET_WITHIN_LIMIT);
   const del = db.prepare('DELETE FROM kv_entries WHERE workspace_id = ? AND key = ?');
   return {
     get: async (ws, key) => {
@@ -716,11 +729,9 @@ export function kvRepository(db: Db, commit: GroupCommit): KvRepository {
       return (upper === null ? listFrom.all(ws, prefix, limit) : listRange.all(ws, prefix, upper, limit)) as string[];
     },
     // Only the run workers' tools write here: acknowledged once committed, like the runs' progress.
-    set: (ws, key, value) => {
+    set: (ws, key, value, maxKeys = Number.MAX_SAFE_INTEGER) => {
       const json = JSON.stringify(value);
-      return commit.run(() => {
-        set.run(ws, key, json, new Date().toISOString());
-      }, 'visible');
+      return commit.run(() => set.run({ ws, key, value: json, now: new Date().toISOString(), limit: maxKeys }).changes === 1, 'visible');
     },
     delete: (ws, key) => commit.run(() => del.run(ws, key).changes > 0, 'visible'),
   };

@@ -114,3 +114,19 @@ test("an agent run whose tool results pass the state limit fails, naming it; so 
   const answered = await waitForAgentRun(t, chatty.data!.data.run_id);
   expect([answered.status, answered.error, answered.final_text]).toEqual(['failed', `the run's output is larger than ${2 * KiB} bytes (RUN_OUTPUT_BYTES)`, null]);
 });
+
+test('the kv store keeps a workspace within its number of keys: a new key past it is refused in the write, an existing one still updates', async () => {
+  const kv = t.service.store.kv;
+  const ws = `kv-limit-${Date.now()}`;
+  for (const key of ['a', 'b', 'c']) expect(await kv.set(ws, key, 1, 3)).toBe(true);
+  expect(await kv.set(ws, 'd', 1, 3)).toBe(false);
+  expect(await kv.get(ws, 'd')).toBeUndefined();
+  expect(await kv.set(ws, 'a', 2, 3)).toBe(true);
+  expect(await kv.get(ws, 'a')).toBe(2);
+  expect(await kv.delete(ws, 'b')).toBe(true);
+  expect(await kv.set(ws, 'd', 1, 3)).toBe(true);
+  // Concurrent new keys (on SQLite one writer at a time; on PostgreSQL the same instant may pass by a few).
+  const results = await Promise.all(['e', 'f', 'g', 'h'].map((key) => kv.set(ws, key, 1, 5)));
+  expect(results.filter(Boolean).length).toBeGreaterThanOrEqual(2);
+  expect((await kv.list(ws, '', 100)).length).toBeLessThanOrEqual(5 + 3);
+});

@@ -95,3 +95,14 @@ test('rendering reads own members only: names of Object.prototype render as noth
   expect(renderValue('{{steps.s.output.constructor}}', scope)).toBeNull();
   expect(renderValue('{{steps.constructor.output}}', scope)).toBeNull();
 });
+
+test('kv.set refuses a value over KV_VALUE_BYTES and a new key past the workspace\'s KV_MAX_KEYS, naming each', async () => {
+  const { invokeTool } = await import('../../src/runtime/tools');
+  const { KV_MAX_KEYS, KV_VALUE_BYTES } = await import('../../src/runtime/tools/kv');
+  const full = { set: async () => false } as never;
+  const roomy = { set: async () => true } as never;
+  const ctx = (kv: never) => ({ workspaceId: 'w', kv, http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1000 }, limits: DEFAULT_RUN_LIMITS, budget: renderBudget(DEFAULT_RUN_LIMITS) });
+  expect(await invokeTool('kv.set', { key: 'k', value: 'x'.repeat(KV_VALUE_BYTES) }, ctx(roomy))).toEqual({ ok: false, error: `args.value: larger than ${KV_VALUE_BYTES} bytes as JSON, the most one key holds` });
+  expect(await invokeTool('kv.set', { key: 'k', value: 1 }, ctx(full))).toEqual({ ok: false, error: `the workspace holds ${KV_MAX_KEYS} keys, the most it may; delete some (kv.delete) before adding another` });
+  expect(await invokeTool('kv.set', { key: 'k', value: 1 }, ctx(roomy))).toEqual({ ok: true, output: { key: 'k' } });
+});

@@ -1,8 +1,10 @@
 // The workspaces' key-value entries on PostgreSQL (see kvRepository in store/runs.ts). Keys are
 // COLLATE "C" (migrations/001_init.sql): compared byte-wise, as SQLite does, so a prefix is a range.
-import { prefixUpperBound, type KvRepository } from '../runs';
+import { KV_SET_WITHIN_LIMIT, prefixUpperBound, type KvRepository } from '../runs';
 import type { PgDatabase } from './database';
 import { holdsNul } from './documents';
+
+const KV_SET_PG = KV_SET_WITHIN_LIMIT.replaceAll('@ws', '$1').replaceAll('@key', '$2').replaceAll('@value', '$3').replaceAll('@now', '$4').replaceAll('@limit', '$5');
 
 export function pgKvRepository(db: PgDatabase): KvRepository {
   return {
@@ -22,19 +24,12 @@ export function pgKvRepository(db: PgDatabase): KvRepository {
           : await db.rows<{ key: string }>('SELECT key FROM kv_entries WHERE workspace_id = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT $4', [ws, prefix, upper, limit]);
       return rows.map((r) => r.key);
     },
-    set: async (ws, key, value) => {
+    set: async (ws, key, value, maxKeys = Number.MAX_SAFE_INTEGER) => {
       if (holdsNul(key)) throw new Error('kv: a key cannot contain U+0000 (NUL)');
       const json = JSON.stringify(value);
       // Only the run workers' tools write here: acknowledged once visible, like the runs' progress.
-      await db.transaction(
-        (sql) =>
-          sql.count(
-            `INSERT INTO kv_entries (workspace_id, key, value, updated_at) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (workspace_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-            [ws, key, json, new Date().toISOString()],
-          ),
-        { ack: 'visible' },
-      );
+      const written = await db.transaction((sql) => sql.count(KV_SET_PG, [ws, key, json, new Date().toISOString(), maxKeys]), { ack: 'visible' });
+      return written === 1;
     },
     delete: async (ws, key) =>
       !holdsNul(key) && (await db.transaction((sql) => sql.count('DELETE FROM kv_entries WHERE workspace_id = $1 AND key = $2', [ws, key]), { ack: 'visible' })) > 0,
