@@ -206,7 +206,18 @@ function workflowDocument(slug, steps) {
  * (`url`: the first, which seeds; `urls`: all, which the scenarios spread their connections over).
  */
 async function startService(dir, dataDir, databaseUrl = null, replicas = 1) {
-  const env = { PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: path.join(dataDir, 'build.db'), PUBLIC_BASE_URL, DEFAULT_CREDITS: '1000000000', ...(databaseUrl && { DATABASE_URL: databaseUrl }) };
+  const env = {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_PATH: path.join(dataDir, 'build.db'),
+    PUBLIC_BASE_URL,
+    DEFAULT_CREDITS: '1000000000',
+    // The fan-out scenario follows one run from STREAMS streams of one caller: above the per-caller
+    // and per-process defaults (20 streams, 1,000 connections), as an operator would set them for it.
+    EVENT_STREAMS_PER_CALLER: String(STREAMS + 100),
+    HTTP_MAX_CONNECTIONS: String(4 * STREAMS + 1000),
+    ...(databaseUrl && { DATABASE_URL: databaseUrl }),
+  };
   const processes = [];
   for (let i = 0; i < replicas; i++) {
     processes.push(
