@@ -5,8 +5,8 @@
 // n8n keeps its encryption key: a copy of the database alone reveals no secret.
 //
 // Rotation: SECRETS_KEY may list several keys, comma-separated. The first seals; any opens (a
-// sealed value names the key that sealed it). Put a new key first and keep the old ones listed
-// until every value has been sealed again (the service does that at start: resealOldSecrets).
+// sealed value names the key that sealed it), and at start every stored value not sealed with the
+// first is sealed again (resealSigningSecrets). docs/deployment.md gives the order of a rollout.
 import crypto from 'node:crypto';
 
 /** The mark of a sealed value: `enc:v1:<key id>:<iv>:<ciphertext>:<tag>` (base64url parts). */
