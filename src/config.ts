@@ -188,6 +188,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   const publicBaseUrl = httpUrl(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`) as string;
   const issuer = httpUrl(env, 'AUTH_ISSUER', null, false);
   const jwksUri = httpUrl(env, 'AUTH_JWKS_URI', null, false);
+  const eventsHeartbeatMs = integer(env, 'EVENTS_HEARTBEAT_SECONDS', 15, 1, 300) * 1000;
   if (jwksUri && !issuer) throw new ConfigError('AUTH_JWKS_URI: needs AUTH_ISSUER as well');
   return {
     port,
@@ -218,11 +219,11 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     pollDetectorTimeoutMs: integer(env, 'POLL_DETECTOR_TIMEOUT_SECONDS', 10, 1, 300) * 1000,
     approvalTimeoutMs: integer(env, 'RUN_APPROVAL_TIMEOUT_SECONDS', 86_400, 1, 30 * 86_400) * 1000,
     runRetentionMs: integer(env, 'RUN_RETENTION_DAYS', 30, 1, 3650) * 86_400_000,
-    eventsHeartbeatMs: integer(env, 'EVENTS_HEARTBEAT_SECONDS', 15, 1, 300) * 1000,
+    eventsHeartbeatMs,
     eventStreamsPerCaller: integer(env, 'EVENT_STREAMS_PER_CALLER', 20, 1, 10_000),
     cancelWaitMs: integer(env, 'RUN_CANCEL_WAIT_MS', 5000, 0, 60_000),
     runLimits: runLimits(env),
-    connections: connectionLimits(env),
+    connections: connectionLimits(env, eventsHeartbeatMs),
     secretsKeys: secretsKeys(env),
   };
 }
@@ -236,16 +237,15 @@ function secretsKeys(env: Env): Buffer[] | null {
   return keys;
 }
 
-function connectionLimits(env: Env): ConnectionLimits {
+function connectionLimits(env: Env, heartbeatMs: number): ConnectionLimits {
   const d = DEFAULT_CONNECTION_LIMITS;
   const limits = {
     maxConnections: integer(env, 'HTTP_MAX_CONNECTIONS', d.maxConnections, 1, 1_000_000),
     requestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_SECONDS', d.requestTimeoutMs / 1000, 1, 3600) * 1000,
     idleTimeoutMs: integer(env, 'HTTP_IDLE_TIMEOUT_SECONDS', d.idleTimeoutMs / 1000, 1, 3600) * 1000,
   };
-  const heartbeat = integer(env, 'EVENTS_HEARTBEAT_SECONDS', 15, 1, 300) * 1000;
-  if (limits.idleTimeoutMs <= heartbeat) {
-    throw new ConfigError(`HTTP_IDLE_TIMEOUT_SECONDS: must be longer than EVENTS_HEARTBEAT_SECONDS (${heartbeat / 1000}), or idle event streams would be closed`);
+  if (limits.idleTimeoutMs <= heartbeatMs) {
+    throw new ConfigError(`HTTP_IDLE_TIMEOUT_SECONDS: must be longer than EVENTS_HEARTBEAT_SECONDS (${heartbeatMs / 1000}), or idle event streams would be closed`);
   }
   return limits;
 }

@@ -19,7 +19,9 @@ export function createLogger(level: string, destination?: pino.DestinationStream
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function decoded(segment: string): string {
+/** A path segment percent-decoded; as it is when it is not valid percent-encoding (it then names nothing). */
+export function decodedSegment(segment: string): string {
+  if (!segment.includes('%')) return segment;
   try {
     return decodeURIComponent(segment);
   } catch {
@@ -36,7 +38,7 @@ export function loggablePath(url: string): string {
   const queryAt = url.indexOf('?');
   const path = queryAt < 0 ? url : url.slice(0, queryAt);
   const segments = path.split('/');
-  const hooks = segments.findIndex((s) => decoded(s).toLowerCase() === 'hooks');
+  const hooks = segments.findIndex((s) => decodedSegment(s).toLowerCase() === 'hooks');
   if (hooks < 0) return path;
   return segments.map((s, i) => (i <= hooks || s === '' || UUID.test(s) ? s : '[redacted]')).join('/');
 }

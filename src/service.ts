@@ -18,7 +18,7 @@ import type { ServiceContext } from './services/context';
 import { createRunEventFeed } from './services/run-event-feed';
 import { createSecretBox, generateSecretKey, parseSecretKeys, type SecretBox } from './services/secret-box';
 import { resealSigningSecrets } from './services/webhooks';
-import { readOrCreateKeyFile } from './store/key-file';
+import { readOrCreateKeyFile, SECRETS_KEY_FILE } from './store/key-file';
 
 export interface Service {
   app: express.Express;
@@ -41,9 +41,6 @@ const HTTP_TOOL = { timeoutMs: 10_000, maxBytes: 1024 * 1024 };
 export async function localIssuerFor(config: Config, store: Store): Promise<LocalIssuer> {
   return localIssuerFromKey(await store.signingKey(generateSigningKey), config.publicBaseUrl);
 }
-
-/** Where the key that seals secrets is kept when SECRETS_KEY is not set: beside the issuer's key. */
-export const SECRETS_KEY_FILE = 'secrets.key';
 
 /**
  * The box that seals stored secrets: SECRETS_KEY's keys, or the key file in the data directory

@@ -68,6 +68,9 @@ export function exceedsDepth(value: unknown, limit: number): boolean {
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/** The path of member `key` below `base`, as errors name it: `base.key`, or `base["odd key"]`. */
+export const memberPath = (base: string, key: string): string => (IDENTIFIER.test(key) ? `${base}.${key}` : `${base}[${JSON.stringify(key)}]`);
+
 /** The path (`base.a[0].b`) of the first string or member name in `value` holding U+0000, or null. */
 export function nulPath(value: unknown, base: string): string | null {
   const stack: [unknown, string][] = [[value, base]];
@@ -79,7 +82,7 @@ export function nulPath(value: unknown, base: string): string | null {
       for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], `${path}[${i}]`]);
     } else if (node !== null && typeof node === 'object') {
       for (const [key, child] of Object.entries(node).reverse()) {
-        const at = IDENTIFIER.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
+        const at = memberPath(path, key);
         if (key.includes('\u0000')) return at;
         stack.push([child, at]);
       }

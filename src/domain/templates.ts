@@ -7,7 +7,7 @@
 // body stalled the process for 16 s). The scanner reads each character a bounded number of times.
 // Rendering is bounded too: by the bytes one rendered template may have, and by the bytes a whole
 // run may render (a RenderBudget), checked before anything large is built.
-import { jsonBytesWithin } from './json-limits';
+import { jsonBytesWithin, memberPath } from './json-limits';
 
 export type TemplateRef =
   | { kind: 'input'; name: string; text: string }
@@ -66,14 +66,12 @@ export function referencesIn(text: string): TemplateRef[] {
   return refs;
 }
 
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
 /** Every string inside a JSON value, with its JSON path below `base`. */
 export function stringsIn(value: unknown, base: string): { path: string; text: string }[] {
   if (typeof value === 'string') return [{ path: base, text: value }];
   if (Array.isArray(value)) return value.flatMap((v, i) => stringsIn(v, `${base}[${i}]`));
   if (value && typeof value === 'object') {
-    return Object.entries(value).flatMap(([k, v]) => stringsIn(v, IDENTIFIER.test(k) ? `${base}.${k}` : `${base}[${JSON.stringify(k)}]`));
+    return Object.entries(value).flatMap(([k, v]) => stringsIn(v, memberPath(base, k)));
   }
   return [];
 }
@@ -123,12 +121,11 @@ class Meter {
     this.add(Buffer.byteLength(text));
   }
 
-  /** Throws unless `value` as JSON fits in the room left; measured without writing it out. */
+  /** Its size, or RenderLimitError (naming the nearer limit) unless `value` as JSON fits in the room left; measured without writing it out. */
   checkFits(value: unknown): number {
-    const room = Math.max(0, this.room());
-    const bytes = jsonBytesWithin(value, room);
-    if (bytes === null) this.add(room + 1); // throws, naming the limit that is nearer
-    return bytes as number;
+    const bytes = jsonBytesWithin(value, Math.max(0, this.room()));
+    if (bytes === null) throw new RenderLimitError(this.maxBytes - this.used <= this.budget.remaining ? 'template' : 'run');
+    return bytes;
   }
 }
 

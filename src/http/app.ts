@@ -16,7 +16,7 @@ import { BUILD_SCOPE, type Authenticate } from '../auth/bearer';
 import type { Jwks } from '../auth/local-issuer';
 import { generatedDocsDir } from '../paths';
 import { readJsonBody, takesBody } from './body';
-import { identify, logRequest, replyWithError, sendJson } from './replies';
+import { identify, logRequest, replyWithError, sendEmpty, sendJson } from './replies';
 import { fingerprintOf, idempotently, IDEMPOTENT_OPERATIONS } from '../services/idempotency';
 import { webhookRequests } from './webhooks';
 import { handlers } from './handlers';
@@ -125,12 +125,7 @@ function replyBytes(reply: Exclude<Reply, { stream: unknown } | { noContent: tru
 
 function send(res: Response, reply: Reply): void {
   if ('stream' in reply) return openStream(res, reply);
-  if ('noContent' in reply) {
-    res.statusCode = reply.status;
-    for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
-    res.end();
-    return;
-  }
+  if ('noContent' in reply) return sendEmpty(res, reply.status, reply.headers);
   sendJson(res, reply.status, reply.headers, replyBytes(reply));
 }
 

@@ -7,7 +7,6 @@ import { exceedsDepth, JSON_DEPTH_LIMIT, nulPath } from '../domain/json-limits';
 import { ApiError } from '../errors';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
-export const BODY_DEPTH_LIMIT = JSON_DEPTH_LIMIT;
 
 /**
  * How much more of a refused body is read and dropped before its connection is closed. A client
@@ -116,7 +115,7 @@ export async function readJsonBody(req: Request, operation: Operation): Promise<
   } catch (err) {
     throw new ApiError(400, `body: malformed JSON (${(err as Error).message})`);
   }
-  if (exceedsDepth(body, BODY_DEPTH_LIMIT)) throw new ApiError(400, `body: nested deeper than ${BODY_DEPTH_LIMIT} levels`);
+  if (exceedsDepth(body, JSON_DEPTH_LIMIT)) throw new ApiError(400, `body: nested deeper than ${JSON_DEPTH_LIMIT} levels`);
   const nul = nulPath(body, 'body');
   if (nul) throw nulRefused(nul);
   return body;

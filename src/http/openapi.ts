@@ -8,6 +8,7 @@ import addFormats from 'ajv-formats';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { nulPath } from '../domain/json-limits';
 import { ApiError } from '../errors';
+import { decodedSegment } from '../log';
 import { nulRefused } from './body';
 import type { Principal, ServiceContext } from '../services/context';
 import type { EventStream, Handlers, OperationId } from './handlers/types';
@@ -85,15 +86,6 @@ function compileRoutes(operations: Operation[]): Route[] {
     .sort((a, b) => Number(b.exact) - Number(a.exact) || b.literal - a.literal);
 }
 
-function decode(segment: string): string {
-  if (!segment.includes('%')) return segment;
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment; // not valid percent-encoding: names no document, so the lookup answers 404
-  }
-}
-
 export type Match = { operation: Operation; params: Record<string, string> } | { allowed: string[] };
 
 export interface Operations {
@@ -162,7 +154,7 @@ export async function createOperations(spec: LoadedSpec, handlers: Handlers, ctx
         if (!found) continue;
         if (route.operation.method === verb) {
           const params: Record<string, string> = {};
-          route.names.forEach((name, i) => (params[name] = decode(found[i + 1] as string)));
+          route.names.forEach((name, i) => (params[name] = decodedSegment(found[i + 1] as string)));
           return { operation: route.operation, params };
         }
         allowed.push(route.operation.method.toUpperCase());

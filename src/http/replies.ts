@@ -20,6 +20,13 @@ export function sendJson(res: Response, status: number, headers: Record<string, 
   if (!res.req.complete) closeIfBodyStalls(res.req);
 }
 
+/** A reply without a body (204). */
+export function sendEmpty(res: Response, status: number, headers: Record<string, string> | undefined): void {
+  res.statusCode = status;
+  if (headers) for (const name in headers) res.setHeader(name, headers[name] as string);
+  res.end();
+}
+
 /** How long the rest of a body may take to arrive once its request has been answered. */
 export const UNREAD_BODY_MS = 10_000;
 

@@ -5,6 +5,8 @@ import fs from 'node:fs';
 import { ensureDirectoryOf } from './data-directory';
 
 export const SIGNING_KEY_FILE = 'issuer-key.pem';
+/** The key that seals stored secrets, when SECRETS_KEY is not set (services/secret-box.ts). */
+export const SECRETS_KEY_FILE = 'secrets.key';
 
 /** The key in `file`, or the one `generate` makes now (kept in memory only for an in-memory database: null). */
 export function readOrCreateKeyFile(file: string | null, generate: () => string): string {

@@ -44,6 +44,18 @@ const MAX_ATTEMPTS = 5;
 /** A unique or primary-key constraint refused the write. */
 export const isUniqueViolation = (err: unknown): boolean => (err as { code?: string }).code === '23505';
 
+/**
+ * A statement written with `@name` parameters (as the SQLite adapter shares it) in PostgreSQL's
+ * `$1, $2, …`, numbered by the order of `names`.
+ */
+export function numberedParams(sql: string, names: readonly string[]): string {
+  return sql.replace(/@(\w+)/g, (_whole, name: string) => {
+    const at = names.indexOf(name);
+    if (at < 0) throw new Error(`the statement's parameter @${name} is not among ${names.join(', ')}`);
+    return `$${at + 1}`;
+  });
+}
+
 const NUL = '\u0000';
 
 /**

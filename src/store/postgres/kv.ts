@@ -1,10 +1,10 @@
 // The workspaces' key-value entries on PostgreSQL (see kvRepository in store/runs.ts). Keys are
 // COLLATE "C" (migrations/001_init.sql): compared byte-wise, as SQLite does, so a prefix is a range.
 import { KV_SET_WITHIN_LIMIT, prefixUpperBound, type KvRepository } from '../runs';
-import type { PgDatabase } from './database';
+import { numberedParams, type PgDatabase } from './database';
 import { holdsNul } from './documents';
 
-const KV_SET_PG = KV_SET_WITHIN_LIMIT.replaceAll('@ws', '$1').replaceAll('@key', '$2').replaceAll('@value', '$3').replaceAll('@now', '$4').replaceAll('@limit', '$5');
+const KV_SET_PG = numberedParams(KV_SET_WITHIN_LIMIT, ['ws', 'key', 'value', 'now', 'limit']);
 
 export function pgKvRepository(db: PgDatabase): KvRepository {
   return {

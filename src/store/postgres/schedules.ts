@@ -4,7 +4,7 @@
 import { nextDueAfter } from '../../domain/schedule';
 import type { DeclaredSchedule } from '../../domain/triggers';
 import { DUE_FAIRLY, type FireRecord, type ScheduleRepository, type ScheduleRow } from '../schedules';
-import type { PgDatabase, Sql } from './database';
+import { numberedParams, type PgDatabase, type Sql } from './database';
 import { claimSchedule } from './schedule-writes';
 import { bumpPollStatus, statusVersion } from './trigger-status';
 
@@ -60,7 +60,7 @@ async function updateSchedule(sql: Sql, d: DeclaredSchedule, next: number | null
   );
 }
 
-const DUE_FAIRLY_PG = DUE_FAIRLY.replace('@now', '$1').replace('@perWorkspace', '$2').replace('@limit', '$3');
+const DUE_FAIRLY_PG = numberedParams(DUE_FAIRLY, ['now', 'perWorkspace', 'limit']);
 
 export function pgScheduleRepository(db: PgDatabase): ScheduleRepository {
   return {
