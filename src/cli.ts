@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig, type Config } from './config';
 import { exitOnConfigError, serve } from './main';
 import { localIssuerFor } from './service';
-import { openStore } from './store';
+import { openStore } from './store/open';
 import { BUILD_SCOPE } from './auth/bearer';
 
 const USAGE = `usage:

@@ -5,8 +5,8 @@ import { loadConfig, ConfigError, type Config } from './config';
 import { createLogger } from './log';
 import { createService } from './service';
 import { createHttpServer } from './http/server';
-import { AlreadyServingError } from './store/serve-lock';
-import { DataDirectoryError } from './store/data-directory';
+import { AlreadyServingError } from './data-directory/serve-lock';
+import { DataDirectoryError } from './data-directory/data-directory';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 

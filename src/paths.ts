@@ -15,6 +15,6 @@ function findProjectRoot(start: string): string {
 
 export const projectRoot = findProjectRoot(__dirname);
 export const specPath = path.join(projectRoot, 'openapi.yaml');
-export const migrationsDir = path.join(projectRoot, 'src', 'store', 'migrations');
+export const migrationsDir = path.join(projectRoot, 'src', 'store', 'sqlite', 'migrations');
 export const generatedDocsDir = path.join(projectRoot, 'generated', 'docs');
 export const pgMigrationsDir = path.join(projectRoot, 'src', 'store', 'postgres', 'migrations');

@@ -10,15 +10,16 @@ import { createApp } from './http/app';
 import type { Logger } from './log';
 import { createModelRegistry } from './runtime/models';
 import { createRunner, type Runner } from './runtime/runner';
-import { openStore, type Store } from './store';
-import { acquireServeLock, type ServeLock } from './store/serve-lock';
+import { openStore } from './store/open';
+import type { Store } from './store/port';
+import { acquireServeLock, type ServeLock } from './data-directory/serve-lock';
 import { startMaintenance, type Maintenance } from './services/maintenance';
 import { startScheduler, type Scheduler } from './services/scheduler';
 import type { ServiceContext } from './services/context';
 import { createRunEventFeed } from './services/run-event-feed';
 import { createSecretBox, generateSecretKey, parseSecretKeys, type SecretBox } from './services/secret-box';
 import { resealSigningSecrets } from './services/webhooks';
-import { readOrCreateKeyFile, SECRETS_KEY_FILE } from './store/key-file';
+import { readOrCreateKeyFile, SECRETS_KEY_FILE } from './data-directory/key-file';
 
 export interface Service {
   app: express.Express;

@@ -3,7 +3,7 @@
 // for `build-api token`. Tokens it mints are verified by the same code path as a real issuer's.
 import crypto from 'node:crypto';
 import path from 'node:path';
-import { SIGNING_KEY_FILE, readOrCreateKeyFile } from '../store/key-file';
+import { SIGNING_KEY_FILE, readOrCreateKeyFile } from '../data-directory/key-file';
 
 export interface Jwk {
   kty: string;

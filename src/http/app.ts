@@ -11,7 +11,7 @@ import { ApiError } from '../errors';
 import type { Logger } from '../log';
 import { loggablePath } from '../log';
 import type { Principal, ServiceContext } from '../services/context';
-import type { Store } from '../store';
+import type { Store } from '../store/port';
 import { BUILD_SCOPE, type Authenticate } from '../auth/bearer';
 import type { Jwks } from '../auth/local-issuer';
 import { generatedDocsDir } from '../paths';

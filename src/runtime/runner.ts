@@ -23,7 +23,7 @@ import os from 'node:os';
 import type { Logger } from '../log';
 import { withoutNul } from '../domain/json-limits';
 import type { Agent, Workflow } from '../domain/types';
-import { APPROVAL_EXPIRED, type Lease, type RunEventInput, type RunKind, type RunRow, type Store } from '../store';
+import { APPROVAL_EXPIRED, type Lease, type RunEventInput, type RunKind, type RunRow, type Store } from '../store/port';
 import { runAgent, type AgentOutcome, type AgentRunState } from './agent-loop';
 import type { ModelRegistry } from './models';
 import { renderBudget, type RunLimits } from './limits';

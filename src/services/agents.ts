@@ -6,7 +6,7 @@ import { assignTriggerIds, materialiseAgent, normaliseAgent, slugFromName, store
 import { describeAgentChanges } from '../domain/changes';
 import { checkAgent, sizeProblem } from '../domain/semantics';
 import type { Agent, AgentCreate, AgentDraft, AgentReplace, AgentStatus, Trigger } from '../domain/types';
-import type { AgentRecord, SecretRow } from '../store';
+import type { AgentRecord, SecretRow } from '../store/port';
 import { assertStampsMatch, staleConflict } from './concurrency';
 import type { Principal, ServiceContext } from './context';
 import { jsonBytes, referencesFor, rejectProblems } from './references';

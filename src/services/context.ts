@@ -2,7 +2,7 @@
 import type { WorkspaceLimits } from '../config';
 import type { CatalogModel } from '../domain/types';
 import type { QueuedRun } from '../runtime/runner';
-import type { Store } from '../store';
+import type { Store } from '../store/port';
 import type { RunEventFeed } from './run-event-feed';
 import type { SecretBox } from './secret-box';
 

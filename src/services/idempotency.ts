@@ -8,7 +8,7 @@
 // a repeat after that is handled again (the first may or may not have taken effect).
 import crypto from 'node:crypto';
 import { ApiError } from '../errors';
-import type { IdempotencyKey, StoredReply } from '../store';
+import type { IdempotencyKey, StoredReply } from '../store/port';
 import type { Principal, ServiceContext } from './context';
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;

@@ -4,7 +4,7 @@
 // (their old URLs then answer 404 rather than 410), and finished runs (with their events and
 // approvals) older than the retention age.
 import type { Logger } from '../log';
-import type { Store } from '../store';
+import type { Store } from '../store/port';
 import { IDEMPOTENCY_WINDOW_MS } from './idempotency';
 import { REPEAT_WINDOW_MS } from './webhook-deliveries';
 

@@ -2,7 +2,7 @@
 // conditional write in the store (whoever writes first wins; the other learns it from the outcome).
 import type { components } from '../../generated/api';
 import { ApiError, notFound } from '../errors';
-import type { RunKind } from '../store';
+import type { RunKind } from '../store/port';
 import type { Principal, ServiceContext } from './context';
 import { findRun, getAgentRun, getWorkflowRun } from './runs';
 

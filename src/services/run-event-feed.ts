@@ -5,7 +5,7 @@
 // query per change, not a thousand. Each caller may hold a bounded number of streams open here
 // (streams are this process's sockets, timers and channels, so the count is this process's too).
 import type { Logger } from '../log';
-import type { RunEventRow, Store } from '../store';
+import type { RunEventRow, Store } from '../store/port';
 
 /** How often runs with open streams are read anyway (events written by another process). */
 export const FEED_POLL_MS = 1000;

@@ -1,7 +1,7 @@
 // A run's events for its reader: the stored events after a position, as the API shows them (the
 // RunEvent schema), and the server-sent-event frames of a stream.
 import type { components } from '../../generated/api';
-import { FINAL_EVENT, RUN_EVENTS_LIMIT, type RunEventRow, type RunKind } from '../store';
+import { FINAL_EVENT, RUN_EVENTS_LIMIT, type RunEventRow, type RunKind } from '../store/port';
 import { ApiError } from '../errors';
 import type { Principal, ServiceContext } from './context';
 import { findRun } from './runs';

@@ -3,7 +3,8 @@
 // as the JSON of their short projection: see store/run-lists.ts).
 import type { components } from '../../generated/api';
 import { badRequest } from '../errors';
-import { isUuid, type RunKind, type RunListQuery, type RunListRow, type RunStatus, type Serialized } from '../store';
+import { isUuid } from '../ids';
+import { type RunKind, type RunListQuery, type RunListRow, type RunStatus, type Serialized } from '../store/port';
 import type { Principal, ServiceContext } from './context';
 
 type AgentRunListItemPage = components['schemas']['AgentRunListItemPage'];

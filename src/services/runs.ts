@@ -6,7 +6,7 @@ import { resolveInput } from '../domain/workflow';
 import type { Agent, Workflow } from '../domain/types';
 import { ApiError, notFound } from '../errors';
 import { uuidV7 } from '../ids';
-import type { AcceptOutcome, DocumentRecord, NewRun, RunRow } from '../store';
+import type { AcceptOutcome, DocumentRecord, NewRun, RunRow } from '../store/port';
 import { initialAgentState, type AgentRunState } from '../runtime/agent-loop';
 import { initialWorkflowState, type WorkflowRunState } from '../runtime/workflow-executor';
 import { findAgent } from './agents';

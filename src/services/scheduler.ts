@@ -24,7 +24,7 @@ import { invokeTool } from '../runtime/tools';
 import { renderBudget, type RunLimits } from '../runtime/limits';
 import type { HttpToolOptions } from '../runtime/tools/types';
 import { initialWorkflowState } from '../runtime/workflow-executor';
-import type { FireRow, ScheduleClaim, ScheduleRow } from '../store';
+import type { FireRow, ScheduleClaim, ScheduleRow } from '../store/port';
 import type { ServiceContext } from './context';
 import { acceptRun, agentsOfSteps, type RunToAccept } from './runs';
 

@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import { SECRET_PREFIX_LENGTH } from '../domain/agent';
 import type { Trigger } from '../domain/types';
-import type { Store } from '../store';
+import type { Store } from '../store/port';
 import type { SecretBox } from './secret-box';
 
 export interface WebhookSecret {

@@ -6,7 +6,7 @@ import { checkWorkflow } from '../domain/semantics';
 import { checkWorkflowShape, materialiseWorkflow, normaliseWorkflow } from '../domain/workflow';
 import { STAMP_SIZED } from '../domain/agent';
 import type { Workflow, WorkflowDraft, WorkflowReplace } from '../domain/types';
-import type { WorkflowRecord } from '../store';
+import type { WorkflowRecord } from '../store/port';
 import { assertStampsMatch, staleConflict } from './concurrency';
 import type { Principal, ServiceContext } from './context';
 import { jsonBytes, referencesFor, rejectProblems } from './references';

@@ -11,10 +11,10 @@ import { openPgDatabase, type PgDatabase } from '../../src/store/postgres/databa
 import { migratePg } from '../../src/store/postgres/migrate';
 import { pgRunRepository } from '../../src/store/postgres/runs';
 import { listenForNotifications, type Notifications } from '../../src/store/postgres/notifications';
-import { APPROVAL_EXPIRED, type Lease, type NewRun, type RunRepository } from '../../src/store/runs';
-import { FINAL_EVENT } from '../../src/store/run-events';
-import { createSqliteStore } from '../../src/store';
-import { openDatabase } from '../../src/store/db';
+import { APPROVAL_EXPIRED, type Lease, type NewRun, type RunRepository } from '../../src/store/port';
+import { FINAL_EVENT } from '../../src/store/port';
+import { createSqliteStore } from '../../src/store/sqlite';
+import { openDatabase } from '../../src/store/sqlite/database';
 import { StampClock } from '../../src/domain/stamps';
 import { createPgDatabase } from '../helpers/database';
 

@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openSqliteStore } from '../../src/store';
+import { openSqliteStore } from '../../src/store/sqlite';
 import { INTERRUPTED, SHUT_DOWN } from '../../src/runtime/runner';
 import { startService } from '../helpers/service';
 import { minimalAgent } from '../helpers/fixtures';

@@ -6,7 +6,7 @@ import { createLogger } from '../../src/log';
 import { createModelRegistry } from '../../src/runtime/models';
 import { createRunner, type QueuedRun, type Runner } from '../../src/runtime/runner';
 import { initialWorkflowState } from '../../src/runtime/workflow-executor';
-import type { RunRepository, Store } from '../../src/store';
+import type { RunRepository, Store } from '../../src/store/port';
 import { startService, type TestService } from '../helpers/service';
 
 let t: TestService;

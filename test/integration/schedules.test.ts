@@ -5,7 +5,7 @@ import { startService, type TestService } from '../helpers/service';
 import { storedRows } from '../helpers/stored';
 import { minimalAgent } from '../helpers/fixtures';
 import { DETECTORS_PER_WORKSPACE, startScheduler } from '../../src/services/scheduler';
-import { FIRES_KEPT } from '../../src/store/schedules';
+import { FIRES_KEPT } from '../../src/store/port';
 import { createLogger } from '../../src/log';
 import type { components } from '../../generated/api';
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import createClient from 'openapi-fetch';
 import type { paths } from '../../generated/api';
 import { localIssuerFromKey, openLocalIssuer } from '../../src/auth/local-issuer';
-import { SIGNING_KEY_FILE } from '../../src/store/key-file';
+import { SIGNING_KEY_FILE } from '../../src/data-directory/key-file';
 import { freshDatabase } from '../helpers/database';
 import { storedSigningKey } from '../helpers/stored';
 import { storedRows } from '../helpers/stored';

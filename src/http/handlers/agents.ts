@@ -5,7 +5,7 @@ import * as runs from '../../services/runs';
 import type { AgentWrite } from '../../services/agents';
 import type { components } from '../../../generated/api';
 import { withDocumentJson, type Handlers } from './types';
-import type { Serialized } from '../../store';
+import type { Serialized } from '../../store/port';
 import type { Agent } from '../../domain/types';
 
 function writeResult(write: AgentWrite) {

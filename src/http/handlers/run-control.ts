@@ -3,7 +3,7 @@
 import * as control from '../../services/run-control';
 import * as events from '../../services/run-events';
 import type { Principal, ServiceContext } from '../../services/context';
-import type { RunKind } from '../../store';
+import type { RunKind } from '../../store/port';
 import type { EventStream, Handlers } from './types';
 
 /** Whether the client asked for JSON rather than a stream (an Accept naming JSON and not event-stream). */

@@ -3,7 +3,7 @@
 // operation without a handler, or a reply the spec does not describe, fails the type check.
 import type { operations } from '../../../generated/api';
 import type { Principal, ServiceContext } from '../../services/context';
-import type { Serialized } from '../../store';
+import type { Serialized } from '../../store/port';
 
 /**
  * Operations served outside /api/build by a handler of their own (http/webhooks.ts): no bearer

@@ -1,6 +1,6 @@
 // What a tool implementation gets and how it fails.
 import type { RenderBudget } from '../../domain/templates';
-import type { KvRepository } from '../../store';
+import type { KvRepository } from '../../store/port';
 import type { RunLimits } from '../limits';
 
 export interface HttpToolOptions {

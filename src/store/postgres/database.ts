@@ -4,7 +4,7 @@
 // Every guarantee of the adapter is a constraint or a conditional write whose affected-row count is
 // checked inside such a transaction, never a lock or a flag held in this process.
 import pg from 'pg';
-import type { Ack } from '../group-commit';
+import type { Ack } from '../shared/ack';
 
 /** What a transaction's work is given: statements on the transaction's connection. */
 export interface Sql {
@@ -44,17 +44,6 @@ const MAX_ATTEMPTS = 5;
 /** A unique or primary-key constraint refused the write. */
 export const isUniqueViolation = (err: unknown): boolean => (err as { code?: string }).code === '23505';
 
-/**
- * A statement written with `@name` parameters (as the SQLite adapter shares it) in PostgreSQL's
- * `$1, $2, …`, numbered by the order of `names`.
- */
-export function numberedParams(sql: string, names: readonly string[]): string {
-  return sql.replace(/@(\w+)/g, (_whole, name: string) => {
-    const at = names.indexOf(name);
-    if (at < 0) throw new Error(`the statement's parameter @${name} is not among ${names.join(', ')}`);
-    return `$${at + 1}`;
-  });
-}
 
 const NUL = '\u0000';
 

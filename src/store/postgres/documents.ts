@@ -3,14 +3,14 @@
 // stored stamp (the UPDATE's affected-row count decides which writer wins); a create holds a
 // transaction-scoped advisory lock on (table, workspace) while it counts and picks its slug, with
 // the UNIQUE (workspace_id, slug) constraint as the backstop. Stamps come from the database's clock.
-import { firstFreeSlug } from '../../domain/agent';
 import { formatStamp } from '../../domain/stamps';
 import { agentSchedules, workflowSchedules } from '../../domain/triggers';
 import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../../domain/types';
-import { isUuid, StoredVersion, type CreateOptions, type DocumentRow, type CreateOutcome, type DocumentRecord, type ReplaceOutcome, type Serialized } from '../documents';
-import type { AgentRepository, ConnectionRepository, SecretRow, WorkflowRepository, WorkspaceRepository } from '../index';
-import type { ListVersion } from '../list-cache';
-import { RowCache } from '../row-cache';
+import { isUuid } from '../../ids';
+import type { AgentRepository, ConnectionRepository, CreateOptions, CreateOutcome, DocumentRecord, ListVersion, ReplaceOutcome, SecretRow, Serialized, WorkflowRepository, WorkspaceRepository } from '../port';
+import { chooseSlug, newVersion, stamped, StoredVersion, versionOfRow, type DocumentRow } from '../shared/documents';
+import { RowCache } from '../shared/row-cache';
+import { triggerPlan } from '../shared/triggers';
 import { isUniqueViolation, type PgDatabase, type Sql } from './database';
 import { removeSchedules, syncSchedules } from './schedules';
 
@@ -52,52 +52,33 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
   // The versions read or written here lately (see find): validated against the stored stamp at
   // every read, so an entry is never answered after another replica's write.
   const held = new RowCache<StoredVersion<T>>(HELD_VERSIONS_BYTES);
-  const toRecord = (row: Row) => new StoredVersion<T>(row.id, row.workspace_id, row.slug, row.version, row.stamp_us, row.document as Serialized<T>);
+  const toRecord = (row: Row) => versionOfRow<T>(row);
   const byId = async (sql: Sql, workspaceId: string, id: string) => {
     const row = await sql.row<Row>(`SELECT ${selectCols} FROM ${table} WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
     return row ? toRecord(row) : null;
   };
 
-  /** Stamps the document and serialises it; the stamp is the document's own `updated_at`. */
-  const stamped = (doc: T, stampMicros: number, slug: string): { doc: T; json: string } => {
-    // Documents always have both members (normalised, or read back): spreading keeps their order.
-    const final = { ...doc, slug, updated_at: formatStamp(stampMicros) };
-    return { doc: final, json: JSON.stringify(final) };
-  };
   const columnValues = (doc: T) => extra.map((c) => spec.columns[c]!(doc));
 
-  /** The slug the create takes, or why none: the same order of checks as SQLite (limit, then slug). */
-  const chooseSlug = async (sql: Sql, workspaceId: string, wanted: string, opts: CreateOptions): Promise<string | 'limit_reached' | 'slug_taken'> => {
-    const count = await sql.row<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE workspace_id = $1`, [workspaceId]);
-    if (count!.n >= opts.limit) return 'limit_reached';
-    if (opts.deriveSlug) {
-      const rows = await sql.rows<{ slug: string }>(`SELECT slug FROM ${table} WHERE workspace_id = $1`, [workspaceId]);
-      const taken = new Set(rows.map((r) => r.slug));
-      return firstFreeSlug(wanted, (slug) => taken.has(slug), spec.maxSlugLength);
-    }
-    const taken = await sql.row(`SELECT 1 FROM ${table} WHERE workspace_id = $1 AND slug = $2`, [workspaceId, wanted]);
-    return taken ? 'slug_taken' : wanted;
-  };
 
   const createTx = async (sql: Sql, workspaceId: string, id: string, doc: T, opts: CreateOptions, more: W | undefined): Promise<CreateOutcome<T>> => {
     // Creates in one workspace take turns from here to their commit: the count and the free slug
     // they read stay true until they insert (a lock's waiter reads, under READ COMMITTED, what its holder committed).
     const clock = await sql.row<{ now_us: number }>(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), ${NOW_US} AS now_us`, [`${table}:${workspaceId}`]);
-    const slug = await chooseSlug(sql, workspaceId, doc.slug as string, opts);
+    const slugs = await sql.rows<{ slug: string }>(`SELECT slug FROM ${table} WHERE workspace_id = $1`, [workspaceId]);
+    const taken = new Set(slugs.map((r) => r.slug));
+    const slug = chooseSlug(taken.size, doc.slug as string, opts, spec.maxSlugLength, (s) => taken.has(s));
     if (slug === 'limit_reached' || slug === 'slug_taken') return { ok: false, reason: slug };
-    const stampMicros = clock!.now_us;
-    const { doc: final, json } = stamped(doc, stampMicros, slug);
-    // The caller measured the document with the slug it asked for; a derived slug's suffix may add a few bytes.
-    const bytes = Buffer.byteLength(json);
-    if (opts.maxBytes !== undefined && bytes > opts.maxBytes) return { ok: false, reason: 'too_large', bytes };
-    const params = [id, workspaceId, slug, stampMicros, json, new Date().toISOString(), ...columnValues(final)];
+    const version = newVersion(workspaceId, id, doc, slug, clock!.now_us, opts);
+    if (!(version instanceof StoredVersion)) return version;
+    const params = [id, workspaceId, slug, version.stampMicros, version.json, new Date().toISOString(), ...columnValues(version.document)];
     await sql.count(
       `INSERT INTO ${table} (id, workspace_id, slug, version, stamp_us, document, created_at${extra.map((c) => `, ${c}`).join('')})
        VALUES ($1, $2, $3, 1, $4, $5, $6${extra.map((_, i) => `, $${i + 7}`).join('')})`,
       params,
     );
-    await spec.afterWrite(sql, id, final, more, workspaceId);
-    return { ok: true, record: new StoredVersion(id, workspaceId, slug, 1, stampMicros, json as Serialized<T>, final) };
+    await spec.afterWrite(sql, id, version.document, more, workspaceId);
+    return { ok: true, record: version };
   };
 
   const replaceTx = async (sql: Sql, workspaceId: string, id: string, expected: number, doc: T, more: W | undefined): Promise<ReplaceOutcome<T>> => {
@@ -118,7 +99,7 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
     // Another writer's UPDATE committed between the read and this one (which waited for it, then found the stamp moved).
     if (updated !== 1) return { ok: false, current: await byId(sql, workspaceId, id) };
     await spec.afterWrite(sql, id, final, more, workspaceId);
-    return { ok: true, record: new StoredVersion(id, workspaceId, row.slug, row.version + 1, stampMicros, json as Serialized<T>, final) };
+    return { ok: true, record: new StoredVersion(id, workspaceId, row.slug, row.version + 1, stampMicros, json, final) };
   };
 
   return {
@@ -195,14 +176,11 @@ async function workflowList(db: PgDatabase, workspaceId: string): Promise<ListVe
   return { json: JSON.stringify(items) as Serialized<WorkflowListItem[]> };
 }
 
-/**
- * An agent's trigger rows follow its document, as in SQLite (store/index.ts): new ones are added
- * (with their secret's hash), the ones it no longer names go and their secrets are retired
- * (`dropped`: a delivery to them is 410), and a secret minted for an existing trigger retires the old one (`rotated`).
- */
+/** An agent's trigger rows follow its document (see shared/triggers.ts). */
 async function writeTriggers(sql: Sql, agentId: string, doc: Agent, secrets: SecretRow[]): Promise<void> {
   const now = new Date().toISOString();
-  const keep = doc.triggers.map((t) => t.id);
+  const plan = triggerPlan(doc);
+  const keep = plan.keep.map((t) => t.id);
   await sql.count(
     `INSERT INTO retired_webhook_secrets (secret_hash, trigger_id, reason, retired_at)
      SELECT secret_hash, id, 'dropped', $3 FROM agent_triggers WHERE agent_id = $1 AND id <> ALL($2::text[]) AND secret_hash IS NOT NULL AND secret_hash <> ''
@@ -213,10 +191,11 @@ async function writeTriggers(sql: Sql, agentId: string, doc: Agent, secrets: Sec
   await sql.count(
     `INSERT INTO agent_triggers (id, agent_id, kind) SELECT t.id, $1, t.kind FROM unnest($2::text[], $3::text[]) AS t (id, kind)
      ON CONFLICT (id) DO NOTHING`,
-    [agentId, keep, doc.triggers.map((t) => t.kind)],
+    [agentId, keep, plan.keep.map((t) => t.kind)],
   );
-  const unsigned = doc.triggers.filter((t) => t.kind === 'webhook' && t.signing === 'none').map((t) => t.id);
-  if (unsigned.length) await sql.count('UPDATE agent_triggers SET signing_secret = NULL WHERE id = ANY($1::text[]) AND signing_secret IS NOT NULL', [unsigned]);
+  if (plan.unsigned.length) {
+    await sql.count('UPDATE agent_triggers SET signing_secret = NULL WHERE id = ANY($1::text[]) AND signing_secret IS NOT NULL', [plan.unsigned]);
+  }
   for (const s of secrets) {
     await sql.count(
       `INSERT INTO retired_webhook_secrets (secret_hash, trigger_id, reason, retired_at)

@@ -1,6 +1,6 @@
 // Idempotency keys on PostgreSQL (see store/idempotency.ts): the first request with a key claims
 // its row by one conditional upsert, so of concurrent first requests on any replicas one claims it.
-import type { BeginOutcome, IdempotencyKey, IdempotencyRepository, StoredReply } from '../idempotency';
+import type { BeginOutcome, IdempotencyKey, IdempotencyRepository, StoredReply } from '../port';
 import type { PgDatabase } from './database';
 
 /** The key's columns as the first four parameters. */

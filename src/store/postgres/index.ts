@@ -5,7 +5,7 @@
 // conditional writes whose affected-row counts are checked, under READ COMMITTED; document stamps
 // come from the database's clock; the run queue is leased (runs.ts); other replicas hear of queued
 // runs and new run events through LISTEN/NOTIFY (notifications.ts), with polls as the safety net.
-import type { Store } from '../index';
+import type { Store } from '../port';
 import { openPgDatabase } from './database';
 import { migratePg } from './migrate';
 import { pgAgentRepository, pgConnectionRepository, pgWorkflowRepository, pgWorkspaceRepository } from './documents';

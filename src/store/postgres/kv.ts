@@ -1,7 +1,9 @@
 // The workspaces' key-value entries on PostgreSQL (see kvRepository in store/runs.ts). Keys are
 // COLLATE "C" (migrations/001_init.sql): compared byte-wise, as SQLite does, so a prefix is a range.
-import { KV_SET_WITHIN_LIMIT, prefixUpperBound, type KvRepository } from '../runs';
-import { numberedParams, type PgDatabase } from './database';
+import type { KvRepository } from '../port';
+import { prefixUpperBound } from '../shared/kv';
+import { KV_SET_WITHIN_LIMIT, numberedParams } from '../shared/statements';
+import type { PgDatabase } from './database';
 import { holdsNul } from './documents';
 
 const KV_SET_PG = numberedParams(KV_SET_WITHIN_LIMIT, ['ws', 'key', 'value', 'now', 'limit']);

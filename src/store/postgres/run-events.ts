@@ -9,7 +9,7 @@
 // begun later, sees the first's events (READ COMMITTED takes a snapshot per statement). The
 // primary key (run_id, seq) is the backstop: an append that broke that rule fails rather than
 // numbering twice.
-import { FINAL_EVENT, RUN_EVENTS_LIMIT, type RunEventInput, type RunEventRow } from '../run-events';
+import { FINAL_EVENT, RUN_EVENTS_LIMIT, type RunEventInput, type RunEventRow } from '../port';
 import type { Sql } from './database';
 
 /** The channel on which a write that added events to a run says so: `<instance id>:<run id>`. */

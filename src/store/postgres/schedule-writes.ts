@@ -2,7 +2,7 @@
 // schedule repository and the runs' accept (a fire lands with its run). Which replica handles a
 // due time is decided by the conditional advance: under READ COMMITTED a second UPDATE of the row
 // waits for the first to commit, then finds next_due_at moved and changes nothing (0 rows).
-import { FIRES_KEPT, type ScheduleClaim, type ScheduledFire } from '../schedules';
+import { FIRES_KEPT, type ScheduleClaim, type ScheduledFire } from '../port';
 import type { Sql } from './database';
 import { bumpPollStatus } from './trigger-status';
 

@@ -1,36 +1,31 @@
-// The schedules rows on PostgreSQL (see store/schedules.ts): kept in step with the documents that
+// The schedules rows on PostgreSQL: kept in step with the documents that
 // declare them inside each write's transaction, read by the schedulers of every replica when due,
 // and moved forward by the conditional advance of schedule-writes.ts.
-import { nextDueAfter } from '../../domain/schedule';
 import type { DeclaredSchedule } from '../../domain/triggers';
-import { DUE_FAIRLY, type FireRecord, type ScheduleRepository, type ScheduleRow } from '../schedules';
-import { numberedParams, type PgDatabase, type Sql } from './database';
+import type { FireRecord, ScheduleRepository, ScheduleRow } from '../port';
+import { schedulePlan } from '../shared/schedules';
+import { DUE_FAIRLY, numberedParams } from '../shared/statements';
+import type { PgDatabase, Sql } from './database';
 import { claimSchedule } from './schedule-writes';
 import { bumpPollStatus, statusVersion } from './trigger-status';
 
 /**
- * Keeps an owner's schedule rows equal to what its document declares (the semantics of
- * scheduleSync): new ones get their next due time after `nowMs`, gone ones are deleted, changed
- * ones start again from `nowMs`, an unchanged one keeps its next due time. Runs inside the
- * document's write, which holds the document's row, so no other write of this owner runs beside it.
+ * Keeps an owner's schedule rows equal to what its document declares (see schedulePlan). Runs
+ * inside the document's write, which holds the document's row, so no other write of this owner runs beside it.
  */
 export async function syncSchedules(sql: Sql, workspaceId: string, ownerId: string, declared: DeclaredSchedule[], nowMs: number): Promise<void> {
   // FOR UPDATE: a scheduler advancing one of these rows now waits for this write, and one that
   // advanced it first is seen here, so an unchanged schedule's kept due time is never an old one.
   const rows = await sql.rows<ScheduleRow>('SELECT * FROM schedules WHERE owner_id = $1 ORDER BY id FOR UPDATE', [ownerId]);
-  const existing = new Map(rows.map((row) => [row.id, row]));
-  for (const d of declared) {
-    const row = existing.get(d.id);
-    existing.delete(d.id);
-    const unchanged = row && row.active === 1 && d.active && row.cron === d.cron && row.timezone === d.timezone && row.next_due_at !== null;
-    const next = unchanged ? row.next_due_at : d.active ? nextDueAfter(d.cron, d.timezone, nowMs) : null;
-    if (row) await updateSchedule(sql, d, next);
+  const plan = schedulePlan(rows, declared, nowMs);
+  for (const { declared: d, next, exists } of plan.writes) {
+    if (exists) await updateSchedule(sql, d, next);
     else await insertSchedule(sql, workspaceId, ownerId, d, next);
   }
-  if (existing.size) {
+  if (plan.removed.length) {
     // A schedule's fire records go with it.
-    await sql.count('DELETE FROM schedules WHERE id = ANY($1::text[])', [[...existing.keys()]]);
-    await sql.count('DELETE FROM schedule_fires WHERE schedule_id = ANY($1::text[])', [[...existing.keys()]]);
+    await sql.count('DELETE FROM schedules WHERE id = ANY($1::text[])', [plan.removed]);
+    await sql.count('DELETE FROM schedule_fires WHERE schedule_id = ANY($1::text[])', [plan.removed]);
   }
 }
 

@@ -1,6 +1,6 @@
 // What the webhook receiver reads on PostgreSQL (see store/webhooks.ts). The delivery's row and its
 // count against the trigger's rate are written with its run (runs.ts: accept).
-import type { WebhookRepository, WebhookTarget } from '../webhooks';
+import type { WebhookRepository, WebhookTarget } from '../port';
 import type { PgDatabase } from './database';
 import { holdsNul } from './documents';
 

@@ -6,12 +6,8 @@
 // that fails to commit needs nothing more). Bounded by what the lists hold (see sizeOf); the list
 // built longest ago goes first.
 import { BudgetedMap } from './budgeted-map';
-import type { Serialized } from './documents';
+import type { ListVersion } from '../port';
 
-/** One built list. Its identity names the version: the HTTP layer keeps its encoded reply by it. */
-export interface ListVersion<T = unknown> {
-  readonly json: Serialized<T>;
-}
 
 /** What an entry holds besides its JSON: its key, the objects and the map's slot. */
 const ENTRY_OVERHEAD_BYTES = 256;

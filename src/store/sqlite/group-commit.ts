@@ -11,16 +11,10 @@
 // the caller hears back); only its writers wait. (Flushing every write on setImmediate, before
 // the workers' writes were `visible`, added a whole I/O phase to each of their awaits: workflow
 // runs fell from 224 to 48 executions/s. See docs/benchmarks.md.)
-import type { Db, WalSync } from './db';
+import type { Ack } from '../shared/ack';
+import type { Db, WalSync } from './database';
 
-/**
- * When a write's caller hears back: `durable` once it is on disk (every API write), `visible` once
- * its transaction has committed (the run workers' own progress: a run that a stop interrupts is
- * finished as failed at the next start whatever it wrote, and the WAL keeps commit order, so what
- * survives a power loss is always a prefix of what committed — never a run's end without the
- * writes before it).
- */
-export type Ack = 'durable' | 'visible';
+export type { Ack } from '../shared/ack';
 
 export interface GroupCommit {
   /**

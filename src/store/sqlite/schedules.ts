@@ -2,72 +2,16 @@
 // transaction), read by the scheduler when due, and moved forward by a conditional UPDATE whose
 // affected-row count decides which process handles a due time. A due time's outcome is a row of
 // schedule_fires keyed (schedule, due time).
-import type { Db } from './db';
+import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
-import { nextDueAfter } from '../domain/schedule';
-import type { DeclaredSchedule, ScheduleKind } from '../domain/triggers';
+import type { DeclaredSchedule } from '../../domain/triggers';
+import { FIRES_KEPT, type FireRecord, type ScheduleClaim, type ScheduledFire, type ScheduleRepository, type ScheduleRow } from '../port';
+import { schedulePlan } from '../shared/schedules';
+import { DUE_FAIRLY } from '../shared/statements';
 import { triggerStatusVersions } from './trigger-status';
 
-export interface ScheduleRow {
-  id: string;
-  kind: ScheduleKind;
-  workspace_id: string;
-  owner_id: string;
-  trigger_id: string | null;
-  cron: string;
-  timezone: string;
-  active: number;
-  next_due_at: number | null;
-  detector: string | null;
-  last_output_hash: string | null;
-  last_fired_at: string | null;
-  last_run_id: string | null;
-  last_error: string | null;
-  failures: number;
-}
 
-export type FireOutcome = 'fired' | 'refused' | 'missed' | 'overlap' | 'failed' | 'polling' | 'baseline' | 'unchanged';
 
-export interface FireRow {
-  dueAt: number;
-  outcome: FireOutcome;
-  runId?: string | null;
-  detail?: string | null;
-}
-
-/** A scheduler's decision about the due time it read: the schedule moves from `expectedDue` to `next`, and `fires` are recorded. */
-export interface ScheduleClaim {
-  id: string;
-  expectedDue: number;
-  next: number | null;
-  fires: FireRow[];
-}
-
-/**
- * A run a schedule starts, written with it (runs.ts: accept): `schedule` claims the due time (the
- * conditional advance) and records it fired; `poll` records the detector's new output, if the seen
- * one is still the stored one, and its `polling` fire row as fired.
- */
-export type ScheduledFire =
-  | { kind: 'schedule'; claim: ScheduleClaim; dueAt: number }
-  | { kind: 'poll'; scheduleId: string; dueAt: number; seenHash: string | null; newHash: string };
-
-/**
- * The due schedules, a fair share of each workspace: ranked within their workspace by due time, and
- * taken rank by rank (every workspace's soonest, then every workspace's second, …), so one workspace
- * with hundreds due cannot push another's past this tick. Named parameters @now, @perWorkspace,
- * @limit (PostgreSQL's adapter numbers them).
- */
-export const DUE_FAIRLY = `SELECT * FROM (
-    SELECT s.*, row_number() OVER (PARTITION BY workspace_id ORDER BY next_due_at, id) AS rank
-    FROM schedules s WHERE next_due_at IS NOT NULL AND next_due_at <= @now) AS ranked
-  WHERE rank <= @perWorkspace ORDER BY rank, next_due_at, id LIMIT @limit`;
-
-/**
- * Fire rows kept per schedule: the write that records a due time deletes the schedule's older ones,
- * so the table holds at most this many per schedule (migration 012 applied it to older rows).
- */
-export const FIRES_KEPT = 100;
 
 /** The writes a claim makes, shared by the schedule repository and the runs' accept (a fire lands with its run). */
 export function scheduleWrites(db: Db, commit: GroupCommit) {
@@ -111,12 +55,7 @@ export function scheduleWrites(db: Db, commit: GroupCommit) {
   };
 }
 
-/**
- * Keeps an owner's schedule rows equal to what its document declares, inside the document's write:
- * new ones get their next due time after `nowMs`, gone ones are deleted, changed ones (expression,
- * zone, detector, or whether they fire) start again from `nowMs`; an unchanged one keeps its next
- * due time (a replace that does not touch the schedule does not move it).
- */
+/** Keeps an owner's schedule rows equal to what its document declares (see schedulePlan), inside the document's write. */
 export function scheduleSync(db: Db) {
   const ofOwner = db.prepare('SELECT * FROM schedules WHERE owner_id = ?');
   const insert = db.prepare(
@@ -138,17 +77,13 @@ export function scheduleSync(db: Db) {
   const removeOwner = db.prepare('DELETE FROM schedules WHERE owner_id = ? RETURNING id').pluck();
   return {
     sync(workspaceId: string, ownerId: string, declared: DeclaredSchedule[], nowMs: number): void {
-      const existing = new Map((ofOwner.all(ownerId) as ScheduleRow[]).map((row) => [row.id, row]));
-      for (const d of declared) {
-        const row = existing.get(d.id);
-        existing.delete(d.id);
-        const unchanged = row && row.active === 1 && d.active && row.cron === d.cron && row.timezone === d.timezone && row.next_due_at !== null;
-        const next = unchanged ? row.next_due_at : d.active ? nextDueAfter(d.cron, d.timezone, nowMs) : null;
+      const plan = schedulePlan(ofOwner.all(ownerId) as ScheduleRow[], declared, nowMs);
+      for (const { declared: d, next, exists } of plan.writes) {
         const values = { id: d.id, cron: d.cron, timezone: d.timezone, active: d.active ? 1 : 0, next, detector: d.detector };
-        if (row) update.run(values);
+        if (exists) update.run(values);
         else insert.run({ ...values, kind: d.kind, workspace: workspaceId, owner: ownerId, trigger: d.triggerId });
       }
-      for (const id of existing.keys()) {
+      for (const id of plan.removed) {
         remove.run(id);
         removeFires.run(id);
       }
@@ -159,35 +94,6 @@ export function scheduleSync(db: Db) {
   };
 }
 
-export interface FireRecord {
-  due_at: number;
-  outcome: FireOutcome;
-  run_id: string | null;
-  detail: string | null;
-}
-
-export interface ScheduleRepository {
-  /**
-   * Active schedules whose next due time has come, served fairly across workspaces: at most
-   * `perWorkspace` of each workspace, each workspace's soonest before any workspace's second, at most
-   * `limit` in all.
-   */
-  due(nowMs: number, limit: number, perWorkspace: number): Promise<ScheduleRow[]>;
-  find(id: string): Promise<ScheduleRow | null>;
-  /** An owner's schedules (an agent's own and its polls, or a workflow's). */
-  ofOwner(ownerId: string): Promise<ScheduleRow[]>;
-  /** Moves the schedule on and records `fires` (no run); false when another process moved it first. */
-  advance(claim: ScheduleClaim): Promise<boolean>;
-  /** The recorded outcomes of a schedule's due times, oldest first. */
-  fires(id: string): Promise<FireRecord[]>;
-  /** The agent's trigger status version: it changes whenever its triggers' live status does. */
-  statusVersion(agentId: string): Promise<number>;
-  /**
-   * The outcome of a poll's detector at `dueAt` (its fire row says `polling` until then): `failed`
-   * (with the error; the next due time moves to `retryAt` at the earliest), `baseline` or `unchanged`.
-   */
-  recordPoll(id: string, dueAt: number, outcome: { kind: 'failed'; error: string; retryAt: number } | { kind: 'baseline' | 'unchanged'; hash: string }): Promise<void>;
-}
 
 export function scheduleRepository(db: Db, commit: GroupCommit): ScheduleRepository {
   const due = db.prepare(DUE_FAIRLY);

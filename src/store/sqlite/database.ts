@@ -3,8 +3,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { openInDataDirectory } from './data-directory';
-import { migrationsDir } from '../paths';
+import { openInDataDirectory } from '../../data-directory/data-directory';
+import { migrationsDir } from '../../paths';
 
 export type Db = Database.Database;
 

@@ -3,7 +3,7 @@
 // current. The versions are also held in memory, changed by those same writes (this process is the
 // only one serving its database file, store/serve-lock.ts), so a read asks no query; a group that
 // fails to commit forgets them all, and the next reads take them from the table.
-import type { Db } from './db';
+import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
 
 export interface TriggerStatusVersions {

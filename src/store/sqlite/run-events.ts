@@ -1,28 +1,10 @@
 // A run's events: one row per state change, numbered from 1 per run, appended inside the
 // transaction of the change they report (so an event exists exactly when its change committed) and
 // read back by the event stream after the last number a client saw.
-import type { Db } from './db';
+import { FINAL_EVENT, RUN_EVENTS_LIMIT, type RunEventInput, type RunEventRow } from '../port';
+import type { Db } from './database';
 
-/** Events kept per run, at most: beyond, only a run's final event is stored. */
-export const RUN_EVENTS_LIMIT = 1000;
 
-/** The type of a run's last event: after it the stream ends. */
-export const FINAL_EVENT = 'run.finished';
-
-export interface RunEventInput {
-  type: string;
-  data: Record<string, unknown>;
-  /** When it happened (ISO 8601); the write's time when absent. */
-  at?: string;
-}
-
-export interface RunEventRow {
-  seq: number;
-  type: string;
-  /** The event's data, as JSON text. */
-  data: string;
-  at: string;
-}
 
 export function runEventWrites(db: Db, limit = RUN_EVENTS_LIMIT) {
   // The run's last number: numbers are dense from 1, so it is also how many events the run has.

@@ -1,35 +1,10 @@
 // What the webhook receiver reads: the trigger a URL names (with the hash of its secret), secrets
 // that no longer open their trigger, earlier deliveries by id. The delivery's row and its count
 // against the trigger's rate are written with its run (runs.ts: accept), in one transaction.
-import type { Db } from './db';
+import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
+import type { WebhookRepository, WebhookTarget } from '../port';
 
-export interface WebhookTarget {
-  triggerId: string;
-  agentId: string;
-  workspaceId: string;
-  /** SHA-256 (hex) of the URL's secret. */
-  secretHash: string | null;
-  /** The Standard Webhooks key of a signing trigger. */
-  signingSecret: string | null;
-}
-
-export interface WebhookRepository {
-  /** The webhook trigger with this id, or null. */
-  target(triggerId: string): Promise<WebhookTarget | null>;
-  /** Why the secret with this hash no longer opens `triggerId`, or null when it never did. */
-  retired(triggerId: string, secretHash: string): Promise<'rotated' | 'dropped' | null>;
-  /** The reply to the delivery `key` the trigger received at or after `since`, or null. */
-  delivery(triggerId: string, key: string, since: string): Promise<{ runId: string; httpStatus: number } | null>;
-  /** Deletes at most `limit` delivery rows received before `before`; returns how many. */
-  pruneDeliveries(before: string, limit: number): Promise<number>;
-  /** Deletes at most `limit` retired secrets retired before `before` (their URLs answer 404 then, not 410); how many. */
-  pruneRetired(before: string, limit: number): Promise<number>;
-  /** The stored signing secrets (sealed, or from before sealing), by trigger id after `after`, at most `limit`. */
-  signingSecrets(after: string, limit: number): Promise<{ triggerId: string; signingSecret: string }[]>;
-  /** Replaces a trigger's stored signing secret while it is still `expected`; whether it did. */
-  replaceSigningSecret(triggerId: string, expected: string, next: string): Promise<boolean>;
-}
 
 export function webhookRepository(db: Db, commit: GroupCommit): WebhookRepository {
   const target = db.prepare(

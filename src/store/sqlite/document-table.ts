@@ -2,12 +2,14 @@
 // whole document as JSON, and writes that are compare-and-set on the stored stamp. Each write runs
 // synchronously in its own savepoint of a group commit (group-commit.ts), so it lands whole or not at
 // all, and no other write can slip in between the stamp check and the update.
-import type { Db } from './db';
+import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
-import { formatStamp, type StampClock } from '../domain/stamps';
-import { firstFreeSlug } from '../domain/agent';
-import { ListCache, type ListVersion } from './list-cache';
-import { RowCache } from './row-cache';
+import type { StampClock } from '../../domain/stamps';
+import { isUuid } from '../../ids';
+import type { CreateOptions, CreateOutcome, DocumentRecord, ListVersion, ReplaceOutcome } from '../port';
+import { chooseSlug, newVersion, stamped, StoredVersion, versionOfRow, type DocumentRow } from '../shared/documents';
+import { ListCache } from '../shared/list-cache';
+import { RowCache } from '../shared/row-cache';
 
 /**
  * The document text the row cache of each table may hold (UTF-16 code units, about bytes for JSON).
@@ -16,68 +18,6 @@ import { RowCache } from './row-cache';
 const ROW_CACHE_BYTES = 32 * 1024 * 1024;
 /** What the list cache of each table may hold: lists, their encoded replies and entries (list-cache.ts). */
 const LIST_CACHE_BYTES = 8 * 1024 * 1024;
-
-/** JSON text known to serialise a T (so it can be sent as is, without parsing it first). */
-export type Serialized<T> = string & { readonly __serializes?: T };
-
-export interface DocumentRecord<T> {
-  id: string;
-  workspaceId: string;
-  slug: string;
-  version: number;
-  stampMicros: number;
-  /** The stored document exactly as serialised: a read sends it as is. */
-  json: Serialized<T>;
-  /** The parsed document (parsed on first use). Shared by every reader of this version: never mutate it. */
-  readonly document: T;
-  /** The stamp as the document's `updated_at` text (the ETag's value). */
-  readonly updatedAt: string;
-}
-
-/**
- * One stored version of a document. The row cache holds these, so the parse of the document and
- * the text of its stamp are done once per version, not once per request.
- */
-export class StoredVersion<T> implements DocumentRecord<T> {
-  private parsed: T | undefined;
-  private stampText: string | undefined;
-
-  constructor(
-    readonly id: string,
-    readonly workspaceId: string,
-    readonly slug: string,
-    readonly version: number,
-    readonly stampMicros: number,
-    readonly json: Serialized<T>,
-    parsed?: T,
-  ) {
-    this.parsed = parsed;
-  }
-
-  get document(): T {
-    return (this.parsed ??= JSON.parse(this.json) as T);
-  }
-
-  get updatedAt(): string {
-    return (this.stampText ??= formatStamp(this.stampMicros));
-  }
-}
-
-export type CreateOutcome<T> =
-  | { ok: true; record: DocumentRecord<T> }
-  | { ok: false; reason: 'slug_taken' | 'limit_reached' }
-  | { ok: false; reason: 'too_large'; bytes: number };
-
-export interface CreateOptions {
-  /** With it, `doc.slug` is a base made unique (`base-2`, ...). */
-  deriveSlug: boolean;
-  /** The workspace's most documents of this kind. */
-  limit: number;
-  /** The most bytes the stored JSON may have (the workspace's document_bytes), if checked here. */
-  maxBytes?: number;
-}
-
-export type ReplaceOutcome<T> = { ok: true; record: DocumentRecord<T> } | { ok: false; current: DocumentRecord<T> | null };
 
 export interface DocumentTableSpec<T extends { slug?: string; updated_at?: string }, W = undefined> {
   table: 'agents' | 'workflows';
@@ -90,22 +30,6 @@ export interface DocumentTableSpec<T extends { slug?: string; updated_at?: strin
   afterWrite?: (id: string, doc: T, extra: W | undefined, workspaceId: string) => void;
   /** Rows that go with the document when it is removed (in the same transaction). */
   afterRemove?: (id: string) => void;
-}
-
-/** A document's row as both stores keep it (PostgreSQL's too: postgres/documents.ts). */
-export interface DocumentRow {
-  id: string;
-  workspace_id: string;
-  slug: string;
-  version: number;
-  stamp_us: number;
-  document: string;
-}
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(ref: string): boolean {
-  return UUID_RE.test(ref);
 }
 
 export function createDocumentTable<T extends { slug?: string; updated_at?: string }, W = undefined, L = unknown>(
@@ -135,7 +59,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
   const remove = db.prepare(`DELETE FROM ${table} WHERE workspace_id = ? AND id = ?`);
   const listOf = db.prepare(spec.listSql).pluck();
 
-  const toRecord = (row: DocumentRow) => new StoredVersion<T>(row.id, row.workspace_id, row.slug, row.version, row.stamp_us, row.document);
+  const toRecord = (row: DocumentRow) => versionOfRow<T>(row);
 
   const cache = new RowCache<StoredVersion<T>>(ROW_CACHE_BYTES);
   // Writes only drop lists, and a dropped list is rebuilt from the table: a group that fails to commit leaves none wrong.
@@ -154,31 +78,17 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     return record;
   };
 
-  /** Stamps the document and serialises it; the stamp is the document's own `updated_at`. */
-  const stamped = (doc: T, stampMicros: number, slug: string): { doc: T; json: string } => {
-    // Documents always have both members (normalised, or read back): spreading keeps their order.
-    const final = { ...doc, slug, updated_at: formatStamp(stampMicros) };
-    return { doc: final, json: JSON.stringify(final) };
-  };
-
   // createTx and replaceTx are the writes' work: each runs in its own savepoint (commit.run), whole or not at all.
   const createTx = (workspaceId: string, id: string, doc: T, opts: CreateOptions, extra: W | undefined): CreateOutcome<T> => {
-    const { deriveSlug, limit } = opts;
-    if ((count.get(workspaceId) as number) >= limit) return { ok: false, reason: 'limit_reached' };
-    const wanted = doc.slug as string;
     const taken = (slug: string) => slugTaken.get(workspaceId, slug) !== undefined;
-    let slug = wanted;
-    if (deriveSlug) slug = firstFreeSlug(wanted, taken, spec.maxSlugLength);
-    else if (taken(wanted)) return { ok: false, reason: 'slug_taken' };
-    const stampMicros = clock.next();
-    const { doc: final, json } = stamped(doc, stampMicros, slug);
-    // The caller measured the document with the slug it asked for; a derived slug's suffix may add a few bytes.
-    const bytes = Buffer.byteLength(json);
-    if (opts.maxBytes !== undefined && bytes > opts.maxBytes) return { ok: false, reason: 'too_large', bytes };
-    insert.run({ id, workspace_id: workspaceId, slug, stamp_us: stampMicros, document: json, created_at: new Date().toISOString(), ...columnValues(final) });
+    const slug = chooseSlug(count.get(workspaceId) as number, doc.slug as string, opts, spec.maxSlugLength, taken);
+    if (slug === 'limit_reached' || slug === 'slug_taken') return { ok: false, reason: slug };
+    const version = newVersion(workspaceId, id, doc, slug, clock.next(), opts);
+    if (!(version instanceof StoredVersion)) return version;
+    insert.run({ id, workspace_id: workspaceId, slug, stamp_us: version.stampMicros, document: version.json, created_at: new Date().toISOString(), ...columnValues(version.document) });
     lists.drop(workspaceId);
-    spec.afterWrite?.(id, final, extra, workspaceId);
-    return { ok: true, record: new StoredVersion(id, workspaceId, slug, 1, stampMicros, json, final) };
+    spec.afterWrite?.(id, version.document, extra, workspaceId);
+    return { ok: true, record: version };
   };
 
   const replaceTx = (workspaceId: string, id: string, expectedStampMicros: number, doc: T, extra: W | undefined): ReplaceOutcome<T> => {

@@ -1,0 +1,11 @@
+// The store's port: the interfaces and types the services use. It imports no adapter; the
+// adapters (sqlite/, postgres/) implement it and store/open.ts picks one.
+export * from './documents';
+export * from './idempotency';
+export * from './kv';
+export * from './run-events';
+export * from './run-lists';
+export * from './runs';
+export * from './schedules';
+export * from './store';
+export * from './webhooks';

@@ -1,0 +1,30 @@
+// The store as the services see it: one repository per aggregate. Two adapters implement it
+// (sqlite/, postgres/), and openStore (store/open.ts) picks one from the configuration.
+import type { AgentRepository, ConnectionRepository, WorkflowRepository, WorkspaceRepository } from './documents';
+import type { IdempotencyRepository } from './idempotency';
+import type { KvRepository } from './kv';
+import type { RunRepository } from './runs';
+import type { ScheduleRepository } from './schedules';
+import type { WebhookRepository } from './webhooks';
+
+export interface Store {
+  agents: AgentRepository;
+  workflows: WorkflowRepository;
+  connections: ConnectionRepository;
+  workspaces: WorkspaceRepository;
+  runs: RunRepository;
+  kv: KvRepository;
+  webhooks: WebhookRepository;
+  schedules: ScheduleRepository;
+  idempotency: IdempotencyRepository;
+  /**
+   * The built-in issuer's signing key (PKCS#8 PEM): the stored one, or the one `generate` makes now
+   * and stores, unless another process stored one first (then theirs). SQLite keeps it in a file
+   * beside the database; PostgreSQL in the database, where every replica reads the same key.
+   */
+  signingKey(generate: () => string): Promise<string>;
+  /** Throws when the database cannot answer (readiness probe). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+

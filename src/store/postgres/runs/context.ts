@@ -1,0 +1,118 @@
+// What the PostgreSQL run repository's roles share: one transaction per write (with the run's
+// events appended and announced once committed), the order of one run's writes, the credit
+// statements, and the signal that a run is queued. Nothing is kept in this process: every read asks
+// the database. Every write's guarantees are conditional statements with their affected-row counts
+// checked; a write that must read a run before changing it reads it FOR UPDATE, so that what it read
+// stays true until it commits. Locks are taken in one order, a run's row before its workspace's, so
+// writes of one run and one workspace do not deadlock each other (and a deadlock there is run
+// again: database.ts).
+import type { RunEventInput, RunRow } from '../../port';
+import type { Ack } from '../../shared/ack';
+import type { PgDatabase, Sql } from '../database';
+import type { Notifications } from '../notifications';
+import { pgRunEvents, RUN_EVENTS_CHANNEL, type PgRunEvents } from '../run-events';
+
+/** The channel on which a write that queued a run says so (its payload: the writer's instance id). */
+export const RUNS_QUEUED_CHANNEL = 'build_runs_queued';
+
+/** A write's statements, and the append of a run's events (after the statement that locked its row: see run-events.ts). */
+export interface Tx extends Sql {
+  append(runId: string, events: readonly RunEventInput[], now: string | null): Promise<void>;
+}
+
+/** What the writes that change a run's credits or status read of it first, FOR UPDATE. */
+export type LockedRun = Pick<RunRow, 'status' | 'workspace_id' | 'credits_reserved' | 'credits_spent' | 'cancel_requested_at'>;
+
+export interface PgRunContext {
+  db: PgDatabase;
+  events: PgRunEvents;
+  /** This replica's name on the notification channels. */
+  self: string;
+  /**
+   * Runs `work` in one transaction; once it committed, this process's listeners hear of the runs it
+   * added events to. The workers' own writes are acknowledged once `visible` (see PgDatabase.transaction).
+   */
+  write<T>(work: (tx: Tx) => Promise<T>, ack?: Ack): Promise<T>;
+  /** Runs a worker's writes of one run in the order it made them (see below). */
+  inOrder<T>(runId: string, next: () => Promise<T>): Promise<T>;
+  /** Tells the other replicas, when the transaction commits, that a run is queued. */
+  notifyQueued(sql: Sql): Promise<unknown>;
+  announce(runId: string): void;
+  onEvents(listener: (runId: string) => void): void;
+  onQueued(listener: () => void): void;
+}
+
+/** A run's row, locked until the transaction ends (the latest committed version, READ COMMITTED). */
+export const lockRun = (sql: Sql, id: string) =>
+  sql.row<LockedRun>('SELECT status, workspace_id, credits_reserved, credits_spent, cancel_requested_at FROM runs WHERE id = $1 FOR UPDATE', [id]);
+
+/** Returns `amount` (when above zero) to the workspace's balance. */
+export const credit = async (sql: Sql, workspace: string, amount: number) => {
+  if (amount > 0) await sql.count('UPDATE workspaces SET credits = credits + $1 WHERE id = $2', [amount, workspace]);
+};
+
+/** The one debit of a balance: conditional, so it never goes below zero, whatever the concurrency. */
+export const debit = async (sql: Sql, workspace: string, amount: number) =>
+  (await sql.count('UPDATE workspaces SET credits = credits - $1 WHERE id = $2 AND credits >= $1', [amount, workspace])) === 1;
+
+export function pgRunContext(db: PgDatabase, notifications: Notifications, eventsLimit?: number): PgRunContext {
+  const events = pgRunEvents(eventsLimit);
+  const self = notifications.instanceId;
+  const eventListeners: ((runId: string) => void)[] = [];
+  const queuedListeners: (() => void)[] = [];
+  const announce = (runId: string) => {
+    for (const listener of eventListeners) listener(runId);
+  };
+
+  // Other replicas' event writes: `<instance>:<run id>`; ours were announced when they committed.
+  // After a reconnection (null) nothing is called: no run is named, and the event feed reads every
+  // run with open streams each second anyway (FEED_POLL_MS), which covers what was missed.
+  notifications.on(RUN_EVENTS_CHANNEL, (payload) => {
+    if (payload === null) return;
+    const colon = payload.indexOf(':');
+    if (colon < 0 || payload.slice(0, colon) === self) return;
+    announce(payload.slice(colon + 1));
+  });
+  // Runs queued by other replicas (ours are handed to this process's runner by its caller), and
+  // after a reconnection: a run may have been queued meanwhile.
+  notifications.on(RUNS_QUEUED_CHANNEL, (payload) => {
+    if (payload === self) return;
+    for (const listener of queuedListeners) listener();
+  });
+
+  // A worker's writes of one run land in the order it made them: it saves progress without waiting
+  // and may end the run meanwhile; a pool of connections could commit the end first, and the save's
+  // events would be dropped as 'not_running'. Only writes in flight are held here, never rows.
+  const lanes = new Map<string, Promise<unknown>>();
+
+  return {
+    db,
+    events,
+    self,
+    write: async (work, ack = 'durable') => {
+      let touched = new Set<string>();
+      const value = await db.transaction((sql) => {
+        touched = new Set(); // a transaction run again (a deadlock) starts from nothing
+        return work({
+          ...sql,
+          append: async (runId, more, now) => {
+            if ((await events.append(sql, runId, more, now, `${self}:${runId}`)) > 0) touched.add(runId);
+          },
+        });
+      }, { ack });
+      for (const runId of touched) announce(runId);
+      return value;
+    },
+    inOrder: (runId, next) => {
+      const mine = (lanes.get(runId) ?? Promise.resolve()).then(next, next);
+      const tail = mine.catch(() => undefined);
+      lanes.set(runId, tail);
+      void tail.then(() => lanes.get(runId) === tail && lanes.delete(runId));
+      return mine;
+    },
+    notifyQueued: (sql) => sql.rows('SELECT pg_notify($1, $2)', [RUNS_QUEUED_CHANNEL, self]),
+    announce,
+    onEvents: (listener) => void eventListeners.push(listener),
+    onQueued: (listener) => void queuedListeners.push(listener),
+  };
+}

@@ -1,0 +1,77 @@
+// What a worker writes of the run it holds on PostgreSQL: progress, more credits, its end, its
+// parking; each in the order the worker made them (ctx.inOrder), each conditional on the run
+// still running.
+import type { Parking, ProgressOutcome, RunEnd, RunEventInput, RunProgress } from '../../port';
+import { awaitingApprovalEvent, finalEvent } from '../../shared/runs';
+import { FINISH_RUN, HOLD_CALL, numbered, PARK_RUN } from '../../shared/statements';
+import type { Sql } from '../database';
+import { credit, debit, lockRun, type PgRunContext, type Tx } from './context';
+
+const finishRun = numbered(FINISH_RUN);
+const parkRun = numbered(PARK_RUN);
+const holdCall = numbered(HOLD_CALL);
+
+const reserveMoreTx = async (tx: Sql, id: string, amount: number): Promise<boolean> => {
+  const run = await tx.row<{ workspace_id: string }>(
+    `UPDATE runs SET credits_reserved = credits_reserved + $2 WHERE id = $1 AND status = 'running' RETURNING workspace_id`,
+    [id, amount],
+  );
+  if (!run) return false; // not running
+  if (await debit(tx, run.workspace_id, amount)) return true;
+  // The balance cannot cover it: the reservation goes back as it was.
+  await tx.count('UPDATE runs SET credits_reserved = credits_reserved - $2 WHERE id = $1', [id, amount]);
+  return false;
+};
+
+const finishTx = async (tx: Tx, id: string, status: RunEnd, error: string | null, state: string, spent: number, now: string, more: RunEventInput[]) => {
+  const run = await lockRun(tx, id);
+  if (!run) return false;
+  const charged = Math.min(spent, run.credits_reserved);
+  const changed = await tx.count(finishRun.text, finishRun.values({ id, status, error, state, now, spent: charged }));
+  if (changed !== 1) return false; // not running: another path ended it, and its end stands
+  await credit(tx, run.workspace_id, run.credits_reserved - charged);
+  await tx.append(id, [...more, finalEvent(status, error)], now);
+  return true;
+};
+
+const parkTx = async (tx: Tx, id: string, parking: Parking, state: string, now: string): Promise<'parked' | ProgressOutcome> => {
+  const run = await lockRun(tx, id);
+  if (!run) return 'not_running';
+  const charged = Math.min(parking.spent, run.credits_reserved);
+  const changed = await tx.count(parkRun.text, parkRun.values({ id, state, spent: charged, expires: parking.expiresAt }));
+  if (changed !== 1) return run.status === 'running' && run.cancel_requested_at !== null ? 'cancel_requested' : 'not_running';
+  await credit(tx, run.workspace_id, run.credits_reserved - charged);
+  for (const call of parking.calls) await tx.count(holdCall.text, holdCall.values({ run: id, call: call.id, tool: call.tool, now }));
+  await tx.append(id, [...parking.events, awaitingApprovalEvent(parking.calls, parking.expiresAt)], now);
+  return 'parked';
+};
+
+export function pgRunProgress(ctx: PgRunContext): RunProgress {
+  const { write, inOrder } = ctx;
+  return {
+    saveState: (id, current) =>
+      inOrder(id, () => {
+        // Taken once, outside the transaction: a transaction run again must not take (and lose) the events twice.
+        const { state, spent, events: more } = current();
+        const json = JSON.stringify(state);
+        return write(async (tx): Promise<ProgressOutcome> => {
+          const saved = await tx.row<{ cancel_requested_at: string | null }>(
+            `UPDATE runs SET state = $2, credits_spent = LEAST($3::bigint, credits_reserved) WHERE id = $1 AND status = 'running' RETURNING cancel_requested_at`,
+            [id, json, spent],
+          );
+          if (!saved) return 'not_running';
+          if (more?.length) await tx.append(id, more, null);
+          return saved.cancel_requested_at === null ? 'saved' : 'cancel_requested';
+        }, 'visible');
+      }),
+    reserveMore: (id, amount) => inOrder(id, () => write((tx) => reserveMoreTx(tx, id, amount), 'visible')),
+    finish: (id, status, error, state, spent, now, more = []) => {
+      const json = JSON.stringify(state);
+      return inOrder(id, () => write((tx) => finishTx(tx, id, status, error, json, spent, now, more), 'visible'));
+    },
+    park: (id, parking, now) => {
+      const json = JSON.stringify(parking.state);
+      return inOrder(id, () => write((tx) => parkTx(tx, id, parking, json, now), 'visible'));
+    },
+  };
+}

@@ -1,0 +1,30 @@
+// Reads of runs on PostgreSQL: every one asks the database (another replica may have written).
+import type { RunReads, RunRow } from '../../port';
+import { pgRunLists } from '../run-lists';
+import type { PgRunContext } from './context';
+
+/** What `find` returns: the projection's row, without the documents (see RunReads.find). */
+const PROJECTION_SQL = `SELECT id, kind, workspace_id, started_by, target_id, target_version, status, source, trigger_id, request,
+    CASE WHEN agent_slug IS NOT NULL THEN json_build_object('slug', agent_slug, 'name', agent_name)::text END AS snapshot,
+    NULL::text AS step_agents, state, credits_reserved, credits_spent, error, accepted_at, started_at, finished_at,
+    cancel_requested_at, cancelled_by, approval_expires_at
+  FROM runs WHERE id = $1`;
+
+export function pgRunReads(ctx: PgRunContext): RunReads {
+  const { db, events } = ctx;
+  const list = pgRunLists(db);
+  return {
+    find: async (id) => (await db.row<RunRow>(PROJECTION_SQL, [id])) ?? null,
+    events: (runId, seq, max) => events.after(db, runId, seq, max),
+    lastEvent: (runId) => events.last(db, runId),
+    onEvents: (listener) => ctx.onEvents(listener),
+    list: async (query) => list(query),
+    lastStartedBy: async (triggerIds) => {
+      const rows = await db.rows<{ trigger_id: string; at: string }>(
+        `SELECT trigger_id, MAX(accepted_at) AS at FROM runs WHERE trigger_id = ANY($1::text[]) AND status != 'refused' GROUP BY trigger_id`,
+        [triggerIds],
+      );
+      return new Map(rows.map((r) => [r.trigger_id, r.at]));
+    },
+  };
+}

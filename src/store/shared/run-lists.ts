@@ -1,0 +1,50 @@
+// A workspace's runs of one kind, newest first, paged by a keyset on the run id (UUIDv7: time
+// ordered), so a page continues exactly after the last id the previous one showed, whatever was
+// inserted meanwhile. Both adapters run this query; each builds the items' JSON with its own JSON
+// object function (the members, their order and their values are decided here).
+import type { RunKind, RunListQuery } from '../port';
+
+/** A dialect's JSON: an object of `members` (`'name', expression, …`), and a JSON value as text. */
+export interface JsonDialect {
+  object(members: string): string;
+  text(json: string): string;
+}
+
+/** The list item's JSON, per kind (AgentRunListItem, WorkflowRunListItem; credits: null for a refusal, which spent nothing). */
+function itemSql(kind: RunKind, object: JsonDialect['object']): string {
+  const credits = `'credits', CASE WHEN status = 'refused' THEN NULL ELSE credits_spent END, 'error', error`;
+  if (kind === 'agent') {
+    return object(`'id', id,
+      'agent', CASE WHEN agent_slug IS NOT NULL THEN ${object(`'slug', agent_slug, 'name', agent_name`)} END,
+      'status', status, 'source', source, 'trigger_id', trigger_id, ${credits},
+      'started_at', accepted_at, 'run_started_at', started_at, 'finished_at', finished_at`);
+  }
+  return object(`'id', id, 'workflow_id', target_id,
+    'workflow_version_id', CASE WHEN target_version IS NOT NULL THEN target_id || '@' || target_version END,
+    'status', status, 'source', source, 'trigger_id', trigger_id, ${credits},
+    'accepted_at', accepted_at, 'started_at', started_at, 'finished_at', finished_at`);
+}
+
+/**
+ * The page's statement, with `@name` parameters, and their values. The limit is written into the
+ * statement (a whole number the service checked; a bad one throws), so each adapter may keep one
+ * prepared statement per shape: at most 101 limits × 2^6 filter shapes.
+ */
+export function runListStatement(q: RunListQuery, json: JsonDialect): { sql: string; params: Record<string, unknown> } {
+  if (!Number.isSafeInteger(q.limit) || q.limit < 1) throw new RangeError(`limit: ${q.limit}`);
+  // The reader sees their own test runs, and every run a trigger or schedule started.
+  const where = ['workspace_id = @workspace', 'kind = @kind', "(source != 'test' OR started_by = @user)"];
+  const params: Record<string, unknown> = { workspace: q.workspaceId, kind: q.kind, user: q.userId };
+  const add = (condition: string, name: string, value: unknown) => {
+    where.push(condition);
+    params[name] = value;
+  };
+  if (q.targetId !== undefined) add('target_id = @target', 'target', q.targetId);
+  q.statuses?.forEach((status, i) => (params[`status${i}`] = status));
+  if (q.statuses?.length) where.push(`status IN (${q.statuses.map((_, i) => `@status${i}`).join(', ')})`);
+  if (q.source !== undefined) add('source = @source', 'source', q.source);
+  if (q.acceptedFrom !== undefined) add('accepted_at >= @from', 'from', q.acceptedFrom);
+  if (q.acceptedBefore !== undefined) add('accepted_at < @before', 'before', q.acceptedBefore);
+  if (q.beforeId !== undefined) add('id < @cursor', 'cursor', q.beforeId);
+  return { sql: `SELECT id, ${json.text(itemSql(q.kind, json.object))} AS item FROM runs WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ${q.limit}`, params };
+}

@@ -1,0 +1,32 @@
+// What both adapters decide alike about schedule rows: how an owner's rows follow what its
+// document declares. The adapters read the rows and run the writes inside the document's write.
+import { nextDueAfter } from '../../domain/schedule';
+import type { DeclaredSchedule } from '../../domain/triggers';
+import type { ScheduleRow } from '../port';
+
+export interface ScheduleWrite {
+  declared: DeclaredSchedule;
+  /** The next due time to store: kept for an unchanged schedule, else the next after now (null when inactive). */
+  next: number | null;
+  /** Whether the row exists (an update) or not (an insert). */
+  exists: boolean;
+}
+
+/**
+ * Keeps an owner's schedule rows equal to what its document declares: new ones get their next due
+ * time after `nowMs`, gone ones are deleted (with their fire records), changed ones (expression,
+ * zone, or whether they fire) start again from `nowMs`; an unchanged one keeps its next due time (a
+ * replace that does not touch the schedule does not move it). A changed detector is the update's
+ * concern: its SQL forgets the old detector's output and failures.
+ */
+export function schedulePlan(existing: readonly ScheduleRow[], declared: readonly DeclaredSchedule[], nowMs: number): { writes: ScheduleWrite[]; removed: string[] } {
+  const rows = new Map(existing.map((row) => [row.id, row]));
+  const writes = declared.map((d): ScheduleWrite => {
+    const row = rows.get(d.id);
+    rows.delete(d.id);
+    const unchanged = row && row.active === 1 && d.active && row.cron === d.cron && row.timezone === d.timezone && row.next_due_at !== null;
+    const next = unchanged ? row.next_due_at : d.active ? nextDueAfter(d.cron, d.timezone, nowMs) : null;
+    return { declared: d, next, exists: row !== undefined };
+  });
+  return { writes, removed: [...rows.keys()] };
+}

@@ -1,0 +1,116 @@
+// Agents, workflows, connections and workspace balances on SQLite. The documents are kept by the
+// document table (document-table.ts); an agent's trigger rows and both kinds' schedule rows follow
+// their document inside its write.
+import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../../domain/types';
+import { agentSchedules, workflowSchedules } from '../../domain/triggers';
+import type { StampClock } from '../../domain/stamps';
+import type { AgentRepository, ConnectionRepository, SecretRow, WorkflowRepository, WorkspaceRepository } from '../port';
+import { triggerPlan } from '../shared/triggers';
+import type { Db } from './database';
+import { createDocumentTable } from './document-table';
+import type { GroupCommit } from './group-commit';
+import { scheduleSync } from './schedules';
+
+/** A stamp column (microseconds) as the ISO 8601 text of `formatStamp`, computed by SQLite. */
+const STAMP_SQL = `strftime('%Y-%m-%dT%H:%M:%S', stamp_us / 1000000, 'unixepoch') || '.' || printf('%06d', stamp_us % 1000000) || 'Z'`;
+
+export function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentRepository {
+  const schedules = scheduleSync(db);
+  const insertTrigger = db.prepare('INSERT OR IGNORE INTO agent_triggers (id, agent_id, kind) VALUES (?, ?, ?)');
+  const setSecret = db.prepare('UPDATE agent_triggers SET secret_hash = ?, secret_prefix = ?, signing_secret = ? WHERE id = ? AND agent_id = ?');
+  const clearSigning = db.prepare('UPDATE agent_triggers SET signing_secret = NULL WHERE id = ? AND signing_secret IS NOT NULL');
+  const triggerIds = db.prepare('SELECT id FROM agent_triggers WHERE agent_id = ?').pluck();
+  const deleteTrigger = db.prepare('DELETE FROM agent_triggers WHERE id = ?');
+  // A secret that stops opening its trigger is remembered (by hash), so a delivery to it is 410, not 404.
+  const retire = db.prepare(
+    `INSERT OR IGNORE INTO retired_webhook_secrets (secret_hash, trigger_id, reason, retired_at)
+     SELECT secret_hash, id, @reason, @now FROM agent_triggers WHERE id = @id AND secret_hash IS NOT NULL AND secret_hash != @keep`,
+  );
+  const table = createDocumentTable<Agent, SecretRow[], AgentListItem[]>(db, commit, clock, {
+    table: 'agents',
+    maxSlugLength: 160,
+    listSql: `SELECT json_group_array(json_object('id', id, 'slug', slug, 'name', name, 'status', status, 'updated_at', ${STAMP_SQL}))
+      FROM (SELECT id, slug, name, status, stamp_us FROM agents WHERE workspace_id = ? ORDER BY slug)`,
+    columns: { name: (doc) => doc.name, status: (doc) => doc.status },
+    // Trigger rows follow the document (see shared/triggers.ts).
+    afterWrite: (agentId, doc, secrets = [], workspaceId) => {
+      schedules.sync(workspaceId, agentId, agentSchedules(doc), Date.now());
+      const now = new Date().toISOString();
+      const plan = triggerPlan(doc);
+      const keep = new Set(plan.keep.map((t) => t.id));
+      for (const id of triggerIds.all(agentId) as string[]) {
+        if (keep.has(id)) continue;
+        retire.run({ id, reason: 'dropped', now, keep: '' });
+        deleteTrigger.run(id);
+      }
+      for (const t of plan.keep) insertTrigger.run(t.id, agentId, t.kind);
+      for (const id of plan.unsigned) clearSigning.run(id);
+      for (const s of secrets) {
+        retire.run({ id: s.triggerId, reason: 'rotated', now, keep: s.hash });
+        setSecret.run(s.hash, s.prefix, s.signingSecret, s.triggerId, agentId);
+      }
+    },
+  });
+  return {
+    list: async (workspaceId) => table.list(workspaceId),
+    find: async (workspaceId, ref) => table.find(workspaceId, ref),
+    create: (workspaceId, id, doc, opts, secrets) => table.create(workspaceId, id, doc, opts, secrets),
+    replace: (workspaceId, id, expected, doc, secrets) => table.replace(workspaceId, id, expected, doc, secrets),
+  };
+}
+
+export function workflowRepository(db: Db, commit: GroupCommit, clock: StampClock): WorkflowRepository {
+  const schedules = scheduleSync(db);
+  const table = createDocumentTable<Workflow, undefined, WorkflowListItem[]>(db, commit, clock, {
+    table: 'workflows',
+    maxSlugLength: 80,
+    listSql: `SELECT json_group_array(json_object('slug', slug, 'name', name, 'enabled', json(CASE enabled WHEN 1 THEN 'true' ELSE 'false' END), 'version', version, 'updated_at', ${STAMP_SQL}))
+      FROM (SELECT slug, name, enabled, version, stamp_us FROM workflows WHERE workspace_id = ? ORDER BY slug)`,
+    columns: { name: (doc) => doc.name, enabled: (doc) => (doc.enabled ? 1 : 0) },
+    // The workflow's schedule row follows it, like an agent's (see scheduleSync).
+    afterWrite: (id, doc, _extra, workspaceId) => schedules.sync(workspaceId, id, workflowSchedules(id, doc), Date.now()),
+    afterRemove: (id) => schedules.removeOwner(id),
+  });
+  return {
+    list: async (workspaceId) => table.list(workspaceId),
+    find: async (workspaceId, ref) => table.find(workspaceId, ref),
+    create: (workspaceId, id, doc, opts) => table.create(workspaceId, id, doc, { ...opts, deriveSlug: false }),
+    replace: (workspaceId, id, expected, doc) => table.replace(workspaceId, id, expected, doc),
+    remove: (workspaceId, id) => table.remove(workspaceId, id),
+  };
+}
+
+export function connectionRepository(db: Db, commit: GroupCommit): ConnectionRepository {
+  const list = db.prepare('SELECT ref, app, label, status FROM connections WHERE workspace_id = ? ORDER BY ref');
+  const upsert = db.prepare(
+    `INSERT INTO connections (workspace_id, ref, app, label, status, created_at) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (workspace_id, ref) DO UPDATE SET app = excluded.app, label = excluded.label, status = excluded.status`,
+  );
+  return {
+    list: async (workspaceId) => list.all(workspaceId) as Connection[],
+    upsert: (workspaceId, c) =>
+      commit.run(() => {
+        upsert.run(workspaceId, c.ref, c.app, c.label, c.status, new Date().toISOString());
+      }),
+  };
+}
+
+export function workspaceRepository(db: Db, commit: GroupCommit): WorkspaceRepository {
+  const ensure = db.prepare('INSERT OR IGNORE INTO workspaces (id, credits, created_at) VALUES (?, ?, ?)');
+  const credits = db.prepare('SELECT credits FROM workspaces WHERE id = ?').pluck();
+  const set = db.prepare(
+    `INSERT INTO workspaces (id, credits, created_at) VALUES (?, ?, ?)
+     ON CONFLICT (id) DO UPDATE SET credits = excluded.credits`,
+  );
+  return {
+    credits: (workspaceId, initial) =>
+      commit.run(() => {
+        ensure.run(workspaceId, initial, new Date().toISOString());
+        return credits.get(workspaceId) as number;
+      }),
+    setCredits: (workspaceId, amount) =>
+      commit.run(() => {
+        set.run(workspaceId, amount, new Date().toISOString());
+      }),
+  };
+}

@@ -1,0 +1,46 @@
+// The SQLite adapter of the store's port: one file, one process (the serve lock), writes batched by
+// a group commit. The port is async (Promise-returning) although better-sqlite3 is synchronous, so
+// both adapters sit behind it alike.
+import path from 'node:path';
+import { SIGNING_KEY_FILE, readOrCreateKeyFile } from '../../data-directory/key-file';
+import { StampClock } from '../../domain/stamps';
+import type { Store } from '../port';
+import { openDatabase, walSync, type Db, type WalSync } from './database';
+import { agentRepository, connectionRepository, workflowRepository, workspaceRepository } from './documents';
+import { createGroupCommit } from './group-commit';
+import { idempotencyRepository } from './idempotency';
+import { kvRepository } from './kv';
+import { sqliteRunRepository } from './runs';
+import { scheduleRepository } from './schedules';
+import { webhookRepository } from './webhooks';
+
+export function openSqliteStore(file: string, clock = new StampClock()): Store {
+  const db = openDatabase(file);
+  return createSqliteStore(db, clock, walSync(db));
+}
+
+/** Without `wal`, each commit syncs itself (synchronous=FULL) before its writers hear back. */
+export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null = null): Store {
+  const commit = createGroupCommit(db, wal);
+  const ping = db.prepare('SELECT 1').pluck();
+  return {
+    agents: agentRepository(db, commit, clock),
+    workflows: workflowRepository(db, commit, clock),
+    connections: connectionRepository(db, commit),
+    workspaces: workspaceRepository(db, commit),
+    runs: sqliteRunRepository(db, commit),
+    kv: kvRepository(db, commit),
+    webhooks: webhookRepository(db, commit),
+    schedules: scheduleRepository(db, commit),
+    idempotency: idempotencyRepository(db, commit),
+    ping: async () => {
+      ping.get();
+    },
+    signingKey: async (generate) => readOrCreateKeyFile(db.memory ? null : path.join(path.dirname(db.name), SIGNING_KEY_FILE), generate),
+    close: async () => {
+      commit.drain();
+      db.close();
+      wal?.close();
+    },
+  };
+}
