@@ -4,7 +4,6 @@ export * from './documents';
 export * from './idempotency';
 export * from './kv';
 export * from './run-events';
-export * from './run-lists';
 export * from './runs';
 export * from './schedules';
 export * from './store';

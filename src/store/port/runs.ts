@@ -2,7 +2,6 @@
 // by role, so that each caller depends on the part it uses (the runner on the queue and progress,
 // the run-control service on control, the feeds on reads).
 import type { RunEventInput, RunEventRow } from './run-events';
-import type { RunListQuery, RunListRow } from './run-lists';
 import type { ScheduledFire } from './schedules';
 
 export type RunKind = 'agent' | 'workflow';
@@ -134,6 +133,30 @@ export type AcceptOutcome =
   /** The trigger received its `rate.limit` deliveries this window: nothing was written. */
   | { status: 'rate_limited' };
 
+
+/** A page of a workspace's runs of one kind, newest first (see shared/run-lists.ts). */
+export interface RunListQuery {
+  kind: RunKind;
+  workspaceId: string;
+  /** The reader: their own test runs, and every run a trigger or schedule started. */
+  userId: string;
+  targetId?: string;
+  statuses?: RunStatus[];
+  source?: string;
+  /** accepted_at ≥ this (ISO 8601, UTC). */
+  acceptedFrom?: string;
+  /** accepted_at < this. */
+  acceptedBefore?: string;
+  /** Only ids below this one (the cursor). */
+  beforeId?: string;
+  limit: number;
+}
+
+export interface RunListRow {
+  id: string;
+  /** The run as a list item of its kind, as JSON. */
+  item: string;
+}
 
 /** The error of a run whose held tool calls were not decided in time. */
 export const APPROVAL_EXPIRED = 'approval expired: the held tool calls were not approved or rejected in time';

@@ -42,24 +42,46 @@ interface DocumentSpec<T, W> {
 
 type Doc = { slug?: string; updated_at?: string };
 
+/**
+ * `ref` is an id (UUID) or a slug. Always asks the database; when this process holds the
+ * version the database has (same id, same stamp), the database sends the stamp without the
+ * document and the held version is answered: its parse, its encoded reply and the views built
+ * from it are reused. A version written on another replica has another stamp: it is sent whole.
+ */
+function heldFind<T>(db: PgDatabase, table: string, held: RowCache<StoredVersion<T>>) {
+  return async (workspaceId: string, ref: string): Promise<DocumentRecord<T> | null> => {
+    if (holdsNul(ref)) return null;
+    const byUuid = isUuid(ref) ? ref.toLowerCase() : undefined;
+    const heldId = byUuid ?? held.idOfSlug(workspaceId, ref);
+    const known = heldId === undefined ? undefined : held.get(workspaceId, heldId);
+    const [column, value] = byUuid ? ['id', byUuid] : ['slug', ref];
+    const row = await db.row<Row | (Omit<Row, 'document'> & { document: null })>(
+      `SELECT id, workspace_id, slug, version, stamp_us, CASE WHEN id = $3 AND stamp_us = $4 THEN NULL ELSE document END AS document
+       FROM ${table} WHERE workspace_id = $1 AND ${column} = $2`,
+      [workspaceId, value, known?.id ?? null, known?.stampMicros ?? null],
+    );
+    if (!row) return null;
+    if (row.document === null) return known as StoredVersion<T>;
+    const record = versionOfRow<T>(row);
+    held.set(record);
+    return record;
+  };
+}
+
 function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W>) {
   const { table } = spec;
   const extra = Object.keys(spec.columns);
-  const selectCols = 'id, workspace_id, slug, version, stamp_us, document';
   // The unique constraint PostgreSQL names for UNIQUE (workspace_id, slug) (migrations/001_init.sql).
   const slugConstraint = `${table}_workspace_id_slug_key`;
 
   // The versions read or written here lately (see find): validated against the stored stamp at
   // every read, so an entry is never answered after another replica's write.
   const held = new RowCache<StoredVersion<T>>(HELD_VERSIONS_BYTES);
-  const toRecord = (row: Row) => versionOfRow<T>(row);
   const byId = async (sql: Sql, workspaceId: string, id: string) => {
-    const row = await sql.row<Row>(`SELECT ${selectCols} FROM ${table} WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
-    return row ? toRecord(row) : null;
+    const row = await sql.row<Row>(`SELECT id, workspace_id, slug, version, stamp_us, document FROM ${table} WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+    return row ? versionOfRow<T>(row) : null;
   };
-
   const columnValues = (doc: T) => extra.map((c) => spec.columns[c]!(doc));
-
 
   const createTx = async (sql: Sql, workspaceId: string, id: string, doc: T, opts: CreateOptions, more: W | undefined): Promise<CreateOutcome<T>> => {
     // Creates in one workspace take turns from here to their commit: the count and the free slug
@@ -90,11 +112,10 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
     // Past the stored stamp even when this server's clock is behind the one that wrote it.
     const stampMicros = Math.max(row.now_us, row.stamp_us + 1);
     const { doc: final, json } = stamped(doc, stampMicros, row.slug);
-    const values = columnValues(final);
     const updated = await sql.count(
       `UPDATE ${table} SET version = version + 1, stamp_us = $3, document = $4${extra.map((c, i) => `, ${c} = $${i + 5}`).join('')}
        WHERE id = $1 AND stamp_us = $2`,
-      [id, expected, stampMicros, json, ...values],
+      [id, expected, stampMicros, json, ...columnValues(final)],
     );
     // Another writer's UPDATE committed between the read and this one (which waited for it, then found the stamp moved).
     if (updated !== 1) return { ok: false, current: await byId(sql, workspaceId, id) };
@@ -103,36 +124,14 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
   };
 
   return {
-    /**
-     * `ref` is an id (UUID) or a slug. Always asks the database; when this process holds the
-     * version the database has (same id, same stamp), the database sends the stamp without the
-     * document and the held version is answered: its parse, its encoded reply and the views built
-     * from it are reused. A version written on another replica has another stamp: it is sent whole.
-     */
-    find: async (workspaceId: string, ref: string): Promise<DocumentRecord<T> | null> => {
-      if (holdsNul(ref)) return null;
-      const byUuid = isUuid(ref) ? ref.toLowerCase() : undefined;
-      const heldId = byUuid ?? held.idOfSlug(workspaceId, ref);
-      const known = heldId === undefined ? undefined : held.get(workspaceId, heldId);
-      const [column, value] = byUuid ? ['id', byUuid] : ['slug', ref];
-      const row = await db.row<Row | (Omit<Row, 'document'> & { document: null })>(
-        `SELECT id, workspace_id, slug, version, stamp_us, CASE WHEN id = $3 AND stamp_us = $4 THEN NULL ELSE document END AS document
-         FROM ${table} WHERE workspace_id = $1 AND ${column} = $2`,
-        [workspaceId, value, known?.id ?? null, known?.stampMicros ?? null],
-      );
-      if (!row) return null;
-      if (row.document === null) return known as StoredVersion<T>;
-      const record = toRecord(row);
-      held.set(record);
-      return record;
-    },
+    find: heldFind<T>(db, table, held),
     /** Inserts a new document (version 1). With deriveSlug, `doc.slug` is a base to make unique. */
     create: async (workspaceId: string, id: string, doc: T, opts: CreateOptions, more?: W): Promise<CreateOutcome<T>> => {
       try {
         return await db.transaction((sql) => createTx(sql, workspaceId, id, doc, opts, more));
       } catch (err) {
         // The backstop: a slug inserted by a writer that did not take the lock. Another unique
-        // violation (an id already used) is a fault, as in SQLite.
+        // violation (an id already used) is a fault.
         if (isUniqueViolation(err) && (err as { constraint?: string }).constraint === slugConstraint) return { ok: false, reason: 'slug_taken' };
         throw err;
       }

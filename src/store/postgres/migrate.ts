@@ -2,39 +2,33 @@
 // sequence of their own) that the database has not applied yet. Replicas starting together take a
 // session-level advisory lock first: one applies each migration, in its own transaction, and the
 // others wait, then find it applied.
-import fs from 'node:fs';
-import path from 'node:path';
 import { pgMigrationsDir } from '../../paths';
+import { migrationsIn, pendingMigrations } from '../shared/migrations';
 import type { PgDatabase } from './database';
 
 /** The advisory lock's key: any constant that no other lock of this database uses ('build-api' as a number). */
 export const MIGRATION_LOCK_KEY = 0x6275696c64;
 
 export async function migratePg(db: PgDatabase, dir: string = pgMigrationsDir): Promise<number[]> {
-  const files = fs
-    .readdirSync(dir)
-    .filter((f) => /^\d+_[a-z0-9_]+\.sql$/.test(f))
-    .sort();
+  const all = migrationsIn(dir);
   const client = await db.pool.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied_at text NOT NULL)`);
-    const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+    const done = (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version);
     const applied: number[] = [];
-    for (const file of files) {
-      const version = Number(file.split('_', 1)[0]);
-      if (done.has(version)) continue;
+    for (const migration of pendingMigrations(all, done)) {
       await client.query('BEGIN');
       try {
-        await client.query(fs.readFileSync(path.join(dir, file), 'utf8'));
-        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [version, file, new Date().toISOString()]);
+        await client.query(migration.sql);
+        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [migration.version, migration.name, new Date().toISOString()]);
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK');
-        throw new Error(`migration ${file} failed: ${(err as Error).message}`);
+        throw new Error(`migration ${migration.name} failed: ${(err as Error).message}`);
       }
-      applied.push(version);
+      applied.push(migration.version);
     }
     return applied;
   } finally {

@@ -32,6 +32,19 @@ interface Connection {
   work: Promise<void>;
 }
 
+function deliverTo(listeners: ((payload: string | null) => void)[] | undefined, payload: string | null): void {
+  for (const listener of listeners ?? []) {
+    try {
+      listener(payload);
+    } catch {
+      // A listener's failure is its own: it must not stop the others, nor throw into pg's socket handler.
+    }
+  }
+}
+
+/** Capped exponential back-off with jitter, so that replicas do not all reconnect at once. */
+const backOffMs = (failures: number, firstMs: number, maxMs: number) => Math.min(maxMs, firstMs * 2 ** Math.min(failures, 20)) * (0.5 + Math.random() / 2);
+
 export function listenForNotifications(url: string, opts: ListenOptions = {}): Notifications {
   const firstRetryMs = opts.firstRetryMs ?? 250;
   const maxRetryMs = opts.maxRetryMs ?? 15_000;
@@ -41,15 +54,7 @@ export function listenForNotifications(url: string, opts: ListenOptions = {}): N
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
 
-  const deliver = (channel: string, payload: string | null) => {
-    for (const listener of listeners.get(channel) ?? []) {
-      try {
-        listener(payload);
-      } catch {
-        // A listener's failure is its own: it must not stop the others, nor throw into pg's socket handler.
-      }
-    }
-  };
+  const deliver = (channel: string, payload: string | null) => deliverTo(listeners.get(channel), payload);
 
   /** LISTENs, after what `conn` is doing, on the channels not yet listened on it (a Map's iteration also visits channels added meanwhile). */
   const listenAll = (conn: Connection): Promise<void> =>
@@ -69,10 +74,7 @@ export function listenForNotifications(url: string, opts: ListenOptions = {}): N
       .then(() => conn.client.end())
       .catch(() => undefined);
     if (closed) return;
-    // Capped exponential back-off with jitter, so that replicas do not all reconnect at once.
-    const wait = Math.min(maxRetryMs, firstRetryMs * 2 ** Math.min(failures, 20)) * (0.5 + Math.random() / 2);
-    failures++;
-    timer = setTimeout(connect, wait);
+    timer = setTimeout(connect, backOffMs(failures++, firstRetryMs, maxRetryMs));
     timer.unref(); // waiting to reconnect keeps no process alive
   };
 

@@ -1,10 +1,10 @@
 // Opens the SQLite file with the settings every part of the store relies on, and applies the
-// numbered migrations in src/store/migrations that it has not applied yet.
+// numbered migrations in src/store/sqlite/migrations that it has not applied yet.
 import fs from 'node:fs';
-import path from 'node:path';
 import Database from 'better-sqlite3';
 import { openInDataDirectory } from '../../data-directory/data-directory';
 import { migrationsDir } from '../../paths';
+import { migrationsIn, pendingMigrations } from '../shared/migrations';
 
 export type Db = Database.Database;
 
@@ -59,25 +59,18 @@ export function walSync(db: Db): WalSync | null {
  * one (the second waits, then finds them applied). Returns the versions this call applied.
  */
 export function migrate(db: Db, dir: string = migrationsDir): number[] {
-  const files = fs
-    .readdirSync(dir)
-    .filter((f) => /^\d+_[a-z0-9_]+\.sql$/.test(f))
-    .sort();
+  const all = migrationsIn(dir);
   return db
     .transaction(() => {
       db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
         version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`);
-      const done = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
       const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-      const applied: number[] = [];
-      for (const file of files) {
-        const version = Number(file.split('_', 1)[0]);
-        if (done.has(version)) continue;
-        db.exec(fs.readFileSync(path.join(dir, file), 'utf8'));
-        record.run(version, file, new Date().toISOString());
-        applied.push(version);
+      const pending = pendingMigrations(all, db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
+      for (const migration of pending) {
+        db.exec(migration.sql);
+        record.run(migration.version, migration.name, new Date().toISOString());
       }
-      return applied;
+      return pending.map((m) => m.version);
     })
     .immediate();
 }

@@ -2,6 +2,7 @@
 // whole document as JSON, and writes that are compare-and-set on the stored stamp. Each write runs
 // synchronously in its own savepoint of a group commit (group-commit.ts), so it lands whole or not at
 // all, and no other write can slip in between the stamp check and the update.
+import type Database from 'better-sqlite3';
 import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
 import type { StampClock } from '../../domain/stamps';
@@ -10,6 +11,8 @@ import type { CreateOptions, CreateOutcome, DocumentRecord, ListVersion, Replace
 import { chooseSlug, newVersion, stamped, StoredVersion, versionOfRow, type DocumentRow } from '../shared/documents';
 import { ListCache } from '../shared/list-cache';
 import { RowCache } from '../shared/row-cache';
+
+type Statement = Database.Statement<unknown[]>;
 
 /**
  * The document text the row cache of each table may hold (UTF-16 code units, about bytes for JSON).
@@ -32,15 +35,10 @@ export interface DocumentTableSpec<T extends { slug?: string; updated_at?: strin
   afterRemove?: (id: string) => void;
 }
 
-export function createDocumentTable<T extends { slug?: string; updated_at?: string }, W = undefined, L = unknown>(
-  db: Db,
-  commit: GroupCommit,
-  clock: StampClock,
-  spec: DocumentTableSpec<T, W>,
-) {
+/** The statements of one document table (its extra columns named by the spec). */
+function documentStatements(db: Db, spec: Pick<DocumentTableSpec<never>, 'table' | 'columns' | 'listSql'>) {
   const { table } = spec;
   const extra = Object.keys(spec.columns);
-  const columnValues = (doc: T) => Object.fromEntries(extra.map((c) => [c, spec.columns[c]!(doc)]));
   const selectCols = 'id, workspace_id, slug, version, stamp_us, document';
   const byId = db.prepare(`SELECT ${selectCols} FROM ${table} WHERE workspace_id = ? AND id = ?`);
   const bySlug = db.prepare(`SELECT ${selectCols} FROM ${table} WHERE workspace_id = ? AND slug = ?`);
@@ -58,25 +56,46 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
   );
   const remove = db.prepare(`DELETE FROM ${table} WHERE workspace_id = ? AND id = ?`);
   const listOf = db.prepare(spec.listSql).pluck();
+  return { byId, bySlug, versionOf, slugTaken, count, insert, update, remove, listOf };
+}
 
-  const toRecord = (row: DocumentRow) => versionOfRow<T>(row);
-
-  const cache = new RowCache<StoredVersion<T>>(ROW_CACHE_BYTES);
-  // Writes only drop lists, and a dropped list is rebuilt from the table: a group that fails to commit leaves none wrong.
-  const lists = new ListCache<L>(LIST_CACHE_BYTES);
-  commit.onRollback(() => cache.clear());
-  const find = (workspaceId: string, ref: string): DocumentRecord<T> | null => {
+/** A lookup by id or slug that answers from the row cache, and fills it from the table. */
+function cachedFind<T>(cache: RowCache<StoredVersion<T>>, byId: Statement, bySlug: Statement) {
+  return (workspaceId: string, ref: string): DocumentRecord<T> | null => {
     const byUuid = isUuid(ref) ? ref.toLowerCase() : undefined;
     const id = byUuid ?? cache.idOfSlug(workspaceId, ref);
     let record = id === undefined ? undefined : cache.get(workspaceId, id);
     if (!record) {
       const row = (byUuid ? byId.get(workspaceId, byUuid) : bySlug.get(workspaceId, ref)) as DocumentRow | undefined;
       if (!row) return null;
-      record = toRecord(row);
+      record = versionOfRow<T>(row);
       cache.set(record);
     }
     return record;
   };
+}
+
+export function createDocumentTable<T extends { slug?: string; updated_at?: string }, W = undefined, L = unknown>(
+  db: Db,
+  commit: GroupCommit,
+  clock: StampClock,
+  spec: DocumentTableSpec<T, W>,
+) {
+  const extra = Object.keys(spec.columns);
+  const columnValues = (doc: T) => Object.fromEntries(extra.map((c) => [c, spec.columns[c]!(doc)]));
+  const { byId, bySlug, versionOf, slugTaken, count, insert, update, remove, listOf } = documentStatements(db, spec);
+
+  /** What is stored under the id now (a compare-and-set that lost answers with it). */
+  const stored = (workspaceId: string, id: string): ReplaceOutcome<T> => {
+    const current = byId.get(workspaceId, id) as DocumentRow | undefined;
+    return { ok: false, current: current ? versionOfRow<T>(current) : null };
+  };
+
+  const cache = new RowCache<StoredVersion<T>>(ROW_CACHE_BYTES);
+  // Writes only drop lists, and a dropped list is rebuilt from the table: a group that fails to commit leaves none wrong.
+  const lists = new ListCache<L>(LIST_CACHE_BYTES);
+  commit.onRollback(() => cache.clear());
+  const find = cachedFind<T>(cache, byId, bySlug);
 
   // createTx and replaceTx are the writes' work: each runs in its own savepoint (commit.run), whole or not at all.
   const createTx = (workspaceId: string, id: string, doc: T, opts: CreateOptions, extra: W | undefined): CreateOutcome<T> => {
@@ -93,18 +112,14 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
 
   const replaceTx = (workspaceId: string, id: string, expectedStampMicros: number, doc: T, extra: W | undefined): ReplaceOutcome<T> => {
     const row = versionOf.get(workspaceId, id) as Pick<DocumentRow, 'slug' | 'version' | 'stamp_us'> | undefined;
-    if (!row || row.stamp_us !== expectedStampMicros) {
-      const current = byId.get(workspaceId, id) as DocumentRow | undefined;
-      return { ok: false, current: current ? toRecord(current) : null };
-    }
+    if (!row || row.stamp_us !== expectedStampMicros) return stored(workspaceId, id);
     const stampMicros = clock.next(row.stamp_us);
     const { doc: final, json } = stamped(doc, stampMicros, row.slug);
     // The compare-and-set itself is this UPDATE's count; the read above only refuses early. (Inside
     // the group's write transaction nothing else can change the row in between; the guarantee does
     // not rest on that.)
     if (update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, document: json, ...columnValues(final) }).changes !== 1) {
-      const current = byId.get(workspaceId, id) as DocumentRow | undefined;
-      return { ok: false, current: current ? toRecord(current) : null };
+      return stored(workspaceId, id);
     }
     lists.drop(workspaceId);
     spec.afterWrite?.(id, final, extra, workspaceId);

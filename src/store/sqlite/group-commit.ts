@@ -39,6 +39,8 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 /** A committed group whose writers wait for an fsync. */
 type Group = { batch: Pending[]; outcomes: Outcome[] };
 
+// This function is long because its parts are one state machine: the queues of each
+// acknowledgement, the fsync in flight and the drain at close read and change the same variables.
 export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupCommit {
   const pending: Record<Ack, Pending[]> = { durable: [], visible: [] };
   const rollbackListeners: (() => void)[] = [];

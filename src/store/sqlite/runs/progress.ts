@@ -1,5 +1,6 @@
 // What a worker writes of the run it holds on SQLite: progress, more credits, its end, its parking.
 // Each write names the status it expects (running), so a run another path ended keeps that end.
+// The workers' writes are acknowledged once committed, not once on disk (see shared/ack.ts).
 import type { Parking, ProgressOutcome, RunEnd, RunEventInput, RunProgress } from '../../port';
 import { awaitingApprovalEvent, finalEvent } from '../../shared/runs';
 import { FINISH_RUN, HOLD_CALL, PARK_RUN } from '../../shared/statements';
@@ -72,7 +73,6 @@ export function sqliteRunProgress(ctx: RunContext): RunProgress {
     return 'parked';
   };
 
-  // The workers' writes are acknowledged once committed, not once on disk (see Ack in group-commit.ts).
   return {
     saveState: (id, current) => ctx.announcing(id, commit.run(() => saveStateTx(id, current), 'visible')),
     reserveMore: (id, amount) => commit.run(() => reserveMoreTx(id, amount), 'visible'),

@@ -19,6 +19,9 @@ export const NEXT_QUEUED_SQL = `SELECT id FROM runs WHERE status = 'queued' AND 
 export const ABANDONED_SQL = `SELECT id, workspace_id, credits_reserved, credits_spent FROM runs WHERE status = 'running'
   AND (lease_expires_at IS NULL OR lease_expires_at < @now OR (@self IS NOT NULL AND lease_owner IS NOT @self))`;
 
+/** A queued run's claim by a worker, under its lease. */
+const CLAIM = `UPDATE runs SET status = 'running', started_at = @now, lease_owner = @owner, lease_expires_at = @until WHERE id = @id AND status = 'queued'`;
+
 type RunningCredits = Pick<RunRow, 'id' | 'workspace_id' | 'credits_reserved' | 'credits_spent'>;
 
 /** The lease columns of a claim made now. */
@@ -28,14 +31,9 @@ export function sqliteRunQueue(ctx: RunContext): RunQueue {
   const { db, commit, events, recent } = ctx;
   const byId = db.prepare('SELECT * FROM runs WHERE id = ?');
   const nextQueued = db.prepare(NEXT_QUEUED_SQL).pluck();
-  const markRunning = db.prepare(
-    `UPDATE runs SET status = 'running', started_at = @now, lease_owner = @owner, lease_expires_at = @until WHERE id = @id AND status = 'queued'`,
-  );
+  const markRunning = db.prepare(CLAIM);
   // The claim of a run handed over in memory: conditional on its status and on its workspace's cap.
-  const claimIfFair = db.prepare(
-    `UPDATE runs SET status = 'running', started_at = @now, lease_owner = @owner, lease_expires_at = @until WHERE id = @id AND status = 'queued'
-       AND (SELECT COUNT(*) FROM runs AS r WHERE r.status = 'running' AND r.workspace_id = runs.workspace_id) < @cap`,
-  );
+  const claimIfFair = db.prepare(`${CLAIM} AND (SELECT COUNT(*) FROM runs AS r WHERE r.status = 'running' AND r.workspace_id = runs.workspace_id) < @cap`);
   const renew = db.prepare(`UPDATE runs SET lease_expires_at = @until WHERE id = @id AND status = 'running' AND lease_owner = @owner`);
   const abandoned = db.prepare(ABANDONED_SQL);
   const heldBy = db.prepare(`SELECT id, workspace_id, credits_reserved, credits_spent FROM runs WHERE status = 'running' AND lease_owner = ?`);
