@@ -61,12 +61,18 @@ export interface Adapter {
   open(): Promise<OpenedStore>;
 }
 
+/** The store with a close that closes it once (a case may close a store itself; the adapter closes what is left). */
+function closingOnce(store: Store): Store {
+  let closed: Promise<void> | null = null;
+  return { ...store, close: () => (closed ??= store.close()) };
+}
+
 async function openSqlite(): Promise<OpenedStore> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-store-suite-'));
   const file = path.join(dir, 'store.db');
   const stores: Store[] = [];
   const open = () => {
-    const store = openSqliteStore(file);
+    const store = closingOnce(openSqliteStore(file));
     stores.push(store);
     return store;
   };
@@ -85,7 +91,7 @@ async function openPostgres(): Promise<OpenedStore> {
   const database = await createPgDatabase();
   const stores: Store[] = [];
   const open = async () => {
-    const store = await openPostgresStore(database.url, { poolSize: 8 });
+    const store = closingOnce(await openPostgresStore(database.url, { poolSize: 8 }));
     stores.push(store);
     return store;
   };
