@@ -1,4 +1,5 @@
-// Unit tests (pure code) and integration tests (the app over HTTP on a temporary SQLite file).
+// Unit tests (pure code), integration tests (the app over HTTP on a temporary SQLite file) and the
+// store contract suite (both adapters).
 // Type checking is `npm run typecheck`'s job; ts-jest only transpiles here, which keeps runs fast.
 const transform = { '^.+\\.ts$': ['ts-jest', { diagnostics: false }] };
 
@@ -24,6 +25,14 @@ module.exports = {
       testEnvironment: 'node',
       transform,
       testMatch: ['<rootDir>/test/reliability/**/*.test.ts'],
+    },
+    {
+      // The store contract suite: every port method's behaviour, each case on both adapters (SQLite
+      // and PostgreSQL: test/store/adapters.ts), with the PostgreSQL-only races as further cases.
+      displayName: 'store',
+      testEnvironment: 'node',
+      transform,
+      testMatch: ['<rootDir>/test/store/**/*.test.ts'],
     },
   ],
 };

@@ -1,3 +1,6 @@
+// The SQLite adapter's own machinery: migrations, the group commit, the caches it keeps in memory
+// (rows, lists, recent runs) checked against its tables, and its query plans. What the store does
+// through its interface, on both adapters, is the store contract suite's (test/store).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,7 +16,7 @@ import { ListCache } from '../../src/store/shared/list-cache';
 import { BudgetedMap } from '../../src/store/shared/budgeted-map';
 import { storedTriggersOf } from '../../src/domain/agent';
 import { createSqliteStore } from '../../src/store/sqlite';
-import { StampClock, formatStamp } from '../../src/domain/stamps';
+import { StampClock } from '../../src/domain/stamps';
 import type { Agent } from '../../src/domain/types';
 import { minimalAgent } from '../helpers/fixtures';
 
@@ -34,24 +37,6 @@ test('migrations apply once and are recorded; the file uses WAL', () => {
   expect(db.prepare('SELECT version FROM schema_migrations').pluck().all()).toEqual(Array.from({ length: files }, (_, i) => i + 1));
   expect(migrate(db)).toEqual([]);
   db.close();
-});
-
-test('replace is compare-and-set on the stamp, and stamps and versions grow', async () => {
-  const clock = new StampClock(() => 1_000_000);
-  const store = createSqliteStore(openDatabase(path.join(dir, 'b.db')), clock);
-  const created = await store.agents.create('ws', 'id-1', agent('id-1', 'a'), { deriveSlug: false, limit: 10 }, []);
-  if (!created.ok) throw new Error('create failed');
-  expect(created.record.document.updated_at).toBe(formatStamp(1_000_000));
-
-  const first = await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, name: 'B' }, []);
-  expect(first).toMatchObject({ ok: true, record: { version: 2, stampMicros: 1_000_001 } });
-
-  const stale = await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, name: 'C' }, []);
-  expect(stale.ok).toBe(false);
-  expect(!stale.ok && stale.current?.document.name).toBe('B');
-
-  expect(await store.agents.replace('other-ws', 'id-1', 1_000_001, created.record.document, [])).toEqual({ ok: false, current: null });
-  void store.close();
 });
 
 test('trigger rows follow the document (a replace reads them from the document: storedTriggersOf)', async () => {
@@ -79,47 +64,8 @@ test('trigger rows follow the document (a replace reads them from the document: 
   void store.close();
 });
 
-test('a connection list read again after an upsert shows the upsert', async () => {
-  const store = createSqliteStore(openDatabase(path.join(dir, 'k.db')), new StampClock());
-  expect(await store.connections.list('ws')).toEqual([]);
-  await store.connections.upsert('ws', { ref: 'main', app: 'kv', label: null, status: 'connected' });
-  expect(await store.connections.list('ws')).toEqual([{ ref: 'main', app: 'kv', label: null, status: 'connected' }]);
-  await store.connections.upsert('ws', { ref: 'main', app: 'kv', label: 'Main', status: 'expired' });
-  expect(await store.connections.list('ws')).toEqual([{ ref: 'main', app: 'kv', label: 'Main', status: 'expired' }]);
-  void store.close();
-});
-
-test('a workspace starts with the initial credits; set overrides', async () => {
-  const store = createSqliteStore(openDatabase(path.join(dir, 'd.db')), new StampClock());
-  expect(await store.workspaces.credits('ws', 1000)).toBe(1000);
-  expect(await store.workspaces.credits('ws', 5)).toBe(1000);
-  await store.workspaces.setCredits('ws', 7);
-  expect(await store.workspaces.credits('ws', 1000)).toBe(7);
-  void store.close();
-});
-
 /** The claims these tests make, as a runner would. */
 const lease = { owner: 'test-runner', ms: 60_000 };
-
-test('a queued run is claimed once, whether by id (handed over) or as the oldest queued', async () => {
-  const store = createSqliteStore(openDatabase(path.join(dir, 'c.db')), new StampClock());
-  const queue = (id: string) =>
-    store.runs.accept(
-      { id, kind: 'workflow', workspaceId: 'ws', startedBy: 'u', targetId: 'wf', targetVersion: 1, source: 'test', request: { input: {} }, snapshotJson: '{}', state: {}, minimumCost: 1, initialCredits: 10 },
-      () => 'refused',
-    );
-  await queue('run-a');
-  await queue('run-b');
-  // Both claims of run-a in one group: the first one queued wins.
-  const [byId, oldest] = await Promise.all([store.runs.claim('run-a', lease, 64), store.runs.claimNext(lease, 64)]);
-  expect(byId).toBe(true);
-  expect(oldest!.id).toBe('run-b');
-  expect(await store.runs.claim('run-a', lease, 64)).toBe(false);
-  expect(await store.runs.claim('run-b', lease, 64)).toBe(false);
-  expect(await store.runs.claimNext(lease, 64)).toBeNull();
-  expect((await store.runs.find('run-a'))!).toMatchObject({ status: 'running', started_at: expect.any(String) });
-  void store.close();
-});
 
 test('a run read back from memory is the row in the table after every write (accept, claim, progress, more credits, end, refusal, interrupted)', async () => {
   const file = path.join(dir, 'r.db');
@@ -284,24 +230,6 @@ describe('group commit with the WAL synced on the side', () => {
   });
 });
 
-test('reads served from the row cache follow every write: replace, remove, a new document under a freed slug', async () => {
-  const store = createSqliteStore(openDatabase(path.join(dir, 'r.db')), new StampClock());
-  const created = await store.workflows.create('ws', '11111111-1111-4111-8111-111111111111', { kind: 'service.workflow/v1', slug: 'w', name: 'One', steps: [] } as never, { limit: 10 });
-  if (!created.ok) throw new Error('create failed');
-  expect((await store.workflows.find('ws', 'w'))?.document.name).toBe('One'); // now cached, by slug and id
-  const replaced = await store.workflows.replace('ws', created.record.id, created.record.stampMicros, { ...created.record.document, name: 'Two' });
-  expect(replaced.ok).toBe(true);
-  expect((await store.workflows.find('ws', 'w'))?.document.name).toBe('Two');
-  expect((await store.workflows.find('ws', created.record.id))?.version).toBe(2);
-  expect(await store.workflows.remove('ws', created.record.id)).toBe(true);
-  expect(await store.workflows.find('ws', 'w')).toBeNull();
-  expect(await store.workflows.find('ws', created.record.id)).toBeNull();
-  await store.workflows.create('ws', '22222222-2222-4222-8222-222222222222', { kind: 'service.workflow/v1', slug: 'w', name: 'Three', steps: [] } as never, { limit: 10 });
-  expect((await store.workflows.find('ws', 'w'))?.id).toBe('22222222-2222-4222-8222-222222222222');
-  expect(await store.workflows.find('other-ws', 'w')).toBeNull();
-  void store.close();
-});
-
 test('the row cache holds at most its byte budget, dropping the least recently read rows', () => {
   const cache = new RowCache<{ id: string; workspaceId: string; slug: string; json: string }>(25);
   const row = (id: string) => ({ id, workspaceId: 'ws', slug: `s-${id}`, json: '0123456789' });
@@ -424,85 +352,11 @@ test('empty lists count against the list budget too', () => {
   expect(cache.get('w4', () => '[]')).toBe(lists[3]);
 });
 
-test('lists served from memory follow every write of their workspace (create, replace, remove) and only those', async () => {
-  const file = path.join(dir, 'lists.db');
-  const store = createSqliteStore(openDatabase(file), new StampClock());
-  /** The lists as another connection reads them from the table. */
-  const fromTable = async () => {
-    const fresh = createSqliteStore(openDatabase(file), new StampClock());
-    try {
-      return { agents: JSON.parse((await fresh.agents.list('ws')).json), workflows: JSON.parse((await fresh.workflows.list('ws')).json) };
-    } finally {
-      fresh.close();
-    }
-  };
-  const lists = async () => ({ agents: JSON.parse((await store.agents.list('ws')).json), workflows: JSON.parse((await store.workflows.list('ws')).json) });
-  const workflow = (slug: string, name: string) => ({ kind: 'service.workflow/v1', slug, name, enabled: true, steps: [] }) as never;
-
-  expect(await lists()).toEqual({ agents: [], workflows: [] });
-  const otherWorkspace = await store.agents.list('other-ws');
-  const created = await store.agents.create('ws', 'id-1', agent('id-1', 'a'), { deriveSlug: false, limit: 10 }, []);
-  if (!created.ok) throw new Error('create failed');
-  const flow = await store.workflows.create('ws', '11111111-1111-4111-8111-111111111111', workflow('w', 'One'), { limit: 10 });
-  if (!flow.ok) throw new Error('create failed');
-  expect(await lists()).toEqual(await fromTable());
-  expect((await lists()).agents.map((a: { slug: string }) => a.slug)).toEqual(['a']);
-
-  const held = await store.agents.list('ws');
-  expect(await store.agents.list('ws')).toBe(held); // no write since: the same list
-  await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, name: 'Renamed', status: 'active' }, []);
-  await store.workflows.replace('ws', flow.record.id, flow.record.stampMicros, { ...flow.record.document, name: 'Two', enabled: false });
-  expect(await lists()).toEqual(await fromTable());
-  expect((await lists()).agents[0]).toMatchObject({ name: 'Renamed', status: 'active' });
-  expect((await lists()).workflows[0]).toMatchObject({ name: 'Two', enabled: false, version: 2 });
-
-  expect(await store.workflows.remove('ws', flow.record.id)).toBe(true);
-  expect(await lists()).toEqual({ agents: (await fromTable()).agents, workflows: [] });
-  expect(await store.agents.list('other-ws')).toBe(otherWorkspace); // another workspace's writes leave it alone
-  void store.close();
-});
-
-test('kv.list by prefix finds keys whose next character is outside the BMP, and only keys with the prefix', async () => {
-  const store = createSqliteStore(openDatabase(path.join(dir, 'kv.db')), new StampClock());
-  const keys = ['a', 'a\u{1F600}', 'a\u{10FFFF}x', 'a\uffff', 'a\u{E000}', 'ab', 'b', '\u{10FFFF}', '\u{10FFFF}\u{10FFFF}', 'a\u{10FFFF}'];
-  for (const key of keys) await store.kv.set('ws', key, 1);
-  expect(await store.kv.list('ws', 'a', 100)).toEqual(['a', 'ab', 'a\u{E000}', 'a\uffff', 'a\u{1F600}', 'a\u{10FFFF}', 'a\u{10FFFF}x']);
-  expect(await store.kv.list('ws', 'a\u{1F600}', 100)).toEqual(['a\u{1F600}']);
-  expect(await store.kv.list('ws', '\u{10FFFF}', 100)).toEqual(['\u{10FFFF}', '\u{10FFFF}\u{10FFFF}']);
-  expect(await store.kv.list('ws', '', 100)).toHaveLength(keys.length);
+// (Lists by prefix through the store, on both adapters: test/store/kv.test.ts.)
+test('prefixUpperBound: the least string above every string with the prefix (past the surrogates; none for an empty or all-U+10FFFF prefix)', () => {
   expect(prefixUpperBound('a')).toBe('b');
   expect(prefixUpperBound('a\u{D7FF}')).toBe('a\u{E000}');
   expect(prefixUpperBound('a\u{10FFFF}')).toBe('b');
   expect(prefixUpperBound('\u{10FFFF}')).toBeNull();
   expect(prefixUpperBound('')).toBeNull();
-  void store.close();
-});
-
-test('progress, more credits and an end only change a running run: a run ended by another path keeps its end and its refund', async () => {
-  const store = createSqliteStore(openDatabase(path.join(dir, 'g.db')), new StampClock());
-  const balance = () => store.workspaces.credits('ws', 10);
-  const now = new Date().toISOString();
-  await store.runs.accept(
-    { id: 'r1', kind: 'workflow', workspaceId: 'ws', startedBy: 'u', targetId: 'doc', targetVersion: 1, source: 'test', request: {}, snapshotJson: '{}', state: { at: 'start' }, minimumCost: 3, initialCredits: 10 },
-    () => 'refused',
-  );
-  expect(await balance()).toBe(7);
-  // Not yet running: nothing moves.
-  expect(await store.runs.saveState('r1', () => ({ state: { at: 'early' }, spent: 1 }))).toBe('not_running');
-  expect(await store.runs.finish('r1', 'succeeded', null, { at: 'early' }, 1, now)).toBe(false);
-  expect(await store.runs.find('r1')).toMatchObject({ status: 'queued', state: '{"at":"start"}', credits_spent: 0 });
-  await store.runs.claim('r1', lease, 64);
-  expect(await store.runs.saveState('r1', () => ({ state: { at: 'one' }, spent: 1 }))).toBe('saved');
-  expect(await store.runs.recoverAbandoned('interrupted', 'the runner of a later start')).toBe(1); // refunds the 2 unspent
-  expect(await balance()).toBe(9);
-  // The worker, unaware, reports progress, asks for more and ends the run: none of it lands.
-  expect(await store.runs.saveState('r1', () => ({ state: { at: 'two' }, spent: 2 }))).toBe('not_running');
-  expect(await store.runs.reserveMore('r1', 1)).toBe(false);
-  expect(await store.runs.finish('r1', 'succeeded', null, { at: 'end' }, 2, now)).toBe(false);
-  expect(await store.runs.find('r1')).toMatchObject({ status: 'failed', error: 'interrupted', state: '{"at":"one"}', credits_spent: 1, credits_reserved: 1 });
-  expect(await balance()).toBe(9); // refunded once, charged nothing more
-  const reopened = createSqliteStore(openDatabase(path.join(dir, 'g.db')), new StampClock());
-  expect(await reopened.runs.find('r1')).toMatchObject({ status: 'failed', state: '{"at":"one"}', credits_spent: 1 });
-  void reopened.close();
-  void store.close();
 });
