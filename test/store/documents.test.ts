@@ -197,10 +197,7 @@ describe.each(adapters)('$name: documents', (adapter) => {
       expect((await parsed(store.workflows.list(ws)))[2]).toEqual({ slug: 'c-nul', name: 'NUL \u0000 in a workflow', enabled: true, version: 1, updated_at: nul.updatedAt });
     });
 
-    // DIVERGENCE: a lone surrogate in a name lists as three U+FFFD on SQLite (its column keeps the
-    // invalid UTF-8 bytes better-sqlite3 writes, ED A0 80, and json_object reads each back as one) and
-    // as one U+FFFD on PostgreSQL (postgres/documents.ts listName, whose comment says SQLite's column does the same).
-    it.skip('a name with a lone surrogate lists as U+FFFD (no text either database holds); the document keeps it', async () => {
+    it('a name with a lone surrogate lists as U+FFFD (no text either database holds); the document keeps it', async () => {
       const ws = workspace();
       const record = await createAgent(store, ws, agent('lone', { name: 'Lone \ud800 surrogate' }));
       expect((await parsed(store.agents.list(ws)))[0]!.name).toBe('Lone \ufffd surrogate');

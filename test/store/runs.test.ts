@@ -99,9 +99,7 @@ describe.each(adapters)('$name: runs', (adapter) => {
       expect(await eventTypes(store, ids[0]!)).toEqual(['run.queued', 'run.started']);
     });
 
-    // DIVERGENCE: the row claimNext returns is a RunRow on PostgreSQL (its columns, listed), but the
-    // whole table row on SQLite (SELECT *: lease_owner, lease_expires_at, agent_slug, agent_name too).
-    it.skip('claimNext returns a RunRow: its members and no others (no lease columns)', async () => {
+    it('claimNext returns a RunRow: its members and no others (no lease columns)', async () => {
       const id = unique('row');
       await queue(store, newRun(id, { workspaceId: workspace() }));
       const row = (await store.runs.claimNext(lease('w'), 10))!;

@@ -8,7 +8,7 @@ import { agentSchedules, workflowSchedules } from '../../domain/triggers';
 import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../../domain/types';
 import { isUuid } from '../../ids';
 import type { AgentRepository, ConnectionRepository, CreateOptions, CreateOutcome, DocumentRecord, ListVersion, ReplaceOutcome, SecretRow, Serialized, WorkflowRepository, WorkspaceRepository } from '../port';
-import { chooseSlug, newVersion, stamped, StoredVersion, versionOfRow, type DocumentRow } from '../shared/documents';
+import { chooseSlug, listedName, newVersion, stamped, StoredVersion, versionOfRow, type DocumentRow } from '../shared/documents';
 import { RowCache } from '../shared/row-cache';
 import { triggerPlan } from '../shared/triggers';
 import { isUniqueViolation, type PgDatabase, type Sql } from './database';
@@ -27,7 +27,7 @@ const NOW_US = '(extract(epoch from clock_timestamp()) * 1000000)::bigint';
 export const holdsNul = (text: string): boolean => text.includes('\u0000');
 
 /** The name column's text: U+0000 (which it cannot hold) becomes U+FFFD; the list then reads the name from the document (see listName). */
-const nameColumn = (name: string): string => name.replaceAll('\u0000', '\uFFFD');
+const nameColumn = (name: string): string => listedName(name).replaceAll('\u0000', '\uFFFD');
 
 type Row = DocumentRow;
 
@@ -152,8 +152,7 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
 /** The list's name: the column, or the document's when the column could not hold it (U+0000: see nameColumn). */
 function listName(row: { name: string; document: string | null }): string {
   if (row.document === null) return row.name;
-  // What SQLite's column holds: the name as UTF-8 (a lone surrogate becomes U+FFFD, as the column's does).
-  return Buffer.from((JSON.parse(row.document) as { name: string }).name, 'utf8').toString('utf8');
+  return listedName((JSON.parse(row.document) as { name: string }).name);
 }
 
 /** The name column, and the document where that column had to change the name (rare: only then is the document read). */

@@ -77,3 +77,9 @@ export function newVersion<T>(workspaceId: string, id: string, doc: T, slug: str
 export function versionOfRow<T>(row: DocumentRow): StoredVersion<T> {
   return new StoredVersion<T>(row.id, row.workspace_id, row.slug, row.version, row.stamp_us, row.document as Serialized<T>);
 }
+
+/**
+ * A document's name as its list shows it: as UTF-8, so a lone surrogate (which no database text
+ * holds) becomes U+FFFD, on both stores alike. The document itself keeps the name as written.
+ */
+export const listedName = (name: string): string => Buffer.from(name, 'utf8').toString('utf8');

@@ -18,3 +18,15 @@ export function prefixUpperBound(prefix: string): string | null {
   }
   return null;
 }
+
+/**
+ * Whether a key can be stored: no U+0000, which PostgreSQL's text cannot hold. Both adapters treat
+ * such a key alike: no entry has it (get, list, delete find nothing) and a set of it is refused.
+ */
+export const storableKey = (key: string): boolean => !key.includes('\u0000');
+
+export class UnstorableKeyError extends Error {
+  constructor() {
+    super('kv: a key cannot contain U+0000 (NUL)');
+  }
+}

@@ -130,3 +130,9 @@ export const DECIDED_STATE = `UPDATE runs SET state = @state,
     status = CASE WHEN @resume = 1 THEN 'queued' ELSE status END,
     approval_expires_at = CASE WHEN @resume = 1 THEN NULL ELSE approval_expires_at END
   WHERE id = @id AND status = 'awaiting_approval'`;
+
+/** A RunRow's columns, explicitly: never the lease columns nor the projection's agent columns, which are the adapter's own. */
+export const RUN_COLUMNS = [
+  ...['id', 'kind', 'workspace_id', 'started_by', 'target_id', 'target_version', 'status', 'source', 'trigger_id', 'request', 'snapshot', 'step_agents', 'state'],
+  ...['credits_reserved', 'credits_spent', 'error', 'accepted_at', 'started_at', 'finished_at', 'cancel_requested_at', 'cancelled_by', 'approval_expires_at'],
+] as const;

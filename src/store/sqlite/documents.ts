@@ -5,6 +5,7 @@ import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } fro
 import { agentSchedules, workflowSchedules } from '../../domain/triggers';
 import type { StampClock } from '../../domain/stamps';
 import type { AgentRepository, ConnectionRepository, SecretRow, WorkflowRepository, WorkspaceRepository } from '../port';
+import { listedName } from '../shared/documents';
 import { triggerPlan } from '../shared/triggers';
 import type { Db } from './database';
 import { createDocumentTable } from './document-table';
@@ -31,7 +32,7 @@ export function agentRepository(db: Db, commit: GroupCommit, clock: StampClock):
     maxSlugLength: 160,
     listSql: `SELECT json_group_array(json_object('id', id, 'slug', slug, 'name', name, 'status', status, 'updated_at', ${STAMP_SQL}))
       FROM (SELECT id, slug, name, status, stamp_us FROM agents WHERE workspace_id = ? ORDER BY slug)`,
-    columns: { name: (doc) => doc.name, status: (doc) => doc.status },
+    columns: { name: (doc) => listedName(doc.name), status: (doc) => doc.status },
     // Trigger rows follow the document (see shared/triggers.ts).
     afterWrite: (agentId, doc, secrets = [], workspaceId) => {
       schedules.sync(workspaceId, agentId, agentSchedules(doc), Date.now());
@@ -66,7 +67,7 @@ export function workflowRepository(db: Db, commit: GroupCommit, clock: StampCloc
     maxSlugLength: 80,
     listSql: `SELECT json_group_array(json_object('slug', slug, 'name', name, 'enabled', json(CASE enabled WHEN 1 THEN 'true' ELSE 'false' END), 'version', version, 'updated_at', ${STAMP_SQL}))
       FROM (SELECT slug, name, enabled, version, stamp_us FROM workflows WHERE workspace_id = ? ORDER BY slug)`,
-    columns: { name: (doc) => doc.name, enabled: (doc) => (doc.enabled ? 1 : 0) },
+    columns: { name: (doc) => listedName(doc.name), enabled: (doc) => (doc.enabled ? 1 : 0) },
     // The workflow's schedule row follows it, like an agent's (see scheduleSync).
     afterWrite: (id, doc, _extra, workspaceId) => schedules.sync(workspaceId, id, workflowSchedules(id, doc), Date.now()),
     afterRemove: (id) => schedules.removeOwner(id),

@@ -3,15 +3,12 @@
 // any replica (recoverAbandoned), never run twice.
 import type { Lease, RunQueue, RunRow } from '../../port';
 import { finalEvent, STARTED_EVENT } from '../../shared/runs';
+import { RUN_COLUMNS } from '../../shared/statements';
 import { DB_NOW } from '../run-events';
 import { credit, type PgRunContext, type Tx } from './context';
 
-/** A RunRow's columns, explicitly (never the lease columns: lease_expires_at would come back as a Date). */
-const runColumns = (t: string) =>
-  ['id', 'kind', 'workspace_id', 'started_by', 'target_id', 'target_version', 'status', 'source', 'trigger_id', 'request', 'snapshot', 'step_agents', 'state']
-    .concat(['credits_reserved', 'credits_spent', 'error', 'accepted_at', 'started_at', 'finished_at', 'cancel_requested_at', 'cancelled_by', 'approval_expires_at'])
-    .map((c) => `${t}.${c}`)
-    .join(', ');
+/** A RunRow's columns (lease_expires_at would come back as a Date). */
+const runColumns = (t: string) => RUN_COLUMNS.map((c) => `${t}.${c}`).join(', ');
 
 /**
  * A lease's end, `ms` (a parameter) from now by the database's clock: clock_timestamp(), the time

@@ -2,6 +2,7 @@
 // live worker holds (at start, after a crash, at shutdown).
 import type { Lease, RunQueue, RunRow } from '../../port';
 import { finalEvent, STARTED_EVENT } from '../../shared/runs';
+import { RUN_COLUMNS } from '../../shared/statements';
 import type { RunContext } from './context';
 
 /**
@@ -29,7 +30,7 @@ const leaseOf = (lease: Lease, now: string) => ({ owner: lease.owner, until: new
 
 export function sqliteRunQueue(ctx: RunContext): RunQueue {
   const { db, commit, events, recent } = ctx;
-  const byId = db.prepare('SELECT * FROM runs WHERE id = ?');
+  const byId = db.prepare(`SELECT ${RUN_COLUMNS.join(', ')} FROM runs WHERE id = ?`);
   const nextQueued = db.prepare(NEXT_QUEUED_SQL).pluck();
   const markRunning = db.prepare(CLAIM);
   // The claim of a run handed over in memory: conditional on its status and on its workspace's cap.
