@@ -159,7 +159,8 @@ function listName(row: { name: string; document: string | null }): string {
 const NAME_SQL = 'name, CASE WHEN strpos(name, chr(65533)) > 0 THEN document END AS document';
 
 // Lists are built here, not by PostgreSQL: its json_agg and json_build_object put spaces in the
-// text (`{"id" : …}, \n {…}`), and these are the exact bytes SQLite's json_object gives, stamps by formatStamp.
+// text (`{"id" : …}, \n {…}`); JSON.stringify gives the compact bytes the list cases of the store's
+// contract suite expect of both adapters (test/store/documents.test.ts), stamps by formatStamp.
 async function agentList(db: PgDatabase, workspaceId: string): Promise<ListVersion<AgentListItem[]>> {
   type ListRow = { id: string; slug: string; name: string; document: string | null; status: string; stamp_us: number };
   const rows = await db.rows<ListRow>(`SELECT id, slug, ${NAME_SQL}, status, stamp_us FROM agents WHERE workspace_id = $1 ORDER BY slug`, [workspaceId]);

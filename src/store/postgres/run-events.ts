@@ -1,4 +1,4 @@
-// A run's events in PostgreSQL (see store/run-events.ts): numbered from 1 per run without gaps,
+// A run's events in PostgreSQL (as sqlite/run-events.ts): numbered from 1 per run without gaps,
 // appended inside the transaction of the change they report, at most RUN_EVENTS_LIMIT per run and
 // beyond it only the final event.
 //

@@ -1,4 +1,4 @@
-// The writes a schedule's due time makes (see scheduleWrites in store/schedules.ts), shared by the
+// The writes a schedule's due time makes (as scheduleWrites in sqlite/schedules.ts), shared by the
 // schedule repository and the runs' accept (a fire lands with its run). Which replica handles a
 // due time is decided by the conditional advance: under READ COMMITTED a second UPDATE of the row
 // waits for the first to commit, then finds next_due_at moved and changes nothing (0 rows).

@@ -106,7 +106,7 @@ export function pgRunQueue(ctx: PgRunContext): RunQueue {
       );
       return rows.map((r) => r.id);
     },
-    // `self` is SQLite's (see the port): here a lease is held by whoever keeps renewing it.
+    // `self` concerns SQLite only (see the port): here a lease is held by whoever keeps renewing it.
     // Asked every second by every replica and almost always with nothing to do: a read says so
     // without a transaction. SKIP LOCKED: a run another replica is recovering, or whose worker is
     // writing it right now, is left to them (the next pass sees it again if it is still abandoned).
