@@ -1,46 +1,33 @@
-// Idempotency keys on PostgreSQL (see store/idempotency.ts): the first request with a key claims
-// its row by one conditional upsert, so of concurrent first requests on any replicas one claims it.
-import type { BeginOutcome, IdempotencyKey, IdempotencyRepository, StoredReply } from '../port';
+// Idempotency keys on PostgreSQL (see shared/idempotency.ts), for any number of replicas.
+import type { BeginOutcome, IdempotencyKey, IdempotencyRepository } from '../port';
+import { CLAIM_KEY, COMPLETE_KEY, READ_KEY, RELEASE_KEY, replyOf, type KeyRow } from '../shared/idempotency';
+import { numbered } from '../shared/statements';
 import type { PgDatabase } from './database';
 
-/** The key's columns as the first four parameters. */
-const keyParams = (k: IdempotencyKey) => [k.workspaceId, k.userId, k.operation, k.key];
-const KEY_MATCHES = 'workspace_id = $1 AND user_id = $2 AND operation = $3 AND key = $4';
+const claimKey = numbered(CLAIM_KEY);
+const readKey = numbered(READ_KEY);
+const completeKey = numbered(COMPLETE_KEY);
+const releaseKey = numbered(RELEASE_KEY);
 
-type Row = { fingerprint: string; status: number | null; headers: string | null; body: string | null };
-
-const replyOf = (row: Row): StoredReply | null =>
-  row.status === null ? null : { status: row.status, headers: JSON.parse(row.headers as string) as Record<string, string>, body: row.body as string };
+const keyParams = (k: IdempotencyKey) => ({ workspaceId: k.workspaceId, userId: k.userId, operation: k.operation, key: k.key });
 
 export function pgIdempotencyRepository(db: PgDatabase): IdempotencyRepository {
   return {
     begin: (key, fingerprint, now, lockedUntil, expiredBefore) =>
       db.transaction(async (sql): Promise<BeginOutcome> => {
-        // A new row, or an expired or abandoned one taken over. When the WHERE refuses, PostgreSQL
-        // still locks the row it conflicted with: it cannot go (a release) before the read below.
-        const claimed = await sql.count(
-          `INSERT INTO idempotency_keys (workspace_id, user_id, operation, key, fingerprint, created_at, locked_until)
-           VALUES ($1, $2, $3, $4, $5, $6, $7)
-           ON CONFLICT (workspace_id, user_id, operation, key) DO UPDATE SET fingerprint = excluded.fingerprint,
-             created_at = excluded.created_at, locked_until = excluded.locked_until, status = NULL, headers = NULL, body = NULL
-           WHERE idempotency_keys.created_at < $8 OR (idempotency_keys.status IS NULL AND idempotency_keys.locked_until < $6)`,
-          [...keyParams(key), fingerprint, now, lockedUntil, expiredBefore],
-        );
+        // When the claim's WHERE refuses, PostgreSQL still locks the row it conflicted with: it
+        // cannot go (a release) before the read below.
+        const claimed = await sql.count(claimKey.text, claimKey.values({ ...keyParams(key), fingerprint, now, lockedUntil, expiredBefore }));
         if (claimed === 1) return { outcome: 'claimed' };
-        const row = (await sql.row<Row>(`SELECT fingerprint, status, headers, body FROM idempotency_keys WHERE ${KEY_MATCHES}`, keyParams(key)))!;
+        const row = (await sql.row<KeyRow>(readKey.text, readKey.values(keyParams(key))))!;
         return { outcome: 'held', fingerprint: row.fingerprint, reply: replyOf(row) };
       }),
     complete: async (key, fingerprint, reply) => {
-      await db.count(`UPDATE idempotency_keys SET status = $6, headers = $7, body = $8 WHERE ${KEY_MATCHES} AND fingerprint = $5 AND status IS NULL`, [
-        ...keyParams(key),
-        fingerprint,
-        reply.status,
-        JSON.stringify(reply.headers),
-        reply.body,
-      ]);
+      const params = { ...keyParams(key), fingerprint, status: reply.status, headers: JSON.stringify(reply.headers), body: reply.body };
+      await db.count(completeKey.text, completeKey.values(params));
     },
     release: async (key, fingerprint) => {
-      await db.count(`DELETE FROM idempotency_keys WHERE ${KEY_MATCHES} AND fingerprint = $5 AND status IS NULL`, [...keyParams(key), fingerprint]);
+      await db.count(releaseKey.text, releaseKey.values({ ...keyParams(key), fingerprint }));
     },
     // By ctid (PostgreSQL has no rowid); the age is checked again on the row deleted, so a key
     // claimed anew meanwhile (a newer created_at) stays.

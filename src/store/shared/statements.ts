@@ -136,3 +136,15 @@ export const RUN_COLUMNS = [
   ...['id', 'kind', 'workspace_id', 'started_by', 'target_id', 'target_version', 'status', 'source', 'trigger_id', 'request', 'snapshot', 'step_agents', 'state'],
   ...['credits_reserved', 'credits_spent', 'error', 'accepted_at', 'started_at', 'finished_at', 'cancel_requested_at', 'cancelled_by', 'approval_expires_at'],
 ] as const;
+
+/** A scheduler's claim of a due time: the schedule moves from @expected to @next; 0 rows when another process moved it first. */
+export const ADVANCE_SCHEDULE = `UPDATE schedules SET next_due_at = @next WHERE id = @id AND next_due_at = @expected`;
+
+export const INSERT_FIRE = `INSERT INTO schedule_fires (schedule_id, due_at, outcome, run_id, detail, recorded_at) VALUES (@id, @due, @outcome, @run, @detail, @now)`;
+
+/** A due time recorded with its run; a poll's due time has its row already (outcome `polling`), which the run's outcome replaces. */
+export const RECORD_FIRE = `${INSERT_FIRE}
+  ON CONFLICT (schedule_id, due_at) DO UPDATE SET outcome = excluded.outcome, run_id = excluded.run_id, detail = excluded.detail
+  WHERE schedule_fires.outcome = 'polling'`;
+
+export const MARK_FIRED = `UPDATE schedules SET last_fired_at = @now, last_run_id = @run WHERE id = @id`;

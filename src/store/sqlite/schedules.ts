@@ -5,9 +5,9 @@
 import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
 import type { DeclaredSchedule } from '../../domain/triggers';
-import { FIRES_KEPT, type FireRecord, type ScheduleClaim, type ScheduledFire, type ScheduleRepository, type ScheduleRow } from '../port';
+import { type FireRecord, type ScheduleClaim, type ScheduledFire, type ScheduleRepository, type ScheduleRow } from '../port';
 import { schedulePlan } from '../shared/schedules';
-import { DUE_FAIRLY } from '../shared/statements';
+import { ADVANCE_SCHEDULE, DUE_FAIRLY, INSERT_FIRE, MARK_FIRED, RECORD_FIRE, TRIM_FIRES } from '../shared/statements';
 import { triggerStatusVersions } from './trigger-status';
 
 
@@ -16,25 +16,17 @@ import { triggerStatusVersions } from './trigger-status';
 /** The writes a claim makes, shared by the schedule repository and the runs' accept (a fire lands with its run). */
 export function scheduleWrites(db: Db, commit: GroupCommit) {
   const versions = triggerStatusVersions(db, commit);
-  const advance = db.prepare('UPDATE schedules SET next_due_at = @next WHERE id = @id AND next_due_at = @expected');
-  const insertFire = db.prepare('INSERT INTO schedule_fires (schedule_id, due_at, outcome, run_id, detail, recorded_at) VALUES (?, ?, ?, ?, ?, ?)');
-  // A poll's due time has its row already (outcome `polling`): the run's outcome replaces it.
-  const recordFire = db.prepare(
-    `INSERT INTO schedule_fires (schedule_id, due_at, outcome, run_id, detail, recorded_at) VALUES (@id, @due, @outcome, @run, @detail, @now)
-     ON CONFLICT (schedule_id, due_at) DO UPDATE SET outcome = excluded.outcome, run_id = excluded.run_id, detail = excluded.detail
-     WHERE schedule_fires.outcome = 'polling'`,
-  );
-  const markFired = db.prepare('UPDATE schedules SET last_fired_at = @at, last_run_id = @run WHERE id = @id');
-  const trimFires = db.prepare(
-    `DELETE FROM schedule_fires WHERE schedule_id = @id
-       AND due_at < (SELECT due_at FROM schedule_fires WHERE schedule_id = @id ORDER BY due_at DESC LIMIT 1 OFFSET ${FIRES_KEPT - 1})`,
-  );
+  const advance = db.prepare(ADVANCE_SCHEDULE);
+  const insertFire = db.prepare(INSERT_FIRE);
+  const recordFire = db.prepare(RECORD_FIRE);
+  const markFired = db.prepare(MARK_FIRED);
+  const trimFires = db.prepare(TRIM_FIRES);
   const pollChanged = db.prepare('UPDATE schedules SET last_output_hash = @hash, failures = 0, last_error = NULL WHERE id = @id AND last_output_hash IS @seen');
   return {
     /** Moves the schedule on and records its decisions; false, writing nothing, when another process moved it first. */
     claim(claim: ScheduleClaim, now: string): boolean {
       if (advance.run({ id: claim.id, expected: claim.expectedDue, next: claim.next }).changes !== 1) return false;
-      for (const f of claim.fires) insertFire.run(claim.id, f.dueAt, f.outcome, f.runId ?? null, f.detail ?? null, now);
+      for (const f of claim.fires) insertFire.run({ id: claim.id, due: f.dueAt, outcome: f.outcome, run: f.runId ?? null, detail: f.detail ?? null, now });
       trimFires.run({ id: claim.id }); // before the fire this claim may add: at most FIRES_KEPT + 1
       versions.bumpPoll(claim.id); // a poll's next_fire_at moved
       return true;
@@ -50,7 +42,7 @@ export function scheduleWrites(db: Db, commit: GroupCommit) {
       if (recordFire.run({ id, due: fire.dueAt, outcome, run: runId, detail, now }).changes !== 1) {
         throw new Error(`schedule ${id}: due time ${fire.dueAt} was recorded already`); // rolls the run back with it
       }
-      markFired.run({ id, at: now, run: runId });
+      markFired.run({ id, now, run: runId });
     },
   };
 }
