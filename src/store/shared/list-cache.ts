@@ -1,6 +1,5 @@
-// Each workspace's list of agents or workflows, as JSON built by SQLite, as the last read built it:
-// building it (a JSON object and a formatted stamp per document, ~200 µs for 100) was most of a
-// list's cost. Like the row cache (row-cache.ts), it relies on this process being the only writer
+// Each workspace's list of agents or workflows, as JSON, as the last read built it: building it (a
+// JSON object and a formatted stamp per document) is most of a list's cost. Like the row cache (row-cache.ts), it relies on this process being the only writer
 // of the documents: every write of a workspace's documents drops its list inside the write's
 // transaction (the next read builds it from the committed rows; a drop is never wrong, so a group
 // that fails to commit needs nothing more). Bounded by what the lists hold (see sizeOf); the list

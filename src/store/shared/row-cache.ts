@@ -1,6 +1,6 @@
 // The documents that reads asked for lately, by id, with their slugs, bounded by the bytes of their
-// JSON (least recently read go first). Reads are most of the traffic and the SQLite lookup of an
-// 8 KiB document was the largest cost of a read left in the profile. With SQLite, this process is
+// JSON (least recently read go first). Reads are most of the traffic, and looking a whole document
+// up and parsing it again is most of a read's work (docs/benchmarks.md). With SQLite, this process is
 // the only writer of these tables, and every write replaces or drops the rows it touches inside its
 // own transaction (and a group that fails to commit clears the cache), so a row here is always the
 // committed one and is answered as is. With PostgreSQL, other replicas write too: an entry is only

@@ -8,9 +8,9 @@
 // the disk and nothing is acknowledged before it is on disk.
 //
 // A committed group is visible to reads before its fsync returns (as with any WAL commit before
-// the caller hears back); only its writers wait. (Flushing every write on setImmediate, before
-// the workers' writes were `visible`, added a whole I/O phase to each of their awaits: workflow
-// runs fell from 224 to 48 executions/s. See docs/benchmarks.md.)
+// the caller hears back); only its writers wait. Visible writes are flushed as soon as the running
+// code is done, not a turn of the event loop later: a run worker awaits each of its writes in turn,
+// and an I/O phase per await is what a run would then cost (docs/benchmarks.md).
 import type { Ack } from '../shared/ack';
 import type { Db, WalSync } from './database';
 
@@ -51,7 +51,7 @@ export function createGroupCommit(db: Db, wal: WalSync | null = null): GroupComm
   let syncing: { settled: boolean; covered: Group[] } | null = null;
   // Called inside the group's transaction, better-sqlite3 makes this a SAVEPOINT.
   const inSavepoint = db.transaction((work: () => unknown) => work());
-  // The group's transaction, made once (db.transaction builds four wrappers per call: 2 % of a run).
+  // The group's transaction, made once: db.transaction builds its wrappers on every call.
   const inGroup = db.transaction((batch: Pending[], outcomes: Outcome[]) => {
     for (const item of batch) {
       try {
