@@ -17,7 +17,7 @@
 // --only runs the baselines and the scenarios whose names start with the prefix (no doc update);
 // --cpu-prof runs the service under `node --cpu-prof` and writes its profile to <dir> on exit
 // (summarise it with scripts/profile-summary.js); --against compares another built checkout's
-// service with this one in alternating rounds (see compare()).
+// service with this one in alternating rounds (see compare()), on the first store --stores names.
 'use strict';
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -707,26 +707,38 @@ function expressRow(runs) {
  * server CPU per operation and the medians. For deciding whether a change is worth keeping.
  */
 async function compare(otherRoot) {
+  // The first of --stores: `--stores postgres` compares the two on PostgreSQL (a database each on
+  // one throwaway cluster), otherwise on SQLite files.
+  const store = STORES[0] ?? { name: 'SQLite', kind: 'sqlite', replicas: 1 };
+  const cluster = store.kind === 'postgres' ? await startCluster({ durable: true }) : null;
   const dirs = [fs.mkdtempSync(path.join(os.tmpdir(), 'build-bench-a-')), fs.mkdtempSync(path.join(os.tmpdir(), 'build-bench-b-'))];
-  const services = [await startService(otherRoot, dirs[0]), await startService(root, dirs[1])];
+  const urls = cluster ? [await createDatabase(cluster.url, 'bench_a'), await createDatabase(cluster.url, 'bench_b')] : [null, null];
+  const services = [await startService(otherRoot, dirs[0], urls[0], store.replicas), await startService(root, dirs[1], urls[1], store.replicas)];
   const scenarios = services.map(scenariosOf);
   const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
-  for (let s = 0; s < scenarios[0].length; s++) {
-    const cpu = [[], []];
-    const rps = [[], []];
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const side of round % 2 ? [1, 0] : [0, 1]) {
-        const { result, cpuPerOp } = await measure(services[side].child.pid, scenarios[side][s][1], round === 0);
-        cpu[side].push(cpuPerOp);
-        rps[side].push(result.rps);
+  console.log(`A: ${otherRoot}  B: ${root}  store: ${store.name}`);
+  try {
+    for (let s = 0; s < scenarios[0].length; s++) {
+      if (!selected(scenarios[0][s][0])) continue;
+      const cpu = [[], []];
+      const rps = [[], []];
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const side of round % 2 ? [1, 0] : [0, 1]) {
+          const { result, cpuPerOp } = await measure(services[side].pids, scenarios[side][s][1], round === 0);
+          cpu[side].push(cpuPerOp);
+          rps[side].push(result.rps);
+        }
       }
+      const [a, b] = cpu.map(median);
+      const [ra, rb] = rps.map(median);
+      console.log(`${scenarios[0][s][0]}: server CPU µs/op A ${cpu[0].map(Math.round).join(' ')} | B ${cpu[1].map(Math.round).join(' ')}`);
+      console.log(`  median A ${Math.round(a)} µs/op (${Math.round(ra)}/s)  B ${Math.round(b)} µs/op (${Math.round(rb)}/s)  B vs A: CPU ${(((b - a) / a) * 100).toFixed(1)}%, rate ${(((rb - ra) / ra) * 100).toFixed(1)}%`);
     }
-    const [a, b] = cpu.map(median);
-    console.log(`${scenarios[0][s][0]}: server CPU µs/op A ${cpu[0].map(Math.round).join(' ')} | B ${cpu[1].map(Math.round).join(' ')}`);
-    console.log(`  median A ${Math.round(a)} (${Math.round(median(rps[0]))}/s)  B ${Math.round(b)} (${Math.round(median(rps[1]))}/s)  B vs A ${(((b - a) / a) * 100).toFixed(1)}%`);
+  } finally {
+    for (const service of services) await service.stop();
+    await cluster?.stop();
+    for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   }
-  for (const service of services) await service.stop();
-  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
 }
 
 /** The non-2xx column: a scenario that expects a status says whether every response had it. */
