@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { auth, UnauthorizedError, type AuthOptions } from 'express-oauth2-jwt-bearer';
 import { ApiError } from '../errors';
-import type { Principal } from '../services/context';
+import type { Principal } from '../domain/principal';
 import { IssuerUnavailableError, type KeySource } from './key-source';
 import type { Jwks } from './local-issuer';
 

@@ -13,7 +13,7 @@ import { nulRefused } from './body';
 import type { Principal, ServiceContext } from '../services/context';
 import type { EventStream, Handlers, OperationId } from './handlers/types';
 import type { LoadedSpec } from './spec';
-import { describeValidationErrors } from './validation-errors';
+import { describeValidationErrors } from '../domain/validation-errors';
 import { useFastStringLength } from './string-length';
 
 export type Reply = { status: number; headers?: Record<string, string> } & (
