@@ -19,13 +19,12 @@ import { resolveInput } from '../domain/workflow';
 import { describeProblems, type Agent, type Trigger } from '../domain/types';
 import { ApiError } from '../errors';
 import type { Logger } from '../log';
-import { initialAgentState } from '../runtime/agent-loop';
 import { invokeTool } from '../runtime/tools';
 import { renderBudget, type RunLimits } from '../runtime/limits';
 import type { HttpToolOptions } from '../runtime/tools/types';
-import { initialWorkflowState } from '../runtime/workflow-executor';
 import type { FireRow, ScheduleClaim, ScheduleRow } from '../store';
 import type { ServiceContext } from './context';
+import { agentRun, workflowRun } from './run-builders';
 import { acceptRun, agentsOfSteps, type RunToAccept } from './runs';
 
 /** Missed due times recorded one by one, at most (beyond, the oldest are not recorded). */
@@ -92,23 +91,8 @@ export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Sch
     if (!agent) return void (await failed(claim, dueAt, 'the agent no longer exists'));
     const doc: Agent = agent.document;
     const prompt = doc.schedule.prompt ?? `Scheduled run (${row.cron}, ${row.timezone}) due at ${iso(dueAt)}.`;
-    await start(
-      {
-        kind: 'agent',
-        workspaceId: row.workspace_id,
-        startedBy: `schedule:${row.id}`,
-        targetId: agent.id,
-        targetVersion: agent.version,
-        source: 'schedule',
-        request: { prompt, schedule: { due_at: iso(dueAt) } },
-        snapshot: agent,
-        agent: { slug: doc.slug, name: doc.name },
-        state: initialAgentState(),
-        minimumCost: 1,
-      },
-      claim,
-      dueAt,
-    );
+    const origin = { workspaceId: row.workspace_id, startedBy: `schedule:${row.id}`, source: 'schedule' };
+    await start(agentRun(agent, { prompt, schedule: { due_at: iso(dueAt) } }, origin), claim, dueAt);
   }
 
   async function fireWorkflowSchedule(row: ScheduleRow, claim: ScheduleClaim, dueAt: number): Promise<void> {
@@ -124,23 +108,8 @@ export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Sch
       if (err instanceof ApiError) return void (await failed(claim, dueAt, err.message));
       throw err;
     }
-    await start(
-      {
-        kind: 'workflow',
-        workspaceId: row.workspace_id,
-        startedBy: `schedule:${row.id}`,
-        targetId: workflow.id,
-        targetVersion: workflow.version,
-        source: 'schedule',
-        request: { input },
-        snapshot: workflow,
-        stepAgents,
-        state: initialWorkflowState(workflow.document),
-        minimumCost: workflow.document.steps.length,
-      },
-      claim,
-      dueAt,
-    );
+    const origin = { workspaceId: row.workspace_id, startedBy: `schedule:${row.id}`, source: 'schedule' };
+    await start(workflowRun(workflow, input, stepAgents, origin), claim, dueAt);
   }
 
   /**
@@ -199,21 +168,17 @@ export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Sch
     }
     const input = { output: detected.output, previous_output_hash: row.last_output_hash };
     const intro = trigger.prompt ?? `The poll trigger '${trigger.name}' saw new output from ${trigger.tool}.`;
-    const { outcome } = await acceptRun(ctx, {
-      kind: 'agent',
-      workspaceId: row.workspace_id,
-      startedBy: `poll:${trigger.id}`,
-      targetId: agent.id,
-      targetVersion: agent.version,
-      source: 'poll',
-      triggerId: trigger.id,
-      fire: { kind: 'poll', scheduleId: row.id, dueAt, seenHash: row.last_output_hash, newHash: hash },
-      request: { prompt: `${intro}\n\nDetector output:\n${JSON.stringify(detected.output)}`, input },
-      snapshot: agent,
-      agent: { slug: agent.document.slug, name: agent.document.name },
-      state: initialAgentState(),
-      minimumCost: 1,
-    });
+    const request = { prompt: `${intro}\n\nDetector output:\n${JSON.stringify(detected.output)}`, input };
+    const { outcome } = await acceptRun(
+      ctx,
+      agentRun(agent, request, {
+        workspaceId: row.workspace_id,
+        startedBy: `poll:${trigger.id}`,
+        source: 'poll',
+        triggerId: trigger.id,
+        fire: { kind: 'poll', scheduleId: row.id, dueAt, seenHash: row.last_output_hash, newHash: hash },
+      }),
+    );
     if (outcome.status === 'raced') logger.debug({ schedule: row.id }, 'the poll output changed under this poll');
   }
 
