@@ -133,6 +133,27 @@ class VerifiedTokens {
  */
 export type Authenticate = (req: Request, res: Response, query: Record<string, unknown>) => Principal | ApiError | Promise<Principal>;
 
+/** The refusals of a request, each with its WWW-Authenticate challenge. */
+function refusals(resourceMetadataUrl: string) {
+  // The three challenges, built once (each 401/403 carries one).
+  const headersFor = (c: Challenge) => ({ 'WWW-Authenticate': challengeHeader(resourceMetadataUrl, c) });
+  const challenges: Record<Challenge, Record<string, string>> = {
+    none: headersFor('none'),
+    invalid_token: headersFor('invalid_token'),
+    insufficient_scope: headersFor('insufficient_scope'),
+  };
+  const unauthorized = (message: string, challenge: Challenge) => new ApiError(401, message, {}, challenges[challenge]);
+  // The refusals that say the same every time, built once (an ApiError carries no stack and is never changed).
+  return {
+    unauthorized,
+    forbidden: new ApiError(403, `the token has no Build authorization: scope "${BUILD_SCOPE}" is required`, {}, challenges.insufficient_scope),
+    tokenInQuery: unauthorized('access_token in the query string is refused; send the token in the Authorization header', 'invalid_token'),
+    missingToken: unauthorized('missing bearer token: send Authorization: Bearer <token>', 'none'),
+    notBearer: unauthorized('Authorization: must be "Bearer <token>"', 'invalid_token'),
+    notJwt: unauthorized('invalid token: not a JWT', 'invalid_token'),
+  };
+}
+
 export function createBearerAuth(opts: BearerOptions): Authenticate {
   const verifiers = new WeakMap<Jwks, RequestHandler>();
   const verifierFor = (jwks: Jwks): RequestHandler => {
@@ -143,20 +164,7 @@ export function createBearerAuth(opts: BearerOptions): Authenticate {
     }
     return verifier;
   };
-  // The three challenges, built once (each 401/403 carries one).
-  const headersFor = (c: Challenge) => ({ 'WWW-Authenticate': challengeHeader(opts.resourceMetadataUrl, c) });
-  const challenges: Record<Challenge, Record<string, string>> = {
-    none: headersFor('none'),
-    invalid_token: headersFor('invalid_token'),
-    insufficient_scope: headersFor('insufficient_scope'),
-  };
-  const unauthorized = (message: string, challenge: Challenge) => new ApiError(401, message, {}, challenges[challenge]);
-  // The refusals that say the same every time, built once (an ApiError carries no stack and is never changed).
-  const forbidden = new ApiError(403, `the token has no Build authorization: scope "${BUILD_SCOPE}" is required`, {}, challenges.insufficient_scope);
-  const tokenInQuery = unauthorized('access_token in the query string is refused; send the token in the Authorization header', 'invalid_token');
-  const missingToken = unauthorized('missing bearer token: send Authorization: Bearer <token>', 'none');
-  const notBearer = unauthorized('Authorization: must be "Bearer <token>"', 'invalid_token');
-  const notJwt = unauthorized('invalid token: not a JWT', 'invalid_token');
+  const { unauthorized, forbidden, tokenInQuery, missingToken, notBearer, notJwt } = refusals(opts.resourceMetadataUrl);
   const verified = new VerifiedTokens();
   // The Authorization header a connection last sent, with its verified token: a client sends the
   // same header on every request of a keep-alive connection, and comparing it costs far less than
