@@ -7,7 +7,6 @@ import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './http/server'
 import { DEFAULT_RUN_LIMITS, type RunLimits } from './runtime/limits';
 import { parseSecretKeys } from './services/secret-box';
 
-
 export interface AuthConfig {
   /** null: the server is its own issuer (key pair in the data directory). */
   issuer: string | null;

@@ -1,4 +1,4 @@
-// Semantic checks (DESIGN §5): the rules a document must meet beyond its JSON schema. Shared by
+// Semantic checks (docs/documents.md): the rules a document must meet beyond its JSON schema. Shared by
 // validate, create and replace, so all three report a document the same way. Pure: the caller
 // gathers what the workspace has (catalog, connections, agents, limits) into References.
 import type { AppDefinition, ToolDefinition } from './catalog';
