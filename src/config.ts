@@ -1,14 +1,11 @@
 // Environment → one typed, validated Config. A bad value stops start-up with a one-line message
 // that names the variable, so an operator can fix it without reading code.
 import path from 'node:path';
-import type { components } from '../generated/api';
 import { trimEnd } from './domain/text';
+import type { WorkspaceLimits } from './domain/types';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './http/server';
 import { DEFAULT_RUN_LIMITS, type RunLimits } from './runtime/limits';
 import { parseSecretKeys } from './services/secret-box';
-
-/** The workspace limits the catalog reports (DESIGN §6); the same numbers are enforced on writes. */
-export type WorkspaceLimits = components['schemas']['WorkspaceLimits'];
 
 export interface AuthConfig {
   /** null: the server is its own issuer (key pair in the data directory). */

@@ -7,7 +7,8 @@ export class ApiError extends Error {
   readonly headers: Record<string, string>;
 
   constructor(status: number, message: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
-    // These are answers, not bugs: no stack trace is captured (that was 6% of the 401 path's time).
+    // These are answers, not bugs: no stack trace is captured, as none is ever shown and capturing
+    // one is work on every refusal, the unauthenticated ones included (docs/benchmarks.md).
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     super(message);

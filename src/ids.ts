@@ -1,6 +1,6 @@
 // Time-ordered UUIDs (version 7, RFC 9562 §5.7) for rows that are inserted all the time, such as
 // runs: a random (version 4) primary key puts each insert on a random page of the key's index, so
-// every commit rewrote pages all over it; keys that grow with time append at its right edge
+// every commit would rewrite pages all over it; keys that grow with time append at its right edge
 // (docs/benchmarks.md). 48 bits of Unix milliseconds, then 74 random bits; the id is still only a
 // name — who may read a run is decided by its workspace and starter, never by knowing its id.
 import { randomFillSync } from 'node:crypto';

@@ -1,7 +1,8 @@
 // Structured JSON logs (pino). Tokens and secrets never reach a log line by construction: the
 // service logs only fields it picks (request lines carry the path without its query string, with
-// webhook paths masked), never headers or bodies; test/reliability checks it. (pino's `redact` was
-// tried as a second net: it cost 11 % of the 401 path and caught nothing the fields could hold.)
+// webhook paths masked), never headers or bodies; test/reliability checks it. (pino's `redact` is
+// not used as a second net: it would add its cost to every line, the 401 path's included, and
+// could catch nothing the picked fields can hold; docs/benchmarks.md.)
 import pino, { type Logger } from 'pino';
 
 export type { Logger } from 'pino';

@@ -1,4 +1,4 @@
-// Bearer-token verification for every /api/build route (DESIGN §4). express-oauth2-jwt-bearer checks
+// Bearer-token verification for every /api/build route (docs/auth.md; its place among the checks: docs/errors.md). express-oauth2-jwt-bearer checks
 // signature, algorithm (asymmetric only: no `none`, no HS*), issuer, audience and time claims; this
 // module decides everything around it: tokens only from the Authorization header, keys from a
 // KeySource (503 when the issuer is unreachable), the principal's claims, the `build` scope (403), and
@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { auth, UnauthorizedError, type AuthOptions } from 'express-oauth2-jwt-bearer';
 import { ApiError } from '../errors';
-import type { Principal } from '../services/context';
+import type { Principal } from '../domain/principal';
 import { IssuerUnavailableError, type KeySource } from './key-source';
 import type { Jwks } from './local-issuer';
 
@@ -95,8 +95,8 @@ interface Verified {
 
 /**
  * Tokens that verified, by the SHA-256 of the token (this cache keeps no token), until their
- * `exp`: a client sends the same token many times, and the signature check and the library's work
- * around it were the largest cost of a read. Bounded; the oldest entries go first.
+ * `exp`: a client sends the same token many times, and checking a signature (with the library's
+ * work around it) costs far more than a hash and a lookup. Bounded; the oldest entries go first.
  */
 class VerifiedTokens {
   private readonly entries = new Map<string, Verified>();
@@ -128,10 +128,31 @@ class VerifiedTokens {
  * The principal of a request, or the ApiError (401/403/503) that refuses it. Synchronous when the
  * token was verified before or is refused without a check (the common cases: no promise, no extra
  * turn of the event loop), a promise otherwise (rejected with the refusal). A synchronous refusal is
- * returned, not thrown: a throw from the HTTP parser's callback makes V8 record where it was thrown
- * (the throw was 7 % of the 401 path).
+ * returned, not thrown: a throw from the HTTP parser's callback makes V8 record where it was thrown,
+ * work a refusal does not need on the one path anyone can call without a token (docs/benchmarks.md).
  */
 export type Authenticate = (req: Request, res: Response, query: Record<string, unknown>) => Principal | ApiError | Promise<Principal>;
+
+/** The refusals of a request, each with its WWW-Authenticate challenge. */
+function refusals(resourceMetadataUrl: string) {
+  // The three challenges, built once (each 401/403 carries one).
+  const headersFor = (c: Challenge) => ({ 'WWW-Authenticate': challengeHeader(resourceMetadataUrl, c) });
+  const challenges: Record<Challenge, Record<string, string>> = {
+    none: headersFor('none'),
+    invalid_token: headersFor('invalid_token'),
+    insufficient_scope: headersFor('insufficient_scope'),
+  };
+  const unauthorized = (message: string, challenge: Challenge) => new ApiError(401, message, {}, challenges[challenge]);
+  // The refusals that say the same every time, built once (an ApiError carries no stack and is never changed).
+  return {
+    unauthorized,
+    forbidden: new ApiError(403, `the token has no Build authorization: scope "${BUILD_SCOPE}" is required`, {}, challenges.insufficient_scope),
+    tokenInQuery: unauthorized('access_token in the query string is refused; send the token in the Authorization header', 'invalid_token'),
+    missingToken: unauthorized('missing bearer token: send Authorization: Bearer <token>', 'none'),
+    notBearer: unauthorized('Authorization: must be "Bearer <token>"', 'invalid_token'),
+    notJwt: unauthorized('invalid token: not a JWT', 'invalid_token'),
+  };
+}
 
 export function createBearerAuth(opts: BearerOptions): Authenticate {
   const verifiers = new WeakMap<Jwks, RequestHandler>();
@@ -143,24 +164,11 @@ export function createBearerAuth(opts: BearerOptions): Authenticate {
     }
     return verifier;
   };
-  // The three challenges, built once (each 401/403 carries one).
-  const headersFor = (c: Challenge) => ({ 'WWW-Authenticate': challengeHeader(opts.resourceMetadataUrl, c) });
-  const challenges: Record<Challenge, Record<string, string>> = {
-    none: headersFor('none'),
-    invalid_token: headersFor('invalid_token'),
-    insufficient_scope: headersFor('insufficient_scope'),
-  };
-  const unauthorized = (message: string, challenge: Challenge) => new ApiError(401, message, {}, challenges[challenge]);
-  // The refusals that say the same every time, built once (an ApiError carries no stack and is never changed).
-  const forbidden = new ApiError(403, `the token has no Build authorization: scope "${BUILD_SCOPE}" is required`, {}, challenges.insufficient_scope);
-  const tokenInQuery = unauthorized('access_token in the query string is refused; send the token in the Authorization header', 'invalid_token');
-  const missingToken = unauthorized('missing bearer token: send Authorization: Bearer <token>', 'none');
-  const notBearer = unauthorized('Authorization: must be "Bearer <token>"', 'invalid_token');
-  const notJwt = unauthorized('invalid token: not a JWT', 'invalid_token');
+  const { unauthorized, forbidden, tokenInQuery, missingToken, notBearer, notJwt } = refusals(opts.resourceMetadataUrl);
   const verified = new VerifiedTokens();
   // The Authorization header a connection last sent, with its verified token: a client sends the
   // same header on every request of a keep-alive connection, and comparing it costs far less than
-  // hashing it to look it up (the hash was 7 % of a read). Held as long as the connection is.
+  // hashing it to look it up, which every request would pay. Held as long as the connection is.
   const lastOnConnection = new WeakMap<object, { header: string; token: Verified }>();
   const principalOf = (token: Verified) => (token.build ? token.principal : forbidden);
 

@@ -62,6 +62,19 @@ function isJwks(value: unknown): value is Jwks {
   return !!value && typeof value === 'object' && Array.isArray((value as Jwks).keys);
 }
 
+/** The jwks_uri the issuer's metadata names (the first well-known document that names one). */
+async function discoverJwksUri(issuer: string, timeoutMs: number): Promise<string> {
+  for (const url of metadataUrls(issuer)) {
+    try {
+      const meta = (await getJson(url, timeoutMs)) as { jwks_uri?: unknown };
+      if (typeof meta.jwks_uri === 'string') return meta.jwks_uri;
+    } catch {
+      // try the next well-known document
+    }
+  }
+  throw new Error(`no jwks_uri found in the metadata of ${issuer}`);
+}
+
 const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 export function remoteKeySource(opts: RemoteKeySourceOptions): KeySource {
@@ -74,22 +87,10 @@ export function remoteKeySource(opts: RemoteKeySourceOptions): KeySource {
   let inFlight: Promise<Jwks> | null = null;
   let scheduled: Promise<unknown> | null = null;
 
-  async function discover(): Promise<string> {
-    for (const url of metadataUrls(issuer)) {
-      try {
-        const meta = (await getJson(url, timeoutMs)) as { jwks_uri?: unknown };
-        if (typeof meta.jwks_uri === 'string') return meta.jwks_uri;
-      } catch {
-        // try the next well-known document
-      }
-    }
-    throw new Error(`no jwks_uri found in the metadata of ${issuer}`);
-  }
-
   async function fetchKeys(): Promise<Jwks> {
     lastAttempt = now();
     try {
-      jwksUri ??= await discover();
+      jwksUri ??= await discoverJwksUri(issuer, timeoutMs);
       const body = await getJson(jwksUri, timeoutMs);
       if (!isJwks(body)) throw new Error(`${jwksUri} did not answer a JSON Web Key Set`);
       cached = { jwks: body, fetchedAt: now() };

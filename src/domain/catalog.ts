@@ -1,4 +1,4 @@
-// The built-in catalog: the deterministic model and the tool apps every workspace has (DESIGN §6).
+// The built-in catalog: the deterministic model and the tool apps every workspace has (docs/architecture.md: the catalog; the tools: docs/runs.md).
 // Each tool carries the JSON schema its arguments must satisfy and its read-only/destructive flags.
 export interface ToolDefinition {
   slug: string;

@@ -3,8 +3,8 @@ import type { Agent, Workflow } from './types';
 
 /**
  * Whether two parsed JSON values are equal (objects compared by their members, in any order).
- * Walks them instead of serialising both: comparing members by JSON.stringify was the largest cost
- * of a replace in a profile.
+ * Walks them instead of serialising both: a walk allocates nothing and stops at the first
+ * difference, where JSON.stringify would build two strings of every member of every replace.
  */
 export function same(a: unknown, b: unknown): boolean {
   if (a === b) return true;

@@ -1,12 +1,11 @@
-// Semantic checks (DESIGN §5): the rules a document must meet beyond its JSON schema. Shared by
+// Semantic checks (docs/documents.md): the rules a document must meet beyond its JSON schema. Shared by
 // validate, create and replace, so all three report a document the same way. Pure: the caller
 // gathers what the workspace has (catalog, connections, agents, limits) into References.
-import type { WorkspaceLimits } from '../config';
 import type { AppDefinition, ToolDefinition } from './catalog';
 import { ancestorsOf, findCycle } from './dag';
 import { cronProblem, isTimezone } from './schedule';
 import { referencesIn, stringsIn, type TemplateRef } from './templates';
-import type { AgentDraft, Connection, Problem, TriggerInput, WorkflowDraft } from './types';
+import type { AgentDraft, Connection, Problem, TriggerInput, WorkflowDraft, WorkspaceLimits } from './types';
 
 export interface References {
   models: ReadonlySet<string>;

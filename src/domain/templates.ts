@@ -2,9 +2,10 @@
 // `{{inputs.<name>}}`, `{{steps.<id>.output}}` and `{{steps.<id>.output.<path>}}`. Other `{{...}}`
 // text (such as core.template's own placeholders) is not a workflow reference and is left alone.
 //
-// Placeholders are found by a scanner, not a regex: the text is a tenant's, and the regex this
-// replaced (`\{\{\s*([^{}]*?)\s*\}\}`) backtracked in cubic time on `{{` followed by spaces (a 3 KB
-// body stalled the process for 16 s). The scanner reads each character a bounded number of times.
+// Placeholders are found by a scanner, not a regex: the text is a tenant's, and a regex for them
+// (such as `\{\{\s*([^{}]*?)\s*\}\}`) backtracks in cubic time on `{{` followed by spaces, which a
+// small body can turn into a stalled process (docs/reliability.md). The scanner reads each
+// character a bounded number of times.
 // Rendering is bounded too: by the bytes one rendered template may have, and by the bytes a whole
 // run may render (a RenderBudget), checked before anything large is built.
 import { jsonBytesWithin, memberPath } from './json-limits';

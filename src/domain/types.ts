@@ -21,6 +21,8 @@ export type Catalog = S['Catalog'];
 export type CatalogApp = S['CatalogApp'];
 export type CatalogTool = S['CatalogTool'];
 export type CatalogModel = S['CatalogModel'];
+/** The workspace limits the catalog reports (docs/documents.md); the same numbers are enforced on writes. */
+export type WorkspaceLimits = S['WorkspaceLimits'];
 export type Connection = S['Connection'];
 
 /** One thing wrong with a request: the JSON path it concerns and the rule it breaks. */

@@ -23,7 +23,7 @@ export function checkWorkflowShape(doc: WorkflowDraft): Problem[] {
   return problems;
 }
 
-/** Fills every default (DESIGN §5) in schema order and says which ones it filled. */
+/** Fills every default (docs/documents.md: normalisation) in schema order and says which ones it filled. */
 export function normaliseWorkflow(input: WorkflowDraft): Normalised<WorkflowDraft> {
   const changes: string[] = [];
   function fill<T>(path: string, value: T | undefined, fallback: T, shown: string): T {

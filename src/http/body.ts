@@ -11,8 +11,7 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
 /**
  * How much more of a refused body is read and dropped before its connection is closed. A client
  * that sends a large body writes all of it before it reads the reply: closing the connection at
- * once, as the 413 used to, made its writes fail (EPIPE, or a reset) and it often lost the 413 with
- * them. Draining a bounded amount lets it read the 413 and keep the connection, as node does for
+ * once makes its writes fail (EPIPE, or a reset), and it often loses the 413 with them. Draining a bounded amount lets it read the 413 and keep the connection, as node does for
  * any reply sent before the body was read; a body that goes on past this has its connection closed.
  */
 export const DISCARD_LIMIT_BYTES = 16 * 1024 * 1024;

@@ -2,7 +2,8 @@
 // ajv-formats and discriminators) for every operation; requests are routed by operationId to their
 // typed handler; schema failures become the API's one error shape (428 when the only thing missing
 // is If-Match). Routing and dispatch are done here rather than by openapi-backend's handleRequest,
-// which parsed every request three times and rebuilt its route table per call (docs/benchmarks.md).
+// which parses every request three times and rebuilds its route table on every call
+// (docs/benchmarks.md).
 import OpenAPIBackend, { type Operation } from 'openapi-backend';
 import addFormats from 'ajv-formats';
 import type { ErrorObject, ValidateFunction } from 'ajv';
@@ -13,7 +14,7 @@ import { nulRefused } from './body';
 import type { Principal, ServiceContext } from '../services/context';
 import type { EventStream, Handlers, OperationId } from './handlers/types';
 import type { LoadedSpec } from './spec';
-import { describeValidationErrors } from './validation-errors';
+import { describeValidationErrors } from '../domain/validation-errors';
 import { useFastStringLength } from './string-length';
 
 export type Reply = { status: number; headers?: Record<string, string> } & (
@@ -71,8 +72,8 @@ const escapeRegExp = (literal: string) => literal.replace(/[.*+?^${}()|[\]\\]/g,
 /**
  * The operations' paths compiled once into patterns with a capture group per path parameter,
  * ordered like openapi-backend's router orders them: literal paths first, then templates by the
- * length of their literal part. (The router itself rebuilt its operation list and one RegExp per
- * path on every match: the largest cost of a request in a profile.)
+ * length of their literal part. (The router itself builds its operation list and one RegExp per
+ * path again on every match; compiled once, a match is a scan of ready patterns.)
  */
 function compileRoutes(operations: Operation[]): Route[] {
   return operations
@@ -101,8 +102,8 @@ export interface Operations {
  * The operation's compiled validators (its body's, then its parameters') applied to the request as
  * openapi-backend's validateRequest applies them, without re-parsing a request that is parsed
  * already: path parameters from our route match, the query and headers as node parsed them.
- * (validateRequest parsed the URL, the query, the cookies and the path template again on every
- * call: 8 % of a read in a profile.)
+ * (validateRequest parses the URL, the query, the cookies and the path template again on every
+ * call, work every request has had done already.)
  */
 function requestErrors(
   validators: ValidateFunction[],

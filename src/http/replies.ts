@@ -9,7 +9,7 @@ import { BODY_LIMIT_BYTES } from './body';
 /**
  * Writes a JSON reply with node's own response methods: express's res.send would look for a
  * charset, compute freshness against If-None-Match (answering an undocumented 304) and check the
- * method again — none of which an API reply needs (5 % of a read in a profile).
+ * method again — none of which an API reply needs, and all of which every reply would pay for.
  */
 export function sendJson(res: Response, status: number, headers: Record<string, string> | undefined, bytes: Buffer): void {
   res.statusCode = status;

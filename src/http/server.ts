@@ -1,8 +1,8 @@
 // The HTTP server for the express app. Express gives every request and response its app's
 // prototypes (`app.request`, `app.response`) with Object.setPrototypeOf as they enter the app; an
 // object whose prototype changes after it was built leaves V8's fast paths, and node's own HTTP code
-// then runs slower on every request and response (expressjs/express#5998: half the CPU time of a
-// read here). This server has node build them with those prototypes from the start, so express's
+// then runs several times slower on every request and response (expressjs/express#5998;
+// docs/benchmarks.md). This server has node build them with those prototypes from the start, so express's
 // setPrototypeOf finds the prototype already in place and changes nothing. They are the objects
 // express would have made: node's IncomingMessage and ServerResponse under the app's prototypes.
 import http from 'node:http';
@@ -15,7 +15,7 @@ type Construct = (this: unknown, ...args: unknown[]) => void;
  * Request and response constructors whose instances have the app's prototypes. Plain functions,
  * not classes (a class's `prototype` cannot be replaced), that run node's constructors on `this`.
  * Null if node's constructors are classes, which cannot be called so: they are functions in node 20
- * (where this was measured and is tested); a node that made them classes would get express's default.
+ * (where this is tested); a node that made them classes would get express's default.
  */
 export function appMessageClasses(app: express.Express): { IncomingMessage: typeof http.IncomingMessage; ServerResponse: typeof http.ServerResponse } | null {
   const isClass = (fn: unknown) => Function.prototype.toString.call(fn).startsWith('class');

@@ -1,8 +1,8 @@
 // JSON Schema's maxLength/minLength count code points; ajv counts them with a JavaScript loop over
-// every UTF-16 unit of the string (24 µs for an agent's 6,500-character instructions, on every
-// write and validation: 4 % of a replace in a profile). A string without a high surrogate — nearly
-// every string — has as many code points as units, which a native regex scan finds out in under a
-// microsecond; any other string is counted by ajv's own loop, so the result is always the same.
+// every UTF-16 unit of the string, on every write and validation of an agent's long instructions.
+// A string without a high surrogate — nearly every string — has as many code points as units,
+// which a native regex scan finds out far faster than that loop counts (docs/benchmarks.md); any
+// other string is counted by ajv's own loop, so the result is always the same.
 import ucs2length from 'ajv/dist/runtime/ucs2length';
 
 const HIGH_SURROGATE = /[\uD800-\uDBFF]/;

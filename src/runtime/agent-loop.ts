@@ -14,7 +14,7 @@ import type { Agent } from '../domain/types';
 import type { components } from '../../generated/api';
 import { limitErrors, StateMeter } from './limits';
 import { invokeTool, type ToolContext } from './tools';
-import { ModelError, type ChatMessage, type ToolCall, type ToolSpec } from './models/provider';
+import { ModelError, type ChatMessage, type ModelReply, type ToolCall, type ToolSpec } from './models/provider';
 import type { ModelRegistry } from './models';
 
 type TranscriptMessage = components['schemas']['TranscriptMessage'];
@@ -112,6 +112,44 @@ function conversation(agent: Agent, transcript: TranscriptMessage[]): ChatMessag
 }
 
 /**
+ * Resuming a parked run: the decided calls of the step that parked it are executed (approved) or
+ * recorded as rejected, then answered. Why the run cannot go on (a stop, or a state past its
+ * limit), or null.
+ */
+async function settleDecidedCalls(
+  state: AgentRunState,
+  deps: AgentLoopDeps,
+  answer: (record: ToolCallRecord) => boolean,
+  stopping: () => boolean,
+): Promise<'cancelled' | 'too_large' | null> {
+  for (const record of state.tool_calls) {
+    if (record.status !== 'awaiting_approval' || !record.approval?.decision) continue;
+    if (stopping()) return 'cancelled';
+    if (record.approval.decision === 'approve') await execute(record, deps);
+    else {
+      record.status = 'rejected';
+      record.error = `rejected by ${record.approval.decided_by}${record.approval.note ? `: ${record.approval.note}` : ''}`;
+      deps.emit?.('tool_call.finished', { call_id: record.id, tool: record.tool, status: 'rejected', error: record.error });
+    }
+    if (!answer(record)) return 'too_large';
+  }
+  return null;
+}
+
+/** Adds the model's reply to the conversation and the transcript; false when the run's state cannot hold it. */
+function recordReply(reply: ModelReply, messages: ChatMessage[], state: AgentRunState, stateSize: StateMeter): boolean {
+  // The reply is in the transcript once and in the tool call records once.
+  if (!stateSize.add(reply.text) || !stateSize.add(reply.toolCalls) || !stateSize.add(reply.toolCalls)) return false;
+  messages.push({ role: 'assistant', content: reply.text, ...(reply.toolCalls.length && { tool_calls: reply.toolCalls }) });
+  state.transcript.push({
+    role: 'assistant',
+    content: reply.text,
+    ...(reply.toolCalls.length && { tool_calls: reply.toolCalls.map((c) => ({ id: c.id, tool: c.tool, args: c.args })) }),
+  });
+  return true;
+}
+
+/**
  * Runs the agent on `prompt`, or goes on from `resumeFrom` (a parked run's state whose held calls
  * are all decided).
  */
@@ -139,18 +177,9 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
   };
 
   if (resuming) {
-    // The decided calls of the step that parked the run: executed or rejected, then answered.
-    for (const record of state.tool_calls) {
-      if (record.status !== 'awaiting_approval' || !record.approval?.decision) continue;
-      if (stopping()) return cancelled();
-      if (record.approval.decision === 'approve') await execute(record, deps);
-      else {
-        record.status = 'rejected';
-        record.error = `rejected by ${record.approval.decided_by}${record.approval.note ? `: ${record.approval.note}` : ''}`;
-        deps.emit?.('tool_call.finished', { call_id: record.id, tool: record.tool, status: 'rejected', error: record.error });
-      }
-      if (!answer(record)) return tooLarge();
-    }
+    const interrupted = await settleDecidedCalls(state, deps, answer, stopping);
+    if (interrupted === 'cancelled') return cancelled();
+    if (interrupted === 'too_large') return tooLarge();
     await deps.onProgress(state);
   }
 
@@ -167,14 +196,7 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
     }
     state.steps = step;
     deps.emit?.('step.finished', { step, tool_calls: reply.toolCalls.length });
-    // The reply is in the transcript once and in the tool call records once.
-    if (!stateSize.add(reply.text) || !stateSize.add(reply.toolCalls) || !stateSize.add(reply.toolCalls)) return tooLarge();
-    messages.push({ role: 'assistant', content: reply.text, ...(reply.toolCalls.length && { tool_calls: reply.toolCalls }) });
-    state.transcript.push({
-      role: 'assistant',
-      content: reply.text,
-      ...(reply.toolCalls.length && { tool_calls: reply.toolCalls.map((c) => ({ id: c.id, tool: c.tool, args: c.args })) }),
-    });
+    if (!recordReply(reply, messages, state, stateSize)) return tooLarge();
     if (!reply.toolCalls.length) {
       if (Buffer.byteLength(reply.text ?? '') > limits.outputBytes) return fail(limitErrors.output(limits));
       state.final_text = reply.text ?? '';

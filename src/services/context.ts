@@ -1,10 +1,13 @@
 // What every use case receives: the store, the workspace limits, and who is asking.
-import type { WorkspaceLimits } from '../config';
-import type { CatalogModel } from '../domain/types';
+import type { Principal } from '../domain/principal';
+import type { CatalogModel, WorkspaceLimits } from '../domain/types';
 import type { QueuedRun } from '../runtime/runner';
 import type { Store } from '../store/port';
 import type { RunEventFeed } from './run-event-feed';
 import type { SecretBox } from './secret-box';
+
+// The caller's type lives in domain (auth names it too); the use cases take it from here.
+export type { Principal };
 
 export interface ServiceContext {
   store: Store;
@@ -33,8 +36,3 @@ export interface ServiceContext {
   cancelWaitMs: number;
 }
 
-/** The caller, as the verified token names them. */
-export interface Principal {
-  userId: string;
-  workspaceId: string;
-}

@@ -1,6 +1,6 @@
 // Listing runs: the filters of a list request checked and turned into a store query, the opaque
 // cursor (the last id shown, base64url JSON), and the page as JSON (its items come from the store
-// as the JSON of their short projection: see store/run-lists.ts).
+// as the JSON of their short projection: see store/shared/run-lists.ts).
 import type { components } from '../../generated/api';
 import { badRequest } from '../errors';
 import { isUuid } from '../ids';

@@ -6,12 +6,13 @@ import { resolveInput } from '../domain/workflow';
 import type { Agent, Workflow } from '../domain/types';
 import { ApiError, notFound } from '../errors';
 import { uuidV7 } from '../ids';
-import type { AcceptOutcome, DocumentRecord, NewRun, RunRow } from '../store/port';
-import { initialAgentState, type AgentRunState } from '../runtime/agent-loop';
-import { initialWorkflowState, type WorkflowRunState } from '../runtime/workflow-executor';
+import type { AcceptOutcome, RunRow } from '../store/port';
+import type { AgentRunState } from '../runtime/agent-loop';
+import type { WorkflowRunState } from '../runtime/workflow-executor';
 import { findAgent } from './agents';
 import type { Principal, ServiceContext } from './context';
 import { rejectProblems } from './references';
+import { agentRun, workflowRun, type RunToAccept } from './run-builders';
 import { findWorkflow } from './workflows';
 
 type AgentRun = components['schemas']['AgentRun'];
@@ -25,12 +26,6 @@ export const WORKFLOW_RUN_WARNING =
 
 /** A run refused (409): `run_id` names the run row that recorded the refusal, or is null when none was. */
 export const refused = (error: string, runId: string | null) => new ApiError(409, error, { run_id: runId });
-
-/** A run to accept; `snapshot` is the stored version of the document that runs, `stepAgents` a workflow's agents as stored now. */
-export type RunToAccept = Omit<NewRun, 'initialCredits' | 'id' | 'snapshotJson' | 'stepAgentsJson'> & {
-  snapshot: Pick<DocumentRecord<unknown>, 'json' | 'document'>;
-  stepAgents?: Record<string, Agent>;
-};
 
 export const refusalMessage = (minimumCost: number, balance: number) =>
   `insufficient credits: the run needs at least ${minimumCost}, the workspace has ${balance}`;
@@ -77,19 +72,7 @@ export async function testAgent(ctx: ServiceContext, who: Principal, ref: string
   if (agent.document.status === 'archived') {
     throw refused(`agent '${agent.slug}' is archived; set its status to draft or active to test it`, null);
   }
-  return accept(ctx, {
-    kind: 'agent',
-    workspaceId: who.workspaceId,
-    startedBy: who.userId,
-    targetId: agent.id,
-    targetVersion: agent.version,
-    source: 'test',
-    request: { prompt },
-    snapshot: agent,
-    agent: { slug: agent.slug, name: agent.document.name },
-    state: initialAgentState(),
-    minimumCost: 1,
-  });
+  return accept(ctx, agentRun(agent, { prompt }, { workspaceId: who.workspaceId, startedBy: who.userId, source: 'test' }));
 }
 
 export async function testWorkflow(ctx: ServiceContext, who: Principal, ref: string, input: Record<string, unknown>): Promise<Accepted> {
@@ -100,19 +83,7 @@ export async function testWorkflow(ctx: ServiceContext, who: Principal, ref: str
     throw refused(`workflow '${workflow.slug}' is disabled; set enabled to true to test it`, null);
   }
   const stepAgents = await agentsOfSteps(ctx, who.workspaceId, workflow.document);
-  return accept(ctx, {
-    kind: 'workflow',
-    workspaceId: who.workspaceId,
-    startedBy: who.userId,
-    targetId: workflow.id,
-    targetVersion: workflow.version,
-    source: 'test',
-    request: { input: resolved.input },
-    snapshot: workflow,
-    state: initialWorkflowState(workflow.document),
-    stepAgents,
-    minimumCost: workflow.document.steps.length,
-  });
+  return accept(ctx, workflowRun(workflow, resolved.input, stepAgents, { workspaceId: who.workspaceId, startedBy: who.userId, source: 'test' }));
 }
 
 /**

@@ -10,7 +10,7 @@ import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { NOT_JSON, parseJsonWithin } from '../domain/json-limits';
 import type { Agent, Trigger } from '../domain/types';
 import { ApiError } from '../errors';
-import { initialAgentState } from '../runtime/agent-loop';
+import { agentRun } from './run-builders';
 import { hashSecret } from './webhooks';
 import type { ServiceContext } from './context';
 import { acceptRun, refusalMessage, refused } from './runs';
@@ -142,24 +142,19 @@ export async function deliverWebhook(ctx: ServiceContext, delivery: Delivery, no
   const limit = ctx.webhookRatePerMinute;
   const minute = Math.floor(nowMs / 60_000);
   const input = deliveryInput(delivery);
-  const { id, outcome } = await acceptRun(ctx, {
-    kind: 'agent',
-    workspaceId: target.workspaceId,
-    startedBy: `webhook:${trigger.id}`,
-    targetId: agent.id,
-    targetVersion: agent.version,
-    source: 'webhook',
-    triggerId: trigger.id,
-    ...(key && { delivery: { key, since } }),
-    // Counted in the run's write, once the delivery is known to be new: copies of one delivery
-    // arriving together start one run and spend one slot of the rate.
-    rate: { window: minute, limit },
-    request: { prompt: deliveryPrompt(trigger, input), input },
-    snapshot: agent,
-    agent: { slug: doc.slug, name: doc.name },
-    state: initialAgentState(),
-    minimumCost: 1,
-  });
+  const { id, outcome } = await acceptRun(
+    ctx,
+    agentRun(agent, { prompt: deliveryPrompt(trigger, input), input }, {
+      workspaceId: target.workspaceId,
+      startedBy: `webhook:${trigger.id}`,
+      source: 'webhook',
+      triggerId: trigger.id,
+      ...(key && { delivery: { key, since } }),
+      // Counted in the run's write, once the delivery is known to be new: copies of one delivery
+      // arriving together start one run and spend one slot of the rate.
+      rate: { window: minute, limit },
+    }),
+  );
   if (outcome.status === 'repeated') return replyOfEarlierDelivery(ctx, outcome.runId, outcome.httpStatus);
   if (outcome.status === 'rate_limited') {
     const retryAfter = Math.max(1, Math.ceil(((minute + 1) * 60_000 - nowMs) / 1000));

@@ -1,5 +1,5 @@
 import type { ErrorObject } from 'ajv';
-import { callerPath, describeValidationErrors } from '../../src/http/validation-errors';
+import { callerPath, describeValidationErrors } from '../../src/domain/validation-errors';
 
 const none = () => [];
 const err = (e: Partial<ErrorObject>): ErrorObject => ({ instancePath: '', schemaPath: '#', keyword: 'x', params: {}, ...e }) as ErrorObject;

@@ -8,8 +8,8 @@ export const SCRIPTED_MODEL = 'builtin/scripted';
 
 /**
  * A `/call <tool> <json>` line split into the tool and its argument text, or null. Read by hand,
- * not by a regex: a prompt is a tenant's text, and the regex this replaced backtracked in
- * quadratic time on long runs of whitespace.
+ * not by a regex: a prompt is a tenant's text, and a regex for it backtracks in quadratic time on
+ * long runs of whitespace.
  */
 export function parseCallLine(line: string): { tool: string; argsText: string } | null {
   const text = line.trim();

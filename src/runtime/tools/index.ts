@@ -6,7 +6,7 @@ import addFormats from 'ajv-formats';
 import { CATALOG_TOOLS } from '../../domain/catalog';
 import { jsonBytesWithin } from '../../domain/json-limits';
 import { RenderLimitError } from '../../domain/templates';
-import { describeValidationErrors } from '../../http/validation-errors';
+import { describeValidationErrors } from '../../domain/validation-errors';
 import { coreTools } from './core';
 import { httpTools } from './http';
 import { kvTools } from './kv';

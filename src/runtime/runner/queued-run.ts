@@ -1,0 +1,40 @@
+// A queued run as a worker executes it: handed over by its acceptance (its documents already
+// parsed), or read from its row when it is claimed from the database's queue.
+import type { Agent } from '../../domain/types';
+import type { RunKind, RunRow } from '../../store/port';
+
+export interface QueuedRun {
+  id: string;
+  kind: RunKind;
+  workspaceId: string;
+  /** The agent or workflow that runs. Shared with the store's row cache: never mutated. */
+  snapshot: unknown;
+  /** A workflow run's agents (by slug) as stored when it was accepted; absent for runs without agent steps. */
+  stepAgents?: Record<string, Agent>;
+  request: unknown;
+  state: unknown;
+  creditsReserved: number;
+  creditsSpent: number;
+}
+
+/** A stored JSON text, or undefined when it does not parse (a damaged row: executing it fails the run). */
+function parsedOrUndefined(text: string | null): unknown {
+  try {
+    return JSON.parse(text as string) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The run a claimed row holds. */
+export const fromRow = (row: RunRow): QueuedRun => ({
+  id: row.id,
+  kind: row.kind,
+  workspaceId: row.workspace_id,
+  snapshot: parsedOrUndefined(row.snapshot),
+  ...(row.step_agents !== null && { stepAgents: parsedOrUndefined(row.step_agents) as Record<string, Agent> | undefined }),
+  request: parsedOrUndefined(row.request),
+  state: JSON.parse(row.state) as unknown,
+  creditsReserved: row.credits_reserved,
+  creditsSpent: row.credits_spent,
+});

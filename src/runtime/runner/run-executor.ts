@@ -1,0 +1,108 @@
+// Executes one claimed run to its end: an agent run through the agent loop, a workflow run through
+// the workflow executor, each paying its steps and saving its progress through its credit ledger.
+// A run that throws is recorded as failed (the worker goes on). A run asked to stop (a cancel: in
+// memory when it executes here, or seen in its row at its next progress save when the cancel
+// reached another process) stops before its next step and ends cancelled. An agent run whose tool
+// calls the approval policy held is parked in its row; deciding the calls queues it again, and a
+// worker resumes it from its stored state.
+import type { Agent, Workflow } from '../../domain/types';
+import type { Logger } from '../../log';
+import type { KvRepository } from '../../store/port';
+import { runAgent, type AgentRunState } from '../agent-loop';
+import { renderBudget, type RunLimits } from '../limits';
+import type { ModelRegistry } from '../models';
+import type { HttpToolOptions, ToolContext } from '../tools/types';
+import { runWorkflow, type StepOutcome } from '../workflow-executor';
+import { createCreditLedger, type CreditLedger, type LedgerOptions } from './credit-ledger';
+import type { ExecutingRuns } from './executing-runs';
+import type { QueuedRun } from './queued-run';
+
+export interface RunExecutorOptions {
+  runs: LedgerOptions['runs'];
+  kv: KvRepository;
+  models: ModelRegistry;
+  http: HttpToolOptions;
+  /** What one run may render, hold, return and wait for. */
+  limits: RunLimits;
+  /** The runs executing here: each run is listed there while it executes. */
+  executing: ExecutingRuns;
+  logger: Logger;
+  approvalTimeoutMs?: number;
+}
+
+/** Executes a claimed run and records its end (or its parking); never rejects for the run's own failure. */
+export type RunExecutor = (run: QueuedRun) => Promise<void>;
+
+export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
+  const { logger } = opts;
+
+  /** What a run's tool calls get: one rendering budget for the whole run (its agent steps included). */
+  const toolContext = (workspaceId: string): ToolContext => ({ workspaceId, kv: opts.kv, http: opts.http, limits: opts.limits, budget: renderBudget(opts.limits) });
+
+  async function executeAgentRun(run: QueuedRun, account: CreditLedger): Promise<void> {
+    const agent = run.snapshot as Agent;
+    const { prompt } = run.request as { prompt: string };
+    const outcome = await runAgent(
+      agent,
+      prompt,
+      {
+        models: opts.models,
+        tools: toolContext(run.workspaceId),
+        // The first step was reserved when the run was accepted; later ones are paid as they come.
+        chargeStep: account.charge,
+        onProgress: account.progress as (state: AgentRunState) => Promise<void>,
+        shouldStop: account.shouldStop,
+        emit: account.emit,
+      },
+      run.state as AgentRunState, // a parked run's state resumes where it stopped; a new run's is empty
+    );
+    if (outcome.status === 'awaiting_approval') await account.park(outcome);
+    else await account.finish(outcome);
+  }
+
+  async function executeWorkflowRun(run: QueuedRun, account: CreditLedger): Promise<void> {
+    const workflow = run.snapshot as Workflow;
+    const { input } = run.request as { input: Record<string, unknown> };
+    const tools = toolContext(run.workspaceId);
+    const runAgentStep = async (slug: string, prompt: string): Promise<StepOutcome> => {
+      // The agent as it was stored when the run was accepted (checked then: it exists and is not archived).
+      const agent = run.stepAgents && Object.hasOwn(run.stepAgents, slug) ? run.stepAgents[slug] : undefined;
+      if (!agent) return { ok: false, error: `agent '${slug}' was not recorded when the run was accepted` };
+      // The workflow step is the unit of cost: the agent's own model steps are not charged again.
+      const outcome = await runAgent(agent, prompt, {
+        models: opts.models,
+        tools,
+        chargeStep: async () => true,
+        onProgress: async () => undefined,
+        shouldStop: account.shouldStop,
+        canWaitForApproval: false,
+      });
+      if (outcome.status === 'succeeded') return { ok: true, output: outcome.state.final_text };
+      return { ok: false, error: outcome.status === 'cancelled' ? 'cancelled' : (outcome.error as string) };
+    };
+    const outcome = await runWorkflow(workflow, input, {
+      tools,
+      runAgentStep,
+      chargeStep: account.charge,
+      onProgress: account.progress,
+      shouldStop: account.shouldStop,
+      emit: account.emit,
+    });
+    await account.finish(outcome);
+  }
+
+  return async function execute(run: QueuedRun): Promise<void> {
+    const account = createCreditLedger(run, { runs: opts.runs, logger, approvalTimeoutMs: opts.approvalTimeoutMs });
+    await opts.executing.track(run.id, account.stop, async () => {
+      try {
+        if (run.kind === 'agent') await executeAgentRun(run, account);
+        else await executeWorkflowRun(run, account);
+      } catch (err) {
+        logger.error({ err, runId: run.id }, 'run failed unexpectedly');
+        await account.finish({ status: 'failed', error: 'internal error while executing the run', state: run.state }).catch((e: unknown) => {
+          logger.error({ err: e, runId: run.id }, 'could not record the failure of a run');
+        });
+      }
+    });
+  };
+}

@@ -1,0 +1,61 @@
+// The hand-off queue: which runs wait in memory, and when the workers must look in the database.
+import { HandOffQueue } from '../../src/runtime/runner/hand-off-queue';
+import type { QueuedRun } from '../../src/runtime/runner';
+
+const run = (id: string) => ({ id, kind: 'workflow', workspaceId: 'ws', snapshot: null, request: null, state: null, creditsReserved: 1, creditsSpent: 0 }) as QueuedRun;
+const drain = (queue: HandOffQueue) => {
+  const taken: string[] = [];
+  for (let next = queue.take(); next; next = queue.take()) taken.push(next.id);
+  return taken;
+};
+
+test('runs are handed over oldest first up to the limit; beyond it they wait in the database', () => {
+  const queue = new HandOffQueue(2);
+  expect(queue.tableMark()).toBe(0);
+  for (const id of ['a', 'b', 'c']) queue.add(run(id));
+  expect(queue.handedOver).toBe(2);
+  expect(queue.tableMark()).toBe(1);
+  expect(drain(queue)).toEqual(['a', 'b']);
+  expect(queue.handedOver).toBe(0);
+});
+
+test('once the database holds runs not handed over, newer runs wait there too (the backlog goes first)', () => {
+  const queue = new HandOffQueue(8);
+  queue.add(); // a run this process was not given: it is in the table
+  queue.add(run('newer'));
+  expect(queue.handedOver).toBe(0);
+  expect(queue.tableMark()).toBe(2);
+  // The workers found the table empty at that mark: the backlog is gone, runs are handed over again.
+  queue.foundNone(2, 0);
+  expect(queue.tableMark()).toBe(0);
+  queue.add(run('latest'));
+  expect(drain(queue)).toEqual(['latest']);
+});
+
+test('a look that found nothing does not forget a run queued while it looked', () => {
+  const queue = new HandOffQueue(8);
+  queue.add();
+  const mark = queue.tableMark();
+  queue.add(); // queued during the look
+  queue.foundNone(mark, 0);
+  expect(queue.tableMark()).toBeGreaterThan(0);
+  queue.lookInTable();
+  expect(queue.tableMark()).toBeGreaterThan(mark);
+});
+
+test('a run refused for its workspace cap makes every later end send the workers to the table, until nothing is left there', () => {
+  const queue = new HandOffQueue(8);
+  queue.runEnded();
+  expect(queue.tableMark()).toBe(0); // nothing deferred: an end changes nothing
+  queue.claimRefused();
+  queue.runEnded();
+  expect(queue.tableMark()).toBe(1);
+  // Nothing claimable, but runs still execute here: their ends may free the cap, so the deferral stays.
+  queue.foundNone(1, 1);
+  queue.runEnded();
+  expect(queue.tableMark()).toBe(1);
+  // Nothing claimable and nothing executing here: no end of ours will free a cap.
+  queue.foundNone(1, 0);
+  queue.runEnded();
+  expect(queue.tableMark()).toBe(0);
+});
