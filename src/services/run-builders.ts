@@ -6,13 +6,13 @@ import { initialAgentState } from '../runtime/agent-loop';
 import { initialWorkflowState } from '../runtime/workflow-executor';
 import type { DocumentRecord, NewRun } from '../store/port';
 
-/** Who or what started a run, and the starter's own bookkeeping (a trigger, a due time, a delivery id, a rate). */
 /** A run to accept; `snapshot` is the stored version of the document that runs, `stepAgents` a workflow's agents as stored now. */
 export type RunToAccept = Omit<NewRun, 'initialCredits' | 'id' | 'snapshotJson' | 'stepAgentsJson'> & {
   snapshot: Pick<DocumentRecord<unknown>, 'json' | 'document'>;
   stepAgents?: Record<string, Agent>;
 };
 
+/** Who or what started a run, and the starter's own bookkeeping (a trigger, a due time, a delivery id, a rate). */
 export type RunOrigin = Pick<RunToAccept, 'workspaceId' | 'startedBy' | 'source' | 'triggerId' | 'fire' | 'delivery' | 'rate'>;
 
 /** An agent run's request: the prompt, and whatever its starter adds (a delivery's input, a schedule's due time). */

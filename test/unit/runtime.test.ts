@@ -96,7 +96,7 @@ test('rendering reads own members only: names of Object.prototype render as noth
   expect(renderValue('{{steps.constructor.output}}', scope)).toBeNull();
 });
 
-test('kv.set refuses a value over KV_VALUE_BYTES and a new key past the workspace\'s KV_MAX_KEYS, naming each', async () => {
+test('kv.set refuses a value over KV_VALUE_BYTES, a new key past the workspace\'s KV_MAX_KEYS and a key holding U+0000, naming each', async () => {
   const { invokeTool } = await import('../../src/runtime/tools');
   const { KV_MAX_KEYS, KV_VALUE_BYTES } = await import('../../src/runtime/tools/kv');
   const full = { set: async () => false } as never;
@@ -105,4 +105,7 @@ test('kv.set refuses a value over KV_VALUE_BYTES and a new key past the workspac
   expect(await invokeTool('kv.set', { key: 'k', value: 'x'.repeat(KV_VALUE_BYTES) }, ctx(roomy))).toEqual({ ok: false, error: `args.value: larger than ${KV_VALUE_BYTES} bytes as JSON, the most one key holds` });
   expect(await invokeTool('kv.set', { key: 'k', value: 1 }, ctx(full))).toEqual({ ok: false, error: `the workspace holds ${KV_MAX_KEYS} keys, the most it may; delete some (kv.delete) before adding another` });
   expect(await invokeTool('kv.set', { key: 'k', value: 1 }, ctx(roomy))).toEqual({ ok: true, output: { key: 'k' } });
+  // No store holds U+0000 in a key: the tool's schema refuses it, and the store is asked nothing.
+  const untouched = { set: async () => { throw new Error('the store was asked'); } } as never;
+  expect(await invokeTool('kv.set', { key: 'k\u0000', value: 1 }, ctx(untouched))).toEqual({ ok: false, error: 'invalid arguments for kv.set: args.key: must be text matching ^[^\\u0000]*$' });
 });

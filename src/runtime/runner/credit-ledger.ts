@@ -8,7 +8,7 @@
 // after it.
 import { withoutNul } from '../../domain/json-limits';
 import type { Logger } from '../../log';
-import type { RunEventInput, RunRepository } from '../../store/port';
+import type { RunEventInput, RunProgress } from '../../store/port';
 import type { AgentOutcome } from '../agent-loop';
 import type { QueuedRun } from './queued-run';
 
@@ -19,7 +19,7 @@ export const PROGRESS_INTERVAL_MS = 100;
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 3600_000;
 
 export interface LedgerOptions {
-  runs: Pick<RunRepository, 'saveState' | 'reserveMore' | 'finish' | 'park'>;
+  runs: RunProgress;
   logger: Logger;
   /** How long a parked run waits for its held calls to be decided (default DEFAULT_APPROVAL_TIMEOUT_MS). */
   approvalTimeoutMs?: number;

@@ -7,7 +7,7 @@
 import crypto from 'node:crypto';
 import os from 'node:os';
 import type { Logger } from '../../log';
-import type { Lease, RunRepository } from '../../store/port';
+import type { Lease, RunQueue } from '../../store/port';
 import type { ExecutingRuns } from './executing-runs';
 
 /** The error of a run whose worker stopped (its process died, or lost its lease) before it ended. */
@@ -24,7 +24,7 @@ export function newLease(ms = DEFAULT_LEASE_MS): Lease {
 }
 
 export interface LeaseKeeperOptions {
-  runs: Pick<RunRepository, 'recoverAbandoned' | 'renewLeases' | 'releaseAll'>;
+  runs: Pick<RunQueue, 'recoverAbandoned' | 'renewLeases' | 'releaseAll'>;
   lease: Lease;
   executing: ExecutingRuns;
   logger: Logger;

@@ -5,12 +5,12 @@
 // refused for a run whose workspace already has `perWorkspace` runs executing: one workspace cannot
 // take every worker.
 import type { Logger } from '../../log';
-import type { Lease, RunRepository } from '../../store/port';
+import type { Lease, RunQueue } from '../../store/port';
 import type { HandOffQueue } from './hand-off-queue';
 import { fromRow, type QueuedRun } from './queued-run';
 
 export interface WorkerPoolOptions {
-  runs: Pick<RunRepository, 'claim' | 'claimNext'>;
+  runs: Pick<RunQueue, 'claim' | 'claimNext'>;
   queue: HandOffQueue;
   /** The lease every claim is made under. */
   lease: Lease;
