@@ -45,7 +45,8 @@ const ONLY = values.only;
 const CPU_PROF = values['cpu-prof'] && path.resolve(values['cpu-prof']);
 const AGAINST = values.against;
 const ROUNDS = Number(values.rounds);
-const selected = (name) => !ONLY || name.startsWith(ONLY);
+// --only takes one prefix or several, comma-separated.
+const selected = (name) => !ONLY || ONLY.split(',').some((prefix) => name.startsWith(prefix.trim()));
 /** The stores of the side-by-side comparison: `sqlite`, `postgres` (one replica), `postgres-N` (N replicas). */
 const STORES = values.stores === 'none' ? [] : values.stores.split(',').map(storeOf);
 
