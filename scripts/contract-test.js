@@ -3,10 +3,15 @@
 // loopback port, replays openapi.yaml against it with Dredd (hooks in test/contract/hooks.js mint
 // tokens, carry ETags, provoke the documented 4xx statuses and validate every reply against the
 // spec), then stops the server with SIGTERM and checks that it shut down cleanly.
+//
+//   node scripts/contract-test.js [--store sqlite|postgres]
+// With --store postgres the server runs on a throwaway PostgreSQL cluster (scripts/pg-cluster.js),
+// and the hooks sign with the issuer key the server keeps in that database.
 'use strict';
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const { freePort } = require('./free-port');
+const { startCluster } = require('./pg-cluster');
 const os = require('node:os');
 const path = require('node:path');
 
@@ -44,7 +49,30 @@ function runDredd(args, env) {
   });
 }
 
+/** With --store postgres: a throwaway cluster, and the DATABASE_URL the server is given. */
+async function storeUnderTest() {
+  const at = process.argv.indexOf('--store');
+  const store = at < 0 ? 'sqlite' : process.argv[at + 1];
+  if (store === 'sqlite') return { env: {}, stop: async () => undefined };
+  if (store !== 'postgres') throw new Error(`--store: ${store} (sqlite or postgres)`);
+  const cluster = await startCluster();
+  return { env: { DATABASE_URL: cluster.url }, stop: () => cluster.stop() };
+}
+
+/** The key the server's built-in issuer signs with, as the hooks need it: from the database when it keeps it there. */
+async function signingKeyEnv(env) {
+  if (!env.DATABASE_URL) return {};
+  const { openPostgresStore } = require(path.join(root, 'dist', 'src', 'store', 'postgres'));
+  const store = await openPostgresStore(env.DATABASE_URL, { poolSize: 1 });
+  try {
+    return { CONTRACT_SIGNING_KEY: await store.signingKey(() => { throw new Error('the server stored no signing key'); }) };
+  } finally {
+    await store.close();
+  }
+}
+
 async function main() {
+  const store = await storeUnderTest();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-api-contract-'));
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -59,6 +87,7 @@ async function main() {
     RUN_CANCEL_WAIT_MS: '200',
     // The 429 of the event streams: the hooks hold this many open first.
     EVENT_STREAMS_PER_CALLER: '2',
+    ...store.env,
   };
   delete env.AUTH_ISSUER;
   delete env.AUTH_JWKS_URI;
@@ -70,6 +99,7 @@ async function main() {
       ...env,
       CONTRACT_BASE_URL: baseUrl,
       CONTRACT_DATA_DIR: dataDir,
+      ...(await signingKeyEnv(env)),
     });
   } finally {
     const exited = new Promise((resolve) => server.once('exit', (c, signal) => resolve({ c, signal })));
@@ -81,6 +111,7 @@ async function main() {
       code = code || 1;
     }
     fs.rmSync(dataDir, { recursive: true, force: true });
+    await store.stop();
   }
   process.exit(code);
 }

@@ -8,12 +8,15 @@
 'use strict';
 const http = require('node:http');
 const hooks = require('hooks');
-const { openLocalIssuer } = require('../../dist/src/auth/local-issuer');
+const { localIssuerFromKey, openLocalIssuer } = require('../../dist/src/auth/local-issuer');
 const { loadSpec } = require('../../dist/src/http/spec');
 const { createContractValidator, contractViolation } = require('../../dist/src/http/openapi');
 
 const baseUrl = process.env.CONTRACT_BASE_URL;
-const issuer = openLocalIssuer(process.env.CONTRACT_DATA_DIR, baseUrl);
+// The server's key: in the data directory with SQLite, handed over by contract-test.js with PostgreSQL (which keeps it in the database).
+const issuer = process.env.CONTRACT_SIGNING_KEY
+  ? localIssuerFromKey(process.env.CONTRACT_SIGNING_KEY, baseUrl)
+  : openLocalIssuer(process.env.CONTRACT_DATA_DIR, baseUrl);
 const mint = (scope = 'build') =>
   issuer.mint({ sub: 'contract-user', audience: 'build-api', claims: { workspace: 'contract', scope }, ttlSeconds: 3600 });
 const token = mint();
