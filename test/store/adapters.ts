@@ -119,3 +119,31 @@ export const adapters: Adapter[] = [
 
 /** The adapters that run several stores (replicas) on one database as production does: the PostgreSQL-only cases. */
 export const replicated: Adapter[] = adapters.filter((a) => a.name === 'postgres');
+
+/**
+ * Opens a store of `adapter` for the enclosing describe block (beforeAll) and closes it after
+ * (afterAll). `store` forwards to the store opened then, so a block's cases can name it directly.
+ */
+export function useStore(adapter: Adapter): { opened: OpenedStore; store: Store } {
+  let current: OpenedStore | undefined;
+  beforeAll(async () => {
+    current = await adapter.open();
+  });
+  afterAll(() => current?.close());
+  const open = (): OpenedStore => {
+    if (!current) throw new Error('the store opens in beforeAll: use it inside a case');
+    return current;
+  };
+  const opened: OpenedStore = {
+    get store() {
+      return open().store;
+    },
+    another: () => open().another(),
+    get url() {
+      return open().url;
+    },
+    close: () => open().close(),
+  };
+  const store = new Proxy({} as Store, { get: (_target, member) => open().store[member as keyof Store] });
+  return { opened, store };
+}

@@ -1,17 +1,11 @@
 // Webhook deliveries: a delivery's id is recorded with the run it starts, so a repeat within the
 // window starts nothing and is told the first run and its reply; the trigger's rate is counted in
 // the same write; old deliveries are pruned — each case on both adapters.
-import { adapters, FINAL_EVENT, type NewRun, type OpenedStore, type Store } from './adapters';
+import { adapters, useStore, FINAL_EVENT, type NewRun } from './adapters';
 import { eventTypes, newRun, unique, workspace } from './fixtures';
 
 describe.each(adapters)('$name: deliveries', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { store } = useStore(adapter);
 
   const minuteAgo = () => new Date(Date.now() - 60_000).toISOString();
   const delivered = (id: string, ws: string, trigger: string, key: string, more: Partial<NewRun> = {}) =>
@@ -126,13 +120,7 @@ describe.each(adapters)('$name: deliveries', (adapter) => {
 });
 
 describe.each(adapters)('$name: deliveries’ retention', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { store } = useStore(adapter);
 
   test('pruneDeliveries deletes at most `limit` deliveries received before the time; a pruned key starts a run again', async () => {
     const ws = workspace();

@@ -2,20 +2,14 @@
 // stamp), remove — each case on both adapters.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { adapters, replicated, type OpenedStore, type Store } from './adapters';
+import { adapters, useStore, replicated, type OpenedStore, type Store } from './adapters';
 import { agent, createAgent, ok, opts, poll, unique, workflow, workspace } from './fixtures';
 
 const STAMP_TEXT = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
 const parsed = async (list: Promise<{ json: string }>) => JSON.parse((await list).json) as Record<string, unknown>[];
 
 describe.each(adapters)('$name: documents', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { store } = useStore(adapter);
 
   describe('create and find', () => {
     test('a create is version 1, stamped with its updated_at; found by id (any case) or slug, in its workspace only', async () => {

@@ -1,7 +1,7 @@
 // Idempotency keys: the first request with a key claims it (of concurrent ones, one), its reply is
 // stored once answered, a repeat reads the claim or the reply, an expired key or a claim that died
 // in flight is claimed anew, old keys are pruned — each case on both adapters.
-import { adapters, type IdempotencyKey, type OpenedStore, type Store } from './adapters';
+import { adapters, useStore, type IdempotencyKey } from './adapters';
 import { workspace } from './fixtures';
 
 const LONG_AGO = '2000-01-01T00:00:00.000Z';
@@ -9,13 +9,7 @@ const LATER = '2030-01-01T00:00:00.000Z';
 const reply = { status: 201, headers: { etag: '"x"', location: '/things/1' }, body: '{"ok":true}' };
 
 describe.each(adapters)('$name: idempotency keys', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { store } = useStore(adapter);
 
   const key = (ws: string, k = 'k1', more: Partial<IdempotencyKey> = {}): IdempotencyKey => ({ workspaceId: ws, userId: 'user-1', operation: 'create', key: k, ...more });
 
@@ -81,13 +75,7 @@ describe.each(adapters)('$name: idempotency keys', (adapter) => {
 });
 
 describe.each(adapters)('$name: idempotency keys’ retention', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { store } = useStore(adapter);
 
   test('prune deletes at most `limit` keys created before the time; a pruned key is claimed anew', async () => {
     const ws = workspace();

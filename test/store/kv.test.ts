@@ -1,17 +1,11 @@
 // The workspaces' key-value entries: set, get, delete, list by prefix (a range of byte-ordered
 // keys, `%` and `_` plain), the limit of keys a workspace holds (checked in the write) — each
 // case on both adapters.
-import { adapters, type OpenedStore, type Store } from './adapters';
+import { adapters, useStore } from './adapters';
 import { workspace } from './fixtures';
 
 describe.each(adapters)('$name: kv', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { store } = useStore(adapter);
 
   test('set, get (the JSON value as stored), overwrite, delete; in the workspace only', async () => {
     const ws = workspace();

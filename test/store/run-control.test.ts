@@ -1,19 +1,13 @@
 // A run's control: parked while held tool calls wait for approval (holding no reservation), the
 // decisions (the first one wins, the last one queues the run again), approvals that expire, and
 // cancels of queued, parked and running runs — each case on both adapters.
-import { adapters, APPROVAL_EXPIRED, FINAL_EVENT, type OpenedStore, type Store } from './adapters';
+import { adapters, useStore, APPROVAL_EXPIRED, FINAL_EVENT } from './adapters';
 import { balance, eventTypes, lease, newRun, now, queue, range, running, sleep, unique, workspace } from './fixtures';
 
 const FUTURE = '2099-01-01T00:00:00.000Z';
 
 describe.each(adapters)('$name: run control', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { store } = useStore(adapter);
 
   /** A running run (cost 4 of 100) parked with these held calls, having spent 1. */
   async function parked(ws: string, calls: string[], expiresAt = FUTURE): Promise<string> {

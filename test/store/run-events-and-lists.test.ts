@@ -1,17 +1,11 @@
 // A run's events (numbered from 1 without gaps, read after a number, the final one last, at most
 // RUN_EVENTS_LIMIT kept), the listeners told of them, the pages of a workspace's runs (filters,
 // cursor, the items' members) and the retention of finished runs — each case on both adapters.
-import { adapters, FINAL_EVENT, RUN_EVENTS_LIMIT, type OpenedStore, type RunListQuery, type Store } from './adapters';
+import { adapters, useStore, FINAL_EVENT, RUN_EVENTS_LIMIT, type RunListQuery } from './adapters';
 import { eventTypes, lease, newRun, now, queue, range, running, sleep, unique, workspace } from './fixtures';
 
 describe.each(adapters)('$name: run events', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { store } = useStore(adapter);
 
   test('events are numbered 1..n per run; read after a number, at most `max`, oldest first; the last one named', async () => {
     const ws = workspace();
@@ -100,13 +94,7 @@ async function until(condition: () => boolean, timeoutMs = 2000): Promise<void> 
 }
 
 describe.each(adapters)('$name: run lists', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { store } = useStore(adapter);
 
   // Run ids are time-ordered (UUIDv7) in the service: here, increasing names.
   const seq = (prefix: string, i: number) => `${prefix}-${String(i).padStart(3, '0')}`;
@@ -195,13 +183,7 @@ describe.each(adapters)('$name: run lists', (adapter) => {
 });
 
 describe.each(adapters)('$name: retention of finished runs', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { store } = useStore(adapter);
 
   test('pruneFinished deletes up to `batch` runs that finished before the time, with their events and approvals; others stay', async () => {
     const ws = workspace();

@@ -1,7 +1,7 @@
 // Runs from acceptance to their end: credits reserved on acceptance (never below zero) and settled
 // at the end, the queue's claims under a per-workspace cap, leases (renewed, expired, released),
 // progress and more credits while running, and the end — each case on both adapters.
-import { adapters, FINAL_EVENT, type OpenedStore, type Store } from './adapters';
+import { adapters, useStore, FINAL_EVENT } from './adapters';
 import { balance, emptyQueue, eventTypes, lease, newRun, now, queue, range, running, sleep, unique, workspace } from './fixtures';
 
 const RUN_KEYS = [
@@ -11,13 +11,7 @@ const RUN_KEYS = [
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 describe.each(adapters)('$name: runs', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { store } = useStore(adapter);
 
   describe('acceptance and credits', () => {
     test('an accepted run is queued with its minimum cost reserved from a new workspace’s initial credits; find shows the projection', async () => {
@@ -249,13 +243,7 @@ describe.each(adapters)('$name: runs', (adapter) => {
 
 // Recovery fails every abandoned run of the database: these cases have a store of their own.
 describe.each(adapters)('$name: leases', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { store } = useStore(adapter);
 
   test('renewLeases extends the leases the owner still holds, and returns only those runs', async () => {
     const ws = workspace();

@@ -3,19 +3,13 @@
 // a fire row (at most FIRES_KEPT per schedule), a poll's outcomes move its counters, and the rows go
 // with their owner — each case on both adapters.
 import { randomUUID } from 'node:crypto';
-import { adapters, FIRES_KEPT, type Agent, type OpenedStore, type ScheduledFire, type Store } from './adapters';
+import { adapters, useStore, FIRES_KEPT, type Agent, type ScheduledFire } from './adapters';
 import { agent, createAgent, newRun, ok, poll, unique, workflow, workspace } from './fixtures';
 
 const ownSchedule = (cron: string, timezone = 'UTC') => ({ cron, timezone, enabled: true }) as Agent['schedule'];
 
 describe.each(adapters)('$name: schedules and fires', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { store } = useStore(adapter);
 
   /** Moves a schedule's next due time to `to` (from what it is now), recording nothing. */
   const moveTo = async (id: string, to: number | null) => {
@@ -264,13 +258,7 @@ describe.each(adapters)('$name: schedules and fires', (adapter) => {
 });
 
 describe.each(adapters)('$name: due schedules', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { store } = useStore(adapter);
 
   test('due() serves the due active schedules fairly: each workspace’s soonest first, at most perWorkspace each, at most limit in all', async () => {
     const [busy, quiet] = [workspace(), workspace()];

@@ -2,17 +2,11 @@
 // store keeps the hash of each URL's secret (never the secret), a rotated or dropped secret is
 // retired (so a delivery to it is told why), and signing secrets are listed and replaced for
 // re-sealing — each case on both adapters.
-import { adapters, type OpenedStore, type Store } from './adapters';
+import { adapters, useStore } from './adapters';
 import { agent, createAgent, hook, ok, poll, secret, unique, workspace } from './fixtures';
 
 describe.each(adapters)('$name: triggers and secrets', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { store } = useStore(adapter);
 
   test('a created agent’s webhook triggers are targets with their secret’s hash; a poll trigger is no target', async () => {
     const ws = workspace();
@@ -115,13 +109,7 @@ describe.each(adapters)('$name: triggers and secrets', (adapter) => {
 });
 
 describe.each(adapters)('$name: retired secrets’ retention', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { store } = useStore(adapter);
 
   test('pruneRetired deletes at most `limit` secrets retired before the time; a pruned secret is no longer known', async () => {
     const ws = workspace();

@@ -1,16 +1,10 @@
 // Workspaces' credits, connections, the built-in issuer's signing key and the readiness probe —
 // each case on both adapters.
-import { adapters, type OpenedStore, type Store } from './adapters';
+import { adapters, useStore } from './adapters';
 import { workspace } from './fixtures';
 
 describe.each(adapters)('$name: workspaces, connections, signing key, ping', (adapter) => {
-  let opened: OpenedStore;
-  let store: Store;
-  beforeAll(async () => {
-    opened = await adapter.open();
-    store = opened.store;
-  });
-  afterAll(() => opened?.close());
+  const { opened, store } = useStore(adapter);
 
   test('a workspace seen for the first time starts with the initial credits, once; setCredits overrides', async () => {
     const ws = workspace();

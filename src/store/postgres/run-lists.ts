@@ -2,15 +2,18 @@
 // (json_build_object keeps the members in the order written, as the item's schema lists them).
 import type { RunListQuery, RunListRow } from '../port';
 import { runListStatement } from '../shared/run-lists';
-import { numbered } from '../shared/statements';
+import { numbered, type NumberedStatement } from '../shared/statements';
 import type { Sql } from './database';
 
 const PG_JSON = { object: (members: string) => `json_build_object(${members})`, text: (json: string) => `${json}::text` };
 
 export function pgRunLists(sql: Sql) {
+  // Each distinct statement numbered once: at most as many as the shapes runListStatement makes.
+  const numberedOnce = new Map<string, NumberedStatement>();
   return (q: RunListQuery): Promise<RunListRow[]> => {
     const statement = runListStatement(q, PG_JSON);
-    const { text, values } = numbered(statement.sql);
-    return sql.rows<RunListRow>(text, values(statement.params));
+    let pg = numberedOnce.get(statement.sql);
+    if (!pg) numberedOnce.set(statement.sql, (pg = numbered(statement.sql)));
+    return sql.rows<RunListRow>(pg.text, pg.values(statement.params));
   };
 }
