@@ -86,7 +86,7 @@ async function expectAppliedOnce(runs: { code: number | null; out: string; err: 
     // Each process loads everything, opens the file, then waits for the same instant and migrates:
     // the processes collide within a millisecond, and only the write lock decides who applies what.
     const startAt = Date.now() + 2000;
-    const script = `const { migrate } = require(${JSON.stringify(path.join(projectRoot, 'dist', 'src', 'store', 'db.js'))});` +
+    const script = `const { migrate } = require(${JSON.stringify(path.join(projectRoot, 'dist', 'src', 'store', 'sqlite', 'database.js'))});` +
       `const db = require('better-sqlite3')(process.argv[1]); while (Date.now() < ${startAt});` +
       'process.stdout.write(JSON.stringify(migrate(db)));';
     await expectAppliedOnce(await migrateTogether(script, file, 6), migrations, { databasePath: file, databaseUrl: null });
