@@ -8,8 +8,11 @@ import type { Ack } from '../shared/ack';
 
 /** What a transaction's work is given: statements on the transaction's connection. */
 export interface Sql {
-  /** The rows the statement returns. */
-  rows<R>(text: string, params?: readonly unknown[]): Promise<R[]>;
+  /**
+   * The rows the statement returns. `planned: 'each time'` sends it unnamed, so the server plans it
+   * for its values every time: for queries whose best plan depends on them (see run-lists.ts).
+   */
+  rows<R>(text: string, params?: readonly unknown[], opts?: { planned?: 'once' | 'each time' }): Promise<R[]>;
   /** The first row, or undefined. */
   row<R>(text: string, params?: readonly unknown[]): Promise<R | undefined>;
   /** How many rows the statement wrote (an INSERT, UPDATE or DELETE). */
@@ -57,10 +60,25 @@ function storable(params: readonly unknown[]): unknown[] {
   return params.map((p) => (typeof p === 'string' ? p.replaceAll(NUL, '\uFFFD') : p));
 }
 
+/**
+ * The name each statement text is prepared under. A named statement is parsed and planned once per
+ * connection (pg keeps which ones a connection has), then sent as Bind and Execute only. Only
+ * statements with parameters are named: one without may hold several commands, which a prepared
+ * statement cannot. Bounded by the adapter's statement texts (the run lists' shapes included).
+ */
+const preparedNames = new Map<string, string>();
+const nameOf = (text: string): string => {
+  let name = preparedNames.get(text);
+  if (name === undefined) preparedNames.set(text, (name = `build_${preparedNames.size}`));
+  return name;
+};
+
 function statements(client: pg.Pool | pg.PoolClient): Sql {
-  const query = (text: string, params: readonly unknown[]) => client.query({ text, values: storable(params) });
+  const query = (text: string, params: readonly unknown[], prepared = true) =>
+    client.query(prepared && params.length ? { name: nameOf(text), text, values: storable(params) } : { text, values: storable(params) });
   return {
-    rows: async <R>(text: string, params: readonly unknown[] = []) => (await query(text, params)).rows as R[],
+    rows: async <R>(text: string, params: readonly unknown[] = [], opts: { planned?: 'once' | 'each time' } = {}) =>
+      (await query(text, params, opts.planned !== 'each time')).rows as R[],
     row: async <R>(text: string, params: readonly unknown[] = []) => (await query(text, params)).rows[0] as R | undefined,
     count: async (text: string, params: readonly unknown[] = []) => (await query(text, params)).rowCount ?? 0,
   };
