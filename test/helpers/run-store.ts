@@ -74,3 +74,10 @@ export async function queueRun(store: Store, target: Workflow | Agent, opts: Que
   if (outcome.status !== 'queued') throw new Error(`run not queued: ${outcome.status}`);
   return { id, kind: isWorkflow ? 'workflow' : 'agent', workspaceId, snapshot: target, request, state, creditsReserved: minimumCost, creditsSpent: 0 };
 }
+
+/** Queues a run and claims it under `lease`, as a worker does before it executes it. */
+export async function claimedRun(store: Store, run: Promise<QueuedRun>, lease: { owner: string; ms: number }): Promise<QueuedRun> {
+  const queued = await run;
+  expect(await store.runs.claim(queued.id, lease, 8)).toBe(true);
+  return queued;
+}

@@ -3,7 +3,7 @@
 import { createLogger } from '../../src/log';
 import { createCreditLedger, PROGRESS_INTERVAL_MS } from '../../src/runtime/runner/credit-ledger';
 import type { QueuedRun } from '../../src/runtime/runner';
-import { openTempStore, queueRun, scriptedAgent, toolWorkflow, type TempStore } from '../helpers/run-store';
+import { claimedRun, openTempStore, queueRun, scriptedAgent, toolWorkflow, type TempStore } from '../helpers/run-store';
 
 const logger = createLogger('silent');
 const lease = { owner: 'ledger-test', ms: 60_000 };
@@ -13,12 +13,7 @@ beforeEach(() => {
 });
 afterEach(() => t.close());
 
-/** Queues a run and claims it, as a worker does before it opens the run's ledger. */
-async function claimed(run: Promise<QueuedRun>): Promise<QueuedRun> {
-  const queued = await run;
-  expect(await t.store.runs.claim(queued.id, lease, 8)).toBe(true);
-  return queued;
-}
+const claimed = (run: Promise<QueuedRun>) => claimedRun(t.store, run, lease);
 const row = async (id: string) => (await t.store.runs.find(id))!;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

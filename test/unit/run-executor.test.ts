@@ -7,7 +7,7 @@ import { ExecutingRuns } from '../../src/runtime/runner/executing-runs';
 import { createRunExecutor, type RunExecutor } from '../../src/runtime/runner/run-executor';
 import type { QueuedRun } from '../../src/runtime/runner';
 import type { Workflow } from '../../src/domain/types';
-import { openTempStore, queueRun, scriptedAgent, toolWorkflow, type TempStore } from '../helpers/run-store';
+import { claimedRun, openTempStore, queueRun, scriptedAgent, toolWorkflow, type TempStore } from '../helpers/run-store';
 
 const lease = { owner: 'executor-test', ms: 60_000 };
 let t: TempStore;
@@ -23,11 +23,7 @@ beforeEach(() => {
 });
 afterEach(() => t.close());
 
-async function claimed(run: Promise<QueuedRun>): Promise<QueuedRun> {
-  const queued = await run;
-  expect(await t.store.runs.claim(queued.id, lease, 8)).toBe(true);
-  return queued;
-}
+const claimed = (run: Promise<QueuedRun>) => claimedRun(t.store, run, lease);
 const row = async (id: string) => (await t.store.runs.find(id))!;
 
 test("a workflow run executes its steps in the run's workspace, pays each, and records its end", async () => {

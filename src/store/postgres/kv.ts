@@ -2,10 +2,10 @@
 // compared byte-wise, so a prefix is a range (shared/kv.ts).
 import type { KvRepository } from '../port';
 import { prefixUpperBound, storableKey, UnstorableKeyError } from '../shared/kv';
-import { KV_SET_WITHIN_LIMIT, numberedParams } from '../shared/statements';
+import { KV_SET_WITHIN_LIMIT, numbered } from '../shared/statements';
 import type { PgDatabase } from './database';
 
-const KV_SET_PG = numberedParams(KV_SET_WITHIN_LIMIT, ['ws', 'key', 'value', 'now', 'limit']);
+const kvSet = numbered(KV_SET_WITHIN_LIMIT);
 
 export function pgKvRepository(db: PgDatabase): KvRepository {
   return {
@@ -29,7 +29,7 @@ export function pgKvRepository(db: PgDatabase): KvRepository {
       if (!storableKey(key)) throw new UnstorableKeyError();
       const json = JSON.stringify(value);
       // Only the run workers' tools write here: acknowledged once visible, like the runs' progress.
-      const written = await db.transaction((sql) => sql.count(KV_SET_PG, [ws, key, json, new Date().toISOString(), maxKeys]), { ack: 'visible' });
+      const written = await db.transaction((sql) => sql.count(kvSet.text, kvSet.values({ ws, key, value: json, now: new Date().toISOString(), limit: maxKeys })), { ack: 'visible' });
       return written === 1;
     },
     delete: async (ws, key) =>

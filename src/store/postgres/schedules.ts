@@ -4,7 +4,7 @@
 import type { DeclaredSchedule } from '../../domain/triggers';
 import type { FireRecord, ScheduleRepository, ScheduleRow } from '../port';
 import { schedulePlan } from '../shared/schedules';
-import { DUE_FAIRLY, numberedParams } from '../shared/statements';
+import { DUE_FAIRLY, numbered } from '../shared/statements';
 import type { PgDatabase, Sql } from './database';
 import { claimSchedule } from './schedule-writes';
 import { bumpPollStatus, statusVersion } from './trigger-status';
@@ -55,12 +55,12 @@ async function updateSchedule(sql: Sql, d: DeclaredSchedule, next: number | null
   );
 }
 
-const DUE_FAIRLY_PG = numberedParams(DUE_FAIRLY, ['now', 'perWorkspace', 'limit']);
+const dueFairly = numbered(DUE_FAIRLY);
 
 export function pgScheduleRepository(db: PgDatabase): ScheduleRepository {
   return {
     statusVersion: (agentId) => statusVersion(db, agentId),
-    due: (nowMs, limit, perWorkspace) => db.rows<ScheduleRow>(DUE_FAIRLY_PG, [nowMs, perWorkspace, limit]),
+    due: (nowMs, limit, perWorkspace) => db.rows<ScheduleRow>(dueFairly.text, dueFairly.values({ now: nowMs, perWorkspace, limit })),
     find: async (id) => (await db.row<ScheduleRow>('SELECT * FROM schedules WHERE id = $1', [id])) ?? null,
     ofOwner: (ownerId) => db.rows<ScheduleRow>('SELECT * FROM schedules WHERE owner_id = $1 ORDER BY id', [ownerId]),
     // The scheduler's own writes, acknowledged once visible (as with SQLite).

@@ -4,7 +4,7 @@
 import { FIRES_KEPT } from '../port';
 
 /** A statement written with `@name` parameters in PostgreSQL's `$1, $2, …`, numbered by the order of `names`. */
-export function numberedParams(sql: string, names: readonly string[]): string {
+function numberedParams(sql: string, names: readonly string[]): string {
   return sql.replace(/@(\w+)/g, (_whole, name: string) => {
     const at = names.indexOf(name);
     if (at < 0) throw new Error(`the statement's parameter @${name} is not among ${names.join(', ')}`);
