@@ -45,7 +45,7 @@ export interface Config {
   defaultCredits: number;
   logLevel: string;
   limits: WorkspaceLimits;
-  /** How many runs execute at once. */
+  /** How many runs execute at once (RUN_WORKERS; default 4 on SQLite, 16 on PostgreSQL). */
   runWorkers: number;
   /** How many runs of one workspace execute at once, at most (RUN_WORKERS_PER_WORKSPACE). */
   runWorkersPerWorkspace: number;
@@ -173,6 +173,13 @@ function nonEmpty(env: Env, name: string, fallback: string, pattern: RegExp, rul
   return raw;
 }
 
+// Workers a process runs by default. On SQLite a run's writes are in-process and its worker is busy
+// on this CPU; on PostgreSQL a worker mostly waits for the database's replies, so more runs in flight
+// are what keeps the CPU busy: 4 → 16 workers took a 3-step workflow's executions from 106 to 232–286/s
+// (docs/benchmarks.md, issue 25). Each worker holds at most one run's state and step outputs (docs/runs.md).
+const SQLITE_RUN_WORKERS = 4;
+const PG_RUN_WORKERS = 16;
+
 export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const host = nonEmpty(env, 'HOST', '127.0.0.1', /^[A-Za-z0-9.:\-[\]]+$/, 'must be a host name or IP address');
@@ -181,7 +188,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel}'`);
   }
-  const runWorkers = integer(env, 'RUN_WORKERS', 4, 1, 64);
+  const databaseUrl = postgresUrl(env, 'DATABASE_URL');
+  const runWorkers = integer(env, 'RUN_WORKERS', databaseUrl ? PG_RUN_WORKERS : SQLITE_RUN_WORKERS, 1, 64);
   const publicBaseUrl = httpUrl(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`) as string;
   const issuer = httpUrl(env, 'AUTH_ISSUER', null, false);
   const jwksUri = httpUrl(env, 'AUTH_JWKS_URI', null, false);
@@ -192,7 +200,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     host,
     databasePath,
     dataDir: path.dirname(databasePath),
-    databaseUrl: postgresUrl(env, 'DATABASE_URL'),
+    databaseUrl,
     pgPoolSize: integer(env, 'PG_POOL_SIZE', 10, 1, 1000),
     runLeaseMs: integer(env, 'RUN_LEASE_SECONDS', 30, 2, 3600) * 1000,
     publicBaseUrl,
