@@ -218,6 +218,50 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
     expect(await A.kv.get(ws, 'k')).toBe(1);
   });
 
+  // Each of a replica's held versions (documents by id and slug, lists, trigger status versions) is
+  // answered only after the database confirmed it: every read made after another replica's write
+  // returned sees that write, however many reads of the same entries are in flight with it.
+  test('held documents and lists: many concurrent reads on one replica, each begun after the other’s write, see that write', async () => {
+    const ws = workspace();
+    const docs = await Promise.all(range(4).map((i) => ok(A.agents.create(ws, randomUUID(), agent(`held-${i}`), opts(), []))));
+    const flow = await ok(A.workflows.create(ws, randomUUID(), workflow('held-flow'), { limit: 10 }));
+    const latest = [...docs];
+    for (let round = 1; round <= 5; round++) {
+      // B holds every entry, with reads still in flight while A writes.
+      const inFlight = Promise.all([...docs.map((d) => B.agents.find(ws, d.slug)), B.agents.list(ws), B.workflows.list(ws)]);
+      const target = round % docs.length;
+      const written = await ok(A.agents.replace(ws, latest[target]!.id, latest[target]!.stampMicros, { ...latest[target]!.document, name: `Round ${round}` }, []));
+      latest[target] = written;
+      await inFlight;
+      const reads = await Promise.all(range(20).map((i) => (i % 3 === 0 ? B.agents.list(ws) : B.agents.find(ws, i % 2 ? written.id : written.slug))));
+      for (const read of reads) {
+        if ('json' in read && !('stampMicros' in read)) expect(JSON.parse(read.json)).toContainEqual(expect.objectContaining({ id: written.id, name: `Round ${round}` }));
+        else expect(read).toMatchObject({ id: written.id, stampMicros: written.stampMicros, document: { name: `Round ${round}` } });
+      }
+    }
+    // A new document, then a workflow's replace and delete: B's held lists follow each.
+    const added = await ok(A.agents.create(ws, randomUUID(), agent('held-added'), opts(), []));
+    expect(JSON.parse((await B.agents.list(ws)).json).map((i: { slug: string }) => i.slug)).toContain(added.slug);
+    await ok(A.workflows.replace(ws, flow.id, flow.stampMicros, { ...flow.document, name: 'Renamed on A' }));
+    expect(JSON.parse((await B.workflows.list(ws)).json)).toEqual([expect.objectContaining({ name: 'Renamed on A', version: 2 })]);
+    expect(await A.workflows.remove(ws, flow.id)).toBe(true);
+    expect(JSON.parse((await B.workflows.list(ws)).json)).toEqual([]);
+    expect(await B.workflows.find(ws, 'held-flow')).toBeNull();
+  });
+
+  test('held trigger status versions: a run a trigger starts on one replica moves the version the other reads next', async () => {
+    const ws = workspace();
+    const doc = agent('status-held', { status: 'active' });
+    await createAgent(A, ws, doc);
+    for (let i = 0; i < 3; i++) {
+      const before = await Promise.all(range(5).map(() => B.schedules.statusVersion(doc.id)));
+      const outcome = await A.runs.accept(newRun(unique('run'), { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'webhook', triggerId: unique('t') }), () => 'refused');
+      expect(outcome).toEqual({ status: 'queued' });
+      const after = await Promise.all(range(5).map(() => B.schedules.statusVersion(doc.id)));
+      for (const v of after) expect(v).toBeGreaterThan(before[0]!);
+    }
+  });
+
   test('an accept on one replica wakes the other’s onQueued; an event write wakes the other’s onEvents (its own once)', async () => {
     let [queuedA, queuedB] = [0, 0];
     const [eventsA, eventsB]: [string[], string[]] = [[], []];

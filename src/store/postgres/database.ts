@@ -52,13 +52,15 @@ const NUL = '\u0000';
 
 /**
  * The parameters as PostgreSQL can take them: its text cannot hold U+0000, and a statement given one
- * fails. The API refuses it in requests and the runtime replaces it in the texts runs write (a
+ * fails (in an array too). The API refuses it in requests and the runtime replaces it in the texts runs write (a
  * tool's error quoting a response); this is the net under both, so no write fails for it.
  */
 function storable(params: readonly unknown[]): unknown[] {
-  if (!params.some((p) => typeof p === 'string' && p.includes(NUL))) return params as unknown[];
-  return params.map((p) => (typeof p === 'string' ? p.replaceAll(NUL, '\uFFFD') : p));
+  if (!params.some(holdsNul)) return params as unknown[];
+  return params.map(withoutNul);
 }
+const holdsNul = (p: unknown): boolean => (typeof p === 'string' ? p.includes(NUL) : Array.isArray(p) && p.some(holdsNul));
+const withoutNul = (p: unknown): unknown => (typeof p === 'string' ? p.replaceAll(NUL, '\uFFFD') : Array.isArray(p) ? p.map(withoutNul) : p);
 
 /**
  * The name each statement text is prepared under. A named statement is parsed and planned once per

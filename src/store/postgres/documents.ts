@@ -3,19 +3,23 @@
 // stored stamp (the UPDATE's affected-row count decides which writer wins); a create holds a
 // transaction-scoped advisory lock on (table, workspace) while it counts and picks its slug, with
 // the UNIQUE (workspace_id, slug) constraint as the backstop. Stamps come from the database's clock.
-import { formatStamp } from '../../domain/stamps';
 import { agentSchedules, workflowSchedules } from '../../domain/triggers';
-import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../../domain/types';
+import type { Agent, Connection, Workflow } from '../../domain/types';
 import { isUuid } from '../../ids';
-import type { AgentRepository, ConnectionRepository, CreateOptions, CreateOutcome, DocumentRecord, ListVersion, ReplaceOutcome, SecretRow, Serialized, WorkflowRepository, WorkspaceRepository } from '../port';
+import type { AgentRepository, ConnectionRepository, CreateOptions, CreateOutcome, DocumentRecord, ReplaceOutcome, SecretRow, WorkflowRepository, WorkspaceRepository } from '../port';
 import { chooseSlug, listedName, newVersion, stamped, StoredVersion, versionOfRow, type DocumentRow } from '../shared/documents';
 import { RowCache } from '../shared/row-cache';
 import { triggerPlan } from '../shared/triggers';
+import { CoalescedLookup } from './coalesced-lookup';
 import { isUniqueViolation, type PgDatabase, type Sql } from './database';
+import { agentList, workflowList } from './document-lists';
+import { bumpListVersion, VersionedLists } from './list-versions';
 import { removeSchedules, syncSchedules } from './schedules';
 
 /** The document text each table's held versions may take (see find). */
 const HELD_VERSIONS_BYTES = 32 * 1024 * 1024;
+/** The list text each table's held lists may take (see list-versions.ts). */
+const HELD_LISTS_BYTES = 8 * 1024 * 1024;
 
 /** The database's clock in microseconds (the whole stamp: PostgreSQL keeps microseconds). */
 const NOW_US = '(extract(epoch from clock_timestamp()) * 1000000)::bigint';
@@ -43,28 +47,48 @@ interface DocumentSpec<T, W> {
 type Doc = { slug?: string; updated_at?: string };
 
 /**
- * `ref` is an id (UUID) or a slug. Always asks the database; when this process holds the
- * version the database has (same id, same stamp), the database sends the stamp without the
- * document and the held version is answered: its parse, its encoded reply and the views built
- * from it are reused. A version written on another replica has another stamp: it is sent whole.
+ * `ref` is an id (UUID) or a slug. A version this process holds is answered once the database
+ * confirmed that its stamp is still the stored one: one coalesced query for all the reads that
+ * arrived meanwhile (coalesced-lookup.ts), which sends the document only when the stamp moved, so the
+ * held parse, encoded reply and views are reused. Otherwise one query by `ref`, which sends the
+ * document only when this process holds another version of it.
  */
 function heldFind<T>(db: PgDatabase, table: string, held: RowCache<StoredVersion<T>>) {
-  return async (workspaceId: string, ref: string): Promise<DocumentRecord<T> | null> => {
-    if (holdsNul(ref)) return null;
-    const byUuid = isUuid(ref) ? ref.toLowerCase() : undefined;
-    const heldId = byUuid ?? held.idOfSlug(workspaceId, ref);
-    const known = heldId === undefined ? undefined : held.get(workspaceId, heldId);
-    const [column, value] = byUuid ? ['id', byUuid] : ['slug', ref];
-    const row = await db.row<Row | (Omit<Row, 'document'> & { document: null })>(
-      `SELECT id, workspace_id, slug, version, stamp_us, CASE WHEN id = $3 AND stamp_us = $4 THEN NULL ELSE document END AS document
-       FROM ${table} WHERE workspace_id = $1 AND ${column} = $2`,
-      [workspaceId, value, known?.id ?? null, known?.stampMicros ?? null],
+  type Found = Row | (Omit<Row, 'document'> & { document: null });
+  const current = new CoalescedLookup<number, Found>(async (batch) => {
+    const rows = await db.rows<Found>(
+      `SELECT d.id, d.workspace_id, d.slug, d.version, d.stamp_us, CASE WHEN d.stamp_us = t.stamp_us THEN NULL ELSE d.document END AS document
+       FROM unnest($1::text[], $2::bigint[]) AS t (id, stamp_us) JOIN ${table} AS d ON d.id = t.id`,
+      [[...batch.keys()], [...batch.values()]],
     );
+    return new Map(rows.map((r) => [r.id, r]));
+  });
+  const answer = (row: Found | undefined, known: StoredVersion<T> | undefined): DocumentRecord<T> | null => {
     if (!row) return null;
     if (row.document === null) return known as StoredVersion<T>;
     const record = versionOfRow<T>(row);
     held.set(record);
     return record;
+  };
+  return async (workspaceId: string, ref: string): Promise<DocumentRecord<T> | null> => {
+    if (holdsNul(ref)) return null;
+    const byUuid = isUuid(ref) ? ref.toLowerCase() : undefined;
+    const heldId = byUuid ?? held.idOfSlug(workspaceId, ref);
+    const known = heldId === undefined ? undefined : held.get(workspaceId, heldId);
+    if (known) {
+      // Held under this workspace, and an id is never reused: the row by that id is this document.
+      // Gone (deleted), it may have left its slug to another: asked by `ref` below.
+      const row = await current.get(known.id, known.stampMicros);
+      if (row) return answer(row, known);
+      if (byUuid) return null;
+    }
+    const [column, value] = byUuid ? ['id', byUuid] : ['slug', ref];
+    const row = await db.row<Found>(
+      `SELECT id, workspace_id, slug, version, stamp_us, CASE WHEN id = $3 AND stamp_us = $4 THEN NULL ELSE document END AS document
+       FROM ${table} WHERE workspace_id = $1 AND ${column} = $2`,
+      [workspaceId, value, known?.id ?? null, known?.stampMicros ?? null],
+    );
+    return answer(row, known);
   };
 }
 
@@ -100,6 +124,7 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
       params,
     );
     await spec.afterWrite(sql, id, version.document, more, workspaceId);
+    await bumpListVersion(sql, table, workspaceId, id);
     return { ok: true, record: version };
   };
 
@@ -120,10 +145,13 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
     // Another writer's UPDATE committed between the read and this one (which waited for it, then found the stamp moved).
     if (updated !== 1) return { ok: false, current: await byId(sql, workspaceId, id) };
     await spec.afterWrite(sql, id, final, more, workspaceId);
+    await bumpListVersion(sql, table, workspaceId, id);
     return { ok: true, record: new StoredVersion(id, workspaceId, row.slug, row.version + 1, stampMicros, json, final) };
   };
 
+  const lists = new VersionedLists(db, HELD_LISTS_BYTES);
   return {
+    list: lists,
     find: heldFind<T>(db, table, held),
     /** Inserts a new document (version 1). With deriveSlug, `doc.slug` is a base to make unique. */
     create: async (workspaceId: string, id: string, doc: T, opts: CreateOptions, more?: W): Promise<CreateOutcome<T>> => {
@@ -143,36 +171,12 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
     remove: (workspaceId: string, id: string, dependents: (sql: Sql) => Promise<void>): Promise<boolean> =>
       db.transaction(async (sql) => {
         const removed = (await sql.count(`DELETE FROM ${table} WHERE workspace_id = $1 AND id = $2`, [workspaceId, id])) > 0;
-        if (removed) await dependents(sql);
-        return removed;
+        if (!removed) return false;
+        await dependents(sql);
+        await bumpListVersion(sql, table, workspaceId, id);
+        return true;
       }),
   };
-}
-
-/** The list's name: the column, or the document's when the column could not hold it (U+0000: see nameColumn). */
-function listName(row: { name: string; document: string | null }): string {
-  if (row.document === null) return row.name;
-  return listedName((JSON.parse(row.document) as { name: string }).name);
-}
-
-/** The name column, and the document where that column had to change the name (rare: only then is the document read). */
-const NAME_SQL = 'name, CASE WHEN strpos(name, chr(65533)) > 0 THEN document END AS document';
-
-// Lists are built here, not by PostgreSQL: its json_agg and json_build_object put spaces in the
-// text (`{"id" : …}, \n {…}`); JSON.stringify gives the compact bytes the list cases of the store's
-// contract suite expect of both adapters (test/store/documents.test.ts), stamps by formatStamp.
-async function agentList(db: PgDatabase, workspaceId: string): Promise<ListVersion<AgentListItem[]>> {
-  type ListRow = { id: string; slug: string; name: string; document: string | null; status: string; stamp_us: number };
-  const rows = await db.rows<ListRow>(`SELECT id, slug, ${NAME_SQL}, status, stamp_us FROM agents WHERE workspace_id = $1 ORDER BY slug`, [workspaceId]);
-  const items = rows.map((r) => ({ id: r.id, slug: r.slug, name: listName(r), status: r.status, updated_at: formatStamp(r.stamp_us) }));
-  return { json: JSON.stringify(items) as Serialized<AgentListItem[]> };
-}
-
-async function workflowList(db: PgDatabase, workspaceId: string): Promise<ListVersion<WorkflowListItem[]>> {
-  type ListRow = { slug: string; name: string; document: string | null; enabled: number; version: number; stamp_us: number };
-  const rows = await db.rows<ListRow>(`SELECT slug, ${NAME_SQL}, enabled, version, stamp_us FROM workflows WHERE workspace_id = $1 ORDER BY slug`, [workspaceId]);
-  const items = rows.map((r) => ({ slug: r.slug, name: listName(r), enabled: r.enabled === 1, version: r.version, updated_at: formatStamp(r.stamp_us) }));
-  return { json: JSON.stringify(items) as Serialized<WorkflowListItem[]> };
 }
 
 /** An agent's trigger rows follow its document (see shared/triggers.ts). */
@@ -223,7 +227,7 @@ export function pgAgentRepository(db: PgDatabase): AgentRepository {
     },
   });
   return {
-    list: (workspaceId) => agentList(db, workspaceId),
+    list: (workspaceId) => agentList(db, table.list, workspaceId),
     find: (workspaceId, ref) => table.find(workspaceId, ref),
     create: (workspaceId, id, doc, opts, secrets) => table.create(workspaceId, id, doc, opts, secrets),
     replace: (workspaceId, id, expected, doc, secrets) => table.replace(workspaceId, id, expected, doc, secrets),
@@ -239,7 +243,7 @@ export function pgWorkflowRepository(db: PgDatabase): WorkflowRepository {
     afterWrite: (sql, id, doc, _extra, workspaceId) => syncSchedules(sql, workspaceId, id, workflowSchedules(id, doc), Date.now()),
   });
   return {
-    list: (workspaceId) => workflowList(db, workspaceId),
+    list: (workspaceId) => workflowList(db, table.list, workspaceId),
     find: (workspaceId, ref) => table.find(workspaceId, ref),
     create: (workspaceId, id, doc, opts) => table.create(workspaceId, id, doc, { ...opts, deriveSlug: false }),
     replace: (workspaceId, id, expected, doc) => table.replace(workspaceId, id, expected, doc),

@@ -7,7 +7,7 @@ import { schedulePlan } from '../shared/schedules';
 import { DUE_FAIRLY, numbered } from '../shared/statements';
 import type { PgDatabase, Sql } from './database';
 import { claimSchedule } from './schedule-writes';
-import { bumpPollStatus, statusVersion } from './trigger-status';
+import { bumpPollStatus, statusVersions } from './trigger-status';
 
 /**
  * Keeps an owner's schedule rows equal to what its document declares (see schedulePlan). Runs
@@ -59,7 +59,7 @@ const dueFairly = numbered(DUE_FAIRLY);
 
 export function pgScheduleRepository(db: PgDatabase): ScheduleRepository {
   return {
-    statusVersion: (agentId) => statusVersion(db, agentId),
+    statusVersion: statusVersions(db),
     due: (nowMs, limit, perWorkspace) => db.rows<ScheduleRow>(dueFairly.text, dueFairly.values({ now: nowMs, perWorkspace, limit })),
     find: async (id) => (await db.row<ScheduleRow>('SELECT * FROM schedules WHERE id = $1', [id])) ?? null,
     ofOwner: (ownerId) => db.rows<ScheduleRow>('SELECT * FROM schedules WHERE owner_id = $1 ORDER BY id', [ownerId]),
