@@ -1,5 +1,6 @@
 // The documents (agents, workflows), connections and workspaces on PostgreSQL, for any number of
-// replicas on one database. Every read asks the database. A replace is compare-and-set on the
+// replicas on one database. Every read asks the database, in a query shared by the reads that arrive
+// together (held versions are confirmed, not trusted: heldFind, list-versions.ts). A replace is compare-and-set on the
 // stored stamp (the UPDATE's affected-row count decides which writer wins); a create holds a
 // transaction-scoped advisory lock on (table, workspace) while it counts and picks its slug, with
 // the UNIQUE (workspace_id, slug) constraint as the backstop. Stamps come from the database's clock.
@@ -92,19 +93,18 @@ function heldFind<T>(db: PgDatabase, table: string, held: RowCache<StoredVersion
   };
 }
 
+/** The stored version of a document, read whole. */
+async function storedById<T>(sql: Sql, table: string, workspaceId: string, id: string): Promise<StoredVersion<T> | null> {
+  const row = await sql.row<Row>(`SELECT id, workspace_id, slug, version, stamp_us, document FROM ${table} WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+  return row ? versionOfRow<T>(row) : null;
+}
+
 function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W>) {
   const { table } = spec;
   const extra = Object.keys(spec.columns);
   // The unique constraint PostgreSQL names for UNIQUE (workspace_id, slug) (migrations/001_init.sql).
   const slugConstraint = `${table}_workspace_id_slug_key`;
 
-  // The versions read or written here lately (see find): validated against the stored stamp at
-  // every read, so an entry is never answered after another replica's write.
-  const held = new RowCache<StoredVersion<T>>(HELD_VERSIONS_BYTES);
-  const byId = async (sql: Sql, workspaceId: string, id: string) => {
-    const row = await sql.row<Row>(`SELECT id, workspace_id, slug, version, stamp_us, document FROM ${table} WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
-    return row ? versionOfRow<T>(row) : null;
-  };
   const columnValues = (doc: T) => extra.map((c) => spec.columns[c]!(doc));
 
   const createTx = async (sql: Sql, workspaceId: string, id: string, doc: T, opts: CreateOptions, more: W | undefined): Promise<CreateOutcome<T>> => {
@@ -133,7 +133,7 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
       `SELECT slug, version, stamp_us, ${NOW_US} AS now_us FROM ${table} WHERE workspace_id = $1 AND id = $2`,
       [workspaceId, id],
     );
-    if (!row || row.stamp_us !== expected) return { ok: false, current: await byId(sql, workspaceId, id) };
+    if (!row || row.stamp_us !== expected) return { ok: false, current: await storedById<T>(sql, table, workspaceId, id) };
     // Past the stored stamp even when this server's clock is behind the one that wrote it.
     const stampMicros = Math.max(row.now_us, row.stamp_us + 1);
     const { doc: final, json } = stamped(doc, stampMicros, row.slug);
@@ -143,7 +143,7 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
       [id, expected, stampMicros, json, ...columnValues(final)],
     );
     // Another writer's UPDATE committed between the read and this one (which waited for it, then found the stamp moved).
-    if (updated !== 1) return { ok: false, current: await byId(sql, workspaceId, id) };
+    if (updated !== 1) return { ok: false, current: await storedById<T>(sql, table, workspaceId, id) };
     await spec.afterWrite(sql, id, final, more, workspaceId);
     await bumpListVersion(sql, table, workspaceId, id);
     return { ok: true, record: new StoredVersion(id, workspaceId, row.slug, row.version + 1, stampMicros, json, final) };
@@ -152,7 +152,8 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
   const lists = new VersionedLists(db, HELD_LISTS_BYTES);
   return {
     list: lists,
-    find: heldFind<T>(db, table, held),
+    // The versions read lately: each answered only once the database confirmed its stamp (see heldFind).
+    find: heldFind<T>(db, table, new RowCache<StoredVersion<T>>(HELD_VERSIONS_BYTES)),
     /** Inserts a new document (version 1). With deriveSlug, `doc.slug` is a base to make unique. */
     create: async (workspaceId: string, id: string, doc: T, opts: CreateOptions, more?: W): Promise<CreateOutcome<T>> => {
       try {

@@ -4,7 +4,7 @@
 // the only writer of these tables, and every write replaces or drops the rows it touches inside its
 // own transaction (and a group that fails to commit clears the cache), so a row here is always the
 // committed one and is answered as is. With PostgreSQL, other replicas write too: an entry is only
-// answered after the database confirmed its stamp (postgres/documents.ts, find).
+// answered after the database confirmed its stamp (postgres/documents.ts, heldFind).
 
 interface Cacheable {
   id: string;
