@@ -185,21 +185,19 @@ async function writeTriggers(sql: Sql, agentId: string, doc: Agent, secrets: Sec
   const now = new Date().toISOString();
   const plan = triggerPlan(doc);
   const keep = plan.keep.map((t) => t.id);
+  // One statement: the dropped triggers deleted (their secrets' hashes retired, so an old URL is
+  // told apart from an unknown one), the kept ones inserted where new, the unsigned ones' keys cleared.
   await sql.count(
-    `INSERT INTO retired_webhook_secrets (secret_hash, trigger_id, reason, retired_at)
-     SELECT secret_hash, id, 'dropped', $3 FROM agent_triggers WHERE agent_id = $1 AND id <> ALL($2::text[]) AND secret_hash IS NOT NULL AND secret_hash <> ''
-     ON CONFLICT DO NOTHING`,
-    [agentId, keep, now],
-  );
-  await sql.count('DELETE FROM agent_triggers WHERE agent_id = $1 AND id <> ALL($2::text[])', [agentId, keep]);
-  await sql.count(
-    `INSERT INTO agent_triggers (id, agent_id, kind) SELECT t.id, $1, t.kind FROM unnest($2::text[], $3::text[]) AS t (id, kind)
+    `WITH dropped AS (DELETE FROM agent_triggers WHERE agent_id = $1 AND id <> ALL($2::text[]) RETURNING id, secret_hash),
+       retired AS (
+         INSERT INTO retired_webhook_secrets (secret_hash, trigger_id, reason, retired_at)
+         SELECT secret_hash, id, 'dropped', $4 FROM dropped WHERE secret_hash IS NOT NULL AND secret_hash <> ''
+         ON CONFLICT DO NOTHING),
+       unsigned AS (UPDATE agent_triggers SET signing_secret = NULL WHERE id = ANY($5::text[]) AND signing_secret IS NOT NULL)
+     INSERT INTO agent_triggers (id, agent_id, kind) SELECT t.id, $1, t.kind FROM unnest($2::text[], $3::text[]) AS t (id, kind)
      ON CONFLICT (id) DO NOTHING`,
-    [agentId, keep, plan.keep.map((t) => t.kind)],
+    [agentId, keep, plan.keep.map((t) => t.kind), now, plan.unsigned],
   );
-  if (plan.unsigned.length) {
-    await sql.count('UPDATE agent_triggers SET signing_secret = NULL WHERE id = ANY($1::text[]) AND signing_secret IS NOT NULL', [plan.unsigned]);
-  }
   for (const s of secrets) {
     await sql.count(
       `INSERT INTO retired_webhook_secrets (secret_hash, trigger_id, reason, retired_at)
