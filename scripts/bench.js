@@ -64,6 +64,7 @@ const { uuidV7 } = require(path.join(root, 'dist/src/ids'));
 const Database = require('better-sqlite3');
 const pg = require('pg');
 const { startCluster } = require('./pg-cluster');
+const { mixScenario, MIX_NAME } = require('./bench-mix');
 const http = require('node:http');
 
 /**
@@ -276,7 +277,7 @@ async function startService(dir, dataDir, databaseUrl = null, replicas = 1) {
           }),
       ),
     );
-  return { ...service, api, auth, json, agents, readPath, finishedRunId, listed, listAuth: { authorization: `Bearer ${listToken}` }, readBytes: Buffer.from(JSON.stringify((await api('GET', readPath)).body)), stop };
+  return { ...service, issuer, api, auth, json, agents, readPath, finishedRunId, listed, listAuth: { authorization: `Bearer ${listToken}` }, readBytes: Buffer.from(JSON.stringify((await api('GET', readPath)).body)), stop };
 }
 
 const LISTED_WORKSPACE = 'bench-lists';
@@ -478,6 +479,7 @@ function scenariosOf(service) {
         return { rps: latencies.length / seconds, count: latencies.length, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), non2xx: failed, unit: 'executions/s' };
       },
     ],
+    [MIX_NAME, async (seconds) => mixScenario(service, { agentDocument, workflowDocument })(seconds)],
     // What the two HTTP requests of a workflow execution cost without the run: the floor under it.
     ['run floor: POST test of a disabled workflow (409, nothing queued)', cannonScenario({ url: at('/api/build/workflows/bench-off/test'), method: 'POST', headers: { ...json }, body: '{"input":{}}' }, 409)],
     ['run floor: GET of a finished run', cannonScenario({ url: at(`/api/build/workflow-runs/${service.finishedRunId}`), headers: auth })],
@@ -662,7 +664,7 @@ function clusterCpu(dir) {
 /** The side-by-side table, with each PostgreSQL shape's throughput as a share of the one before it. */
 function storesReport(rows) {
   const fmt = (n) => (n === undefined || Number.isNaN(n) ? '–' : Math.round(n).toLocaleString('en-US'));
-  const cell = (r) => `${fmt(r.rps)} ${r.unit}; ${fmt(r.cpuPerOp)}${r.databaseCpuPerOp === undefined ? '' : ` + ${fmt(r.databaseCpuPerOp)}`} µs; p99 ${r.p99 === undefined ? '–' : r.p99.toFixed(1)} ms${r.non2xx && !r.expected ? `; ${r.non2xx} non-2xx` : ''}`;
+  const cell = (r) => `${fmt(r.rps)} ${r.unit}; ${fmt(r.cpuPerOp)}${r.databaseCpuPerOp === undefined ? '' : ` + ${fmt(r.databaseCpuPerOp)}`} µs; p99 ${r.p99 === undefined ? '–' : r.p99.toFixed(1)} ms${r.non2xx && !r.expected ? `; ${r.non2xx} non-2xx` : ''}${r.detail ? ` (${r.detail})` : ''}`;
   const ratios = STORES.slice(1).map((st, i) => `${st.name} ÷ ${STORES[i].name}`);
   const table = [
     `| scenario | ${STORES.map((st) => st.name).join(' | ')} | ${ratios.join(' | ')} |`,
