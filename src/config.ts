@@ -36,7 +36,7 @@ export interface Config {
   dataDir: string;
   /** A PostgreSQL database (DATABASE_URL, postgres://…): replicas share it. Null: the SQLite file. */
   databaseUrl: string | null;
-  /** Connections each process keeps to PostgreSQL, at most (PG_POOL_SIZE). */
+  /** Connections each process keeps to PostgreSQL in each of its two pools, at most (PG_POOL_SIZE). */
   pgPoolSize: number;
   /** How long a worker's claim on a run lasts unless renewed (RUN_LEASE_SECONDS): after it, another replica may take the run over. */
   runLeaseMs: number;

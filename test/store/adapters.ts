@@ -11,6 +11,8 @@ import path from 'node:path';
 import type { Store } from '../../src/store/port';
 import { openSqliteStore } from '../../src/store/sqlite';
 import { openPostgresStore } from '../../src/store/postgres';
+/** The PostgreSQL adapter's connections, for the cases that check how it talks to the server. */
+export { openPgDatabase } from '../../src/store/postgres/database';
 import { createPgDatabase } from '../helpers/database';
 
 export type {

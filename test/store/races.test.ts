@@ -5,7 +5,7 @@
 // replicas, and reads that must see another replica's writes at once.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { adapters, FINAL_EVENT, replicated, type OpenedStore, type ScheduledFire, type Store } from './adapters';
+import { adapters, FINAL_EVENT, openPgDatabase, replicated, type OpenedStore, type ScheduledFire, type Store } from './adapters';
 import { agent, createAgent, emptyQueue, eventTypes, lease, newRun, now, ok, opts, poll, queue, range, running, sleep, unique, until, workflow, workspace } from './fixtures';
 
 describe.each(adapters)('$name: two stores on one database', (adapter) => {
@@ -260,6 +260,24 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
       expect(outcome).toEqual({ status: 'queued' });
       const after = await Promise.all(range(5).map(() => B.schedules.statusVersion(doc.id)));
       for (const v of after) expect(v).toBeGreaterThan(before[0]!);
+    }
+  });
+
+  test('durability: the API’s writes and reads use sessions that wait for the WAL flush; the run workers’ own writes (visible), sessions that do not', async () => {
+    // The test cluster turns synchronous commits off for speed (scripts/pg-cluster.js): this database's sessions start with them on, as a deployment's do.
+    const admin = new pg.Client({ connectionString: opened.url as string });
+    await admin.connect();
+    await admin.query(`ALTER DATABASE "${(await admin.query('SELECT current_database() AS name')).rows[0].name}" SET synchronous_commit = on`);
+    await admin.end();
+    const db = openPgDatabase(opened.url as string, { max: 2 });
+    try {
+      const setting = async (read: Promise<{ synchronous_commit: string } | undefined>) => (await read)?.synchronous_commit;
+      expect(await setting(db.row('SHOW synchronous_commit'))).toBe('on');
+      expect(await setting(db.transaction((sql) => sql.row('SHOW synchronous_commit')))).toBe('on');
+      expect(await setting(db.visible.row('SHOW synchronous_commit'))).toBe('off');
+      expect(await setting(db.transaction((sql) => sql.row('SHOW synchronous_commit'), { ack: 'visible' }))).toBe('off');
+    } finally {
+      await db.close();
     }
   });
 

@@ -23,11 +23,18 @@ export interface PgDatabase extends Sql {
   /**
    * Runs `work` in one transaction: committed when it resolves, rolled back when it throws. With
    * `ack: 'visible'` (the run workers' own progress, as with SQLite: see Ack in group-commit.ts) the
-   * commit returns once visible, without waiting for the server to flush its WAL
-   * (synchronous_commit off for this transaction only): a server crash may lose the last such
-   * commits, never a part of one, and never one that a later durable commit depended on.
+   * commit returns once visible, without waiting for the server to flush its WAL (see `visible`).
    */
   transaction<T>(work: (sql: Sql) => Promise<T>, opts?: { ack?: Ack }): Promise<T>;
+  /**
+   * Writes acknowledged once visible, each statement committed on its own (one round trip, no BEGIN
+   * or COMMIT): on connections of their own whose session has synchronous_commit off, so a commit
+   * does not wait for the server to flush its WAL. A server crash may lose the last such commits,
+   * never a part of one, and never one that a later durable commit depended on (PostgreSQL flushes
+   * the WAL in order).
+   */
+  visible: Sql;
+  /** The durable writes' and the reads' connections. */
   pool: pg.Pool;
   close(): Promise<void>;
 }
@@ -75,9 +82,10 @@ const nameOf = (text: string): string => {
   return name;
 };
 
-function statements(client: pg.Pool | pg.PoolClient): Sql {
+/** Sends statements through `send` (a pooled connection, or a transaction's). */
+function statements(send: (query: pg.QueryConfig) => Promise<pg.QueryResult>): Sql {
   const query = (text: string, params: readonly unknown[], prepared = true) =>
-    client.query(prepared && params.length ? { name: nameOf(text), text, values: storable(params) } : { text, values: storable(params) });
+    send(prepared && params.length ? { name: nameOf(text), text, values: storable(params) } : { text, values: storable(params) });
   return {
     rows: async <R>(text: string, params: readonly unknown[] = [], opts: { planned?: 'once' | 'each time' } = {}) =>
       (await query(text, params, opts.planned !== 'each time')).rows as R[],
@@ -86,30 +94,70 @@ function statements(client: pg.Pool | pg.PoolClient): Sql {
   };
 }
 
-export function openPgDatabase(url: string, opts: { max?: number; applicationName?: string } = {}): PgDatabase {
+function openPool(url: string, max: number, applicationName: string): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
-    max: opts.max ?? 10,
+    max,
     types,
-    application_name: opts.applicationName ?? 'build-api',
+    application_name: applicationName,
     // A connection the server dropped (a restart, a failover) is replaced on next use; an idle
     // client's error must not crash the process.
     idleTimeoutMillis: 30_000,
   });
   pool.on('error', () => undefined);
-  const onPool = statements(pool);
+  return pool;
+}
+
+/**
+ * A connection of the visible writes' pool, its session set not to wait for the WAL flush (once per
+ * connection: a SET, rather than a startup parameter, which PgBouncer would refuse).
+ */
+const unflushed = new WeakSet<pg.PoolClient>();
+async function visibleClient(pool: pg.Pool): Promise<pg.PoolClient> {
+  const client = await pool.connect();
+  if (unflushed.has(client)) return client;
+  try {
+    await client.query('SET synchronous_commit TO off');
+  } catch (err) {
+    client.release(err as Error);
+    throw err;
+  }
+  unflushed.add(client);
+  return client;
+}
+
+/**
+ * Two pools of up to `max` connections each (opened as needed): one for reads and durable writes,
+ * one for the writes acknowledged once visible (see PgDatabase.visible).
+ */
+export function openPgDatabase(url: string, opts: { max?: number; applicationName?: string } = {}): PgDatabase {
+  const name = opts.applicationName ?? 'build-api';
+  const pool = openPool(url, opts.max ?? 10, name);
+  const visiblePool = openPool(url, opts.max ?? 10, name);
+  const onPool = statements((q) => pool.query(q));
   return {
     ...onPool,
     pool,
+    visible: statements(async (q) => {
+      const client = await visibleClient(visiblePool);
+      let broken: Error | undefined;
+      try {
+        return await client.query(q);
+      } catch (err) {
+        // The server's refusal of a statement leaves the connection usable; any other error, not.
+        if (!(err instanceof pg.DatabaseError)) broken = err as Error;
+        throw err;
+      } finally {
+        client.release(broken);
+      }
+    }),
     async transaction<T>(work: (sql: Sql) => Promise<T>, opts: { ack?: Ack } = {}): Promise<T> {
-      // One round trip either way (a simple query may hold several statements).
-      const begin = opts.ack === 'visible' ? 'BEGIN; SET LOCAL synchronous_commit TO off' : 'BEGIN';
       for (let attempt = 1; ; attempt++) {
-        const client = await pool.connect();
+        const client = opts.ack === 'visible' ? await visibleClient(visiblePool) : await pool.connect();
         let broken: Error | undefined;
         try {
-          await client.query(begin);
-          const value = await work(statements(client));
+          await client.query('BEGIN');
+          const value = await work(statements((q) => client.query(q)));
           await client.query('COMMIT');
           return value;
         } catch (err) {
@@ -121,6 +169,6 @@ export function openPgDatabase(url: string, opts: { max?: number; applicationNam
         }
       }
     },
-    close: () => pool.end(),
+    close: async () => void (await Promise.all([pool.end(), visiblePool.end()])),
   };
 }

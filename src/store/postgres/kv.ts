@@ -29,10 +29,9 @@ export function pgKvRepository(db: PgDatabase): KvRepository {
       if (!storableKey(key)) throw new UnstorableKeyError();
       const json = JSON.stringify(value);
       // Only the run workers' tools write here: acknowledged once visible, like the runs' progress.
-      const written = await db.transaction((sql) => sql.count(kvSet.text, kvSet.values({ ws, key, value: json, now: new Date().toISOString(), limit: maxKeys })), { ack: 'visible' });
-      return written === 1;
+      return (await db.visible.count(kvSet.text, kvSet.values({ ws, key, value: json, now: new Date().toISOString(), limit: maxKeys }))) === 1;
     },
     delete: async (ws, key) =>
-      storableKey(key) && (await db.transaction((sql) => sql.count('DELETE FROM kv_entries WHERE workspace_id = $1 AND key = $2', [ws, key]), { ack: 'visible' })) > 0,
+      storableKey(key) && (await db.visible.count('DELETE FROM kv_entries WHERE workspace_id = $1 AND key = $2', [ws, key])) > 0,
   };
 }

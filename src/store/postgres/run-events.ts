@@ -34,6 +34,8 @@ export function pgRunEvents(limit = RUN_EVENTS_LIMIT) {
     SELECT n AS added, CASE WHEN n > 0 THEN pg_notify('${RUN_EVENTS_CHANNEL}', $7) END AS notified
     FROM (SELECT COUNT(*) AS n FROM added) AS counted`;
   return {
+    /** The most events a run keeps besides its final one. */
+    limit,
     /**
      * Appends events to a run's stream inside the caller's transaction, after its statement that
      * locked the run's row (see above), and announces them with `payload`; how many were kept.
@@ -68,3 +70,35 @@ export function pgRunEvents(limit = RUN_EVENTS_LIMIT) {
 }
 
 export type PgRunEvents = ReturnType<typeof pgRunEvents>;
+
+/**
+ * One statement that makes a write of runs and appends one event to each run it wrote: `write` is
+ * a data-modifying statement returning the run's `id` and the event's time `at`. The event is
+ * numbered after the run's last one as the statement's snapshot has it (kept only within $limit),
+ * and announced with a NOTIFY of `$payload` followed by the run's id. The statement returns the
+ * written rows, with `added`: how many events were kept.
+ *
+ * The write locks the run's row; when it had to wait for another transaction that appended to the
+ * run and committed, the snapshot misses those events, and the insert collides with the primary key
+ * (run_id, seq) rather than number twice: `isStaleAppend` says so, and the statement is simply
+ * sent again (its new snapshot sees them). `$type`, `$data`, `$limit` and `$payload` are the
+ * parameters numbered by `at` (the positions after the write's own). `before`: CTEs the write reads.
+ */
+export function withEventAppended(write: string, at: { type: number; data: number; limit: number; payload: number }, before?: string): string {
+  return `WITH ${before ? `${before},` : ''} written AS (${write}),
+    added AS (
+      INSERT INTO run_events (run_id, seq, type, data, at)
+      SELECT w.id, n.last + 1, $${at.type}, $${at.data}, w.at
+      FROM written AS w, LATERAL (SELECT COALESCE(MAX(seq), 0) AS last FROM run_events WHERE run_id = w.id) AS n
+      WHERE n.last + 1 <= $${at.limit}
+      RETURNING run_id)
+    SELECT w.*, (SELECT COUNT(*) FROM added AS a WHERE a.run_id = w.id) AS added,
+      CASE WHEN EXISTS (SELECT 1 FROM added AS a WHERE a.run_id = w.id) THEN pg_notify('${RUN_EVENTS_CHANNEL}', $${at.payload} || w.id) END AS notified
+    FROM written AS w`;
+}
+
+/** The error of a statement whose append met events committed after its snapshot (see withEventAppended). */
+export const isStaleAppend = (err: unknown): boolean => {
+  const e = err as { code?: string; constraint?: string };
+  return e.code === '23505' && e.constraint === 'run_events_pkey';
+};

@@ -1,10 +1,10 @@
 // The workers' side of the PostgreSQL queue, for any number of replicas. A claim names its worker
 // and lasts lease.ms by the database's clock unless renewed; a run whose lease passed is failed by
 // any replica (recoverAbandoned), never run twice.
-import type { Lease, RunQueue, RunRow } from '../../port';
+import type { RunQueue, RunRow } from '../../port';
 import { finalEvent, STARTED_EVENT } from '../../shared/runs';
 import { RUN_COLUMNS } from '../../shared/statements';
-import { DB_NOW } from '../run-events';
+import { DB_NOW, isStaleAppend, withEventAppended } from '../run-events';
 import { credit, type PgRunContext, type Tx } from './context';
 
 /** A RunRow's columns (lease_expires_at would come back as a Date). */
@@ -35,37 +35,51 @@ interface Abandoned {
 // committing at the same moment (on any replicas) can each see cap − 1 running and together leave
 // up to cap + k − 1. Making it exact would serialise every claim of a workspace (a lock on its
 // row), which SKIP LOCKED is here to avoid; later claims see the excess and wait for it to drain.
-const claimNextTx = async (tx: Tx, lease: Lease, cap: number): Promise<RunRow | null> => {
-  // The oldest claimable run, locked; SKIP LOCKED passes over runs another claimer holds (any
-  // replica), so concurrent claimers take different runs and never wait for each other. A run
-  // claimed and committed since this statement's snapshot is re-checked on locking (status no
-  // longer queued) and passed over too.
-  const row = await tx.row<RunRow>(
-    `WITH candidate AS (
-       SELECT id FROM runs WHERE status = 'queued' AND workspace_id NOT IN
-         (SELECT workspace_id FROM runs WHERE status = 'running' GROUP BY workspace_id HAVING COUNT(*) >= $3)
-       ORDER BY accepted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-     UPDATE runs SET ${CLAIMED} FROM candidate WHERE runs.id = candidate.id AND runs.status = 'queued'
-     RETURNING ${runColumns('runs')}`,
-    [lease.owner, lease.ms, cap],
-  );
-  if (!row) return null;
-  await tx.append(row.id, [STARTED_EVENT], row.started_at);
-  return row;
-};
+//
+// A claim is one statement, committed on its own and acknowledged once visible (db.visible): the
+// run's update and its `run.started` event (withEventAppended).
+
+/**
+ * The oldest claimable run, locked; SKIP LOCKED passes over runs another claimer holds (any
+ * replica), so concurrent claimers take different runs and never wait for each other. A run
+ * claimed and committed since this statement's snapshot is re-checked on locking (status no
+ * longer queued) and passed over too.
+ */
+const CLAIM_NEXT = withEventAppended(
+  `UPDATE runs SET ${CLAIMED} FROM candidate WHERE runs.id = candidate.id AND runs.status = 'queued'
+   RETURNING ${runColumns('runs')}, runs.started_at AS at`,
+  { type: 4, data: 5, limit: 6, payload: 7 },
+  // A CTE, so that it is evaluated once: as a subquery of the UPDATE, the planner may scan it again
+  // for each row, and each scan locks and returns another run.
+  `candidate AS (
+     SELECT id FROM runs WHERE status = 'queued' AND workspace_id NOT IN
+       (SELECT workspace_id FROM runs WHERE status = 'running' GROUP BY workspace_id HAVING COUNT(*) >= $3)
+     ORDER BY accepted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)`,
+);
 
 /** The claim of a run handed over in memory: conditional on its status and on its workspace's cap (see above). */
-const claimTx = async (tx: Tx, id: string, lease: Lease, cap: number): Promise<boolean> => {
-  const row = await tx.row<{ started_at: string }>(
-    `UPDATE runs SET ${CLAIMED} WHERE id = $3 AND status = 'queued'
-       AND (SELECT COUNT(*) FROM runs AS r WHERE r.status = 'running' AND r.workspace_id = runs.workspace_id) < $4
-     RETURNING started_at`,
-    [lease.owner, lease.ms, id, cap],
-  );
-  if (!row) return false;
-  await tx.append(id, [STARTED_EVENT], row.started_at);
-  return true;
-};
+const CLAIM_BY_ID = withEventAppended(
+  `UPDATE runs SET ${CLAIMED} WHERE id = $3 AND status = 'queued'
+     AND (SELECT COUNT(*) FROM runs AS r WHERE r.status = 'running' AND r.workspace_id = runs.workspace_id) < $4
+   RETURNING id, started_at AS at`,
+  { type: 5, data: 6, limit: 7, payload: 8 },
+);
+
+/** Sends a claim, again while its event's numbering met events committed after its snapshot (see withEventAppended). */
+async function claimed<R extends { id: string; added: number }>(ctx: PgRunContext, text: string, params: unknown[]): Promise<R | undefined> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const row = await ctx.db.visible.row<R>(text, params);
+      if (row && row.added > 0) ctx.announce(row.id);
+      return row;
+    } catch (err) {
+      if (attempt < 5 && isStaleAppend(err)) continue;
+      throw err;
+    }
+  }
+}
+
+const started = (ctx: PgRunContext) => [STARTED_EVENT.type, JSON.stringify(STARTED_EVENT.data), ctx.events.limit, `${ctx.self}:`];
 
 /**
  * Fails these locked running runs with `message`: each by a write conditional on its status,
@@ -93,16 +107,18 @@ const failLocked = async (tx: Tx, runs: Abandoned[], message: string): Promise<n
 export function pgRunQueue(ctx: PgRunContext): RunQueue {
   const { db, write } = ctx;
   return {
-    claimNext: (lease, cap) => write((tx) => claimNextTx(tx, lease, cap), 'visible'),
-    claim: (id, lease, cap) => write((tx) => claimTx(tx, id, lease, cap), 'visible'),
+    claimNext: async (lease, cap) => {
+      const row = await claimed<RunRow & { at: string; added: number; notified: unknown }>(ctx, CLAIM_NEXT, [lease.owner, lease.ms, cap, ...started(ctx)]);
+      if (!row) return null;
+      const { at: _at, added: _added, notified: _notified, ...run } = row;
+      return run;
+    },
+    claim: async (id, lease, cap) => (await claimed(ctx, CLAIM_BY_ID, [lease.owner, lease.ms, id, cap, ...started(ctx)])) !== undefined,
     renewLeases: async (lease, ids) => {
       if (!ids.length) return [];
-      const rows = await write((tx) =>
-        tx.rows<{ id: string }>(
-          `UPDATE runs SET lease_expires_at = ${leaseEnd('$2')} WHERE id = ANY($3::text[]) AND lease_owner = $1 AND status = 'running' RETURNING id`,
-          [lease.owner, lease.ms, ids],
-        ),
-        'visible',
+      const rows = await db.visible.rows<{ id: string }>(
+        `UPDATE runs SET lease_expires_at = ${leaseEnd('$2')} WHERE id = ANY($3::text[]) AND lease_owner = $1 AND status = 'running' RETURNING id`,
+        [lease.owner, lease.ms, ids],
       );
       return rows.map((r) => r.id);
     },
