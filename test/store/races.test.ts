@@ -263,6 +263,40 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
     }
   });
 
+  // A claim and a run's end are one statement each, numbering their events from the snapshot it
+  // began with: when it waited for another writer of the run, that writer's events are not in it,
+  // and the statement is sent again (see withEventsAppended). Here the other writer holds the run
+  // while the statement starts, then appends an event and commits.
+  test('an end or a claim that waited for another writer of the run numbers its events after that writer’s', async () => {
+    const raw = new pg.Client({ connectionString: opened.url as string });
+    await raw.connect();
+    const whileHeld = async (runId: string, write: () => Promise<unknown>) => {
+      await raw.query('BEGIN');
+      await raw.query('SELECT 1 FROM runs WHERE id = $1 FOR UPDATE', [runId]);
+      const pending = write();
+      await sleep(150);
+      await raw.query(
+        `INSERT INTO run_events (run_id, seq, type, data, at) SELECT $1, COALESCE(MAX(seq), 0) + 1, 'run.note', '{}', $2 FROM run_events WHERE run_id = $1`,
+        [runId, now()],
+      );
+      await raw.query('COMMIT');
+      return pending;
+    };
+    try {
+      const ws = workspace();
+      const run = unique('run');
+      await queue(A, newRun(run, { workspaceId: ws }));
+      expect(await whileHeld(run, () => B.runs.claim(run, lease('b'), 10))).toBe(true);
+      expect(await whileHeld(run, () => B.runs.finish(run, 'succeeded', null, {}, 0, now()))).toBe(true);
+      const events = await A.runs.events(run, 0, 100);
+      expect(events.map((e) => e.type)).toEqual(['run.queued', 'run.note', 'run.started', 'run.note', FINAL_EVENT]);
+      expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+      expect(await A.runs.find(run)).toMatchObject({ status: 'succeeded' });
+    } finally {
+      await raw.end();
+    }
+  });
+
   test('durability: the API’s writes and reads use sessions that wait for the WAL flush; the run workers’ own writes (visible), sessions that do not', async () => {
     // The test cluster turns synchronous commits off for speed (scripts/pg-cluster.js): this database's sessions start with them on, as a deployment's do.
     const admin = new pg.Client({ connectionString: opened.url as string });

@@ -72,30 +72,42 @@ export function pgRunEvents(limit = RUN_EVENTS_LIMIT) {
 export type PgRunEvents = ReturnType<typeof pgRunEvents>;
 
 /**
- * One statement that makes a write of runs and appends one event to each run it wrote: `write` is
- * a data-modifying statement returning the run's `id` and the event's time `at`. The event is
- * numbered after the run's last one as the statement's snapshot has it (kept only within $limit),
- * and announced with a NOTIFY of `$payload` followed by the run's id. The statement returns the
- * written rows, with `added`: how many events were kept.
+ * One statement that makes a write of runs and appends events to each run it wrote, as `append`
+ * does: `write` is a data-modifying statement returning the run's `id` and `at`, the time of an
+ * event given none. Its parameters (by name: shared/statements.ts, numbered) are the write's, and
+ * @event_types, @event_data, @event_at (arrays, one element per event), @events_limit and @payload
+ * (the NOTIFY's payload, followed by the run's id). The statement returns the written rows, each
+ * with `added`: how many events were kept. `more`: CTEs the write reads (`before`), and further
+ * writes that read what it returned (`after`).
  *
- * The write locks the run's row; when it had to wait for another transaction that appended to the
- * run and committed, the snapshot misses those events, and the insert collides with the primary key
- * (run_id, seq) rather than number twice: `isStaleAppend` says so, and the statement is simply
- * sent again (its new snapshot sees them). `$type`, `$data`, `$limit` and `$payload` are the
- * parameters numbered by `at` (the positions after the write's own). `before`: CTEs the write reads.
+ * The events are numbered after the run's last one as the statement's snapshot has it. The write
+ * locks the run's row; when it had to wait for another transaction that appended to the run and
+ * committed, the snapshot misses those events, and the insert collides with the primary key
+ * (run_id, seq) rather than number twice: `isStaleAppend` says so, and the statement is simply sent
+ * again (its new snapshot sees them).
  */
-export function withEventAppended(write: string, at: { type: number; data: number; limit: number; payload: number }, before?: string): string {
-  return `WITH ${before ? `${before},` : ''} written AS (${write}),
-    added AS (
-      INSERT INTO run_events (run_id, seq, type, data, at)
-      SELECT w.id, n.last + 1, $${at.type}, $${at.data}, w.at
-      FROM written AS w, LATERAL (SELECT COALESCE(MAX(seq), 0) AS last FROM run_events WHERE run_id = w.id) AS n
-      WHERE n.last + 1 <= $${at.limit}
-      RETURNING run_id)
+export function withEventsAppended(write: string, more: { before?: string; after?: string } = {}): string {
+  return `WITH ${more.before ? `${more.before},` : ''} written AS (${write}), ${more.after ? `${more.after},` : ''}
+    kept AS (
+      SELECT w.id, n.last, e.type, e.data, COALESCE(e.at, w.at) AS at, row_number() OVER (PARTITION BY w.id ORDER BY e.ord) AS k
+      FROM written AS w
+      CROSS JOIN LATERAL (SELECT COALESCE(MAX(seq), 0) AS last FROM run_events WHERE run_id = w.id) AS n
+      CROSS JOIN unnest(@event_types::text[], @event_data::text[], @event_at::text[]) WITH ORDINALITY AS e (type, data, at, ord)
+      WHERE n.last + e.ord <= @events_limit OR e.type = '${FINAL_EVENT}'),
+    added AS (INSERT INTO run_events (run_id, seq, type, data, at) SELECT id, last + k, type, data, at FROM kept RETURNING run_id)
     SELECT w.*, (SELECT COUNT(*) FROM added AS a WHERE a.run_id = w.id) AS added,
-      CASE WHEN EXISTS (SELECT 1 FROM added AS a WHERE a.run_id = w.id) THEN pg_notify('${RUN_EVENTS_CHANNEL}', $${at.payload} || w.id) END AS notified
+      CASE WHEN EXISTS (SELECT 1 FROM added AS a WHERE a.run_id = w.id) THEN pg_notify('${RUN_EVENTS_CHANNEL}', @payload || w.id) END AS notified
     FROM written AS w`;
 }
+
+/** The parameters of withEventsAppended's events, for `events` announced by replica `self`. */
+export const appendedEvents = (events: readonly RunEventInput[], limit: number, self: string) => ({
+  event_types: events.map((e) => e.type),
+  event_data: events.map((e) => JSON.stringify(e.data)),
+  event_at: events.map((e) => e.at ?? null),
+  events_limit: limit,
+  payload: `${self}:`,
+});
 
 /** The error of a statement whose append met events committed after its snapshot (see withEventAppended). */
 export const isStaleAppend = (err: unknown): boolean => {

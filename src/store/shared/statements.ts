@@ -86,17 +86,18 @@ export const INSERT_RUN = `INSERT INTO runs (id, kind, workspace_id, started_by,
   VALUES (@id, @kind, @workspace_id, @started_by, @target_id, @target_version, @status, @source, @trigger_id, @request, @snapshot,
     @step_agents, @state, @credits_reserved, @error, @accepted_at, @finished_at, @agent_slug, @agent_name)`;
 
+/** What a run's end sets besides its credits (FINISH_RUN; PostgreSQL's one-statement end, postgres/runs/progress.ts). */
+export const RUN_END = `status = @status, error = @error, state = @state, finished_at = @now, lease_owner = NULL, lease_expires_at = NULL,
+    -- a cancel that came too late (the run ended first) leaves no trace: one outcome
+    cancel_requested_at = CASE WHEN @status = 'cancelled' THEN cancel_requested_at END,
+    cancelled_by = CASE WHEN @status = 'cancelled' THEN cancelled_by END`;
+
 /**
  * Ends a running run with what it spent (@spent, never more than it reserved) and lets go of its
  * lease. Each write of a run's progress or end names the status it expects (running): a run that
  * another path ended keeps that end, and the affected-row count says whether the write happened.
  */
-export const FINISH_RUN = `UPDATE runs SET status = @status, error = @error, state = @state, finished_at = @now,
-    credits_spent = @spent, credits_reserved = @spent, lease_owner = NULL, lease_expires_at = NULL,
-    -- a cancel that came too late (the run ended first) leaves no trace: one outcome
-    cancel_requested_at = CASE WHEN @status = 'cancelled' THEN cancel_requested_at END,
-    cancelled_by = CASE WHEN @status = 'cancelled' THEN cancelled_by END
-  WHERE id = @id AND status = 'running'`;
+export const FINISH_RUN = `UPDATE runs SET ${RUN_END}, credits_spent = @spent, credits_reserved = @spent WHERE id = @id AND status = 'running'`;
 
 /** Parks a running run (no cancel asked for) until its held calls are decided: no worker, no lease, no reservation beyond what it spent. */
 export const PARK_RUN = `UPDATE runs SET status = 'awaiting_approval', state = @state, credits_spent = @spent, credits_reserved = @spent,

@@ -10,7 +10,7 @@ import type { RunEventInput, RunRow } from '../../port';
 import type { Ack } from '../../shared/ack';
 import type { PgDatabase, Sql } from '../database';
 import type { Notifications } from '../notifications';
-import { pgRunEvents, RUN_EVENTS_CHANNEL, type PgRunEvents } from '../run-events';
+import { isStaleAppend, pgRunEvents, RUN_EVENTS_CHANNEL, type PgRunEvents } from '../run-events';
 
 /** The channel on which a write that queued a run says so (its payload: the writer's instance id). */
 export const RUNS_QUEUED_CHANNEL = 'build_runs_queued';
@@ -41,6 +41,27 @@ export interface PgRunContext {
   onEvents(listener: (runId: string) => void): void;
   onQueued(listener: () => void): void;
 }
+
+/**
+ * Sends a statement of withEventsAppended (one round trip, committed on its own, acknowledged once
+ * visible), again while its events' numbering met events committed after its snapshot; then tells
+ * this process's listeners of the run it added events to. Its first row, if any.
+ */
+export async function writeWithEvents<R extends { id: string; added: number }>(ctx: PgRunContext, text: string, params: unknown[]): Promise<R | undefined> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const row = await ctx.db.visible.row<R>(text, params);
+      if (row && row.added > 0) ctx.announce(row.id);
+      return row;
+    } catch (err) {
+      if (attempt < MAX_STALE_APPENDS && isStaleAppend(err)) continue;
+      throw err;
+    }
+  }
+}
+
+/** How often a statement is sent again for a stale append (each time, another append committed while it waited). */
+const MAX_STALE_APPENDS = 5;
 
 /** A run's row, locked until the transaction ends (the latest committed version, READ COMMITTED). */
 export const lockRun = (sql: Sql, id: string) =>

@@ -1,13 +1,29 @@
 // What a worker writes of the run it holds on PostgreSQL: progress, more credits, its end, its
 // parking; each in the order the worker made them (ctx.inOrder), each conditional on the run
 // still running.
-import type { Parking, ProgressOutcome, RunEnd, RunEventInput, RunProgress } from '../../port';
+import type { Parking, ProgressOutcome, RunProgress } from '../../port';
 import { awaitingApprovalEvent, finalEvent } from '../../shared/runs';
-import { FINISH_RUN, HOLD_CALL, numbered, PARK_RUN } from '../../shared/statements';
+import { HOLD_CALL, numbered, PARK_RUN, RUN_END } from '../../shared/statements';
+import { appendedEvents, withEventsAppended } from '../run-events';
 import type { Sql } from '../database';
-import { credit, debit, lockRun, type PgRunContext, type Tx } from './context';
+import { credit, debit, lockRun, writeWithEvents, type PgRunContext, type Tx } from './context';
 
-const finishRun = numbered(FINISH_RUN);
+/**
+ * A run's end in one statement (withEventsAppended): its row locked, written if still running (what
+ * it spent never more than it reserved), the rest of its reservation back to its workspace, its
+ * events and its final event appended.
+ */
+const finishRun = numbered(
+  withEventsAppended(
+    `UPDATE runs SET ${RUN_END}, credits_spent = LEAST(@spent::bigint, locked.credits_reserved), credits_reserved = LEAST(@spent::bigint, locked.credits_reserved)
+     FROM locked WHERE runs.id = locked.id AND runs.status = 'running'
+     RETURNING runs.id, runs.finished_at AS at, locked.workspace_id, locked.credits_reserved - runs.credits_spent AS refund`,
+    {
+      before: `locked AS (SELECT id, workspace_id, credits_reserved FROM runs WHERE id = @id AND status = 'running' FOR UPDATE)`,
+      after: `credited AS (UPDATE workspaces SET credits = credits + w.refund FROM written AS w WHERE workspaces.id = w.workspace_id AND w.refund > 0)`,
+    },
+  ),
+);
 const parkRun = numbered(PARK_RUN);
 const holdCall = numbered(HOLD_CALL);
 
@@ -21,17 +37,6 @@ const reserveMoreTx = async (tx: Sql, id: string, amount: number): Promise<boole
   // The balance cannot cover it: the reservation goes back as it was.
   await tx.count('UPDATE runs SET credits_reserved = credits_reserved - $2 WHERE id = $1', [id, amount]);
   return false;
-};
-
-const finishTx = async (tx: Tx, id: string, status: RunEnd, error: string | null, state: string, spent: number, now: string, more: RunEventInput[]) => {
-  const run = await lockRun(tx, id);
-  if (!run) return false;
-  const charged = Math.min(spent, run.credits_reserved);
-  const changed = await tx.count(finishRun.text, finishRun.values({ id, status, error, state, now, spent: charged }));
-  if (changed !== 1) return false; // not running: another path ended it, and its end stands
-  await credit(tx, run.workspace_id, run.credits_reserved - charged);
-  await tx.append(id, [...more, finalEvent(status, error)], now);
-  return true;
 };
 
 const parkTx = async (tx: Tx, id: string, parking: Parking, state: string, now: string): Promise<'parked' | ProgressOutcome> => {
@@ -66,8 +71,8 @@ export function pgRunProgress(ctx: PgRunContext): RunProgress {
       }),
     reserveMore: (id, amount) => inOrder(id, () => write((tx) => reserveMoreTx(tx, id, amount), 'visible')),
     finish: (id, status, error, state, spent, now, more = []) => {
-      const json = JSON.stringify(state);
-      return inOrder(id, () => write((tx) => finishTx(tx, id, status, error, json, spent, now, more), 'visible'));
+      const values = finishRun.values({ id, status, error, state: JSON.stringify(state), now, spent, ...appendedEvents([...more, finalEvent(status, error)], ctx.events.limit, ctx.self) });
+      return inOrder(id, async () => (await writeWithEvents(ctx, finishRun.text, values)) !== undefined);
     },
     park: (id, parking, now) => {
       const json = JSON.stringify(parking.state);

@@ -3,9 +3,9 @@
 // any replica (recoverAbandoned), never run twice.
 import type { RunQueue, RunRow } from '../../port';
 import { finalEvent, STARTED_EVENT } from '../../shared/runs';
-import { RUN_COLUMNS } from '../../shared/statements';
-import { DB_NOW, isStaleAppend, withEventAppended } from '../run-events';
-import { credit, type PgRunContext, type Tx } from './context';
+import { numbered, RUN_COLUMNS } from '../../shared/statements';
+import { appendedEvents, DB_NOW, withEventsAppended } from '../run-events';
+import { credit, writeWithEvents, type PgRunContext, type Tx } from './context';
 
 /** A RunRow's columns (lease_expires_at would come back as a Date). */
 const runColumns = (t: string) => RUN_COLUMNS.map((c) => `${t}.${c}`).join(', ');
@@ -17,8 +17,8 @@ const runColumns = (t: string) => RUN_COLUMNS.map((c) => `${t}.${c}`).join(', ')
  */
 const leaseEnd = (ms: string) => `clock_timestamp() + ${ms}::float8 * interval '1 millisecond'`;
 
-/** A claim's writes: running, under the lease, started now (each claim: a resumed run's start is its last). */
-const CLAIMED = `status = 'running', started_at = ${DB_NOW}, lease_owner = $1, lease_expires_at = ${leaseEnd('$2')}`;
+/** A claim's writes: running, under @owner's lease for @ms, started now (each claim: a resumed run's start is its last). */
+const CLAIMED = `status = 'running', started_at = ${DB_NOW}, lease_owner = @owner, lease_expires_at = ${leaseEnd('@ms')}`;
 
 /** Running runs no live worker holds: their lease has passed (by the database's clock). */
 const ABANDONED = `status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at < now())`;
@@ -37,7 +37,7 @@ interface Abandoned {
 // row), which SKIP LOCKED is here to avoid; later claims see the excess and wait for it to drain.
 //
 // A claim is one statement, committed on its own and acknowledged once visible (db.visible): the
-// run's update and its `run.started` event (withEventAppended).
+// run's update and its `run.started` event (withEventsAppended).
 
 /**
  * The oldest claimable run, locked; SKIP LOCKED passes over runs another claimer holds (any
@@ -45,41 +45,32 @@ interface Abandoned {
  * claimed and committed since this statement's snapshot is re-checked on locking (status no
  * longer queued) and passed over too.
  */
-const CLAIM_NEXT = withEventAppended(
-  `UPDATE runs SET ${CLAIMED} FROM candidate WHERE runs.id = candidate.id AND runs.status = 'queued'
-   RETURNING ${runColumns('runs')}, runs.started_at AS at`,
-  { type: 4, data: 5, limit: 6, payload: 7 },
-  // A CTE, so that it is evaluated once: as a subquery of the UPDATE, the planner may scan it again
-  // for each row, and each scan locks and returns another run.
-  `candidate AS (
-     SELECT id FROM runs WHERE status = 'queued' AND workspace_id NOT IN
-       (SELECT workspace_id FROM runs WHERE status = 'running' GROUP BY workspace_id HAVING COUNT(*) >= $3)
-     ORDER BY accepted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)`,
+const claimNext = numbered(
+  withEventsAppended(
+    `UPDATE runs SET ${CLAIMED} FROM candidate WHERE runs.id = candidate.id AND runs.status = 'queued'
+     RETURNING ${runColumns('runs')}, runs.started_at AS at`,
+    {
+      // A CTE, so that it is evaluated once: as a subquery of the UPDATE, the planner may scan it again
+      // for each row, and each scan locks and returns another run.
+      before: `candidate AS (
+         SELECT id FROM runs WHERE status = 'queued' AND workspace_id NOT IN
+           (SELECT workspace_id FROM runs WHERE status = 'running' GROUP BY workspace_id HAVING COUNT(*) >= @cap)
+         ORDER BY accepted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)`,
+    },
+  ),
 );
 
 /** The claim of a run handed over in memory: conditional on its status and on its workspace's cap (see above). */
-const CLAIM_BY_ID = withEventAppended(
-  `UPDATE runs SET ${CLAIMED} WHERE id = $3 AND status = 'queued'
-     AND (SELECT COUNT(*) FROM runs AS r WHERE r.status = 'running' AND r.workspace_id = runs.workspace_id) < $4
-   RETURNING id, started_at AS at`,
-  { type: 5, data: 6, limit: 7, payload: 8 },
+const claimById = numbered(
+  withEventsAppended(
+    `UPDATE runs SET ${CLAIMED} WHERE id = @id AND status = 'queued'
+       AND (SELECT COUNT(*) FROM runs AS r WHERE r.status = 'running' AND r.workspace_id = runs.workspace_id) < @cap
+     RETURNING id, started_at AS at`,
+  ),
 );
 
-/** Sends a claim, again while its event's numbering met events committed after its snapshot (see withEventAppended). */
-async function claimed<R extends { id: string; added: number }>(ctx: PgRunContext, text: string, params: unknown[]): Promise<R | undefined> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const row = await ctx.db.visible.row<R>(text, params);
-      if (row && row.added > 0) ctx.announce(row.id);
-      return row;
-    } catch (err) {
-      if (attempt < 5 && isStaleAppend(err)) continue;
-      throw err;
-    }
-  }
-}
-
-const started = (ctx: PgRunContext) => [STARTED_EVENT.type, JSON.stringify(STARTED_EVENT.data), ctx.events.limit, `${ctx.self}:`];
+/** What a claim's statement is given besides its own parameters: its run.started event. */
+const started = (ctx: PgRunContext) => appendedEvents([STARTED_EVENT], ctx.events.limit, ctx.self);
 
 /**
  * Fails these locked running runs with `message`: each by a write conditional on its status,
@@ -108,12 +99,12 @@ export function pgRunQueue(ctx: PgRunContext): RunQueue {
   const { db, write } = ctx;
   return {
     claimNext: async (lease, cap) => {
-      const row = await claimed<RunRow & { at: string; added: number; notified: unknown }>(ctx, CLAIM_NEXT, [lease.owner, lease.ms, cap, ...started(ctx)]);
+      const row = await writeWithEvents<RunRow & { at: string; added: number; notified: unknown }>(ctx, claimNext.text, claimNext.values({ owner: lease.owner, ms: lease.ms, cap, ...started(ctx) }));
       if (!row) return null;
       const { at: _at, added: _added, notified: _notified, ...run } = row;
       return run;
     },
-    claim: async (id, lease, cap) => (await claimed(ctx, CLAIM_BY_ID, [lease.owner, lease.ms, id, cap, ...started(ctx)])) !== undefined,
+    claim: async (id, lease, cap) => (await writeWithEvents(ctx, claimById.text, claimById.values({ owner: lease.owner, ms: lease.ms, id, cap, ...started(ctx) }))) !== undefined,
     renewLeases: async (lease, ids) => {
       if (!ids.length) return [];
       const rows = await db.visible.rows<{ id: string }>(
