@@ -8,7 +8,8 @@
 // second appender waits at that statement for the first to commit, and its append, a statement
 // begun later, sees the first's events (READ COMMITTED takes a snapshot per statement). The
 // primary key (run_id, seq) is the backstop: an append that broke that rule fails rather than
-// numbering twice.
+// numbering twice. The claims and a run's end lock the row and append in one statement
+// (withEventsAppended): they lean on that backstop, and are sent again when it refused them.
 import { FINAL_EVENT, RUN_EVENTS_LIMIT, type RunEventInput, type RunEventRow } from '../port';
 import type { Sql } from './database';
 
@@ -109,7 +110,7 @@ export const appendedEvents = (events: readonly RunEventInput[], limit: number, 
   payload: `${self}:`,
 });
 
-/** The error of a statement whose append met events committed after its snapshot (see withEventAppended). */
+/** The error of a statement whose append met events committed after its snapshot (see withEventsAppended). */
 export const isStaleAppend = (err: unknown): boolean => {
   const e = err as { code?: string; constraint?: string };
   return e.code === '23505' && e.constraint === 'run_events_pkey';
