@@ -10,13 +10,15 @@ import { driveAsync, type Awaited } from '../../shared/steps';
 import { DB_NOW } from '../run-events';
 import { recordFired, takeFire } from '../schedule-writes';
 import { bumpAgentStatus } from '../trigger-status';
-import { debit, type PgRunContext, type Tx } from './context';
+import { debit, RUNS_QUEUED_CHANNEL, type PgRunContext, type Tx } from './context';
 
 const claimDelivery = numbered(CLAIM_DELIVERY);
 const priorDelivery = numbered(PRIOR_DELIVERY);
 const setDeliveryStatus = numbered(SET_DELIVERY_STATUS);
 const countDelivery = numbered(COUNT_DELIVERY_SQL);
 const insertRun = numbered(INSERT_RUN);
+/** A queued run's insert, with the NOTIFY that tells the other replicas (sent when the transaction commits): one round trip. */
+const insertQueuedRun = numbered(`WITH inserted AS (${INSERT_RUN} RETURNING id) SELECT pg_notify(@channel, @replica) FROM inserted`);
 
 function acceptanceSteps(ctx: PgRunContext, tx: Tx): Awaited<AcceptanceSteps> {
   return {
@@ -41,14 +43,16 @@ function acceptanceSteps(ctx: PgRunContext, tx: Tx): Awaited<AcceptanceSteps> {
     takeFire: (fire, now) => takeFire(tx, fire, now),
     debit: (workspace, amount) => debit(tx, workspace, amount),
     balance: async (workspace) => ((await tx.row<{ credits: number }>('SELECT credits FROM workspaces WHERE id = $1', [workspace])) as { credits: number }).credits,
-    insert: async (row) => void (await tx.count(insertRun.text, insertRun.values({ ...row }))),
+    insert: async (row) => {
+      if (row.status === 'queued') await tx.rows(insertQueuedRun.text, insertQueuedRun.values({ ...row, channel: RUNS_QUEUED_CHANNEL, replica: ctx.self }));
+      else await tx.count(insertRun.text, insertRun.values({ ...row }));
+    },
     append: (runId, events, now) => tx.append(runId, events, now),
     setDeliveryStatus: async (run, status) => void (await tx.count(setDeliveryStatus.text, setDeliveryStatus.values({ status, trigger: run.triggerId, key: run.delivery?.key }))),
     recordFired: (fire, outcome, runId, detail, now) => recordFired(tx, fire, outcome, runId, detail, now),
     bumpAgentStatus: (agentId) => bumpAgentStatus(tx, agentId),
-    accepted: async (row) => {
-      if (row.status === 'queued') await ctx.notifyQueued(tx);
-    },
+    // A queued run's insert said so (insertQueuedRun).
+    accepted: async () => undefined,
   };
 }
 
