@@ -1,7 +1,9 @@
 // A run's events (numbered from 1 without gaps, read after a number, the final one last, at most
 // RUN_EVENTS_LIMIT kept), the listeners told of them, the pages of a workspace's runs (filters,
 // cursor, the items' members) and the retention of finished runs — each case on both adapters.
-import { adapters, useStore, FINAL_EVENT, RUN_EVENTS_LIMIT, type RunListQuery } from './adapters';
+import pg from 'pg';
+import { uuidV7 } from '../../src/ids';
+import { adapters, pgRunListStatement, replicated, useStore, FINAL_EVENT, RUN_EVENTS_LIMIT, type RunListQuery } from './adapters';
 import { eventTypes, lease, newRun, now, queue, range, running, sleep, unique, workspace } from './fixtures';
 
 describe.each(adapters)('$name: run events', (adapter) => {
@@ -179,6 +181,37 @@ describe.each(adapters)('$name: run lists', (adapter) => {
       await expect(store.runs.list({ kind: 'agent', workspaceId: ws, userId: 'u', limit })).rejects.toThrow(RangeError);
     }
     expect(await store.runs.list({ kind: 'agent', workspaceId: ws, userId: 'u', limit: 1 })).toEqual([]);
+  });
+});
+
+// A workspace's page must not cost more because other workspaces ran more, or more lately: its
+// plan reads the page's own index entries, whatever the statistics say (migrations/004).
+describe.each(replicated)('$name only: a run list’s plan', (adapter) => {
+  const { opened } = useStore(adapter);
+
+  test('the first page of a workspace whose runs are all older than 3,000 runs of another reads its own entries only', async () => {
+    const raw = new pg.Client({ connectionString: opened.url as string });
+    await raw.connect();
+    try {
+      const [mine, theirs] = [workspace(), workspace()];
+      const insert = (ws: string, ids: string[]) =>
+        raw.query(
+          `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, request, snapshot, state, credits_reserved, credits_spent, accepted_at)
+           SELECT id, 'agent', $2, 'u', 't', 1, 'succeeded', 'webhook', '{}', '{}', '{}', 1, 1, '2026-01-01T00:00:00.000Z' FROM unnest($1::text[]) AS t (id)`,
+          [ids, ws],
+        );
+      const day = Date.now() - 86_400_000;
+      await insert(mine, range(600).map((i) => uuidV7(day + i)));
+      await insert(theirs, range(3000).map((i) => uuidV7(Date.now() + i)));
+      await raw.query('ANALYZE runs');
+      const { text, values } = pgRunListStatement({ workspaceId: mine, kind: 'agent', userId: 'u', limit: 21 });
+      const plan = JSON.stringify((await raw.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values)).rows[0]['QUERY PLAN']);
+      expect(plan).toContain('"Index Name":"runs_listed"');
+      const removed = [...plan.matchAll(/"Rows Removed by Filter":(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+      expect(removed).toBeLessThan(21);
+    } finally {
+      await raw.end();
+    }
   });
 });
 

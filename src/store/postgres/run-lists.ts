@@ -7,16 +7,26 @@ import type { Sql } from './database';
 
 const PG_JSON = { object: (members: string) => `json_build_object(${members})`, text: (json: string) => `${json}::text` };
 
+/** The id as runs_listed orders it (migrations/004: byte-wise, as the id's own collation, but only that index gives this order). */
+const LISTED_KEY = 'id COLLATE "POSIX"';
+
+// Each distinct statement numbered once: at most as many as the shapes runListStatement makes.
+const numberedOnce = new Map<string, NumberedStatement>();
+
+/** The page's statement as PostgreSQL is sent it: its text and its values. */
+export function pgRunListStatement(q: RunListQuery): { text: string; values: unknown[] } {
+  const statement = runListStatement(q, PG_JSON, LISTED_KEY);
+  let pg = numberedOnce.get(statement.sql);
+  if (!pg) numberedOnce.set(statement.sql, (pg = numbered(statement.sql)));
+  return { text: pg.text, values: pg.values(statement.params) };
+}
+
 export function pgRunLists(sql: Sql) {
-  // Each distinct statement numbered once: at most as many as the shapes runListStatement makes.
-  const numberedOnce = new Map<string, NumberedStatement>();
   return (q: RunListQuery): Promise<RunListRow[]> => {
-    const statement = runListStatement(q, PG_JSON);
-    let pg = numberedOnce.get(statement.sql);
-    if (!pg) numberedOnce.set(statement.sql, (pg = numbered(statement.sql)));
+    const { text, values } = pgRunListStatement(q);
     // Planned for its values each time: a prepared statement's generic plan (used after five runs)
     // cannot see how selective a workspace's or a filter's values are, and read far more of the
     // runs' index on a large workspace.
-    return sql.rows<RunListRow>(pg.text, pg.values(statement.params), { planned: 'each time' });
+    return sql.rows<RunListRow>(text, values, { planned: 'each time' });
   };
 }
