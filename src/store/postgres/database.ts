@@ -73,7 +73,7 @@ const withoutNul = (p: unknown): unknown => (typeof p === 'string' ? p.replaceAl
  * The name each statement text is prepared under. A named statement is parsed and planned once per
  * connection (pg keeps which ones a connection has), then sent as Bind and Execute only. Only
  * statements with parameters are named: one without may hold several commands, which a prepared
- * statement cannot. Bounded by the adapter's statement texts (the run lists' shapes included).
+ * statement cannot. Bounded by the adapter's statement texts (the run lists, sent unnamed, are not among them).
  */
 const preparedNames = new Map<string, string>();
 const nameOf = (text: string): string => {

@@ -24,9 +24,10 @@ export function pgRunListStatement(q: RunListQuery): { text: string; values: unk
 export function pgRunLists(sql: Sql) {
   return (q: RunListQuery): Promise<RunListRow[]> => {
     const { text, values } = pgRunListStatement(q);
-    // Planned for its values each time: a prepared statement's generic plan (used after five runs)
-    // cannot see how selective a workspace's or a filter's values are, and read far more of the
-    // runs' index on a large workspace.
+    // Planned for its values each time, not prepared: the limit is written into the statement, so its
+    // shapes (101 limits × 64 filter sets × 2 kinds) would leave a caller free to fill every
+    // connection's plan cache with thousands of them. (Prepared, with runs_listed, the first page cost
+    // 19 % less service CPU: issue 25, docs/benchmarks.md.)
     return sql.rows<RunListRow>(text, values, { planned: 'each time' });
   };
 }
