@@ -11,6 +11,7 @@
 // numbering twice. The claims and a run's end lock the row and append in one statement
 // (withEventsAppended): they lean on that backstop, and are sent again when it refused them.
 import { FINAL_EVENT, RUN_EVENTS_LIMIT, type RunEventInput, type RunEventRow } from '../port';
+import { numbered } from '../shared/statements';
 import type { Sql } from './database';
 
 /** The channel on which a write that added events to a run says so: `<instance id>:<run id>`. */
@@ -20,39 +21,20 @@ export const RUN_EVENTS_CHANNEL = 'build_run_events';
 export const DB_NOW = `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 export function pgRunEvents(limit = RUN_EVENTS_LIMIT) {
-  // All the events of one write in one statement: numbered after the run's last one, those beyond
-  // the limit dropped unless final, the kept ones renumbered densely (row_number), and announced
-  // (when any was kept) by a NOTIFY that the server sends when the transaction commits.
-  const append = `WITH base AS (SELECT COALESCE(MAX(seq), 0) AS n FROM run_events WHERE run_id = $1),
-    kept AS (
-      SELECT e.type, e.data, e.at, row_number() OVER (ORDER BY e.ord) AS k
-      FROM base, unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS e (type, data, at, ord)
-      WHERE base.n + e.ord <= $5 OR e.type = '${FINAL_EVENT}'),
-    added AS (
-      INSERT INTO run_events (run_id, seq, type, data, at)
-      SELECT $1, base.n + kept.k, kept.type, kept.data, COALESCE(kept.at, $6, ${DB_NOW}) FROM base, kept
-      RETURNING seq)
-    SELECT n AS added, CASE WHEN n > 0 THEN pg_notify('${RUN_EVENTS_CHANNEL}', $7) END AS notified
-    FROM (SELECT COUNT(*) AS n FROM added) AS counted`;
+  // All the events of one write in one statement (withEventsAppended, below), its "write" the run
+  // itself: the events without `at` take @now, or the database's clock when it is null.
+  const append = numbered(withEventsAppended(`SELECT @run::text AS id, COALESCE(@now::text, ${DB_NOW}) AS at`));
   return {
     /** The most events a run keeps besides its final one. */
     limit,
     /**
      * Appends events to a run's stream inside the caller's transaction, after its statement that
-     * locked the run's row (see above), and announces them with `payload`; how many were kept.
+     * locked the run's row (see above), and announces them as replica `self`'s; how many were kept.
      * An event without `at` takes `now`, or the database's clock when `now` is null.
      */
-    async append(sql: Sql, runId: string, events: readonly RunEventInput[], now: string | null, payload: string): Promise<number> {
+    async append(sql: Sql, runId: string, events: readonly RunEventInput[], now: string | null, self: string): Promise<number> {
       if (!events.length) return 0;
-      const row = await sql.row<{ added: number }>(append, [
-        runId,
-        events.map((e) => e.type),
-        events.map((e) => JSON.stringify(e.data)),
-        events.map((e) => e.at ?? null),
-        limit,
-        now,
-        payload,
-      ]);
+      const row = await sql.row<{ added: number }>(append.text, append.values({ run: runId, now, ...appendedEvents(events, limit, self) }));
       return row?.added ?? 0;
     },
     /** A run's events after `seq`, oldest first, at most `max`. */
@@ -73,8 +55,8 @@ export function pgRunEvents(limit = RUN_EVENTS_LIMIT) {
 export type PgRunEvents = ReturnType<typeof pgRunEvents>;
 
 /**
- * One statement that makes a write of runs and appends events to each run it wrote, as `append`
- * does: `write` is a data-modifying statement returning the run's `id` and `at`, the time of an
+ * One statement that makes a write of runs and appends events to each run it wrote (`append` is
+ * one with no write of its own): `write` is a statement returning the runs' `id` and `at`, the time of an
  * event given none. Its parameters (by name: shared/statements.ts, numbered) are the write's, and
  * @event_types, @event_data, @event_at (arrays, one element per event), @events_limit and @payload
  * (the NOTIFY's payload, followed by the run's id). The statement returns the written rows, each

@@ -117,7 +117,7 @@ export function pgRunContext(db: PgDatabase, notifications: Notifications, event
         return work({
           ...sql,
           append: async (runId, more, now) => {
-            if ((await events.append(sql, runId, more, now, `${self}:${runId}`)) > 0) touched.add(runId);
+            if ((await events.append(sql, runId, more, now, self)) > 0) touched.add(runId);
           },
         });
       }, { ack });
