@@ -182,9 +182,8 @@ test('a run executing on one replica is streamed by another as it happens', asyn
 
 test('a replica killed mid-run: another fails its runs once their lease passes, their credits returned exactly; queued ones still run once', async () => {
   const workspace = 'ws-kill';
-  const victim = replicas[2] as ServerProcess;
-  const token = victim.token({ workspace });
-  await victim.client(token).PUT('/api/build/workflows', {
+  const token = replicas[0]!.token({ workspace });
+  await anyReplica().client(token).PUT('/api/build/workflows', {
     body: {
       kind: 'service.workflow/v1', slug: 'long', name: 'Long', inputs: { n: {} },
       steps: [
@@ -196,11 +195,18 @@ test('a replica killed mid-run: another fails its runs once their lease passes, 
   const ids: string[] = [];
   // More than a replica executes for one workspace at once (RUN_WORKERS_PER_WORKSPACE: 7): some wait queued.
   for (let n = 0; n < 10; n++) {
-    const res = await victim.client(token).POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'long' } }, body: { input: { n } } });
+    const res = await anyReplica().client(token).POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'long' } }, body: { input: { n } } });
     ids.push(res.data!.data.run_id as string);
   }
+  // Any replica may claim any run (each is woken by the queued run's NOTIFY), so the victim is one
+  // that does hold some: the owner named by a running run's lease.
+  let owner = '';
+  await until('a replica to hold runs', async () => {
+    owner = ((await sql.query(`SELECT lease_owner FROM runs WHERE id = ANY($1) AND status = 'running' LIMIT 1`, [ids])).rows[0]?.lease_owner as string | undefined) ?? '';
+    return owner !== '';
+  }, 10_000);
+  const victim = replicas.find((r) => owner.includes(`/${r.pid()}/`)) as ServerProcess;
   const pid = victim.pid();
-  await until('the victim to hold runs', async () => (await count(`SELECT COUNT(*) AS n FROM runs WHERE id = ANY($1) AND status = 'running' AND lease_owner LIKE $2`, [ids, `%/${pid}/%`])) > 0, 10_000);
   const held = (await sql.query(`SELECT id FROM runs WHERE id = ANY($1) AND status = 'running' AND lease_owner LIKE $2`, [ids, `%/${pid}/%`])).rows.map((r) => r.id as string);
   await victim.kill('SIGKILL');
   await until('every run to end', async () => (await count('SELECT COUNT(*) AS n FROM runs WHERE id = ANY($1) AND finished_at IS NULL', [ids])) === 0, 30_000);
