@@ -297,6 +297,35 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
     }
   });
 
+  test('a document write that waited for a scheduler holding its schedule: a removed schedule’s fires go with it, a kept one keeps the due time that scheduler set', async () => {
+    const raw = new pg.Client({ connectionString: opened.url as string });
+    await raw.connect();
+    /** Another replica's scheduler: it advances the schedule and records a fire, committed while `write` waits for the row. */
+    const whileAdvancing = async (scheduleId: string, write: () => Promise<unknown>) => {
+      await raw.query('BEGIN');
+      await raw.query('UPDATE schedules SET next_due_at = 4102444800000 WHERE id = $1', [scheduleId]);
+      await raw.query(`INSERT INTO schedule_fires (schedule_id, due_at, outcome, recorded_at) VALUES ($1, 1, 'fired', $2)`, [scheduleId, now()]);
+      const pending = write();
+      await sleep(150);
+      await raw.query('COMMIT');
+      return pending;
+    };
+    try {
+      const ws = workspace();
+      const [gone, kept] = [unique('poll'), unique('poll')];
+      const record = await createAgent(A, ws, agent('polled', { status: 'active', triggers: [poll(gone), poll(kept)] }));
+      const replaced = await whileAdvancing(`poll:${gone}`, () => B.agents.replace(ws, record.id, record.stampMicros, { ...record.document, triggers: [poll(kept)] }, []));
+      expect(replaced).toMatchObject({ ok: true });
+      expect((await raw.query('SELECT COUNT(*)::int AS n FROM schedule_fires WHERE schedule_id = $1', [`poll:${gone}`])).rows[0].n).toBe(0);
+      expect(await A.schedules.find(`poll:${gone}`)).toBeNull();
+      const current = (replaced as { record: typeof record }).record;
+      await whileAdvancing(`poll:${kept}`, () => B.agents.replace(ws, record.id, current.stampMicros, { ...current.document, name: 'renamed' }, []));
+      expect(await A.schedules.find(`poll:${kept}`)).toMatchObject({ next_due_at: 4102444800000, active: 1 });
+    } finally {
+      await raw.end();
+    }
+  });
+
   test('durability: the API’s writes and reads use sessions that wait for the WAL flush; the run workers’ own writes (visible), sessions that do not', async () => {
     // The test cluster turns synchronous commits off for speed (scripts/pg-cluster.js): this database's sessions start with them on, as a deployment's do.
     const admin = new pg.Client({ connectionString: opened.url as string });

@@ -51,6 +51,21 @@ export const types = {
 const RETRYABLE = new Set(['40001', '40P01']); // serialization_failure, deadlock_detected
 const MAX_ATTEMPTS = 5;
 
+/**
+ * Sends a statement that commits on its own again when the server aborted it for a deadlock or a
+ * serialization failure (as a transaction is run again), up to the same number of attempts.
+ */
+export async function retried<T>(statement: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await statement();
+    } catch (err) {
+      if (attempt < MAX_ATTEMPTS && RETRYABLE.has((err as { code?: string }).code ?? '')) continue;
+      throw err;
+    }
+  }
+}
+
 /** A unique or primary-key constraint refused the write. */
 export const isUniqueViolation = (err: unknown): boolean => (err as { code?: string }).code === '23505';
 

@@ -1,6 +1,7 @@
 // The documents (agents, workflows), connections and workspaces on PostgreSQL, for any number of
 // replicas on one database. Every read asks the database, in a query shared by the reads that arrive
-// together (held versions are confirmed, not trusted: heldFind, list-versions.ts). A replace is compare-and-set on the
+// together (held versions are confirmed, not trusted: heldFind, list-versions.ts). Each write is one
+// statement with the rows that follow it (document-writes.ts). A replace is compare-and-set on the
 // stored stamp (the UPDATE's affected-row count decides which writer wins); a create holds a
 // transaction-scoped advisory lock on (table, workspace) while it counts and picks its slug, with
 // the UNIQUE (workspace_id, slug) constraint as the backstop. Stamps come from the database's clock.
@@ -10,12 +11,12 @@ import { isUuid } from '../../ids';
 import type { AgentRepository, ConnectionRepository, CreateOptions, CreateOutcome, DocumentRecord, ReplaceOutcome, SecretRow, WorkflowRepository, WorkspaceRepository } from '../port';
 import { chooseSlug, listedName, newVersion, stamped, StoredVersion, versionOfRow, type DocumentRow } from '../shared/documents';
 import { RowCache } from '../shared/row-cache';
-import { triggerPlan } from '../shared/triggers';
+import type { NumberedStatement } from '../shared/statements';
 import { CoalescedLookup } from './coalesced-lookup';
-import { isUniqueViolation, type PgDatabase, type Sql } from './database';
+import { isUniqueViolation, retried, type PgDatabase, type Sql } from './database';
 import { agentList, workflowList } from './document-lists';
-import { bumpListVersion, VersionedLists } from './list-versions';
-import { removeSchedules, syncSchedules } from './schedules';
+import { documentStatements, scheduleValues, SCHEDULE_CTES, TRIGGER_CTES, triggerValues, writeKeys, type Followers } from './document-writes';
+import { VersionedLists } from './list-versions';
 
 /** The document text each table's held versions may take (see find). */
 const HELD_VERSIONS_BYTES = 32 * 1024 * 1024;
@@ -41,8 +42,8 @@ interface DocumentSpec<T, W> {
   maxSlugLength: number;
   /** Columns besides the common ones, kept in step with the document (for lists and lookups). */
   columns: Record<string, (doc: T) => string | number>;
-  /** Further rows written in the document's transaction; `extra` is what the caller passed with the write. */
-  afterWrite: (sql: Sql, id: string, doc: T, extra: W | undefined, workspaceId: string) => Promise<void>;
+  /** The rows that follow the document, written by its write's statement; `extra` is what the caller passed with the write. */
+  followers: Followers<T, W>;
 }
 
 type Doc = { slug?: string; updated_at?: string };
@@ -100,12 +101,19 @@ async function storedById<T>(sql: Sql, table: string, workspaceId: string, id: s
 }
 
 function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W>) {
-  const { table } = spec;
+  const { table, followers } = spec;
   const extra = Object.keys(spec.columns);
   // The unique constraint PostgreSQL names for UNIQUE (workspace_id, slug) (migrations/001_init.sql).
   const slugConstraint = `${table}_workspace_id_slug_key`;
 
-  const columnValues = (doc: T) => extra.map((c) => spec.columns[c]!(doc));
+  const { insert, update, deletion } = documentStatements(table, extra, followers.ctes);
+
+  /** A write's parameters: the statement's own, the document's columns, and its followers'. */
+  const values = (statement: NumberedStatement, workspaceId: string, id: string, doc: T | null, more: W | undefined, own: Record<string, unknown>) => {
+    const columns = doc ? Object.fromEntries(extra.map((c) => [`col_${c}`, spec.columns[c]!(doc)])) : {};
+    return statement.values({ ...writeKeys(workspaceId, id), ...followers.values(id, doc, more, Date.now()), ...columns, ...own });
+  };
+  const wrote = async (sql: Sql, statement: NumberedStatement, params: unknown[]) => (await sql.row<{ n: number }>(statement.text, params))!.n === 1;
 
   const createTx = async (sql: Sql, workspaceId: string, id: string, doc: T, opts: CreateOptions, more: W | undefined): Promise<CreateOutcome<T>> => {
     // Creates in one workspace take turns from here to their commit: the count and the free slug
@@ -117,35 +125,28 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
     if (slug === 'limit_reached' || slug === 'slug_taken') return { ok: false, reason: slug };
     const version = newVersion(workspaceId, id, doc, slug, clock!.now_us, opts);
     if (!(version instanceof StoredVersion)) return version;
-    const params = [id, workspaceId, slug, version.stampMicros, version.json, new Date().toISOString(), ...columnValues(version.document)];
-    await sql.count(
-      `INSERT INTO ${table} (id, workspace_id, slug, version, stamp_us, document, created_at${extra.map((c) => `, ${c}`).join('')})
-       VALUES ($1, $2, $3, 1, $4, $5, $6${extra.map((_, i) => `, $${i + 7}`).join('')})`,
-      params,
-    );
-    await spec.afterWrite(sql, id, version.document, more, workspaceId);
-    await bumpListVersion(sql, table, workspaceId, id);
+    const own = { slug, stamp: version.stampMicros, document: version.json, created: new Date().toISOString() };
+    await wrote(sql, insert, values(insert, workspaceId, id, version.document, more, own));
     return { ok: true, record: version };
   };
 
-  const replaceTx = async (sql: Sql, workspaceId: string, id: string, expected: number, doc: T, more: W | undefined): Promise<ReplaceOutcome<T>> => {
-    const row = await sql.row<{ slug: string; version: number; stamp_us: number; now_us: number }>(
+  /**
+   * Two round trips and no transaction: the stored version and the database's clock, then the
+   * statement that writes only if the stamp is still `expected` (the one winner of a compare-and-set).
+   */
+  const replace = async (workspaceId: string, id: string, expected: number, doc: T, more?: W): Promise<ReplaceOutcome<T>> => {
+    const row = await db.row<{ slug: string; version: number; stamp_us: number; now_us: number }>(
       `SELECT slug, version, stamp_us, ${NOW_US} AS now_us FROM ${table} WHERE workspace_id = $1 AND id = $2`,
       [workspaceId, id],
     );
-    if (!row || row.stamp_us !== expected) return { ok: false, current: await storedById<T>(sql, table, workspaceId, id) };
+    if (!row || row.stamp_us !== expected) return { ok: false, current: await storedById<T>(db, table, workspaceId, id) };
     // Past the stored stamp even when this server's clock is behind the one that wrote it.
     const stampMicros = Math.max(row.now_us, row.stamp_us + 1);
     const { doc: final, json } = stamped(doc, stampMicros, row.slug);
-    const updated = await sql.count(
-      `UPDATE ${table} SET version = version + 1, stamp_us = $3, document = $4${extra.map((c, i) => `, ${c} = $${i + 5}`).join('')}
-       WHERE id = $1 AND stamp_us = $2`,
-      [id, expected, stampMicros, json, ...columnValues(final)],
-    );
-    // Another writer's UPDATE committed between the read and this one (which waited for it, then found the stamp moved).
-    if (updated !== 1) return { ok: false, current: await storedById<T>(sql, table, workspaceId, id) };
-    await spec.afterWrite(sql, id, final, more, workspaceId);
-    await bumpListVersion(sql, table, workspaceId, id);
+    const params = values(update, workspaceId, id, final, more, { stamp: stampMicros, document: json, expected });
+    // Another writer's replace committed after the read (this one waited for it, then found the stamp moved).
+    if (!(await retried(() => wrote(db, update, params)))) return { ok: false, current: await storedById<T>(db, table, workspaceId, id) };
+    // The slug and the version moved only with the stamp, which was still the one read.
     return { ok: true, record: new StoredVersion(id, workspaceId, row.slug, row.version + 1, stampMicros, json, final) };
   };
 
@@ -166,53 +167,10 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
       }
     },
     /** Writes `doc` if the stored stamp is still `expected`; otherwise returns what is stored. */
-    replace: (workspaceId: string, id: string, expected: number, doc: T, more?: W): Promise<ReplaceOutcome<T>> =>
-      db.transaction((sql) => replaceTx(sql, workspaceId, id, expected, doc, more)),
-    /** Deletes the document and `dependents` (its other rows) in one transaction; whether there was one. */
-    remove: (workspaceId: string, id: string, dependents: (sql: Sql) => Promise<void>): Promise<boolean> =>
-      db.transaction(async (sql) => {
-        const removed = (await sql.count(`DELETE FROM ${table} WHERE workspace_id = $1 AND id = $2`, [workspaceId, id])) > 0;
-        if (!removed) return false;
-        await dependents(sql);
-        await bumpListVersion(sql, table, workspaceId, id);
-        return true;
-      }),
+    replace,
+    /** Deletes the document and the rows that follow it, in one statement; whether there was one. */
+    remove: (workspaceId: string, id: string): Promise<boolean> => retried(() => wrote(db, deletion, values(deletion, workspaceId, id, null, undefined, {}))),
   };
-}
-
-/** An agent's trigger rows follow its document (see shared/triggers.ts). */
-async function writeTriggers(sql: Sql, agentId: string, doc: Agent, secrets: SecretRow[]): Promise<void> {
-  const now = new Date().toISOString();
-  const plan = triggerPlan(doc);
-  const keep = plan.keep.map((t) => t.id);
-  // One statement: the dropped triggers deleted (their secrets' hashes retired, so an old URL is
-  // told apart from an unknown one), the kept ones inserted where new, the unsigned ones' keys cleared.
-  await sql.count(
-    `WITH dropped AS (DELETE FROM agent_triggers WHERE agent_id = $1 AND id <> ALL($2::text[]) RETURNING id, secret_hash),
-       retired AS (
-         INSERT INTO retired_webhook_secrets (secret_hash, trigger_id, reason, retired_at)
-         SELECT secret_hash, id, 'dropped', $4 FROM dropped WHERE secret_hash IS NOT NULL AND secret_hash <> ''
-         ON CONFLICT DO NOTHING),
-       unsigned AS (UPDATE agent_triggers SET signing_secret = NULL WHERE id = ANY($5::text[]) AND signing_secret IS NOT NULL)
-     INSERT INTO agent_triggers (id, agent_id, kind) SELECT t.id, $1, t.kind FROM unnest($2::text[], $3::text[]) AS t (id, kind)
-     ON CONFLICT (id) DO NOTHING`,
-    [agentId, keep, plan.keep.map((t) => t.kind), now, plan.unsigned],
-  );
-  for (const s of secrets) {
-    await sql.count(
-      `INSERT INTO retired_webhook_secrets (secret_hash, trigger_id, reason, retired_at)
-       SELECT secret_hash, id, 'rotated', $2 FROM agent_triggers WHERE id = $1 AND secret_hash IS NOT NULL AND secret_hash <> $3
-       ON CONFLICT DO NOTHING`,
-      [s.triggerId, now, s.hash],
-    );
-    await sql.count('UPDATE agent_triggers SET secret_hash = $1, secret_prefix = $2, signing_secret = $3 WHERE id = $4 AND agent_id = $5', [
-      s.hash,
-      s.prefix,
-      s.signingSecret,
-      s.triggerId,
-      agentId,
-    ]);
-  }
 }
 
 export function pgAgentRepository(db: PgDatabase): AgentRepository {
@@ -220,9 +178,9 @@ export function pgAgentRepository(db: PgDatabase): AgentRepository {
     table: 'agents',
     maxSlugLength: 160,
     columns: { name: (doc) => nameColumn(doc.name), status: (doc) => doc.status },
-    afterWrite: async (sql, agentId, doc, secrets = [], workspaceId) => {
-      await syncSchedules(sql, workspaceId, agentId, agentSchedules(doc), Date.now());
-      await writeTriggers(sql, agentId, doc, secrets);
+    followers: {
+      ctes: `${SCHEDULE_CTES},${TRIGGER_CTES}`,
+      values: (_id, doc, secrets = [], nowMs) => ({ ...scheduleValues(doc ? agentSchedules(doc) : [], nowMs), ...triggerValues(doc, secrets, new Date(nowMs).toISOString()) }),
     },
   });
   return {
@@ -238,15 +196,15 @@ export function pgWorkflowRepository(db: PgDatabase): WorkflowRepository {
     table: 'workflows',
     maxSlugLength: 80,
     columns: { name: (doc) => nameColumn(doc.name), enabled: (doc) => (doc.enabled ? 1 : 0) },
-    // The workflow's schedule row follows it, like an agent's (see syncSchedules).
-    afterWrite: (sql, id, doc, _extra, workspaceId) => syncSchedules(sql, workspaceId, id, workflowSchedules(id, doc), Date.now()),
+    // The workflow's schedule row follows it, like an agent's.
+    followers: { ctes: SCHEDULE_CTES, values: (id, doc, _extra, nowMs) => scheduleValues(doc ? workflowSchedules(id, doc) : [], nowMs) },
   });
   return {
     list: (workspaceId) => workflowList(db, table.list, workspaceId),
     find: (workspaceId, ref) => table.find(workspaceId, ref),
     create: (workspaceId, id, doc, opts) => table.create(workspaceId, id, doc, { ...opts, deriveSlug: false }),
     replace: (workspaceId, id, expected, doc) => table.replace(workspaceId, id, expected, doc),
-    remove: (workspaceId, id) => table.remove(workspaceId, id, (sql) => removeSchedules(sql, id)),
+    remove: (workspaceId, id) => table.remove(workspaceId, id),
   };
 }
 

@@ -1,28 +1,19 @@
 // Each workspace's lists of agents and of workflows, held by the replica that built them and
 // answered again while the database says the list's version has not moved (migrations/003: a sum
-// over shards that every document write adds to in its transaction). The check is one coalesced
+// over shards that every document write adds to in its statement). The check is one coalesced
 // query (coalesced-lookup.ts) sent after the read arrived, so a list is never answered after a
 // write acknowledged before the read, whichever replica made it.
 import type { ListVersion } from '../port';
 import { BudgetedMap } from '../shared/budgeted-map';
 import { CoalescedLookup } from './coalesced-lookup';
-import type { PgDatabase, Sql } from './database';
+import type { PgDatabase } from './database';
 
 export type ListedTable = 'agents' | 'workflows';
 
 const SHARDS = 16;
 
-/** The document's shard: from the last character of its id (a UUID's random bits). */
-const shardOf = (id: string): number => id.charCodeAt(id.length - 1) % SHARDS;
-
-/** Adds one to the version of the workspace's list (inside the transaction of the write that changes it; its last statement, so the shard's row is locked only while the write commits). */
-export async function bumpListVersion(sql: Sql, table: ListedTable, workspaceId: string, documentId: string): Promise<void> {
-  await sql.count(
-    `INSERT INTO list_versions (workspace_id, tbl, shard, version) VALUES ($1, $2, $3, 1)
-     ON CONFLICT (workspace_id, tbl, shard) DO UPDATE SET version = list_versions.version + 1`,
-    [workspaceId, table, shardOf(documentId)],
-  );
-}
+/** The document's shard: from the last character of its id (a UUID's random bits). Each document write adds one to its shard's version (document-writes.ts). */
+export const shardOf = (id: string): number => id.charCodeAt(id.length - 1) % SHARDS;
 
 /** The statement's snapshot's version of the list: a column for the query that builds it (see VersionedLists.get). */
 export const LIST_VERSION_SQL = (table: ListedTable) =>
