@@ -326,7 +326,7 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
     }
   });
 
-  test('durability: the API’s writes and reads use sessions that wait for the WAL flush; the run workers’ own writes (visible), sessions that do not', async () => {
+  test('sessions: the API’s writes and reads wait for the WAL flush, the run workers’ own writes (visible) do not; all plan a statement once', async () => {
     // The test cluster turns synchronous commits off for speed (scripts/pg-cluster.js): this database's sessions start with them on, as a deployment's do.
     const admin = new pg.Client({ connectionString: opened.url as string });
     await admin.connect();
@@ -339,6 +339,11 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
       expect(await setting(db.transaction((sql) => sql.row('SHOW synchronous_commit')))).toBe('on');
       expect(await setting(db.visible.row('SHOW synchronous_commit'))).toBe('off');
       expect(await setting(db.transaction((sql) => sql.row('SHOW synchronous_commit'), { ack: 'visible' }))).toBe('off');
+      // Every session plans a named statement once, for any values (see database.ts).
+      const plans = async (read: Promise<{ plan_cache_mode: string } | undefined>) => (await read)?.plan_cache_mode;
+      expect(await plans(db.row('SHOW plan_cache_mode'))).toBe('force_generic_plan');
+      expect(await plans(db.visible.row('SHOW plan_cache_mode'))).toBe('force_generic_plan');
+      expect(await plans(db.transaction((sql) => sql.row('SHOW plan_cache_mode'), { ack: 'visible' }))).toBe('force_generic_plan');
     } finally {
       await db.close();
     }

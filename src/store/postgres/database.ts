@@ -124,21 +124,45 @@ function openPool(url: string, max: number, applicationName: string): pg.Pool {
 }
 
 /**
- * A connection of the visible writes' pool, its session set not to wait for the WAL flush (once per
- * connection: a SET, rather than a startup parameter, which PgBouncer would refuse).
+ * What each connection's session is set to, once, before its first statement (a SET, rather than a
+ * startup parameter, which PgBouncer would refuse):
+ *  - a named statement is planned once per connection for any values, not for each call's: the
+ *    server would otherwise plan again on every call any statement whose plan its values would
+ *    change (an array's length does), and planning the document writes cost more than running them
+ *    (issue 25, docs/benchmarks.md). An unnamed statement (a run list) is planned so too: its plan
+ *    still reads runs_listed, which a case checks;
+ *  - the visible writes' sessions do not wait for the WAL flush (see PgDatabase.visible).
  */
-const unflushed = new WeakSet<pg.PoolClient>();
-async function visibleClient(pool: pg.Pool): Promise<pg.PoolClient> {
+const GENERIC_PLANS = 'SET plan_cache_mode TO force_generic_plan';
+const SESSION = { durable: GENERIC_PLANS, visible: `${GENERIC_PLANS}; SET synchronous_commit TO off` };
+
+const configured = new WeakSet<pg.PoolClient>();
+async function configuredClient(pool: pg.Pool, settings: string): Promise<pg.PoolClient> {
   const client = await pool.connect();
-  if (unflushed.has(client)) return client;
+  if (configured.has(client)) return client;
   try {
-    await client.query('SET synchronous_commit TO off');
+    await client.query(settings);
   } catch (err) {
     client.release(err as Error);
     throw err;
   }
-  unflushed.add(client);
+  configured.add(client);
   return client;
+}
+
+/** One statement on a connection of `pool`, given back after; a connection whose error was not the server's refusal is discarded. */
+async function onConnection(pool: pg.Pool, settings: string, query: pg.QueryConfig): Promise<pg.QueryResult> {
+  const client = await configuredClient(pool, settings);
+  let broken: Error | undefined;
+  try {
+    return await client.query(query);
+  } catch (err) {
+    // The server's refusal of a statement leaves the connection usable; any other error, not.
+    if (!(err instanceof pg.DatabaseError)) broken = err as Error;
+    throw err;
+  } finally {
+    client.release(broken);
+  }
 }
 
 /**
@@ -149,26 +173,14 @@ export function openPgDatabase(url: string, opts: { max?: number; applicationNam
   const name = opts.applicationName ?? 'build-api';
   const pool = openPool(url, opts.max ?? 10, name);
   const visiblePool = openPool(url, opts.max ?? 10, name);
-  const onPool = statements((q) => pool.query(q));
+  const onPool = statements((q) => onConnection(pool, SESSION.durable, q));
   return {
     ...onPool,
     pool,
-    visible: statements(async (q) => {
-      const client = await visibleClient(visiblePool);
-      let broken: Error | undefined;
-      try {
-        return await client.query(q);
-      } catch (err) {
-        // The server's refusal of a statement leaves the connection usable; any other error, not.
-        if (!(err instanceof pg.DatabaseError)) broken = err as Error;
-        throw err;
-      } finally {
-        client.release(broken);
-      }
-    }),
+    visible: statements((q) => onConnection(visiblePool, SESSION.visible, q)),
     async transaction<T>(work: (sql: Sql) => Promise<T>, opts: { ack?: Ack } = {}): Promise<T> {
       for (let attempt = 1; ; attempt++) {
-        const client = opts.ack === 'visible' ? await visibleClient(visiblePool) : await pool.connect();
+        const client = opts.ack === 'visible' ? await configuredClient(visiblePool, SESSION.visible) : await configuredClient(pool, SESSION.durable);
         let broken: Error | undefined;
         try {
           await client.query('BEGIN');

@@ -77,6 +77,8 @@ export function scheduleValues(declared: readonly DeclaredSchedule[], nowMs: num
  * deleted, their secrets' hashes retired (so an old URL is told apart from an unknown one); kept
  * ones inserted where new; a trigger given a new secret (@secret_*) takes it, its old hash retired;
  * an unsigned one's signing key cleared. A kept id that names another agent's trigger is left alone.
+ * The rows that change are updated by a WHERE that finds only them (an upsert would lock every kept
+ * row, a write each). A new trigger's row is its insert's: the update's snapshot does not hold it.
  */
 export const TRIGGER_CTES = `
   secrets AS (
@@ -90,14 +92,17 @@ export const TRIGGER_CTES = `
     SELECT t.secret_hash, t.id, 'rotated', @now::text FROM agent_triggers AS t JOIN secrets AS s ON s.trigger_id = t.id
     WHERE t.agent_id = @id AND t.secret_hash IS NOT NULL AND t.secret_hash <> s.hash AND ${WRITTEN}
     ON CONFLICT DO NOTHING),
-  triggers_kept AS (
-    INSERT INTO agent_triggers AS t (id, agent_id, kind, secret_hash, secret_prefix, signing_secret)
+  triggers_added AS (
+    INSERT INTO agent_triggers (id, agent_id, kind, secret_hash, secret_prefix, signing_secret)
     SELECT k.id, @id::text, k.kind, s.hash, s.prefix, s.signing_secret
     FROM unnest(@keep::text[], @kinds::text[]) AS k (id, kind) LEFT JOIN secrets AS s ON s.trigger_id = k.id
     WHERE ${WRITTEN}
-    ON CONFLICT (id) DO UPDATE SET secret_hash = COALESCE(excluded.secret_hash, t.secret_hash), secret_prefix = COALESCE(excluded.secret_prefix, t.secret_prefix),
-      signing_secret = CASE WHEN excluded.secret_hash IS NOT NULL THEN excluded.signing_secret END
-    WHERE t.agent_id = excluded.agent_id AND (excluded.secret_hash IS NOT NULL OR (t.id = ANY (@unsigned::text[]) AND t.signing_secret IS NOT NULL)))`;
+    ON CONFLICT (id) DO NOTHING),
+  triggers_resecured AS (
+    UPDATE agent_triggers AS t SET secret_hash = COALESCE(s.hash, t.secret_hash), secret_prefix = COALESCE(s.prefix, t.secret_prefix), signing_secret = s.signing_secret
+    FROM unnest(@keep::text[]) AS k (id) LEFT JOIN secrets AS s ON s.trigger_id = k.id
+    WHERE t.id = k.id AND t.agent_id = @id AND ${WRITTEN}
+      AND (s.trigger_id IS NOT NULL OR (t.id = ANY (@unsigned::text[]) AND t.signing_secret IS NOT NULL)))`;
 
 export function triggerValues(doc: Agent | null, secrets: readonly SecretRow[], now: string): Record<string, unknown> {
   const plan = doc ? triggerPlan(doc) : { keep: [], unsigned: [] };
