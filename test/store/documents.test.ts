@@ -309,7 +309,7 @@ describe.each(adapters)('$name: documents', (adapter) => {
   });
 });
 
-// The database's clock makes PostgreSQL's stamps; a raw transaction stands for another writer.
+// A raw transaction stands for another writer (a replica whose clock may be ahead).
 describe.each(replicated)('$name only: documents against a raw writer', (adapter) => {
   let opened: OpenedStore;
   let store: Store;
@@ -328,7 +328,7 @@ describe.each(replicated)('$name only: documents against a raw writer', (adapter
   test('a stamp stored ahead of the clock: the next replace stamps past it', async () => {
     const ws = workspace();
     const record = await createAgent(store, ws, agent('ahead'));
-    expect(Math.abs(record.stampMicros - Date.now() * 1000)).toBeLessThan(60_000_000); // the database's clock (local)
+    expect(Math.abs(record.stampMicros - Date.now() * 1000)).toBeLessThan(60_000_000); // this process's clock
     const ahead = record.stampMicros + 3_600_000_000;
     await client.query('UPDATE agents SET stamp_us = $1 WHERE id = $2', [ahead, record.id]);
     expect(await store.agents.replace(ws, record.id, ahead, record.document, [])).toMatchObject({ ok: true, record: { stampMicros: ahead + 1, version: 2 } });

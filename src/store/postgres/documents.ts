@@ -4,7 +4,9 @@
 // statement with the rows that follow it (document-writes.ts). A replace is compare-and-set on the
 // stored stamp (the UPDATE's affected-row count decides which writer wins); a create holds a
 // transaction-scoped advisory lock on (table, workspace) while it counts and picks its slug, with
-// the UNIQUE (workspace_id, slug) constraint as the backstop. Stamps come from the database's clock.
+// the UNIQUE (workspace_id, slug) constraint as the backstop. Stamps come from the writing process's
+// clock pushed past the stored stamp (StampClock), so a document's stamps grow whatever the replicas' clocks say.
+import type { StampClock } from '../../domain/stamps';
 import { agentSchedules, workflowSchedules } from '../../domain/triggers';
 import type { Agent, Connection, Workflow } from '../../domain/types';
 import { isUuid } from '../../ids';
@@ -23,8 +25,6 @@ const HELD_VERSIONS_BYTES = 32 * 1024 * 1024;
 /** The list text each table's held lists may take (see list-versions.ts). */
 const HELD_LISTS_BYTES = 8 * 1024 * 1024;
 
-/** The database's clock in microseconds (the whole stamp: PostgreSQL keeps microseconds). */
-const NOW_US = '(extract(epoch from clock_timestamp()) * 1000000)::bigint';
 
 /**
  * PostgreSQL text cannot hold U+0000 (SQLite's can): a value with one is never stored, so a lookup
@@ -100,7 +100,15 @@ async function storedById<T>(sql: Sql, table: string, workspaceId: string, id: s
   return row ? versionOfRow<T>(row) : null;
 }
 
-function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W>) {
+/** The slug and version stored with stamp `expected`: held (from the find the caller made), or read. */
+async function storedAt<T>(db: PgDatabase, table: string, held: RowCache<StoredVersion<T>>, workspaceId: string, id: string, expected: number) {
+  const known = held.get(workspaceId, id);
+  if (known?.stampMicros === expected) return known;
+  const row = await db.row<{ slug: string; version: number; stamp_us: number }>(`SELECT slug, version, stamp_us FROM ${table} WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+  return row?.stamp_us === expected ? row : null;
+}
+
+function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec: DocumentSpec<T, W>) {
   const { table, followers } = spec;
   const extra = Object.keys(spec.columns);
   // The unique constraint PostgreSQL names for UNIQUE (workspace_id, slug) (migrations/001_init.sql).
@@ -118,12 +126,12 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
   const createTx = async (sql: Sql, workspaceId: string, id: string, doc: T, opts: CreateOptions, more: W | undefined): Promise<CreateOutcome<T>> => {
     // Creates in one workspace take turns from here to their commit: the count and the free slug
     // they read stay true until they insert (a lock's waiter reads, under READ COMMITTED, what its holder committed).
-    const clock = await sql.row<{ now_us: number }>(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), ${NOW_US} AS now_us`, [`${table}:${workspaceId}`]);
+    await sql.row('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${table}:${workspaceId}`]);
     const slugs = await sql.rows<{ slug: string }>(`SELECT slug FROM ${table} WHERE workspace_id = $1`, [workspaceId]);
     const taken = new Set(slugs.map((r) => r.slug));
     const slug = chooseSlug(taken.size, doc.slug as string, opts, spec.maxSlugLength, (s) => taken.has(s));
     if (slug === 'limit_reached' || slug === 'slug_taken') return { ok: false, reason: slug };
-    const version = newVersion(workspaceId, id, doc, slug, clock!.now_us, opts);
+    const version = newVersion(workspaceId, id, doc, slug, clock.next(), opts);
     if (!(version instanceof StoredVersion)) return version;
     const own = { slug, stamp: version.stampMicros, document: version.json, created: new Date().toISOString() };
     await wrote(sql, insert, values(insert, workspaceId, id, version.document, more, own));
@@ -131,34 +139,36 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
   };
 
   /**
-   * Two round trips and no transaction: the stored version and the database's clock, then the
-   * statement that writes only if the stamp is still `expected` (the one winner of a compare-and-set).
+   * One statement, with no transaction, that writes only if the stamp is still `expected` (the one
+   * winner of a compare-and-set). A stamp names one version of one document (stamps only grow, ids
+   * are never reused), so the slug and version held or read with it are the stored ones while it is.
    */
   const replace = async (workspaceId: string, id: string, expected: number, doc: T, more?: W): Promise<ReplaceOutcome<T>> => {
-    const row = await db.row<{ slug: string; version: number; stamp_us: number; now_us: number }>(
-      `SELECT slug, version, stamp_us, ${NOW_US} AS now_us FROM ${table} WHERE workspace_id = $1 AND id = $2`,
-      [workspaceId, id],
-    );
-    if (!row || row.stamp_us !== expected) return { ok: false, current: await storedById<T>(db, table, workspaceId, id) };
-    // Past the stored stamp even when this server's clock is behind the one that wrote it.
-    const stampMicros = Math.max(row.now_us, row.stamp_us + 1);
-    const { doc: final, json } = stamped(doc, stampMicros, row.slug);
+    const stored = await storedAt(db, table, held, workspaceId, id, expected);
+    if (!stored) return { ok: false, current: await storedById<T>(db, table, workspaceId, id) };
+    const stampMicros = clock.next(expected);
+    const { doc: final, json } = stamped(doc, stampMicros, stored.slug);
     const params = values(update, workspaceId, id, final, more, { stamp: stampMicros, document: json, expected });
-    // Another writer's replace committed after the read (this one waited for it, then found the stamp moved).
+    // Another writer's replace committed first (this one may have waited for it, then found the stamp moved).
     if (!(await retried(() => wrote(db, update, params)))) return { ok: false, current: await storedById<T>(db, table, workspaceId, id) };
-    // The slug and the version moved only with the stamp, which was still the one read.
-    return { ok: true, record: new StoredVersion(id, workspaceId, row.slug, row.version + 1, stampMicros, json, final) };
+    const record = new StoredVersion(id, workspaceId, stored.slug, stored.version + 1, stampMicros, json, final);
+    held.set(record);
+    return { ok: true, record };
   };
 
+  // The versions read or written lately: each answered only once the database confirmed its stamp
+  // (see heldFind), so a write's own version is held too (the next read of it sends no document).
+  const held = new RowCache<StoredVersion<T>>(HELD_VERSIONS_BYTES);
   const lists = new VersionedLists(db, HELD_LISTS_BYTES);
   return {
     list: lists,
-    // The versions read lately: each answered only once the database confirmed its stamp (see heldFind).
-    find: heldFind<T>(db, table, new RowCache<StoredVersion<T>>(HELD_VERSIONS_BYTES)),
+    find: heldFind<T>(db, table, held),
     /** Inserts a new document (version 1). With deriveSlug, `doc.slug` is a base to make unique. */
     create: async (workspaceId: string, id: string, doc: T, opts: CreateOptions, more?: W): Promise<CreateOutcome<T>> => {
       try {
-        return await db.transaction((sql) => createTx(sql, workspaceId, id, doc, opts, more));
+        const outcome = await db.transaction((sql) => createTx(sql, workspaceId, id, doc, opts, more));
+        if (outcome.ok) held.set(outcome.record as StoredVersion<T>);
+        return outcome;
       } catch (err) {
         // The backstop: a slug inserted by a writer that did not take the lock. Another unique
         // violation (an id already used) is a fault.
@@ -173,8 +183,8 @@ function documentTable<T extends Doc, W>(db: PgDatabase, spec: DocumentSpec<T, W
   };
 }
 
-export function pgAgentRepository(db: PgDatabase): AgentRepository {
-  const table = documentTable<Agent, SecretRow[]>(db, {
+export function pgAgentRepository(db: PgDatabase, clock: StampClock): AgentRepository {
+  const table = documentTable<Agent, SecretRow[]>(db, clock, {
     table: 'agents',
     maxSlugLength: 160,
     columns: { name: (doc) => nameColumn(doc.name), status: (doc) => doc.status },
@@ -191,8 +201,8 @@ export function pgAgentRepository(db: PgDatabase): AgentRepository {
   };
 }
 
-export function pgWorkflowRepository(db: PgDatabase): WorkflowRepository {
-  const table = documentTable<Workflow, undefined>(db, {
+export function pgWorkflowRepository(db: PgDatabase, clock: StampClock): WorkflowRepository {
+  const table = documentTable<Workflow, undefined>(db, clock, {
     table: 'workflows',
     maxSlugLength: 80,
     columns: { name: (doc) => nameColumn(doc.name), enabled: (doc) => (doc.enabled ? 1 : 0) },

@@ -2,9 +2,10 @@
 // one, for any number of replicas on one database. Nothing here is answered from this process's
 // memory: every read asks the database, so a write committed by any replica is seen by the next
 // read on every other (read-your-writes through a load balancer). Guarantees are constraints and
-// conditional writes whose affected-row counts are checked, under READ COMMITTED; document stamps
-// come from the database's clock; the run queue is leased (runs.ts); other replicas hear of queued
+// conditional writes whose affected-row counts are checked, under READ COMMITTED; a document's
+// stamps only grow (each write's is past the stored one, by the writing process's clock); the run queue is leased (runs.ts); other replicas hear of queued
 // runs and new run events through LISTEN/NOTIFY (notifications.ts), with polls as the safety net.
+import { StampClock } from '../../domain/stamps';
 import type { Store } from '../port';
 import { openPgDatabase } from './database';
 import { migratePg } from './migrate';
@@ -33,9 +34,10 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
     throw err;
   }
   const notifications = listenForNotifications(url);
+  const clock = new StampClock();
   return {
-    agents: pgAgentRepository(db),
-    workflows: pgWorkflowRepository(db),
+    agents: pgAgentRepository(db, clock),
+    workflows: pgWorkflowRepository(db, clock),
     connections: pgConnectionRepository(db),
     workspaces: pgWorkspaceRepository(db),
     runs: pgRunRepository(db, notifications),
