@@ -355,6 +355,25 @@ describe.each(replicated)('$name only: documents against a raw writer', (adapter
     }
   });
 
+  test('a replace by the store that holds the version writes only the rows its change touches; one by a store that holds none writes all: the rows end alike', async () => {
+    const ws = workspace();
+    const pollId = unique('kept-poll');
+    const first = await createAgent(store, ws, agent('followed', { status: 'active', triggers: [poll(pollId)] }));
+    const other = await opened.another(); // holds no version: its replace writes every follower
+    const scheduleOf = async () => (await client.query('SELECT next_due_at::float8 AS next_due_at, failures, last_output_hash, detector FROM schedules WHERE id = $1', [`poll:${pollId}`])).rows[0];
+    // The scheduler's state, which a write that does not touch the schedule must keep.
+    await client.query(`UPDATE schedules SET next_due_at = 4102444800000, failures = 3, last_output_hash = 'seen' WHERE id = $1`, [`poll:${pollId}`]);
+    const kept = { next_due_at: 4102444800000, failures: 3, last_output_hash: 'seen' };
+    const second = await ok(store.agents.replace(ws, first.id, first.stampMicros, { ...first.document, instructions: 'held' }, []));
+    expect(await scheduleOf()).toMatchObject(kept);
+    const third = await ok(other.agents.replace(ws, first.id, second.stampMicros, { ...second.document, instructions: 'not held' }, []));
+    expect(await scheduleOf()).toMatchObject(kept);
+    // A changed detector is written by the holder too: its output and failures are forgotten.
+    await store.agents.find(ws, first.id); // holds the third version
+    await ok(store.agents.replace(ws, first.id, third.stampMicros, { ...third.document, triggers: [poll(pollId, { key: 'y' })] }, []));
+    expect(await scheduleOf()).toMatchObject({ next_due_at: 4102444800000, failures: 0, last_output_hash: null, detector: expect.stringContaining('"y"') });
+  });
+
   test('a slug inserted past the create’s lock is caught by the unique constraint: slug_taken, not an exception', async () => {
     const ws = workspace();
     await client.query('BEGIN');

@@ -20,11 +20,16 @@ import { numbered, type NumberedStatement } from '../shared/statements';
 import type { ListedTable } from './list-versions';
 import { shardOf } from './list-versions';
 
-/** A write's followers: their CTEs (after `written`), and their parameters' values for one write. */
-export interface Followers<T, W> {
+/** Rows that follow a document: CTEs of its write (after `written`), and their parameters' values for one write. */
+export interface Follower<T, W> {
   ctes: string;
   /** `doc` null: the document is gone (a delete), and nothing follows it any more. */
   values(id: string, doc: T | null, extra: W | undefined, nowMs: number): Record<string, unknown>;
+  /**
+   * Whether a replace of `before` (the stored version, whose write left these rows as it declared
+   * them) by `after` leaves the rows as they are: its CTEs are then left out of the statement.
+   */
+  unchanged(id: string, before: T, after: T, extra: W | undefined): boolean;
 }
 
 const WRITTEN = 'EXISTS (SELECT 1 FROM written)';
@@ -39,7 +44,7 @@ const WRITTEN = 'EXISTS (SELECT 1 FROM written)';
 const KEPT_DUE = `CASE WHEN s.active = 1 AND d.active = 1 AND s.cron = d.cron AND s.timezone = d.timezone AND s.next_due_at IS NOT NULL
     THEN s.next_due_at ELSE d.next_due_at END`;
 const SAME_SOURCE = 's.detector IS NOT DISTINCT FROM d.detector AND s.cron = d.cron AND s.timezone = d.timezone';
-export const SCHEDULE_CTES = `
+const SCHEDULE_CTES = `
   declared AS (
     SELECT * FROM unnest(@s_id::text[], @s_kind::text[], @s_trigger::text[], @s_cron::text[], @s_zone::text[], @s_active::smallint[], @s_next::bigint[], @s_detector::text[])
       AS d (id, kind, trigger_id, cron, timezone, active, next_due_at, detector)),
@@ -59,7 +64,7 @@ export const SCHEDULE_CTES = `
     SELECT d.id, d.kind, @workspace::text, @id::text, d.trigger_id, d.cron, d.timezone, d.active, d.next_due_at, d.detector FROM declared AS d
     WHERE ${WRITTEN} AND NOT EXISTS (SELECT 1 FROM schedules AS s WHERE s.id = d.id))`;
 
-export function scheduleValues(declared: readonly DeclaredSchedule[], nowMs: number): Record<string, unknown> {
+function scheduleValues(declared: readonly DeclaredSchedule[], nowMs: number): Record<string, unknown> {
   return {
     s_id: declared.map((d) => d.id),
     s_kind: declared.map((d) => d.kind),
@@ -80,7 +85,7 @@ export function scheduleValues(declared: readonly DeclaredSchedule[], nowMs: num
  * The rows that change are updated by a WHERE that finds only them (an upsert would lock every kept
  * row, a write each). A new trigger's row is its insert's: the update's snapshot does not hold it.
  */
-export const TRIGGER_CTES = `
+const TRIGGER_CTES = `
   secrets AS (
     SELECT * FROM unnest(@secret_id::text[], @secret_hash::text[], @secret_prefix::text[], @secret_signing::text[]) AS s (trigger_id, hash, prefix, signing_secret)),
   triggers_dropped AS (
@@ -104,7 +109,7 @@ export const TRIGGER_CTES = `
     WHERE t.id = k.id AND t.agent_id = @id AND ${WRITTEN}
       AND (s.trigger_id IS NOT NULL OR (t.id = ANY (@unsigned::text[]) AND t.signing_secret IS NOT NULL)))`;
 
-export function triggerValues(doc: Agent | null, secrets: readonly SecretRow[], now: string): Record<string, unknown> {
+function triggerValues(doc: Agent | null, secrets: readonly SecretRow[], now: string): Record<string, unknown> {
   const plan = doc ? triggerPlan(doc) : { keep: [], unsigned: [] };
   return {
     keep: plan.keep.map((t) => t.id),
@@ -118,13 +123,31 @@ export function triggerValues(doc: Agent | null, secrets: readonly SecretRow[], 
   };
 }
 
+/** The owner's schedules (SCHEDULE_CTES), as `declared` says its document declares them. */
+export function scheduleFollower<T, W>(declared: (id: string, doc: T) => DeclaredSchedule[]): Follower<T, W> {
+  return {
+    ctes: SCHEDULE_CTES,
+    values: (id, doc, _extra, nowMs) => scheduleValues(doc ? declared(id, doc) : [], nowMs),
+    // The same declarations leave every row as it is: a row's due time, failures and detector
+    // output move with its expression, zone, activity or detector only (see SCHEDULE_CTES).
+    unchanged: (id, before, after) => JSON.stringify(declared(id, before)) === JSON.stringify(declared(id, after)),
+  };
+}
+
+/** An agent's trigger rows (TRIGGER_CTES): unchanged when it keeps the same triggers, of the same kinds and signing, and mints no secret. */
+export const triggerFollower: Follower<Agent, SecretRow[]> = {
+  ctes: TRIGGER_CTES,
+  values: (_id, doc, secrets = [], nowMs) => triggerValues(doc, secrets, new Date(nowMs).toISOString()),
+  unchanged: (_id, before, after, secrets = []) => secrets.length === 0 && JSON.stringify(triggerPlan(before)) === JSON.stringify(triggerPlan(after)),
+};
+
 /**
  * One statement: `written` (which returns the document's id when it wrote), the followers, and the
  * list's version moved on (last: its shard's row is locked only while the statement ends). It
  * returns `n`, 1 when the document was written and 0 when not (nothing else was then).
  */
-export function documentWrite(table: ListedTable, written: string, followers: string): NumberedStatement {
-  return numbered(`WITH written AS (${written}),${followers},
+function documentWrite(table: ListedTable, written: string, followers: readonly { ctes: string }[]): NumberedStatement {
+  return numbered(`WITH written AS (${written}),${followers.map((f) => `${f.ctes},`).join('')}
   list_bumped AS (
     INSERT INTO list_versions (workspace_id, tbl, shard, version) SELECT @workspace::text, '${table}', @shard::int, 1 FROM written
     ON CONFLICT (workspace_id, tbl, shard) DO UPDATE SET version = list_versions.version + 1)
@@ -132,10 +155,12 @@ export function documentWrite(table: ListedTable, written: string, followers: st
 }
 
 /**
- * A table's three writes: its insert, its replace (if the stamp is still @expected) and its delete.
- * The document's own columns besides the common ones (`columns`) are named @col_<column>.
+ * A table's writes: its insert, its replace (if the stamp is still @expected) with the followers a
+ * replace can change, and its delete. The document's own columns besides the common ones
+ * (`columns`) are named @col_<column>. A replace's statement per set of followers is made once.
  */
-export function documentStatements(table: ListedTable, columns: readonly string[], followers: string) {
+export function documentStatements<T, W>(table: ListedTable, columns: readonly string[], followers: readonly Follower<T, W>[]) {
+  const replaces = new Map<string, NumberedStatement>();
   return {
     insert: documentWrite(
       table,
@@ -143,12 +168,20 @@ export function documentStatements(table: ListedTable, columns: readonly string[
        VALUES (@id, @workspace, @slug, 1, @stamp, @document, @created${columns.map((c) => `, @col_${c}`).join('')}) RETURNING id`,
       followers,
     ),
-    update: documentWrite(
-      table,
-      `UPDATE ${table} SET version = version + 1, stamp_us = @stamp, document = @document${columns.map((c) => `, ${c} = @col_${c}`).join('')}
-       WHERE id = @id AND workspace_id = @workspace AND stamp_us = @expected RETURNING id`,
-      followers,
-    ),
+    update: (changed: readonly Follower<T, W>[]): NumberedStatement => {
+      const key = followers.map((f) => (changed.includes(f) ? 1 : 0)).join('');
+      let statement = replaces.get(key);
+      if (!statement) {
+        statement = documentWrite(
+          table,
+          `UPDATE ${table} SET version = version + 1, stamp_us = @stamp, document = @document${columns.map((c) => `, ${c} = @col_${c}`).join('')}
+           WHERE id = @id AND workspace_id = @workspace AND stamp_us = @expected RETURNING id`,
+          changed,
+        );
+        replaces.set(key, statement);
+      }
+      return statement;
+    },
     deletion: documentWrite(table, `DELETE FROM ${table} WHERE workspace_id = @workspace AND id = @id RETURNING id`, followers),
   };
 }

@@ -17,7 +17,7 @@ import type { NumberedStatement } from '../shared/statements';
 import { CoalescedLookup } from './coalesced-lookup';
 import { isUniqueViolation, retried, type PgDatabase, type Sql } from './database';
 import { agentList, workflowList } from './document-lists';
-import { documentStatements, scheduleValues, SCHEDULE_CTES, TRIGGER_CTES, triggerValues, writeKeys, type Followers } from './document-writes';
+import { documentStatements, scheduleFollower, triggerFollower, writeKeys, type Follower } from './document-writes';
 import { VersionedLists } from './list-versions';
 
 /** The document text each table's held versions may take (see find). */
@@ -43,7 +43,7 @@ interface DocumentSpec<T, W> {
   /** Columns besides the common ones, kept in step with the document (for lists and lookups). */
   columns: Record<string, (doc: T) => string | number>;
   /** The rows that follow the document, written by its write's statement; `extra` is what the caller passed with the write. */
-  followers: Followers<T, W>;
+  followers: Follower<T, W>[];
 }
 
 type Doc = { slug?: string; updated_at?: string };
@@ -100,6 +100,9 @@ async function storedById<T>(sql: Sql, table: string, workspaceId: string, id: s
   return row ? versionOfRow<T>(row) : null;
 }
 
+/** Whether a document write's statement (document-writes.ts) wrote the document. */
+const wrote = async (sql: Sql, statement: NumberedStatement, params: unknown[]) => (await sql.row<{ n: number }>(statement.text, params))!.n === 1;
+
 /** The slug and version stored with stamp `expected`: held (from the find the caller made), or read. */
 async function storedAt<T>(db: PgDatabase, table: string, held: RowCache<StoredVersion<T>>, workspaceId: string, id: string, expected: number) {
   const known = held.get(workspaceId, id);
@@ -114,14 +117,16 @@ function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec
   // The unique constraint PostgreSQL names for UNIQUE (workspace_id, slug) (migrations/001_init.sql).
   const slugConstraint = `${table}_workspace_id_slug_key`;
 
-  const { insert, update, deletion } = documentStatements(table, extra, followers.ctes);
+  const { insert, update, deletion } = documentStatements(table, extra, followers);
 
-  /** A write's parameters: the statement's own, the document's columns, and its followers'. */
-  const values = (statement: NumberedStatement, workspaceId: string, id: string, doc: T | null, more: W | undefined, own: Record<string, unknown>) => {
-    const columns = doc ? Object.fromEntries(extra.map((c) => [`col_${c}`, spec.columns[c]!(doc)])) : {};
-    return statement.values({ ...writeKeys(workspaceId, id), ...followers.values(id, doc, more, Date.now()), ...columns, ...own });
+  /** A write's parameters: the statement's own, the document's columns, and those of the followers it writes. */
+  const values = (statement: NumberedStatement, written: readonly Follower<T, W>[], workspaceId: string, id: string, doc: T | null, more: W | undefined, own: Record<string, unknown>) => {
+    const params: Record<string, unknown> = { ...writeKeys(workspaceId, id), ...own };
+    for (const c of doc ? extra : []) params[`col_${c}`] = spec.columns[c]!(doc as T);
+    const nowMs = Date.now();
+    for (const f of written) Object.assign(params, f.values(id, doc, more, nowMs));
+    return statement.values(params);
   };
-  const wrote = async (sql: Sql, statement: NumberedStatement, params: unknown[]) => (await sql.row<{ n: number }>(statement.text, params))!.n === 1;
 
   const createTx = async (sql: Sql, workspaceId: string, id: string, doc: T, opts: CreateOptions, more: W | undefined): Promise<CreateOutcome<T>> => {
     // Creates in one workspace take turns from here to their commit: the count and the free slug
@@ -134,7 +139,7 @@ function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec
     const version = newVersion(workspaceId, id, doc, slug, clock.next(), opts);
     if (!(version instanceof StoredVersion)) return version;
     const own = { slug, stamp: version.stampMicros, document: version.json, created: new Date().toISOString() };
-    await wrote(sql, insert, values(insert, workspaceId, id, version.document, more, own));
+    await wrote(sql, insert, values(insert, followers, workspaceId, id, version.document, more, own));
     return { ok: true, record: version };
   };
 
@@ -148,9 +153,13 @@ function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec
     if (!stored) return { ok: false, current: await storedById<T>(db, table, workspaceId, id) };
     const stampMicros = clock.next(expected);
     const { doc: final, json } = stamped(doc, stampMicros, stored.slug);
-    const params = values(update, workspaceId, id, final, more, { stamp: stampMicros, document: json, expected });
+    // The rows that follow the stored version are as it declared them: only those this write changes are written.
+    const before = 'document' in stored ? stored.document : undefined;
+    const changed = followers.filter((f) => before === undefined || !f.unchanged(id, before, final, more));
+    const statement = update(changed);
+    const params = values(statement, changed, workspaceId, id, final, more, { stamp: stampMicros, document: json, expected });
     // Another writer's replace committed first (this one may have waited for it, then found the stamp moved).
-    if (!(await retried(() => wrote(db, update, params)))) return { ok: false, current: await storedById<T>(db, table, workspaceId, id) };
+    if (!(await retried(() => wrote(db, statement, params)))) return { ok: false, current: await storedById<T>(db, table, workspaceId, id) };
     const record = new StoredVersion(id, workspaceId, stored.slug, stored.version + 1, stampMicros, json, final);
     held.set(record);
     return { ok: true, record };
@@ -179,7 +188,7 @@ function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec
     /** Writes `doc` if the stored stamp is still `expected`; otherwise returns what is stored. */
     replace,
     /** Deletes the document and the rows that follow it, in one statement; whether there was one. */
-    remove: (workspaceId: string, id: string): Promise<boolean> => retried(() => wrote(db, deletion, values(deletion, workspaceId, id, null, undefined, {}))),
+    remove: (workspaceId: string, id: string): Promise<boolean> => retried(() => wrote(db, deletion, values(deletion, followers, workspaceId, id, null, undefined, {}))),
   };
 }
 
@@ -188,10 +197,7 @@ export function pgAgentRepository(db: PgDatabase, clock: StampClock): AgentRepos
     table: 'agents',
     maxSlugLength: 160,
     columns: { name: (doc) => nameColumn(doc.name), status: (doc) => doc.status },
-    followers: {
-      ctes: `${SCHEDULE_CTES},${TRIGGER_CTES}`,
-      values: (_id, doc, secrets = [], nowMs) => ({ ...scheduleValues(doc ? agentSchedules(doc) : [], nowMs), ...triggerValues(doc, secrets, new Date(nowMs).toISOString()) }),
-    },
+    followers: [scheduleFollower((_id, doc) => agentSchedules(doc)), triggerFollower],
   });
   return {
     list: (workspaceId) => agentList(db, table.list, workspaceId),
@@ -207,7 +213,7 @@ export function pgWorkflowRepository(db: PgDatabase, clock: StampClock): Workflo
     maxSlugLength: 80,
     columns: { name: (doc) => nameColumn(doc.name), enabled: (doc) => (doc.enabled ? 1 : 0) },
     // The workflow's schedule row follows it, like an agent's.
-    followers: { ctes: SCHEDULE_CTES, values: (id, doc, _extra, nowMs) => scheduleValues(doc ? workflowSchedules(id, doc) : [], nowMs) },
+    followers: [scheduleFollower(workflowSchedules)],
   });
   return {
     list: (workspaceId) => workflowList(db, table.list, workspaceId),
