@@ -1,7 +1,7 @@
 // Hearing other replicas' writes: one dedicated connection (not the pool's: a pooled connection
 // is handed to other work and LISTEN belongs to its session) that LISTENs on every channel asked
-// for. Writes send their notifications inside their transactions (`SELECT pg_notify(…)`), so the
-// server delivers them only when they commit, and never for a write rolled back.
+// for. Writers send their notifications once their writes committed (notifier.ts), so a replica
+// that hears one reads what it tells of, and never hears of a write rolled back.
 //
 // A notification is a hint, never the only way: while the connection is down (a restart, a
 // failover, a network cut) notifications are lost, so after every (re)connection every listener is

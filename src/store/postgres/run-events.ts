@@ -29,12 +29,12 @@ export function pgRunEvents(limit = RUN_EVENTS_LIMIT) {
     limit,
     /**
      * Appends events to a run's stream inside the caller's transaction, after its statement that
-     * locked the run's row (see above), and announces them as replica `self`'s; how many were kept.
+     * locked the run's row (see above); how many were kept (the caller tells of them once committed).
      * An event without `at` takes `now`, or the database's clock when `now` is null.
      */
-    async append(sql: Sql, runId: string, events: readonly RunEventInput[], now: string | null, self: string): Promise<number> {
+    async append(sql: Sql, runId: string, events: readonly RunEventInput[], now: string | null): Promise<number> {
       if (!events.length) return 0;
-      const row = await sql.row<{ added: number }>(append.text, append.values({ run: runId, now, ...appendedEvents(events, limit, self) }));
+      const row = await sql.row<{ added: number }>(append.text, append.values({ run: runId, now, ...appendedEvents(events, limit) }));
       return row?.added ?? 0;
     },
     /** A run's events after `seq`, oldest first, at most `max`. */
@@ -58,9 +58,9 @@ export type PgRunEvents = ReturnType<typeof pgRunEvents>;
  * One statement that makes a write of runs and appends events to each run it wrote (`append` is
  * one with no write of its own): `write` is a statement returning the runs' `id` and `at`, the time of an
  * event given none. Its parameters (by name: shared/statements.ts, numbered) are the write's, and
- * @event_types, @event_data, @event_at (arrays, one element per event), @events_limit and @payload
- * (the NOTIFY's payload, followed by the run's id). The statement returns the written rows, each
- * with `added`: how many events were kept. `more`: CTEs the write reads (`before`), and further
+ * @event_types, @event_data, @event_at (arrays, one element per event) and @events_limit. The
+ * statement returns the written rows, each with `added`: how many events were kept (the writer
+ * tells the other replicas once it committed: notifier.ts). `more`: CTEs the write reads (`before`), and further
  * writes that read what it returned (`after`).
  *
  * The events are numbered after the run's last one as the statement's snapshot has it. The write
@@ -78,18 +78,16 @@ export function withEventsAppended(write: string, more: { before?: string; after
       CROSS JOIN unnest(@event_types::text[], @event_data::text[], @event_at::text[]) WITH ORDINALITY AS e (type, data, at, ord)
       WHERE n.last + e.ord <= @events_limit OR e.type = '${FINAL_EVENT}'),
     added AS (INSERT INTO run_events (run_id, seq, type, data, at) SELECT id, last + k, type, data, at FROM kept RETURNING run_id)
-    SELECT w.*, (SELECT COUNT(*) FROM added AS a WHERE a.run_id = w.id) AS added,
-      CASE WHEN EXISTS (SELECT 1 FROM added AS a WHERE a.run_id = w.id) THEN pg_notify('${RUN_EVENTS_CHANNEL}', @payload || w.id) END AS notified
+    SELECT w.*, (SELECT COUNT(*) FROM added AS a WHERE a.run_id = w.id) AS added
     FROM written AS w`;
 }
 
-/** The parameters of withEventsAppended's events, for `events` announced by replica `self`. */
-export const appendedEvents = (events: readonly RunEventInput[], limit: number, self: string) => ({
+/** The parameters of withEventsAppended's events. */
+export const appendedEvents = (events: readonly RunEventInput[], limit: number) => ({
   event_types: events.map((e) => e.type),
   event_data: events.map((e) => JSON.stringify(e.data)),
   event_at: events.map((e) => e.at ?? null),
   events_limit: limit,
-  payload: `${self}:`,
 });
 
 /** The error of a statement whose append met events committed after its snapshot (see withEventsAppended). */

@@ -3,24 +3,45 @@
 // (any replica), the later inserts wait for the first to commit, then find its row too recent: 0
 // rows, a repeat that writes nothing. The rate's count is one conditional upsert: a second upsert
 // of the row (any replica) waits for the first to commit, then judges the count it left.
-import type { RunAcceptance } from '../../port';
-import { acceptance, rateLimited, type AcceptanceSteps } from '../../shared/runs';
+import type { NewRun, RunAcceptance } from '../../port';
+import { acceptance, acceptedRun, QUEUED_EVENT, rateLimited, type AcceptanceSteps } from '../../shared/runs';
 import { CLAIM_DELIVERY, COUNT_DELIVERY_SQL, INSERT_RUN, numbered, PRIOR_DELIVERY, SET_DELIVERY_STATUS } from '../../shared/statements';
 import { driveAsync, type Awaited } from '../../shared/steps';
-import { DB_NOW } from '../run-events';
+import { retried } from '../database';
+import { appendedEvents, DB_NOW, withEventsAppended } from '../run-events';
 import { recordFired, takeFire } from '../schedule-writes';
 import { bumpAgentStatus } from '../trigger-status';
-import { debit, RUNS_QUEUED_CHANNEL, type PgRunContext, type Tx } from './context';
+import { debit, type PgRunContext, type Tx } from './context';
 
 const claimDelivery = numbered(CLAIM_DELIVERY);
 const priorDelivery = numbered(PRIOR_DELIVERY);
 const setDeliveryStatus = numbered(SET_DELIVERY_STATUS);
 const countDelivery = numbered(COUNT_DELIVERY_SQL);
 const insertRun = numbered(INSERT_RUN);
-/** A queued run's insert, with the NOTIFY that tells the other replicas (sent when the transaction commits): one round trip. */
-const insertQueuedRun = numbered(`WITH inserted AS (${INSERT_RUN} RETURNING id) SELECT pg_notify(@channel, @replica) FROM inserted`);
 
-function acceptanceSteps(ctx: PgRunContext, tx: Tx): Awaited<AcceptanceSteps> {
+/**
+ * The common acceptance in one statement, committed on its own: a run that no trigger started and
+ * that claims no delivery, rate or fire (a test run, a run the API starts), in a workspace whose row exists. The debit, then, only
+ * if it took the credits, the queued run (accepted by the database's clock) with its first event. When the debit took nothing (too few credits, or no row yet) nothing is written, and the
+ * whole acceptance decides in its transaction (it refuses the run, or creates the row). The run's row
+ * is new, so its first event is numbered 1 with no lock; the workspace's row is locked from the debit
+ * to the commit only, not across round trips.
+ */
+const [RUN_COLUMNS, RUN_VALUES] = INSERT_RUN.split('VALUES (') as [string, string]; // its values' list ends the text, with its ')'
+const QUEUED_FROM_DEBIT = `${RUN_COLUMNS}SELECT ${RUN_VALUES.slice(0, -1)} FROM debited CROSS JOIN clock`
+  .replace('@accepted_at', 'clock.now')
+  // In a SELECT, a parameter takes its type from its cast, not from the column it fills.
+  .replace('@target_version', '@target_version::integer')
+  .replace('@credits_reserved', '@credits_reserved::bigint');
+const acceptQueued = numbered(
+  withEventsAppended(`${QUEUED_FROM_DEBIT} RETURNING id, accepted_at AS at`, {
+    before: `clock AS (SELECT ${DB_NOW} AS now),
+      debited AS (UPDATE workspaces SET credits = credits - @credits_reserved WHERE id = @workspace_id AND credits >= @credits_reserved RETURNING id)`,
+  }),
+);
+const acceptsInOneStatement = (run: NewRun): boolean => !run.delivery && !run.rate && !run.fire && !run.triggerId;
+
+function acceptanceSteps(tx: Tx): Awaited<AcceptanceSteps> {
   return {
     // The acceptance time by the database's clock, as the claims' (the queue's order is by it).
     begin: async (run) => {
@@ -44,20 +65,32 @@ function acceptanceSteps(ctx: PgRunContext, tx: Tx): Awaited<AcceptanceSteps> {
     debit: (workspace, amount) => debit(tx, workspace, amount),
     balance: async (workspace) => ((await tx.row<{ credits: number }>('SELECT credits FROM workspaces WHERE id = $1', [workspace])) as { credits: number }).credits,
     insert: async (row) => {
-      if (row.status === 'queued') await tx.rows(insertQueuedRun.text, insertQueuedRun.values({ ...row, channel: RUNS_QUEUED_CHANNEL, replica: ctx.self }));
-      else await tx.count(insertRun.text, insertRun.values({ ...row }));
+      await tx.count(insertRun.text, insertRun.values({ ...row }));
+      if (row.status === 'queued') tx.queued();
     },
     append: (runId, events, now) => tx.append(runId, events, now),
     setDeliveryStatus: async (run, status) => void (await tx.count(setDeliveryStatus.text, setDeliveryStatus.values({ status, trigger: run.triggerId, key: run.delivery?.key }))),
     recordFired: (fire, outcome, runId, detail, now) => recordFired(tx, fire, outcome, runId, detail, now),
     bumpAgentStatus: (agentId) => bumpAgentStatus(tx, agentId),
-    // A queued run's insert said so (insertQueuedRun).
+    // A queued run's insert said so (tx.queued).
     accepted: async () => undefined,
   };
 }
 
 export function pgRunAcceptance(ctx: PgRunContext): RunAcceptance {
+  const inTransaction: RunAcceptance['accept'] = (run, refusal) => ctx.write((tx) => driveAsync(acceptance(run, refusal), acceptanceSteps(tx))).catch(rateLimited);
   return {
-    accept: (run, refusal) => ctx.write((tx) => driveAsync(acceptance(run, refusal), acceptanceSteps(ctx, tx))).catch(rateLimited),
+    accept: async (run, refusal) => {
+      if (acceptsInOneStatement(run)) {
+        const row = acceptedRun(run, '', null); // accepted_at: the statement's clock
+        const params = acceptQueued.values({ ...row, ...appendedEvents([QUEUED_EVENT], ctx.events.limit) });
+        if (await retried(() => ctx.db.row(acceptQueued.text, params))) {
+          ctx.eventsAdded(run.id);
+          ctx.queued();
+          return { status: 'queued' };
+        }
+      }
+      return inTransaction(run, refusal);
+    },
   };
 }

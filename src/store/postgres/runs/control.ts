@@ -33,7 +33,7 @@ const expireTx = async (tx: Tx, id: string, message: string, now: string): Promi
   return true;
 };
 
-const decideTx = async (ctx: PgRunContext, tx: Tx, runId: string, callId: string, decision: 'approve' | 'reject', note: string | null, user: string, now: string): Promise<DecideOutcome> => {
+const decideTx = async (tx: Tx, runId: string, callId: string, decision: 'approve' | 'reject', note: string | null, user: string, now: string): Promise<DecideOutcome> => {
   // The run is locked before its calls are read: decisions of one run's calls made at once (on
   // any replica) then follow each other, and the last sees the others decided and resumes the
   // run. Without it, each would count the other's call still undecided and neither would resume.
@@ -57,7 +57,7 @@ const decideTx = async (ctx: PgRunContext, tx: Tx, runId: string, callId: string
   }
   await tx.append(runId, last ? [decidedEvent(callId, decision, user), QUEUED_EVENT] : [decidedEvent(callId, decision, user)], now);
   if (!last) return { outcome: 'decided' };
-  await ctx.notifyQueued(tx);
+  tx.queued();
   return { outcome: 'resumed' };
 };
 
@@ -65,7 +65,7 @@ export function pgRunControl(ctx: PgRunContext): RunControl {
   const { db, write } = ctx;
   return {
     cancel: (id, user, now) => write((tx) => cancelTx(tx, id, user, now)),
-    decide: (runId, callId, decision, note, user, now) => write((tx) => decideTx(ctx, tx, runId, callId, decision, note, user, now)),
+    decide: (runId, callId, decision, note, user, now) => write((tx) => decideTx(tx, runId, callId, decision, note, user, now)),
     expireApprovals: async (message, now) => {
       const due = await db.rows<{ id: string }>(
         `SELECT id FROM runs WHERE status = 'awaiting_approval' AND approval_expires_at <= $1 ORDER BY approval_expires_at, id LIMIT 100`,

@@ -70,7 +70,7 @@ const claimById = numbered(
 );
 
 /** What a claim's statement is given besides its own parameters: its run.started event. */
-const started = (ctx: PgRunContext) => appendedEvents([STARTED_EVENT], ctx.events.limit, ctx.self);
+const started = (ctx: PgRunContext) => appendedEvents([STARTED_EVENT], ctx.events.limit);
 
 /**
  * Fails these locked running runs with `message`: each by a write conditional on its status,
@@ -99,9 +99,9 @@ export function pgRunQueue(ctx: PgRunContext): RunQueue {
   const { db, write } = ctx;
   return {
     claimNext: async (lease, cap) => {
-      const row = await writeWithEvents<RunRow & { at: string; added: number; notified: unknown }>(ctx, claimNext.text, claimNext.values({ owner: lease.owner, ms: lease.ms, cap, ...started(ctx) }));
+      const row = await writeWithEvents<RunRow & { at: string; added: number }>(ctx, claimNext.text, claimNext.values({ owner: lease.owner, ms: lease.ms, cap, ...started(ctx) }));
       if (!row) return null;
-      const { at: _at, added: _added, notified: _notified, ...run } = row;
+      const { at: _at, added: _added, ...run } = row;
       return run;
     },
     claim: async (id, lease, cap) => (await writeWithEvents(ctx, claimById.text, claimById.values({ owner: lease.owner, ms: lease.ms, id, cap, ...started(ctx) }))) !== undefined,
