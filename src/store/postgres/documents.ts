@@ -25,7 +25,6 @@ const HELD_VERSIONS_BYTES = 32 * 1024 * 1024;
 /** The list text each table's held lists may take (see list-versions.ts). */
 const HELD_LISTS_BYTES = 8 * 1024 * 1024;
 
-
 /**
  * PostgreSQL text cannot hold U+0000 (SQLite's can): a value with one is never stored, so a lookup
  * by it finds nothing, and is not sent (the server would refuse the whole statement).

@@ -21,11 +21,12 @@ const insertRun = numbered(INSERT_RUN);
 
 /**
  * The common acceptance in one statement, committed on its own: a run that no trigger started and
- * that claims no delivery, rate or fire (a test run, a run the API starts), in a workspace whose row exists. The debit, then, only
- * if it took the credits, the queued run (accepted by the database's clock) with its first event. When the debit took nothing (too few credits, or no row yet) nothing is written, and the
- * whole acceptance decides in its transaction (it refuses the run, or creates the row). The run's row
- * is new, so its first event is numbered 1 with no lock; the workspace's row is locked from the debit
- * to the commit only, not across round trips.
+ * that claims no delivery, rate or fire (a test run, a run the API starts), in a workspace whose row
+ * exists. The debit, then, only if it took the credits, the queued run (accepted by the database's
+ * clock) with its first event. When the debit took nothing (too few credits, or no row yet) nothing
+ * is written, and the whole acceptance decides in its transaction (it refuses the run, or creates
+ * the row). The run's row is new, so its first event is numbered 1 with no lock; the workspace's row
+ * is locked from the debit to the commit only, not across round trips.
  */
 const [RUN_COLUMNS, RUN_VALUES] = INSERT_RUN.split('VALUES (') as [string, string]; // its values' list ends the text, with its ')'
 const QUEUED_FROM_DEBIT = `${RUN_COLUMNS}SELECT ${RUN_VALUES.slice(0, -1)} FROM debited CROSS JOIN clock`
