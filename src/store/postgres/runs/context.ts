@@ -1,11 +1,11 @@
 // What the PostgreSQL run repository's roles share: one transaction per write, or one statement
 // (writeWithEvents), with the run's events appended and told of once committed; the order of one
 // run's writes, the credit statements, and the signal that a run is queued. Nothing is kept in this
-// process: every read asks the database. Every write's guarantees are conditional statements with their affected-row counts
-// checked; a write that must read a run before changing it reads it FOR UPDATE, so that what it read
-// stays true until it commits. Locks are taken in one order, a run's row before its workspace's, so
-// writes of one run and one workspace do not deadlock each other (and a deadlock there is run
-// again: database.ts).
+// process: every read asks the database. Every write's guarantees are conditional statements with
+// their affected-row counts checked; a write that must read a run before changing it reads it FOR
+// UPDATE, so that what it read stays true until it commits. Locks are taken in one order, a run's
+// row before its workspace's, so writes of one run and one workspace do not deadlock each other
+// (and a deadlock there is run again: database.ts).
 import type { RunEventInput, RunRow } from '../../port';
 import type { Ack } from '../../shared/ack';
 import type { PgDatabase, Sql } from '../database';
