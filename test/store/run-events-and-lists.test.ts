@@ -205,8 +205,8 @@ describe.each(replicated)('$name only: a run list’s plan', (adapter) => {
       await insert(theirs, range(3000).map((i) => uuidV7(Date.now() + i)));
       await raw.query('ANALYZE runs');
       const { text, values } = pgRunListStatement({ workspaceId: mine, kind: 'agent', userId: 'u', limit: 21 });
-      // The plan for these values (the lists are planned each time), and the generic plan a prepared
-      // statement would keep after five runs.
+      // The plan for these values, and the generic plan every session of the adapter uses
+      // (plan_cache_mode: database.ts).
       await raw.query(`PREPARE listed AS ${text}`);
       await raw.query('SET plan_cache_mode = force_generic_plan');
       const args = values.map((v) => raw.escapeLiteral(String(v))).join(', ');

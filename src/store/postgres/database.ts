@@ -8,11 +8,8 @@ import type { Ack } from '../shared/ack';
 
 /** What a transaction's work is given: statements on the transaction's connection. */
 export interface Sql {
-  /**
-   * The rows the statement returns. `planned: 'each time'` sends it unnamed, so the server plans it
-   * for its values every time: for queries whose best plan depends on them (see run-lists.ts).
-   */
-  rows<R>(text: string, params?: readonly unknown[], opts?: { planned?: 'once' | 'each time' }): Promise<R[]>;
+  /** The rows the statement returns. */
+  rows<R>(text: string, params?: readonly unknown[]): Promise<R[]>;
   /** The first row, or undefined. */
   row<R>(text: string, params?: readonly unknown[]): Promise<R | undefined>;
   /** How many rows the statement wrote (an INSERT, UPDATE or DELETE). */
@@ -88,7 +85,7 @@ const withoutNul = (p: unknown): unknown => (typeof p === 'string' ? p.replaceAl
  * The name each statement text is prepared under. A named statement is parsed and planned once per
  * connection (pg keeps which ones a connection has), then sent as Bind and Execute only. Only
  * statements with parameters are named: one without may hold several commands, which a prepared
- * statement cannot. Bounded by the adapter's statement texts (the run lists, sent unnamed, are not among them).
+ * statement cannot. Bounded by the adapter's statement texts (a run list's are its shapes, the limit a parameter).
  */
 const preparedNames = new Map<string, string>();
 const nameOf = (text: string): string => {
@@ -99,11 +96,10 @@ const nameOf = (text: string): string => {
 
 /** Sends statements through `send` (a pooled connection, or a transaction's). */
 function statements(send: (query: pg.QueryConfig) => Promise<pg.QueryResult>): Sql {
-  const query = (text: string, params: readonly unknown[], prepared = true) =>
-    send(prepared && params.length ? { name: nameOf(text), text, values: storable(params) } : { text, values: storable(params) });
+  const query = (text: string, params: readonly unknown[]) =>
+    send(params.length ? { name: nameOf(text), text, values: storable(params) } : { text, values: storable(params) });
   return {
-    rows: async <R>(text: string, params: readonly unknown[] = [], opts: { planned?: 'once' | 'each time' } = {}) =>
-      (await query(text, params, opts.planned !== 'each time')).rows as R[],
+    rows: async <R>(text: string, params: readonly unknown[] = []) => (await query(text, params)).rows as R[],
     row: async <R>(text: string, params: readonly unknown[] = []) => (await query(text, params)).rows[0] as R | undefined,
     count: async (text: string, params: readonly unknown[] = []) => (await query(text, params)).rowCount ?? 0,
   };
@@ -129,8 +125,8 @@ function openPool(url: string, max: number, applicationName: string): pg.Pool {
  *  - a named statement is planned once per connection for any values, not for each call's: the
  *    server would otherwise plan again on every call any statement whose plan its values would
  *    change (an array's length does), and planning the document writes cost more than running them
- *    (issue 25, docs/benchmarks.md). An unnamed statement (a run list) is planned so too: its plan
- *    still reads runs_listed, which a case checks;
+ *    (issue 25, docs/benchmarks.md). A run list's plan then still reads runs_listed, which a case
+ *    checks;
  *  - the visible writes' sessions do not wait for the WAL flush (see PgDatabase.visible).
  */
 const GENERIC_PLANS = 'SET plan_cache_mode TO force_generic_plan';

@@ -15,7 +15,7 @@ const numberedOnce = new Map<string, NumberedStatement>();
 
 /** The page's statement as PostgreSQL is sent it: its text and its values. */
 export function pgRunListStatement(q: RunListQuery): { text: string; values: unknown[] } {
-  const statement = runListStatement(q, PG_JSON, LISTED_KEY);
+  const statement = runListStatement(q, PG_JSON, LISTED_KEY, 'bound');
   let pg = numberedOnce.get(statement.sql);
   if (!pg) numberedOnce.set(statement.sql, (pg = numbered(statement.sql)));
   return { text: pg.text, values: pg.values(statement.params) };
@@ -24,10 +24,10 @@ export function pgRunListStatement(q: RunListQuery): { text: string; values: unk
 export function pgRunLists(sql: Sql) {
   return (q: RunListQuery): Promise<RunListRow[]> => {
     const { text, values } = pgRunListStatement(q);
-    // Planned for its values each time, not prepared: the limit is written into the statement, so its
-    // shapes (101 limits × 64 filter sets × 2 kinds) would leave a caller free to fill every
-    // connection's plan cache with thousands of them. (Prepared, with runs_listed, the first page cost
-    // 19 % less service CPU: issue 25, docs/benchmarks.md.)
-    return sql.rows<RunListRow>(text, values, { planned: 'each time' });
+    // Prepared, with the limit a parameter: a shape is one statement whatever the limit, so a caller
+    // cannot fill the connections' plan caches with them; its one plan reads runs_listed, which a case
+    // checks. (Planned for its values each time, the first page cost 19 % more service CPU: issue 25,
+    // docs/benchmarks.md.)
+    return sql.rows<RunListRow>(text, values);
   };
 }

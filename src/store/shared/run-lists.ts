@@ -28,10 +28,11 @@ function itemSql(kind: RunKind, object: JsonDialect['object']): string {
 /**
  * The page's statement, with `@name` parameters, and their values. `key`: the run id as the
  * dialect's list index orders it (the id itself, byte-wise). The limit is written into the
- * statement (a whole number the service checked; a bad one throws), so each adapter may keep one
- * prepared statement per shape: at most 101 limits × 2^6 filter shapes.
+ * statement (a whole number the service checked; a bad one throws), or with `limit: 'bound'` is
+ * the parameter @limit: each shape is then one statement whatever the limit (2^5 filter shapes ×
+ * the statuses' count), few enough for every connection to keep all of them prepared.
  */
-export function runListStatement(q: RunListQuery, json: JsonDialect, key = 'id'): { sql: string; params: Record<string, unknown> } {
+export function runListStatement(q: RunListQuery, json: JsonDialect, key = 'id', limit: 'written' | 'bound' = 'written'): { sql: string; params: Record<string, unknown> } {
   if (!Number.isSafeInteger(q.limit) || q.limit < 1) throw new RangeError(`limit: ${q.limit}`);
   // The reader sees their own test runs, and every run a trigger or schedule started.
   const where = ['workspace_id = @workspace', 'kind = @kind', "(source != 'test' OR started_by = @user)"];
@@ -47,5 +48,7 @@ export function runListStatement(q: RunListQuery, json: JsonDialect, key = 'id')
   if (q.acceptedFrom !== undefined) add('accepted_at >= @from', 'from', q.acceptedFrom);
   if (q.acceptedBefore !== undefined) add('accepted_at < @before', 'before', q.acceptedBefore);
   if (q.beforeId !== undefined) add(`${key} < @cursor`, 'cursor', q.beforeId);
-  return { sql: `SELECT id, ${json.text(itemSql(q.kind, json.object))} AS item FROM runs WHERE ${where.join(' AND ')} ORDER BY ${key} DESC LIMIT ${q.limit}`, params };
+  if (limit === 'bound') params.limit = q.limit;
+  const limitSql = limit === 'bound' ? '@limit' : String(q.limit);
+  return { sql: `SELECT id, ${json.text(itemSql(q.kind, json.object))} AS item FROM runs WHERE ${where.join(' AND ')} ORDER BY ${key} DESC LIMIT ${limitSql}`, params };
 }
