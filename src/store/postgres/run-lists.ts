@@ -26,8 +26,8 @@ export function pgRunLists(sql: Sql) {
     const { text, values } = pgRunListStatement(q);
     // Prepared, with the limit a parameter: a shape is one statement whatever the limit, so a caller
     // cannot fill the connections' plan caches with them; its one plan reads runs_listed, which a case
-    // checks. (Planned for its values each time, the first page cost 19 % more service CPU: issue 25,
-    // docs/benchmarks.md.)
+    // checks. (Prepared, a page costs some 12 % less service CPU than planned for its values each
+    // time: issue 25, docs/benchmarks.md.)
     return sql.rows<RunListRow>(text, values);
   };
 }
