@@ -185,6 +185,20 @@ describe.each(adapters)('$name: two stores on one database', (adapter) => {
   });
 });
 
+/**
+ * Another writer: a raw transaction does `hold` (taking its row locks), `write` starts meanwhile and
+ * waits for them; 150 ms later the transaction does `beforeCommit` and commits. `write`'s outcome.
+ */
+async function whileRawTransaction<T>(raw: pg.Client, hold: () => Promise<unknown>, write: () => Promise<T>, beforeCommit: () => Promise<unknown> = async () => undefined): Promise<T> {
+  await raw.query('BEGIN');
+  await hold();
+  const pending = write();
+  await sleep(150);
+  await beforeCommit();
+  await raw.query('COMMIT');
+  return pending;
+}
+
 describe.each(replicated)('$name only: replicas', (adapter) => {
   let opened: OpenedStore;
   let A: Store;
@@ -270,18 +284,17 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
   test('an end or a claim that waited for another writer of the run numbers its events after that writer’s', async () => {
     const raw = new pg.Client({ connectionString: opened.url as string });
     await raw.connect();
-    const whileHeld = async (runId: string, write: () => Promise<unknown>) => {
-      await raw.query('BEGIN');
-      await raw.query('SELECT 1 FROM runs WHERE id = $1 FOR UPDATE', [runId]);
-      const pending = write();
-      await sleep(150);
-      await raw.query(
-        `INSERT INTO run_events (run_id, seq, type, data, at) SELECT $1, COALESCE(MAX(seq), 0) + 1, 'run.note', '{}', $2 FROM run_events WHERE run_id = $1`,
-        [runId, now()],
+    const whileHeld = (runId: string, write: () => Promise<unknown>) =>
+      whileRawTransaction(
+        raw,
+        () => raw.query('SELECT 1 FROM runs WHERE id = $1 FOR UPDATE', [runId]),
+        write,
+        () =>
+          raw.query(
+            `INSERT INTO run_events (run_id, seq, type, data, at) SELECT $1, COALESCE(MAX(seq), 0) + 1, 'run.note', '{}', $2 FROM run_events WHERE run_id = $1`,
+            [runId, now()],
+          ),
       );
-      await raw.query('COMMIT');
-      return pending;
-    };
     try {
       const ws = workspace();
       const run = unique('run');
@@ -301,15 +314,15 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
     const raw = new pg.Client({ connectionString: opened.url as string });
     await raw.connect();
     /** Another replica's scheduler: it advances the schedule and records a fire, committed while `write` waits for the row. */
-    const whileAdvancing = async (scheduleId: string, write: () => Promise<unknown>) => {
-      await raw.query('BEGIN');
-      await raw.query('UPDATE schedules SET next_due_at = 4102444800000 WHERE id = $1', [scheduleId]);
-      await raw.query(`INSERT INTO schedule_fires (schedule_id, due_at, outcome, recorded_at) VALUES ($1, 1, 'fired', $2)`, [scheduleId, now()]);
-      const pending = write();
-      await sleep(150);
-      await raw.query('COMMIT');
-      return pending;
-    };
+    const whileAdvancing = (scheduleId: string, write: () => Promise<unknown>) =>
+      whileRawTransaction(
+        raw,
+        async () => {
+          await raw.query('UPDATE schedules SET next_due_at = 4102444800000 WHERE id = $1', [scheduleId]);
+          await raw.query(`INSERT INTO schedule_fires (schedule_id, due_at, outcome, recorded_at) VALUES ($1, 1, 'fired', $2)`, [scheduleId, now()]);
+        },
+        write,
+      );
     try {
       const ws = workspace();
       const [gone, kept] = [unique('poll'), unique('poll')];

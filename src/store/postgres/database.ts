@@ -47,6 +47,8 @@ export const types = {
 /** SQLSTATEs after which a transaction can simply be run again. */
 const RETRYABLE = new Set(['40001', '40P01']); // serialization_failure, deadlock_detected
 const MAX_ATTEMPTS = 5;
+/** Whether the work that failed with `err` at `attempt` is run again. */
+const runAgain = (err: unknown, attempt: number): boolean => attempt < MAX_ATTEMPTS && RETRYABLE.has((err as { code?: string }).code ?? '');
 
 /**
  * Sends a statement that commits on its own again when the server aborted it for a deadlock or a
@@ -57,7 +59,7 @@ export async function retried<T>(statement: () => Promise<T>): Promise<T> {
     try {
       return await statement();
     } catch (err) {
-      if (attempt < MAX_ATTEMPTS && RETRYABLE.has((err as { code?: string }).code ?? '')) continue;
+      if (runAgain(err, attempt)) continue;
       throw err;
     }
   }
@@ -185,7 +187,7 @@ export function openPgDatabase(url: string, opts: { max?: number; applicationNam
           return value;
         } catch (err) {
           await client.query('ROLLBACK').catch((e: Error) => (broken = e));
-          if (attempt < MAX_ATTEMPTS && RETRYABLE.has((err as { code?: string }).code ?? '')) continue;
+          if (runAgain(err, attempt)) continue;
           throw err;
         } finally {
           client.release(broken);

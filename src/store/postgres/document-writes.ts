@@ -17,8 +17,7 @@ import type { Agent } from '../../domain/types';
 import type { SecretRow } from '../port';
 import { triggerPlan } from '../shared/triggers';
 import { numbered, type NumberedStatement } from '../shared/statements';
-import type { ListedTable } from './list-versions';
-import { shardOf } from './list-versions';
+import { shardOf, type ListedTable } from './list-versions';
 
 /** Rows that follow a document: CTEs of its write (after `written`), and their parameters' values for one write. */
 export interface Follower<T, W> {

@@ -1,6 +1,6 @@
-// The schedules rows on PostgreSQL: kept in step with the documents that
-// declare them by each write's statement (document-writes.ts), read by the schedulers of every replica when due,
-// and moved forward by the conditional advance of schedule-writes.ts.
+// The schedules rows on PostgreSQL: kept in step with the documents that declare them by each
+// write's statement (document-writes.ts), read by the schedulers of every replica when due, and
+// moved forward by the conditional advance of schedule-writes.ts.
 import type { FireRecord, ScheduleRepository, ScheduleRow } from '../port';
 import { DUE_FAIRLY, numbered } from '../shared/statements';
 import type { PgDatabase } from './database';

@@ -1,5 +1,6 @@
-// What both adapters decide alike about schedule rows: how an owner's rows follow what its
-// document declares. The adapters read the rows and run the writes inside the document's write.
+// How an owner's schedule rows follow what its document declares. The SQLite adapter reads the
+// rows and runs these writes inside the document's write; the PostgreSQL adapter states the same
+// rule in SQL, in the write's statement (postgres/document-writes.ts): a change here goes there too.
 import { nextDueAfter } from '../../domain/schedule';
 import type { DeclaredSchedule } from '../../domain/triggers';
 import type { ScheduleRow } from '../port';
