@@ -452,6 +452,7 @@ function scenariosOf(service) {
       async (seconds) => {
         const latencies = [];
         let failed = 0;
+        let polls = 0;
         await statefulCannon(
           {
             url: everyReplica,
@@ -464,6 +465,7 @@ function scenariosOf(service) {
                     : { ...req, method: 'POST', path: '/api/build/workflows/bench-run/test', headers: { ...json }, body: '{"input":{}}' },
                 onResponse: (status, body, state) => {
                   const data = status < 300 ? JSON.parse(body).data : null;
+                  if (state.runId) polls++;
                   if (!state.runId) {
                     if (status === 202) Object.assign(state, { runId: data.run_id, started: performance.now() });
                     else failed++;
@@ -479,7 +481,7 @@ function scenariosOf(service) {
           () => ({ runId: null }),
         );
         latencies.sort((a, b) => a - b);
-        return { rps: latencies.length / seconds, count: latencies.length, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), non2xx: failed, unit: 'executions/s' };
+        return { rps: latencies.length / seconds, count: latencies.length, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), non2xx: failed, unit: 'executions/s', detail: `${(polls / Math.max(1, latencies.length)).toFixed(1)} polls per execution` };
       },
     ],
     [MIX_NAME, async (seconds) => mixScenario(service, { agentDocument, workflowDocument })(seconds)],
