@@ -182,6 +182,139 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/build/agents/{ref}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The agent's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example support-triage
+                 */
+                ref: components["parameters"]["AgentRef"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List agent versions
+         * @description The agent's kept versions, newest first: every successful write (create, replace, status
+         *     change, webhook rotation, restore) keeps one, in the same transaction as the write. Paged
+         *     like the run lists: `next_cursor` (also in a `Link: <…>; rel="next"` header) continues
+         *     exactly after the last item, so versions written meanwhile are neither shown twice nor
+         *     skipped. Older versions may have been pruned (`VERSIONS_KEPT`, docs/documents.md); the
+         *     current one never is, nor one a kept run names.
+         */
+        get: operations["listAgentVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/agents/{ref}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The agent's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example support-triage
+                 */
+                ref: components["parameters"]["AgentRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read agent version
+         * @description The whole agent document as it was read after that version's write. `ETag` carries that version's `updated_at`. A version this agent does not keep is 404.
+         */
+        get: operations["getAgentVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/agents/{ref}/versions/{version}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The agent's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example support-triage
+                 */
+                ref: components["parameters"]["AgentRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Compare agent versions
+         * @description An RFC 6902 JSON Patch that turns the document of `{version}` into the document of `to`
+         *     (default: the current version): applied to the first with any RFC 6902 implementation, it
+         *     gives the second exactly. Objects are compared member by member and arrays item by item.
+         */
+        get: operations["diffAgentVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/agents/{ref}/versions/{version}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The agent's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example support-triage
+                 */
+                ref: components["parameters"]["AgentRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore agent version
+         * @description Writes the content of an old version as a new version, exactly as a replace with that body
+         *     would (same id and slug, status unchanged): `If-Match` must be the current stamp, and the
+         *     write result's `changes` start with `restored from version N`. Webhook
+         *     triggers that still exist keep their identity and URL; one the old version had that was
+         *     dropped since comes back as a new trigger with a new one-time URL in `webhook_urls`. A
+         *     restore that would drop a current webhook trigger is 409 unless `force=true`. An old
+         *     version that no longer validates (an app or connection it names is gone) is 400, as its
+         *     replace would be.
+         */
+        post: operations["restoreAgentVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/build/workflows": {
         parameters: {
             query?: never;
@@ -263,7 +396,7 @@ export interface paths {
         post?: never;
         /**
          * Delete workflow
-         * @description Deletes the workflow. Its past runs stay readable by their starters.
+         * @description Deletes the workflow and every version it kept. Its past runs stay readable by their starters.
          */
         delete: operations["deleteWorkflow"];
         options?: never;
@@ -301,6 +434,135 @@ export interface paths {
          *     null, and the error names the step.
          */
         post: operations["testWorkflow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/workflows/{ref}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workflow's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example daily-digest
+                 */
+                ref: components["parameters"]["WorkflowRef"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List workflow versions
+         * @description The workflow's kept versions, newest first: every successful write (create, replace, status
+         *     change, webhook rotation, restore) keeps one, in the same transaction as the write. Paged
+         *     like the run lists: `next_cursor` (also in a `Link: <…>; rel="next"` header) continues
+         *     exactly after the last item, so versions written meanwhile are neither shown twice nor
+         *     skipped. Older versions may have been pruned (`VERSIONS_KEPT`, docs/documents.md); the
+         *     current one never is, nor one a kept run names.
+         */
+        get: operations["listWorkflowVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/workflows/{ref}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workflow's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example daily-digest
+                 */
+                ref: components["parameters"]["WorkflowRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read workflow version
+         * @description The whole workflow document as it was read after that version's write. `ETag` carries that version's `updated_at`. A version this workflow does not keep is 404.
+         */
+        get: operations["getWorkflowVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/workflows/{ref}/versions/{version}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workflow's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example daily-digest
+                 */
+                ref: components["parameters"]["WorkflowRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Compare workflow versions
+         * @description An RFC 6902 JSON Patch that turns the document of `{version}` into the document of `to`
+         *     (default: the current version): applied to the first with any RFC 6902 implementation, it
+         *     gives the second exactly. Objects are compared member by member and arrays item by item.
+         */
+        get: operations["diffWorkflowVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/workflows/{ref}/versions/{version}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workflow's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example daily-digest
+                 */
+                ref: components["parameters"]["WorkflowRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore workflow version
+         * @description Writes the content of an old version as a new version, exactly as a replace with that body
+         *     would (same id and slug): `If-Match` must be the current stamp, and the
+         *     write result's `changes` start with `restored from version N`. An old
+         *     version that no longer validates (an agent it names is gone) is 400, as its replace would be.
+         */
+        post: operations["restoreWorkflowVersion"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1127,6 +1389,7 @@ export interface components {
         };
         AgentTestRequest: {
             prompt: string;
+            version?: components["schemas"]["RunVersion"];
         };
         RotateWebhookRequest: {
             /** Format: uuid */
@@ -1305,6 +1568,47 @@ export interface components {
             input?: {
                 [key: string]: unknown;
             };
+            version?: components["schemas"]["RunVersion"];
+        };
+        /** @description A version's number, or its version id `<document id>@<number>`. */
+        VersionRef: string;
+        /** @description A document's version number (1 on create, one more per write). */
+        VersionNumber: number;
+        /** @description The kept version to run, by number or version id (default the current one). Its content runs; whether the document may run (an archived agent, a disabled workflow) is the current version's to say. */
+        RunVersion: components["schemas"]["VersionNumber"] | components["schemas"]["VersionRef"];
+        DocumentVersion: {
+            version: components["schemas"]["VersionNumber"];
+            /**
+             * @description `<document id>@<version>`.
+             * @example 3f6c1d2e-4b5a-4c7d-8e9f-0a1b2c3d4e5f@2
+             */
+            version_id: string;
+            updated_at: components["schemas"]["Stamp"];
+            /** @description The `sub` of the token that wrote it; null for a version kept before versions recorded their author (a document's version when the store was upgraded). */
+            author: string | null;
+            changes: components["schemas"]["Changes"];
+        };
+        DocumentVersionPage: {
+            data: components["schemas"]["DocumentVersion"][];
+            /** @description The cursor of the next page, or null on the last page. */
+            next_cursor: string | null;
+        };
+        /** @description One RFC 6902 operation. `value` with add, replace and test; `from` with move and copy. */
+        JsonPatchOperation: {
+            /** @enum {string} */
+            op: "add" | "remove" | "replace" | "move" | "copy" | "test";
+            /** @description An RFC 6901 JSON Pointer. */
+            path: string;
+            value?: components["schemas"]["AnyJson"];
+            from?: string;
+        };
+        VersionDiff: {
+            from: components["schemas"]["VersionNumber"];
+            to: components["schemas"]["VersionNumber"];
+            patch: components["schemas"]["JsonPatchOperation"][];
+        };
+        VersionDiffResponse: {
+            data: components["schemas"]["VersionDiff"];
         };
         /**
          * @description What started the run: `test` (a test call; only its starter can read it), `webhook`,
@@ -2025,6 +2329,16 @@ export interface components {
          */
         PageCursor: string;
         /**
+         * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+         * @example 2
+         */
+        VersionRef: components["schemas"]["VersionRef"];
+        /**
+         * @description The version to compare with, by number or version id, or `current` (the default).
+         * @example current
+         */
+        DiffTo: string;
+        /**
          * @description `true` drops the webhook triggers that the new document no longer names (their URLs stop working).
          * @example true
          */
@@ -2388,6 +2702,180 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listAgentVersions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Items per page, 1..100 (default 20).
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJpZCI6IjAxOWFiMmM0LTVkNmUtN2Y4MC05YTFiLTJjM2Q0ZTVmNmE3YiJ9
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The agent's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example support-triage
+                 */
+                ref: components["parameters"]["AgentRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of versions. */
+            200: {
+                headers: {
+                    Link: components["headers"]["NextLink"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentVersionPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getAgentVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The agent's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example support-triage
+                 */
+                ref: components["parameters"]["AgentRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agent as it was. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    diffAgentVersions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The version to compare with, by number or version id, or `current` (the default).
+                 * @example current
+                 */
+                to?: components["parameters"]["DiffTo"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The agent's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example support-triage
+                 */
+                ref: components["parameters"]["AgentRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The patch from one version to the other. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionDiffResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    restoreAgentVersion: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `true` drops the webhook triggers that the new document no longer names (their URLs stop working).
+                 * @example true
+                 */
+                force?: components["parameters"]["Force"];
+            };
+            header: {
+                /**
+                 * @description The document's current `updated_at` as a quoted entity tag (the `ETag` of the last read or
+                 *     write), or `*`. Missing: 428. Not the current stamp: 409 with the current document.
+                 * @example "2026-11-21T10:00:00.123456Z"
+                 */
+                "If-Match": components["parameters"]["IfMatch"];
+            };
+            path: {
+                /**
+                 * @description The agent's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example support-triage
+                 */
+                ref: components["parameters"]["AgentRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The old version's content is the current version. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentWriteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["AgentConflict"];
+            428: components["responses"]["PreconditionRequired"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listWorkflows: {
         parameters: {
             query?: never;
@@ -2643,6 +3131,174 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWorkflowVersions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Items per page, 1..100 (default 20).
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJpZCI6IjAxOWFiMmM0LTVkNmUtN2Y4MC05YTFiLTJjM2Q0ZTVmNmE3YiJ9
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The workflow's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example daily-digest
+                 */
+                ref: components["parameters"]["WorkflowRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of versions. */
+            200: {
+                headers: {
+                    Link: components["headers"]["NextLink"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentVersionPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWorkflowVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workflow's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example daily-digest
+                 */
+                ref: components["parameters"]["WorkflowRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workflow as it was. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    diffWorkflowVersions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The version to compare with, by number or version id, or `current` (the default).
+                 * @example current
+                 */
+                to?: components["parameters"]["DiffTo"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The workflow's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example daily-digest
+                 */
+                ref: components["parameters"]["WorkflowRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The patch from one version to the other. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionDiffResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    restoreWorkflowVersion: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The document's current `updated_at` as a quoted entity tag (the `ETag` of the last read or
+                 *     write), or `*`. Missing: 428. Not the current stamp: 409 with the current document.
+                 * @example "2026-11-21T10:00:00.123456Z"
+                 */
+                "If-Match": components["parameters"]["IfMatch"];
+            };
+            path: {
+                /**
+                 * @description The workflow's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example daily-digest
+                 */
+                ref: components["parameters"]["WorkflowRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The old version's content is the current version. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowWriteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["WorkflowConflict"];
+            428: components["responses"]["PreconditionRequired"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -65,6 +65,8 @@ export interface Config {
   approvalTimeoutMs: number;
   /** How long finished runs and their events are kept (RUN_RETENTION_DAYS). */
   runRetentionMs: number;
+  /** The versions each agent and workflow keeps besides those runs name (VERSIONS_KEPT); older ones are pruned. */
+  versionsKept: number;
   /** How often an idle event stream gets a keep-alive comment (EVENTS_HEARTBEAT_SECONDS). */
   eventsHeartbeatMs: number;
   /** Event streams one caller may hold open on one server (EVENT_STREAMS_PER_CALLER). */
@@ -224,6 +226,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     pollDetectorTimeoutMs: integer(env, 'POLL_DETECTOR_TIMEOUT_SECONDS', 10, 1, 300) * 1000,
     approvalTimeoutMs: integer(env, 'RUN_APPROVAL_TIMEOUT_SECONDS', 86_400, 1, 30 * 86_400) * 1000,
     runRetentionMs: integer(env, 'RUN_RETENTION_DAYS', 30, 1, 3650) * 86_400_000,
+    versionsKept: integer(env, 'VERSIONS_KEPT', 100, 1, 1_000_000),
     eventsHeartbeatMs,
     eventStreamsPerCaller: integer(env, 'EVENT_STREAMS_PER_CALLER', 20, 1, 10_000),
     cancelWaitMs: integer(env, 'RUN_CANCEL_WAIT_MS', 5000, 0, 60_000),

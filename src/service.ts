@@ -132,7 +132,7 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
     validateResponses: opts.validateResponses,
   });
   await runner.start();
-  const maintenance = startMaintenance(store, logger, { runRetentionMs: config.runRetentionMs });
+  const maintenance = startMaintenance(store, logger, { runRetentionMs: config.runRetentionMs, versionsKept: config.versionsKept });
   const scheduler = startScheduler(ctx, { catchUpMs: config.scheduleCatchUpMs, tickMs: config.schedulerTickMs, http, limits: config.runLimits, detectorTimeoutMs: config.pollDetectorTimeoutMs, logger });
   return {
     app,

@@ -1,6 +1,6 @@
 // Agent documents: defaults, read-only members, trigger identity and the stored shape. Pure: the
 // caller supplies ids and stamps.
-import type { Agent, AgentDraft, AgentStatus, Problem, Trigger, TriggerInput } from './types';
+import type { Agent, AgentDraft, AgentReplace, AgentStatus, Problem, Trigger, TriggerInput } from './types';
 import { trimBoth, trimEnd } from './text';
 
 export interface Normalised<T> {
@@ -130,6 +130,22 @@ export function assignTriggerIds(
       : ({ ...rest, id } as Trigger);
   });
   return { triggers: result.map(orderTrigger), problems };
+}
+
+/**
+ * The body of a replace that restores `old` (a kept version) over `current`: the old members with
+ * the current stamp. A trigger the current version still has (same id and kind) keeps its identity
+ * (and a webhook its URL); one dropped since comes back as new: no id, so a new identity and, for a
+ * webhook, a new URL. Status, id and slug are the current document's (the replace keeps them).
+ */
+export function restoreBody(old: Agent, current: Agent): AgentReplace {
+  const { id: _id, slug: _slug, status: _status, updated_at: _stamp, triggers, ...members } = old;
+  const live = new Map(current.triggers.map((t) => [t.id, t.kind]));
+  const inputs = triggers.map((t): TriggerInput => {
+    const input = (t.kind === 'webhook' ? (({ secret_prefix: _prefix, ...rest }) => rest)(t) : t) as TriggerInput;
+    return live.get(t.id) === t.kind ? input : (withoutId(input) as TriggerInput);
+  });
+  return { ...members, updated_at: current.updated_at, triggers: inputs } as AgentReplace;
 }
 
 function withoutId(trigger: TriggerInput): Omit<TriggerInput, 'id'> {

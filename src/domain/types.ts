@@ -34,3 +34,4 @@ export interface Problem {
 export function describeProblems(problems: Problem[]): string {
   return problems.map((p) => `${p.path}: ${p.message}`).join('; ');
 }
+export type JsonPatchOperation = S['JsonPatchOperation'];

@@ -2,12 +2,13 @@
 // reads what it needs, lets the pure domain decide, and hands the store one compare-and-set write.
 import { randomUUID } from 'node:crypto';
 import { conflict, notFound } from '../errors';
-import { assignTriggerIds, materialiseAgent, normaliseAgent, slugFromName, storedAgentShape, storedTriggersOf, type StoredTrigger } from '../domain/agent';
+import { assignTriggerIds, materialiseAgent, normaliseAgent, restoreBody, slugFromName, storedAgentShape, storedTriggersOf, type StoredTrigger } from '../domain/agent';
 import { describeAgentChanges } from '../domain/changes';
 import { checkAgent, sizeProblem } from '../domain/semantics';
 import type { Agent, AgentCreate, AgentDraft, AgentReplace, AgentStatus, Trigger } from '../domain/types';
 import type { AgentRecord, SecretRow } from '../store/port';
 import { assertStampsMatch, staleConflict } from './concurrency';
+import { keptVersion, restoredNote } from './versions';
 import type { Principal, ServiceContext } from './context';
 import { jsonBytes, referencesFor, rejectProblems } from './references';
 import { mintSecretsForWebhooks, mintWebhookSecret, type WebhookSecret } from './webhooks';
@@ -71,6 +72,7 @@ export async function createAgent(ctx: ServiceContext, who: Principal, body: Age
     doc,
     { deriveSlug: body.slug === undefined, limit: ctx.limits.agents, maxBytes: ctx.limits.document_bytes },
     secretRows(ctx, secrets),
+    (stored) => ({ author: who.userId, changes: describeAgentChanges(null, stored) }),
   );
   if (!outcome.ok) {
     if (outcome.reason === 'too_large') rejectProblems([sizeProblem(outcome.bytes, ctx.limits.document_bytes)!]); // a derived slug's suffix tipped it over
@@ -98,6 +100,19 @@ export async function replaceAgent(
   if (body.slug !== undefined && body.slug !== current.slug) {
     rejectProblems([{ path: 'body.slug', message: `'${body.slug}' differs from the stored slug '${current.slug}'; a slug cannot change after creation` }]);
   }
+  return replaceWith(ctx, who, current, body, force);
+}
+
+/** Writes the content of a kept version as a new version, as a replace with that body would (restoreBody). */
+export async function restoreAgent(ctx: ServiceContext, who: Principal, ref: string, ifMatch: string, versionRef: string, force: boolean): Promise<AgentWrite> {
+  const current = await findAgent(ctx, who, ref);
+  assertStampsMatch({ ifMatch, stored: current.document, rule: 'instant' });
+  const kept = await keptVersion(ctx.store.agents.versions, current, versionRef, 'agent');
+  return replaceWith(ctx, who, current, restoreBody(JSON.parse(kept.json) as Agent, current.document), force, kept.version);
+}
+
+/** A replace of `current` (read, its stamp matched) by `body`; `restoredFrom`: the version whose content it restores. */
+async function replaceWith(ctx: ServiceContext, who: Principal, current: AgentRecord, body: AgentReplace, force: boolean, restoredFrom?: number): Promise<AgentWrite> {
   const stored = storedTriggersOf(current.document);
   const prepared = await prepare(ctx, who, body, stored, { id: current.id, slug: current.slug, status: current.document.status });
   const kept = new Set(prepared.triggers.map((t) => t.id));
@@ -123,7 +138,7 @@ export async function replaceAgent(
     updated_at: current.document.updated_at,
     triggers,
   });
-  return write(ctx, who, current, doc, secrets, dropped.length > 0);
+  return write(ctx, who, current, doc, secrets, dropped.length > 0, restoredFrom);
 }
 
 export async function setAgentStatus(
@@ -162,7 +177,9 @@ export async function rotateWebhook(
     }
     const secret = mintWebhookSecret(trigger.id, ctx.publicBaseUrl, trigger.signing === 'standard-webhooks');
     const triggers = current.document.triggers.map((t): Trigger => (t.id === trigger.id ? { ...trigger, secret_prefix: secret.prefix } : t));
-    const outcome = await ctx.store.agents.replace(who.workspaceId, current.id, current.stampMicros, { ...current.document, triggers }, secretRows(ctx, [secret]));
+    const doc = { ...current.document, triggers };
+    const meta = { author: who.userId, changes: describeAgentChanges(current.document, doc) };
+    const outcome = await ctx.store.agents.replace(who.workspaceId, current.id, current.stampMicros, doc, secretRows(ctx, [secret]), meta);
     if (outcome.ok) return { record: outcome.record, secret };
   }
   throw conflict(`agent '${ref}' kept changing while its webhook was rotated; try again`);
@@ -175,8 +192,11 @@ async function write(
   doc: Agent,
   secrets: WebhookSecret[],
   droppedWebhooks: boolean,
+  restoredFrom?: number,
 ): Promise<AgentWrite> {
-  const outcome = await ctx.store.agents.replace(who.workspaceId, current.id, current.stampMicros, doc, secretRows(ctx, secrets));
+  // The stamp is not a change (describeAgentChanges skips it): the changes are those of the document as stored.
+  const changes = [...(restoredFrom === undefined ? [] : [restoredNote(restoredFrom)]), ...describeAgentChanges(current.document, doc)];
+  const outcome = await ctx.store.agents.replace(who.workspaceId, current.id, current.stampMicros, doc, secretRows(ctx, secrets), { author: who.userId, changes });
   if (!outcome.ok) {
     // Another write landed between our read and this one.
     throw staleConflict(`agent '${current.slug}' changed while this write was prepared; read it again and rebase your change`, outcome.current?.document ?? null);
@@ -185,7 +205,7 @@ async function write(
   return {
     record: outcome.record,
     applied: stagesOf(current.document, after, secrets.length > 0 || droppedWebhooks),
-    changes: describeAgentChanges(current.document, after),
+    changes,
     webhookUrls: urlsOf(secrets),
   };
 }

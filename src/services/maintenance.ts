@@ -2,7 +2,8 @@
 // batches on a timer, so no request ever waits for a large delete: webhook delivery ids and
 // idempotency keys past their 24-hour window, retired webhook secrets after RETIRED_SECRET_KEEP_MS
 // (their old URLs then answer 404 rather than 410), and finished runs (with their events and
-// approvals) older than the retention age.
+// approvals) older than the retention age, and the versions of agents and workflows beyond the
+// newest VERSIONS_KEPT of each document that no run names.
 import type { Logger } from '../log';
 import type { Store } from '../store/port';
 import { IDEMPOTENCY_WINDOW_MS } from './idempotency';
@@ -12,6 +13,8 @@ export const MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const DEFAULT_RUN_RETENTION_MS = 30 * 86_400_000;
 /** How long a retired webhook secret is remembered, so that its URL answers 410 (gone) rather than 404. */
 export const RETIRED_SECRET_KEEP_MS = 30 * 86_400_000;
+/** The versions each document keeps by default (besides those runs name). */
+export const DEFAULT_VERSIONS_KEPT = 100;
 const BATCH = 500;
 /** A run's rows are several (the run, its events, its approvals): fewer runs per batch. */
 const RUN_BATCH = 100;
@@ -26,6 +29,8 @@ export interface MaintenanceOptions {
   intervalMs?: number;
   /** How long finished runs are kept (RUN_RETENTION_DAYS). */
   runRetentionMs?: number;
+  /** The versions each document keeps besides those runs name (VERSIONS_KEPT). */
+  versionsKept?: number;
 }
 
 /** Calls `prune` (which deletes at most `batch` rows) until a call deletes fewer; how many in all. */
@@ -37,6 +42,7 @@ async function inBatches(batch: number, prune: (limit: number) => Promise<number
 
 export function startMaintenance(store: Store, logger: Logger, opts: MaintenanceOptions = {}): Maintenance {
   const retention = opts.runRetentionMs ?? DEFAULT_RUN_RETENTION_MS;
+  const versionsKept = opts.versionsKept ?? DEFAULT_VERSIONS_KEPT;
   let running: Promise<void> | null = null;
   async function pass(nowMs: number): Promise<void> {
     const before = (ms: number) => new Date(nowMs - ms).toISOString();
@@ -44,7 +50,10 @@ export function startMaintenance(store: Store, logger: Logger, opts: Maintenance
     const keys = await inBatches(BATCH, (n) => store.idempotency.prune(before(IDEMPOTENCY_WINDOW_MS), n));
     const retired = await inBatches(BATCH, (n) => store.webhooks.pruneRetired(before(RETIRED_SECRET_KEEP_MS), n));
     const runs = await inBatches(RUN_BATCH, (n) => store.runs.pruneFinished(before(retention), n));
-    if (deliveries + keys + retired + runs) logger.debug({ deliveries, keys, retired, runs }, 'pruned rows past their keeping time');
+    // After the runs: a version only a pruned run named goes in the same pass.
+    const versions =
+      (await inBatches(BATCH, (n) => store.agents.versions.prune(versionsKept, n))) + (await inBatches(BATCH, (n) => store.workflows.versions.prune(versionsKept, n)));
+    if (deliveries + keys + retired + runs + versions) logger.debug({ deliveries, keys, retired, runs, versions }, 'pruned rows past their keeping time');
   }
   const runOnce = (nowMs = Date.now()) => {
     running ??= pass(nowMs)

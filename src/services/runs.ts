@@ -14,6 +14,7 @@ import type { Principal, ServiceContext } from './context';
 import { rejectProblems } from './references';
 import { agentRun, workflowRun, type RunToAccept } from './run-builders';
 import { findWorkflow } from './workflows';
+import { runnableVersion } from './versions';
 
 type AgentRun = components['schemas']['AgentRun'];
 type WorkflowRun = components['schemas']['WorkflowRun'];
@@ -67,23 +68,30 @@ async function accept(ctx: ServiceContext, run: RunToAccept): Promise<Accepted> 
   return { accepted: true, run_id: id, status: 'queued' };
 }
 
-export async function testAgent(ctx: ServiceContext, who: Principal, ref: string, prompt: string): Promise<Accepted> {
+/**
+ * A test run of the agent: of its current version, or of kept `version` (whose content runs; the
+ * current version says whether the agent may run).
+ */
+export async function testAgent(ctx: ServiceContext, who: Principal, ref: string, prompt: string, version?: string | number): Promise<Accepted> {
   const agent = await findAgent(ctx, who, ref);
   if (agent.document.status === 'archived') {
     throw refused(`agent '${agent.slug}' is archived; set its status to draft or active to test it`, null);
   }
-  return accept(ctx, agentRun(agent, { prompt }, { workspaceId: who.workspaceId, startedBy: who.userId, source: 'test' }));
+  const runs = version === undefined ? agent : await runnableVersion({ noun: 'agent', versions: ctx.store.agents.versions }, agent, version);
+  return accept(ctx, agentRun(runs, { prompt }, { workspaceId: who.workspaceId, startedBy: who.userId, source: 'test' }));
 }
 
-export async function testWorkflow(ctx: ServiceContext, who: Principal, ref: string, input: Record<string, unknown>): Promise<Accepted> {
+/** A test run of the workflow: of its current version, or of kept `version` (as testAgent). */
+export async function testWorkflow(ctx: ServiceContext, who: Principal, ref: string, input: Record<string, unknown>, version?: string | number): Promise<Accepted> {
   const workflow = await findWorkflow(ctx, who, ref);
-  const resolved = resolveInput(workflow.document, input);
+  const runs = version === undefined ? workflow : await runnableVersion({ noun: 'workflow', versions: ctx.store.workflows.versions }, workflow, version);
+  const resolved = resolveInput(runs.document, input);
   rejectProblems(resolved.problems);
   if (!workflow.document.enabled) {
     throw refused(`workflow '${workflow.slug}' is disabled; set enabled to true to test it`, null);
   }
-  const stepAgents = await agentsOfSteps(ctx, who.workspaceId, workflow.document);
-  return accept(ctx, workflowRun(workflow, resolved.input, stepAgents, { workspaceId: who.workspaceId, startedBy: who.userId, source: 'test' }));
+  const stepAgents = await agentsOfSteps(ctx, who.workspaceId, runs.document);
+  return accept(ctx, workflowRun(runs, resolved.input, stepAgents, { workspaceId: who.workspaceId, startedBy: who.userId, source: 'test' }));
 }
 
 /**

@@ -10,6 +10,7 @@ import type { WorkflowRecord } from '../store/port';
 import { assertStampsMatch, staleConflict } from './concurrency';
 import type { Principal, ServiceContext } from './context';
 import { jsonBytes, referencesFor, rejectProblems } from './references';
+import { keptVersion, restoredNote } from './versions';
 
 export interface WorkflowWrite {
   record: WorkflowRecord;
@@ -45,7 +46,8 @@ export async function validateWorkflow(ctx: ServiceContext, who: Principal, body
 
 export async function createWorkflow(ctx: ServiceContext, who: Principal, body: WorkflowDraft): Promise<WorkflowWrite> {
   const doc = materialiseWorkflow((await prepare(ctx, who, body)).document, '');
-  const outcome = await ctx.store.workflows.create(who.workspaceId, randomUUID(), doc, { limit: ctx.limits.workflows });
+  const meta = (stored: Workflow) => ({ author: who.userId, changes: describeWorkflowChanges(null, stored) });
+  const outcome = await ctx.store.workflows.create(who.workspaceId, randomUUID(), doc, { limit: ctx.limits.workflows }, meta);
   if (!outcome.ok) {
     throw outcome.reason === 'slug_taken'
       ? conflict(`body.slug: '${doc.slug}' is taken in this workspace; choose another slug`)
@@ -66,13 +68,28 @@ export async function replaceWorkflow(
   if (body.slug !== current.slug) {
     rejectProblems([{ path: 'body.slug', message: `'${body.slug}' differs from the stored slug '${current.slug}'; a workflow's slug cannot change` }]);
   }
+  return replaceWith(ctx, who, current, body);
+}
+
+/** Writes the content of a kept version as a new version, as a replace with that body would. */
+export async function restoreWorkflow(ctx: ServiceContext, who: Principal, ref: string, ifMatch: string, versionRef: string): Promise<WorkflowWrite> {
+  const current = await findWorkflow(ctx, who, ref);
+  assertStampsMatch({ ifMatch, stored: current.document, rule: 'utc-only' });
+  const kept = await keptVersion(ctx.store.workflows.versions, current, versionRef, 'workflow');
+  const old = JSON.parse(kept.json) as Workflow;
+  return replaceWith(ctx, who, current, { ...old, updated_at: current.document.updated_at }, kept.version);
+}
+
+/** A replace of `current` (read, its stamp matched) by `body`; `restoredFrom`: the version whose content it restores. */
+async function replaceWith(ctx: ServiceContext, who: Principal, current: WorkflowRecord, body: WorkflowReplace, restoredFrom?: number): Promise<WorkflowWrite> {
   const doc = materialiseWorkflow((await prepare(ctx, who, body)).document, current.document.updated_at);
-  const outcome = await ctx.store.workflows.replace(who.workspaceId, current.id, current.stampMicros, doc);
+  // The stamp is not a change (describeWorkflowChanges skips it): the changes are those of the document as stored.
+  const changes = [...(restoredFrom === undefined ? [] : [restoredNote(restoredFrom)]), ...describeWorkflowChanges(current.document, doc)];
+  const outcome = await ctx.store.workflows.replace(who.workspaceId, current.id, current.stampMicros, doc, { author: who.userId, changes });
   if (!outcome.ok) {
     throw staleConflict(`workflow '${current.slug}' changed while this write was prepared; read it again and rebase your change`, outcome.current?.document ?? null);
   }
-  const after = outcome.record.document;
-  return { record: outcome.record, applied: stagesOf(after), changes: describeWorkflowChanges(current.document, after) };
+  return { record: outcome.record, applied: stagesOf(outcome.record.document), changes };
 }
 
 export async function deleteWorkflow(ctx: ServiceContext, who: Principal, ref: string): Promise<void> {

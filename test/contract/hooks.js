@@ -51,6 +51,7 @@ async function prepare(t) {
   const { summary, status } = parse(t.name);
   if (summary.startsWith('Deliver webhook')) return prepareDelivery(t, status);
   if (summary.startsWith('List') && summary.endsWith('runs')) return prepareRunList(t, status);
+  if (VERSIONED.test(summary)) return prepareVersions(t, summary, status);
   const req = t.request;
   // Idempotency-Key only where a transaction is about it (the 422s): a key shared by transactions would tie them together.
   for (const name of Object.keys(req.headers)) if (/^idempotency-key$/i.test(name)) delete req.headers[name];
@@ -176,6 +177,36 @@ function prepareRunList(t, status) {
   if (status === 503) t.skip = true;
   if (status >= 400) t.skip = status === 503; // 503 needs an unreachable issuer (test/integration/auth.test.ts)
   setUri(t, path);
+}
+
+// ---------------------------------------------------------------- versions
+const VERSIONED = /^(List|Read|Compare|Restore) (agent|workflow) versions?$/;
+
+/**
+ * A version operation on the example agent or workflow (written by the transactions before, so it
+ * keeps versions 1 and 2): version 1, a malformed version or cursor for the 400, a document of no
+ * one's for the 404; a restore carries the stored stamp (a stale one for the 409, none for the 428).
+ */
+async function prepareVersions(t, summary, status) {
+  const req = t.request;
+  const [, verb, noun] = VERSIONED.exec(summary);
+  const kind = `${noun}s`;
+  const ref = noun === 'agent' ? 'support-triage' : workflowExample().slug;
+  req.headers.Authorization = `Bearer ${token}`;
+  if (t.expected.headers) delete t.expected.headers.Link; // present only when a next page exists
+  if (status >= 400) t.skip = status === 503; // 503 needs an unreachable issuer (test/integration/auth.test.ts)
+  if (status === 401) delete req.headers.Authorization;
+  if (status === 403) req.headers.Authorization = `Bearer ${mint('read')}`;
+  const base = `/api/build/${kind}/${status === 404 ? 'no-such-document' : ref}/versions`;
+  const version = status === 400 ? 'not-a-version' : '1';
+  const uris = { List: `${base}?limit=1`, Read: `${base}/${version}`, Compare: `${base}/${version}/diff?to=current`, Restore: `${base}/${version}/restore` };
+  setUri(t, status === 400 && verb === 'List' ? `${base}?cursor=not-a-cursor` : uris[verb]);
+  if (verb !== 'Restore') return;
+  if (status === 428) delete req.headers['If-Match'];
+  else if (status === 409) req.headers['If-Match'] = STALE;
+  else if (status === 200) req.headers['If-Match'] = (await current(kind, ref)).etag;
+  else req.headers['If-Match'] = '*';
+  if (noun === 'agent') setUri(t, `${t.request.uri}?force=true`);
 }
 
 // ---------------------------------------------------------------- run control

@@ -51,7 +51,7 @@ export async function ok<T>(outcome: Promise<CreateOutcome<T> | ReplaceOutcome<T
 }
 
 /** Creates an agent (must succeed) and returns its record. */
-export const createAgent = (store: Store, ws: string, doc: Agent, secrets: SecretRow[] = []) => ok(store.agents.create(ws, doc.id, doc, opts(), secrets));
+export const createAgent = (store: Store, ws: string, doc: Agent, secrets: SecretRow[] = []) => ok(store.agents.create(ws, doc.id, doc, opts(), secrets, CREATOR));
 
 export const newRun = (id: string, o: Partial<NewRun> = {}): NewRun => ({
   id,
@@ -109,3 +109,8 @@ export async function until(condition: () => boolean | Promise<boolean>, timeout
     await sleep(10);
   }
 }
+
+/** The version a write keeps: who wrote it and what it changed. */
+export const WRITER = { author: 'tester', changes: ['written by a test'] };
+/** A create's version (of the document as stored). */
+export const CREATOR = (): typeof WRITER => WRITER;

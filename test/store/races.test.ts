@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { adapters, FINAL_EVENT, openPgDatabase, replicated, type OpenedStore, type ScheduledFire, type Store } from './adapters';
 import { agent, createAgent, emptyQueue, eventTypes, lease, newRun, now, ok, opts, poll, queue, range, running, sleep, unique, until, workflow, workspace } from './fixtures';
+import { CREATOR, WRITER } from './fixtures';
 
 describe.each(adapters)('$name: two stores on one database', (adapter) => {
   let opened: OpenedStore;
@@ -27,7 +28,7 @@ describe.each(adapters)('$name: two stores on one database', (adapter) => {
     const ws = workspace();
     const doc = agent('contested');
     const record = await createAgent(A, ws, doc);
-    const outcomes = await Promise.all(range(20).map((i) => either(i).agents.replace(ws, doc.id, record.stampMicros, { ...record.document, name: `writer ${i}` }, [])));
+    const outcomes = await Promise.all(range(20).map((i) => either(i).agents.replace(ws, doc.id, record.stampMicros, { ...record.document, name: `writer ${i}` }, [], WRITER)));
     const winners = outcomes.filter((o) => o.ok);
     expect(winners).toHaveLength(1);
     const stored = (await (await fresh()).agents.find(ws, doc.id))!;
@@ -40,20 +41,20 @@ describe.each(adapters)('$name: two stores on one database', (adapter) => {
     const ws = workspace();
     const same = await Promise.all(range(10).map((i) => {
       const doc = agent('same');
-      return either(i).agents.create(ws, doc.id, doc, opts(), []);
+      return either(i).agents.create(ws, doc.id, doc, opts(), [], CREATOR);
     }));
     expect(same.filter((o) => o.ok)).toHaveLength(1);
     expect(same.filter((o) => !o.ok && o.reason === 'slug_taken')).toHaveLength(9);
     const limited = workspace();
     const outcomes = await Promise.all(range(12).map((i) => {
       const doc = agent(`limited-${i}`);
-      return either(i).agents.create(limited, doc.id, doc, opts(5), []);
+      return either(i).agents.create(limited, doc.id, doc, opts(5), [], CREATOR);
     }));
     expect(outcomes.filter((o) => o.ok)).toHaveLength(5);
     expect(JSON.parse((await (await fresh()).agents.list(limited)).json)).toHaveLength(5);
     const derived = await Promise.all(range(8).map((i) => {
       const doc = agent('helper');
-      return either(i).agents.create(ws, doc.id, doc, opts(100, true), []);
+      return either(i).agents.create(ws, doc.id, doc, opts(100, true), [], CREATOR);
     }));
     expect(new Set(derived.map((o) => (o.ok ? o.record.slug : 'failed')))).toEqual(new Set(['helper', ...range(7).map((i) => `helper-${i + 1}`)]));
   });
@@ -213,15 +214,15 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
   test('a replica reads another’s document writes at once: a replace, a delete and a new document under the slug', async () => {
     const ws = workspace();
     const id = randomUUID();
-    const first = await ok(A.workflows.create(ws, id, workflow('held'), { limit: 10 }));
+    const first = await ok(A.workflows.create(ws, id, workflow('held'), { limit: 10 }, CREATOR));
     expect(await B.workflows.find(ws, 'held')).toMatchObject({ version: 1, stampMicros: first.stampMicros });
-    await ok(A.workflows.replace(ws, id, first.stampMicros, { ...first.document, name: 'Changed on A' }));
+    await ok(A.workflows.replace(ws, id, first.stampMicros, { ...first.document, name: 'Changed on A' }, WRITER));
     for (const ref of ['held', id]) expect(await B.workflows.find(ws, ref)).toMatchObject({ version: 2, document: { name: 'Changed on A' } });
     expect(JSON.parse((await B.workflows.list(ws)).json)[0]).toMatchObject({ name: 'Changed on A', version: 2 });
     expect(await A.workflows.remove(ws, id)).toBe(true);
     expect(await B.workflows.find(ws, id)).toBeNull();
     const again = randomUUID();
-    await ok(A.workflows.create(ws, again, workflow('held'), { limit: 10 }));
+    await ok(A.workflows.create(ws, again, workflow('held'), { limit: 10 }, CREATOR));
     expect(await B.workflows.find(ws, 'held')).toMatchObject({ id: again, version: 1 });
     // Runs and kv too: nothing is answered from a replica's memory.
     const run = unique('run');
@@ -237,14 +238,14 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
   // returned sees that write, however many reads of the same entries are in flight with it.
   test('held documents and lists: many concurrent reads on one replica, each begun after the other’s write, see that write', async () => {
     const ws = workspace();
-    const docs = await Promise.all(range(4).map((i) => ok(A.agents.create(ws, randomUUID(), agent(`held-${i}`), opts(), []))));
-    const flow = await ok(A.workflows.create(ws, randomUUID(), workflow('held-flow'), { limit: 10 }));
+    const docs = await Promise.all(range(4).map((i) => ok(A.agents.create(ws, randomUUID(), agent(`held-${i}`), opts(), [], CREATOR))));
+    const flow = await ok(A.workflows.create(ws, randomUUID(), workflow('held-flow'), { limit: 10 }, CREATOR));
     const latest = [...docs];
     for (let round = 1; round <= 5; round++) {
       // B holds every entry, with reads still in flight while A writes.
       const inFlight = Promise.all([...docs.map((d) => B.agents.find(ws, d.slug)), B.agents.list(ws), B.workflows.list(ws)]);
       const target = round % docs.length;
-      const written = await ok(A.agents.replace(ws, latest[target]!.id, latest[target]!.stampMicros, { ...latest[target]!.document, name: `Round ${round}` }, []));
+      const written = await ok(A.agents.replace(ws, latest[target]!.id, latest[target]!.stampMicros, { ...latest[target]!.document, name: `Round ${round}` }, [], WRITER));
       latest[target] = written;
       await inFlight;
       const reads = await Promise.all(range(20).map((i) => (i % 3 === 0 ? B.agents.list(ws) : B.agents.find(ws, i % 2 ? written.id : written.slug))));
@@ -255,9 +256,9 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
       }
     }
     // A new document, then a workflow's replace and delete: B's held lists follow each.
-    const added = await ok(A.agents.create(ws, randomUUID(), agent('held-added'), opts(), []));
+    const added = await ok(A.agents.create(ws, randomUUID(), agent('held-added'), opts(), [], CREATOR));
     expect(JSON.parse((await B.agents.list(ws)).json).map((i: { slug: string }) => i.slug)).toContain(added.slug);
-    await ok(A.workflows.replace(ws, flow.id, flow.stampMicros, { ...flow.document, name: 'Renamed on A' }));
+    await ok(A.workflows.replace(ws, flow.id, flow.stampMicros, { ...flow.document, name: 'Renamed on A' }, WRITER));
     expect(JSON.parse((await B.workflows.list(ws)).json)).toEqual([expect.objectContaining({ name: 'Renamed on A', version: 2 })]);
     expect(await A.workflows.remove(ws, flow.id)).toBe(true);
     expect(JSON.parse((await B.workflows.list(ws)).json)).toEqual([]);
@@ -327,12 +328,12 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
       const ws = workspace();
       const [gone, kept] = [unique('poll'), unique('poll')];
       const record = await createAgent(A, ws, agent('polled', { status: 'active', triggers: [poll(gone), poll(kept)] }));
-      const replaced = await whileAdvancing(`poll:${gone}`, () => B.agents.replace(ws, record.id, record.stampMicros, { ...record.document, triggers: [poll(kept)] }, []));
+      const replaced = await whileAdvancing(`poll:${gone}`, () => B.agents.replace(ws, record.id, record.stampMicros, { ...record.document, triggers: [poll(kept)] }, [], WRITER));
       expect(replaced).toMatchObject({ ok: true });
       expect((await raw.query('SELECT COUNT(*)::int AS n FROM schedule_fires WHERE schedule_id = $1', [`poll:${gone}`])).rows[0].n).toBe(0);
       expect(await A.schedules.find(`poll:${gone}`)).toBeNull();
       const current = (replaced as { record: typeof record }).record;
-      await whileAdvancing(`poll:${kept}`, () => B.agents.replace(ws, record.id, current.stampMicros, { ...current.document, name: 'renamed' }, []));
+      await whileAdvancing(`poll:${kept}`, () => B.agents.replace(ws, record.id, current.stampMicros, { ...current.document, name: 'renamed' }, [], WRITER));
       expect(await A.schedules.find(`poll:${kept}`)).toMatchObject({ next_due_at: 4102444800000, active: 1 });
     } finally {
       await raw.end();

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { adapters, useStore, FIRES_KEPT, type Agent, type ScheduledFire } from './adapters';
 import { agent, createAgent, newRun, ok, poll, unique, workflow, workspace } from './fixtures';
+import { CREATOR, WRITER } from './fixtures';
 
 const ownSchedule = (cron: string, timezone = 'UTC') => ({ cron, timezone, enabled: true }) as Agent['schedule'];
 
@@ -49,7 +50,7 @@ describe.each(adapters)('$name: schedules and fires', (adapter) => {
       const doc = agent('polling', { status: 'active', triggers: [poll(pollId)] });
       let record = await createAgent(store, ws, doc);
       const replace = async (next: Agent) => {
-        record = await ok(store.agents.replace(ws, doc.id, record.stampMicros, next, []));
+        record = await ok(store.agents.replace(ws, doc.id, record.stampMicros, next, [], WRITER));
         return store.schedules.find(id);
       };
       // The scheduler moves the due time on, the detector fails once, then sees an output.
@@ -81,20 +82,20 @@ describe.each(adapters)('$name: schedules and fires', (adapter) => {
     test('a workflow’s schedule row follows it: disabled keeps the row without a due time; removed takes the row and its fires', async () => {
       const ws = workspace();
       const id = randomUUID();
-      const record = await ok(store.workflows.create(ws, id, workflow('timed-wf', { schedule: { cron: '0 * * * *', timezone: 'UTC' } } as never), { limit: 10 }));
+      const record = await ok(store.workflows.create(ws, id, workflow('timed-wf', { schedule: { cron: '0 * * * *', timezone: 'UTC' } } as never), { limit: 10 }, CREATOR));
       expect(await store.schedules.find(`workflow:${id}`)).toMatchObject({ kind: 'workflow', owner_id: id, workspace_id: ws, trigger_id: null, active: 1, next_due_at: expect.any(Number) });
       await moveTo(`workflow:${id}`, 5000);
       expect(await store.schedules.advance({ id: `workflow:${id}`, expectedDue: 5000, next: 6000, fires: [{ dueAt: 5000, outcome: 'missed' }] })).toBe(true);
-      const disabled = await ok(store.workflows.replace(ws, id, record.stampMicros, { ...record.document, enabled: false }));
+      const disabled = await ok(store.workflows.replace(ws, id, record.stampMicros, { ...record.document, enabled: false }, WRITER));
       expect(await store.schedules.find(`workflow:${id}`)).toMatchObject({ active: 0, next_due_at: null });
-      await ok(store.workflows.replace(ws, id, disabled.stampMicros, { ...disabled.document, enabled: true }));
+      await ok(store.workflows.replace(ws, id, disabled.stampMicros, { ...disabled.document, enabled: true }, WRITER));
       expect((await store.schedules.find(`workflow:${id}`))!.next_due_at).toBeGreaterThan(Date.now() - 1000);
       expect(await store.workflows.remove(ws, id)).toBe(true);
       expect(await store.schedules.find(`workflow:${id}`)).toBeNull();
       expect(await store.schedules.fires(`workflow:${id}`)).toEqual([]);
       // Without a schedule: no row.
       const plain = randomUUID();
-      await ok(store.workflows.create(ws, plain, workflow('plain-wf'), { limit: 10 }));
+      await ok(store.workflows.create(ws, plain, workflow('plain-wf'), { limit: 10 }, CREATOR));
       expect(await store.schedules.ofOwner(plain)).toEqual([]);
     });
   });

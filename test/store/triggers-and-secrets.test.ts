@@ -4,6 +4,7 @@
 // re-sealing — each case on both adapters.
 import { adapters, useStore } from './adapters';
 import { agent, createAgent, hook, ok, poll, secret, unique, workspace } from './fixtures';
+import { WRITER } from './fixtures';
 
 describe.each(adapters)('$name: triggers and secrets', (adapter) => {
   const { store } = useStore(adapter);
@@ -34,7 +35,7 @@ describe.each(adapters)('$name: triggers and secrets', (adapter) => {
     const doc = agent('follow', { triggers: [hook(t1), hook(t2)] });
     let record = await createAgent(store, ws, doc, [secret(t1, 'h1'), secret(t2, 'h2')]);
     const replace = async (triggers: ReturnType<typeof hook>[], secrets: ReturnType<typeof secret>[]) => {
-      record = await ok(store.agents.replace(ws, doc.id, record.stampMicros, { ...record.document, triggers }, secrets));
+      record = await ok(store.agents.replace(ws, doc.id, record.stampMicros, { ...record.document, triggers }, secrets, WRITER));
     };
     // t1 dropped, t2's secret rotated, t3 new and signing.
     await replace([hook(t2), hook(t3, 'standard-webhooks')], [secret(t2, 'h2b'), secret(t3, 'h3', 'whsec_3')]);
@@ -66,7 +67,7 @@ describe.each(adapters)('$name: triggers and secrets', (adapter) => {
     const t = unique('same');
     const doc = agent('same-hash', { triggers: [hook(t)] });
     const record = await createAgent(store, ws, doc, [secret(t, 'hs')]);
-    await ok(store.agents.replace(ws, doc.id, record.stampMicros, { ...record.document, name: 'renamed' }, [secret(t, 'hs')]));
+    await ok(store.agents.replace(ws, doc.id, record.stampMicros, { ...record.document, name: 'renamed' }, [secret(t, 'hs')], WRITER));
     expect(await store.webhooks.retired(t, 'hs')).toBeNull();
     expect(await store.webhooks.target(t)).toMatchObject({ secretHash: 'hs', agentId: doc.id });
   });
@@ -76,8 +77,8 @@ describe.each(adapters)('$name: triggers and secrets', (adapter) => {
     const t = unique('kept');
     const doc = agent('stale-triggers', { triggers: [hook(t)] });
     const record = await createAgent(store, ws, doc, [secret(t, 'hk')]);
-    await ok(store.agents.replace(ws, doc.id, record.stampMicros, { ...record.document, name: 'first' }, []));
-    const stale = await store.agents.replace(ws, doc.id, record.stampMicros, { ...record.document, triggers: [] }, []);
+    await ok(store.agents.replace(ws, doc.id, record.stampMicros, { ...record.document, name: 'first' }, [], WRITER));
+    const stale = await store.agents.replace(ws, doc.id, record.stampMicros, { ...record.document, triggers: [] }, [], WRITER);
     expect(stale.ok).toBe(false);
     expect(await store.webhooks.target(t)).toMatchObject({ secretHash: 'hk' });
     expect(await store.webhooks.retired(t, 'hk')).toBeNull();
@@ -116,7 +117,7 @@ describe.each(adapters)('$name: retired secrets’ retention', (adapter) => {
     const ids = [unique('r1'), unique('r2'), unique('r3')];
     const doc = agent('retiring', { triggers: ids.map((id) => hook(id)) });
     const record = await createAgent(store, ws, doc, ids.map((id, i) => secret(id, `old-${i}`)));
-    await ok(store.agents.replace(ws, doc.id, record.stampMicros, { ...record.document, triggers: [] }, []));
+    await ok(store.agents.replace(ws, doc.id, record.stampMicros, { ...record.document, triggers: [] }, [], WRITER));
     expect(await Promise.all(ids.map((id, i) => store.webhooks.retired(id, `old-${i}`)))).toEqual(['dropped', 'dropped', 'dropped']);
     expect(await store.webhooks.pruneRetired('2000-01-01T00:00:00.000Z', 10)).toBe(0);
     const later = new Date(Date.now() + 60_000).toISOString();

@@ -19,6 +19,7 @@ import { createSqliteStore } from '../../src/store/sqlite';
 import { StampClock } from '../../src/domain/stamps';
 import type { Agent } from '../../src/domain/types';
 import { minimalAgent } from '../helpers/fixtures';
+import { CREATOR, WRITER } from '../store/fixtures';
 
 let dir: string;
 beforeEach(() => {
@@ -46,18 +47,18 @@ test('trigger rows follow the document (a replace reads them from the document: 
   const hook = (id: string) => ({ kind: 'webhook' as const, id, name: id, prompt: null, enabled: true, secret_prefix: null, signing: 'none' as const });
   // The rows carry what the document says of each trigger but its signing (which the document alone keeps).
   const fromDocument = (doc: Agent) => storedTriggersOf(doc).map(({ signing: _signing, ...row }) => row);
-  const created = await store.agents.create('ws', 'id-1', { ...agent('id-1', 'a'), triggers: [hook('t1'), hook('t2')] }, { deriveSlug: false, limit: 10 }, [{ triggerId: 't1', hash: 'h1', prefix: 'whk_abcd', signingSecret: null }]);
+  const created = await store.agents.create('ws', 'id-1', { ...agent('id-1', 'a'), triggers: [hook('t1'), hook('t2')] }, { deriveSlug: false, limit: 10 }, [{ triggerId: 't1', hash: 'h1', prefix: 'whk_abcd', signingSecret: null }], CREATOR);
   if (!created.ok) throw new Error('create failed');
   expect(rows()).toEqual([
     { id: 't1', kind: 'webhook', secret_prefix: 'whk_abcd' },
     { id: 't2', kind: 'webhook', secret_prefix: null },
   ]);
-  const replaced = await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, triggers: [hook('t2'), { ...hook('t3'), secret_prefix: 'whk_efgh' }] }, [{ triggerId: 't3', hash: 'h3', prefix: 'whk_efgh', signingSecret: null }]);
+  const replaced = await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, triggers: [hook('t2'), { ...hook('t3'), secret_prefix: 'whk_efgh' }] }, [{ triggerId: 't3', hash: 'h3', prefix: 'whk_efgh', signingSecret: null }], WRITER);
   if (!replaced.ok) throw new Error('replace failed');
   expect(rows()).toEqual(fromDocument(replaced.record.document));
   expect(rows().map((t) => (t as { id: string }).id)).toEqual(['t2', 't3']);
   // A replace of a version the cache holds (the one the last replace wrote).
-  const again = await store.agents.replace('ws', 'id-1', replaced.record.stampMicros, { ...replaced.record.document, triggers: [replaced.record.document.triggers[1]!, hook('t4')] }, []);
+  const again = await store.agents.replace('ws', 'id-1', replaced.record.stampMicros, { ...replaced.record.document, triggers: [replaced.record.document.triggers[1]!, hook('t4')] }, [], WRITER);
   if (!again.ok) throw new Error('replace failed');
   expect(rows()).toEqual(fromDocument(again.record.document));
   expect(rows().map((t) => (t as { id: string }).id)).toEqual(['t3', 't4']);

@@ -16,6 +16,9 @@ function writeResult(write: AgentWrite) {
 
 const etag = (write: AgentWrite) => etagFor(write.record.updatedAt);
 
+/** The reply of a write that replaced the agent (replace, status, restore). */
+export const agentWriteReply = (write: AgentWrite) => ({ status: 200 as const, headers: { ETag: etag(write) }, rawData: writeResult(write) });
+
 export const agentHandlers: Pick<
   Handlers,
   'listAgents' | 'createAgent' | 'getAgent' | 'replaceAgent' | 'validateAgent' | 'testAgent' | 'rotateWebhook' | 'setAgentStatus'
@@ -43,8 +46,7 @@ export const agentHandlers: Pick<
   },
 
   replaceAgent: async ({ ctx, principal, params, query, headers, body }) => {
-    const write = await agents.replaceAgent(ctx, principal, params.ref, headers['if-match'] as string, body, query.force === 'true');
-    return { status: 200, headers: { ETag: etag(write) }, rawData: writeResult(write) };
+    return agentWriteReply(await agents.replaceAgent(ctx, principal, params.ref, headers['if-match'] as string, body, query.force === 'true'));
   },
 
   validateAgent: async ({ ctx, principal, body }) => {
@@ -53,13 +55,12 @@ export const agentHandlers: Pick<
   },
 
   setAgentStatus: async ({ ctx, principal, params, headers, body }) => {
-    const write = await agents.setAgentStatus(ctx, principal, params.ref, headers['if-match'] as string, body.status);
-    return { status: 200, headers: { ETag: etag(write) }, rawData: writeResult(write) };
+    return agentWriteReply(await agents.setAgentStatus(ctx, principal, params.ref, headers['if-match'] as string, body.status));
   },
 
   testAgent: async ({ ctx, principal, params, body }) => ({
     status: 202,
-    body: { data: await runs.testAgent(ctx, principal, params.ref, body.prompt) },
+    body: { data: await runs.testAgent(ctx, principal, params.ref, body.prompt, body.version) },
   }),
 
   rotateWebhook: async ({ ctx, principal, params, body }) => {

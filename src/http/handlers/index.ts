@@ -4,6 +4,7 @@ import { catalogHandlers } from './catalog';
 import { runControlHandlers } from './run-control';
 import { runHandlers } from './runs';
 import type { Handlers } from './types';
+import { versionHandlers } from './versions';
 import { workflowHandlers } from './workflows';
 
-export const handlers: Handlers = { ...agentHandlers, ...workflowHandlers, ...runHandlers, ...runControlHandlers, ...catalogHandlers };
+export const handlers: Handlers = { ...agentHandlers, ...workflowHandlers, ...runHandlers, ...runControlHandlers, ...catalogHandlers, ...versionHandlers };

@@ -12,6 +12,9 @@ function writeResult(write: WorkflowWrite) {
 
 const etag = (write: WorkflowWrite) => etagFor(write.record.updatedAt);
 
+/** The reply of a write that replaced the workflow (replace, restore). */
+export const workflowWriteReply = (write: WorkflowWrite) => ({ status: 200 as const, headers: { ETag: etag(write) }, rawData: writeResult(write) });
+
 export const workflowHandlers: Pick<
   Handlers,
   'listWorkflows' | 'createWorkflow' | 'getWorkflow' | 'replaceWorkflow' | 'deleteWorkflow' | 'validateWorkflow' | 'testWorkflow'
@@ -36,8 +39,7 @@ export const workflowHandlers: Pick<
   },
 
   replaceWorkflow: async ({ ctx, principal, params, headers, body }) => {
-    const write = await workflows.replaceWorkflow(ctx, principal, params.ref, headers['if-match'] as string, body);
-    return { status: 200, headers: { ETag: etag(write) }, rawData: writeResult(write) };
+    return workflowWriteReply(await workflows.replaceWorkflow(ctx, principal, params.ref, headers['if-match'] as string, body));
   },
 
   deleteWorkflow: async ({ ctx, principal, params }) => {
@@ -52,6 +54,6 @@ export const workflowHandlers: Pick<
 
   testWorkflow: async ({ ctx, principal, params, body }) => ({
     status: 202,
-    body: { data: await runs.testWorkflow(ctx, principal, params.ref, body?.input ?? {}) },
+    body: { data: await runs.testWorkflow(ctx, principal, params.ref, body?.input ?? {}, body?.version) },
   }),
 };

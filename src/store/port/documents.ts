@@ -1,5 +1,5 @@
 // The documents of the store's port: agents and workflows kept whole as JSON, written by
-// compare-and-set on their stamp, with the connections and workspace balances beside them.
+// compare-and-set on their stamp, with the connections and workspace balances beside them, and the versions each write keeps.
 import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../../domain/types';
 
 /** JSON text known to serialise a T (so it can be sent as is, without parsing it first). */
@@ -48,9 +48,14 @@ export interface AgentRepository {
   list(workspaceId: string): Promise<ListVersion<AgentListItem[]>>;
   /** `ref` is an id (UUID) or a slug. Null when the workspace has no such agent. */
   find(workspaceId: string, ref: string): Promise<AgentRecord | null>;
-  /** `secrets`: the hashes of webhook secrets minted for this write, stored in the same transaction. */
-  create(workspaceId: string, id: string, doc: Agent, opts: CreateOptions, secrets: SecretRow[]): Promise<CreateOutcome<Agent>>;
-  replace(workspaceId: string, id: string, expectedStampMicros: number, doc: Agent, secrets: SecretRow[]): Promise<ReplaceOutcome<Agent>>;
+  /**
+   * `secrets`: the hashes of webhook secrets minted for this write; `meta`: its version's author and
+   * changes (a create's, of the document as stored: its slug may be derived). Both stored in the same transaction.
+   */
+  create(workspaceId: string, id: string, doc: Agent, opts: CreateOptions, secrets: SecretRow[], meta: (stored: Agent) => VersionMeta): Promise<CreateOutcome<Agent>>;
+  replace(workspaceId: string, id: string, expectedStampMicros: number, doc: Agent, secrets: SecretRow[], meta: VersionMeta): Promise<ReplaceOutcome<Agent>>;
+  /** The agents' kept versions (each write keeps one). */
+  versions: VersionRepository<Agent>;
 }
 
 /** What the store keeps of a webhook URL's secret (never the secret itself), minted by this write. */
@@ -66,9 +71,13 @@ export interface WorkflowRepository {
   /** The list items of the workspace, ordered by slug, as JSON (sent as is). */
   list(workspaceId: string): Promise<ListVersion<WorkflowListItem[]>>;
   find(workspaceId: string, ref: string): Promise<WorkflowRecord | null>;
-  create(workspaceId: string, id: string, doc: Workflow, opts: { limit: number; maxBytes?: number }): Promise<CreateOutcome<Workflow>>;
-  replace(workspaceId: string, id: string, expectedStampMicros: number, doc: Workflow): Promise<ReplaceOutcome<Workflow>>;
+  /** `meta`: the version's author and changes, stored in the same transaction. */
+  create(workspaceId: string, id: string, doc: Workflow, opts: { limit: number; maxBytes?: number }, meta: (stored: Workflow) => VersionMeta): Promise<CreateOutcome<Workflow>>;
+  replace(workspaceId: string, id: string, expectedStampMicros: number, doc: Workflow, meta: VersionMeta): Promise<ReplaceOutcome<Workflow>>;
+  /** Deletes the workflow and every version it kept. */
   remove(workspaceId: string, id: string): Promise<boolean>;
+  /** The workflows' kept versions (each write keeps one). */
+  versions: VersionRepository<Workflow>;
 }
 
 export interface ConnectionRepository {
@@ -83,3 +92,35 @@ export interface WorkspaceRepository {
   setCredits(workspaceId: string, amount: number): Promise<void>;
 }
 
+// The kept versions: every write of an agent or a workflow keeps the document as it was stored by
+// that write, numbered as the write numbered it, in the same transaction.
+
+/** Who wrote a version and what the write changed (kept with the version). */
+export interface VersionMeta {
+  /** The `sub` of the token that wrote it; null for a version kept when versions began (the migration's). */
+  author: string | null;
+  changes: string[];
+}
+
+/** A kept version, without its document. */
+export interface VersionEntry extends VersionMeta {
+  version: number;
+  stampMicros: number;
+}
+
+/** A kept version with the document it kept, as serialised. */
+export interface KeptVersion<T> extends VersionEntry {
+  json: Serialized<T>;
+}
+
+export interface VersionRepository<T> {
+  /** The document's versions numbered below `before` (all when null), newest first, at most `limit`. */
+  list(documentId: string, before: number | null, limit: number): Promise<VersionEntry[]>;
+  /** One version of the document, or null when it does not keep it. */
+  get(documentId: string, version: number): Promise<KeptVersion<T> | null>;
+  /**
+   * Deletes at most `limit` versions that are not among their document's newest `keep` (so never
+   * the current one) and that no run names; how many.
+   */
+  prune(keep: number, limit: number): Promise<number>;
+}

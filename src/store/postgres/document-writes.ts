@@ -17,6 +17,7 @@ import type { Agent } from '../../domain/types';
 import type { SecretRow } from '../port';
 import { triggerPlan } from '../shared/triggers';
 import { numbered, type NumberedStatement } from '../shared/statements';
+import { versionTable } from '../shared/versions';
 import { shardOf, type ListedTable } from './list-versions';
 
 /** Rows that follow a document: CTEs of its write (after `written`), and their parameters' values for one write. */
@@ -141,12 +142,22 @@ export const triggerFollower: Follower<Agent, SecretRow[]> = {
 };
 
 /**
- * One statement: `written` (which returns the document's id when it wrote), the followers, and the
- * list's version moved on (last: its shard's row is locked only while the statement ends). It
- * returns `n`, 1 when the document was written and 0 when not (nothing else was then).
+ * A create's or replace's version kept (port/versions.ts): the document as written, numbered as
+ * `written` numbered it, @author and @changes (JSON) beside it.
  */
-function documentWrite(table: ListedTable, written: string, followers: readonly { ctes: string }[]): NumberedStatement {
-  return numbered(`WITH written AS (${written}),${followers.map((f) => `${f.ctes},`).join('')}
+const versionKept = (table: ListedTable) => `
+  version_kept AS (
+    INSERT INTO ${versionTable(table)} (document_id, version, stamp_us, author, changes, document)
+    SELECT id, version, @stamp::bigint, @author::text, @changes::text, @document::text FROM written),`;
+
+/**
+ * One statement: `written` (which returns the document's id, and its version unless `keeps` is
+ * false, when it wrote), the followers, the version it keeps, and the list's version moved on
+ * (last: its shard's row is locked only while the statement ends). It returns `n`, 1 when the
+ * document was written and 0 when not (nothing else was then).
+ */
+function documentWrite(table: ListedTable, written: string, followers: readonly { ctes: string }[], keeps = true): NumberedStatement {
+  return numbered(`WITH written AS (${written}),${followers.map((f) => `${f.ctes},`).join('')}${keeps ? versionKept(table) : ''}
   list_bumped AS (
     INSERT INTO list_versions (workspace_id, tbl, shard, version) SELECT @workspace::text, '${table}', @shard::int, 1 FROM written
     ON CONFLICT (workspace_id, tbl, shard) DO UPDATE SET version = list_versions.version + 1)
@@ -164,7 +175,7 @@ export function documentStatements<T, W>(table: ListedTable, columns: readonly s
     insert: documentWrite(
       table,
       `INSERT INTO ${table} (id, workspace_id, slug, version, stamp_us, document, created_at${columns.map((c) => `, ${c}`).join('')})
-       VALUES (@id, @workspace, @slug, 1, @stamp, @document, @created${columns.map((c) => `, @col_${c}`).join('')}) RETURNING id`,
+       VALUES (@id, @workspace, @slug, 1, @stamp, @document, @created${columns.map((c) => `, @col_${c}`).join('')}) RETURNING id, version`,
       followers,
     ),
     update: (changed: readonly Follower<T, W>[]): NumberedStatement => {
@@ -174,14 +185,15 @@ export function documentStatements<T, W>(table: ListedTable, columns: readonly s
         statement = documentWrite(
           table,
           `UPDATE ${table} SET version = version + 1, stamp_us = @stamp, document = @document${columns.map((c) => `, ${c} = @col_${c}`).join('')}
-           WHERE id = @id AND workspace_id = @workspace AND stamp_us = @expected RETURNING id`,
+           WHERE id = @id AND workspace_id = @workspace AND stamp_us = @expected RETURNING id, version`,
           changed,
         );
         replaces.set(key, statement);
       }
       return statement;
     },
-    deletion: documentWrite(table, `DELETE FROM ${table} WHERE workspace_id = @workspace AND id = @id RETURNING id`, followers),
+    // Its versions go by the foreign key's cascade (migrations/006).
+    deletion: documentWrite(table, `DELETE FROM ${table} WHERE workspace_id = @workspace AND id = @id RETURNING id`, followers, false),
   };
 }
 

@@ -10,7 +10,7 @@ import type { StampClock } from '../../domain/stamps';
 import { agentSchedules, workflowSchedules } from '../../domain/triggers';
 import type { Agent, Connection, Workflow } from '../../domain/types';
 import { isUuid } from '../../ids';
-import type { AgentRepository, ConnectionRepository, CreateOptions, CreateOutcome, DocumentRecord, ReplaceOutcome, SecretRow, WorkflowRepository, WorkspaceRepository } from '../port';
+import type { AgentRepository, ConnectionRepository, CreateOptions, CreateOutcome, DocumentRecord, ReplaceOutcome, SecretRow, VersionMeta, WorkflowRepository, WorkspaceRepository } from '../port';
 import { chooseSlug, listedName, newVersion, stamped, StoredVersion, versionOfRow, type DocumentRow } from '../shared/documents';
 import { RowCache } from '../shared/row-cache';
 import type { NumberedStatement } from '../shared/statements';
@@ -19,6 +19,7 @@ import { isUniqueViolation, retried, type PgDatabase, type Sql } from './databas
 import { agentList, workflowList } from './document-lists';
 import { documentStatements, scheduleFollower, triggerFollower, writeKeys, type Follower } from './document-writes';
 import { VersionedLists } from './list-versions';
+import { pgVersions, versionValues } from './versions';
 
 /** The document text each table's held versions may take (see find). */
 const HELD_VERSIONS_BYTES = 32 * 1024 * 1024;
@@ -115,7 +116,6 @@ function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec
   const extra = Object.keys(spec.columns);
   // The unique constraint PostgreSQL names for UNIQUE (workspace_id, slug) (migrations/001_init.sql).
   const slugConstraint = `${table}_workspace_id_slug_key`;
-
   const { insert, update, deletion } = documentStatements(table, extra, followers);
 
   /** A write's parameters: the statement's own, the document's columns, and those of the followers it writes. */
@@ -127,7 +127,7 @@ function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec
     return statement.values(params);
   };
 
-  const createTx = async (sql: Sql, workspaceId: string, id: string, doc: T, opts: CreateOptions, more: W | undefined): Promise<CreateOutcome<T>> => {
+  const createTx = async (sql: Sql, workspaceId: string, id: string, doc: T, opts: CreateOptions, more: W | undefined, meta: (stored: T) => VersionMeta): Promise<CreateOutcome<T>> => {
     // Creates in one workspace take turns from here to their commit: the count and the free slug
     // they read stay true until they insert (a lock's waiter reads, under READ COMMITTED, what its holder committed).
     await sql.row('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${table}:${workspaceId}`]);
@@ -137,7 +137,7 @@ function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec
     if (slug === 'limit_reached' || slug === 'slug_taken') return { ok: false, reason: slug };
     const version = newVersion(workspaceId, id, doc, slug, clock.next(), opts);
     if (!(version instanceof StoredVersion)) return version;
-    const own = { slug, stamp: version.stampMicros, document: version.json, created: new Date().toISOString() };
+    const own = { slug, stamp: version.stampMicros, document: version.json, created: new Date().toISOString(), ...versionValues(meta(version.document)) };
     await wrote(sql, insert, values(insert, followers, workspaceId, id, version.document, more, own));
     return { ok: true, record: version };
   };
@@ -147,7 +147,7 @@ function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec
    * winner of a compare-and-set). A stamp names one version of one document (stamps only grow, ids
    * are never reused), so the slug and version held or read with it are the stored ones while it is.
    */
-  const replace = async (workspaceId: string, id: string, expected: number, doc: T, more?: W): Promise<ReplaceOutcome<T>> => {
+  const replace = async (workspaceId: string, id: string, expected: number, doc: T, meta: VersionMeta, more?: W): Promise<ReplaceOutcome<T>> => {
     const stored = await storedAt(db, table, held, workspaceId, id, expected);
     if (!stored) return { ok: false, current: await storedById<T>(db, table, workspaceId, id) };
     const stampMicros = clock.next(expected);
@@ -156,7 +156,7 @@ function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec
     const before = 'document' in stored ? stored.document : undefined;
     const changed = followers.filter((f) => before === undefined || !f.unchanged(id, before, final, more));
     const statement = update(changed);
-    const params = values(statement, changed, workspaceId, id, final, more, { stamp: stampMicros, document: json, expected });
+    const params = values(statement, changed, workspaceId, id, final, more, { stamp: stampMicros, document: json, expected, ...versionValues(meta) });
     // Another writer's replace committed first (this one may have waited for it, then found the stamp moved).
     if (!(await retried(() => wrote(db, statement, params)))) return { ok: false, current: await storedById<T>(db, table, workspaceId, id) };
     const record = new StoredVersion(id, workspaceId, stored.slug, stored.version + 1, stampMicros, json, final);
@@ -172,9 +172,9 @@ function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec
     list: lists,
     find: heldFind<T>(db, table, held),
     /** Inserts a new document (version 1). With deriveSlug, `doc.slug` is a base to make unique. */
-    create: async (workspaceId: string, id: string, doc: T, opts: CreateOptions, more?: W): Promise<CreateOutcome<T>> => {
+    create: async (workspaceId: string, id: string, doc: T, opts: CreateOptions, meta: (stored: T) => VersionMeta, more?: W): Promise<CreateOutcome<T>> => {
       try {
-        const outcome = await db.transaction((sql) => createTx(sql, workspaceId, id, doc, opts, more));
+        const outcome = await db.transaction((sql) => createTx(sql, workspaceId, id, doc, opts, more, meta));
         if (outcome.ok) held.set(outcome.record as StoredVersion<T>);
         return outcome;
       } catch (err) {
@@ -186,6 +186,7 @@ function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec
     },
     /** Writes `doc` if the stored stamp is still `expected`; otherwise returns what is stored. */
     replace,
+    versions: pgVersions<T>(db, table),
     /** Deletes the document and the rows that follow it, in one statement; whether there was one. */
     remove: (workspaceId: string, id: string): Promise<boolean> => retried(() => wrote(db, deletion, values(deletion, followers, workspaceId, id, null, undefined, {}))),
   };
@@ -201,8 +202,9 @@ export function pgAgentRepository(db: PgDatabase, clock: StampClock): AgentRepos
   return {
     list: (workspaceId) => agentList(db, table.list, workspaceId),
     find: (workspaceId, ref) => table.find(workspaceId, ref),
-    create: (workspaceId, id, doc, opts, secrets) => table.create(workspaceId, id, doc, opts, secrets),
-    replace: (workspaceId, id, expected, doc, secrets) => table.replace(workspaceId, id, expected, doc, secrets),
+    create: (workspaceId, id, doc, opts, secrets, meta) => table.create(workspaceId, id, doc, opts, meta, secrets),
+    replace: (workspaceId, id, expected, doc, secrets, meta) => table.replace(workspaceId, id, expected, doc, meta, secrets),
+    versions: table.versions,
   };
 }
 
@@ -217,9 +219,10 @@ export function pgWorkflowRepository(db: PgDatabase, clock: StampClock): Workflo
   return {
     list: (workspaceId) => workflowList(db, table.list, workspaceId),
     find: (workspaceId, ref) => table.find(workspaceId, ref),
-    create: (workspaceId, id, doc, opts) => table.create(workspaceId, id, doc, { ...opts, deriveSlug: false }),
-    replace: (workspaceId, id, expected, doc) => table.replace(workspaceId, id, expected, doc),
+    create: (workspaceId, id, doc, opts, meta) => table.create(workspaceId, id, doc, { ...opts, deriveSlug: false }, meta),
+    replace: (workspaceId, id, expected, doc, meta) => table.replace(workspaceId, id, expected, doc, meta),
     remove: (workspaceId, id) => table.remove(workspaceId, id),
+    versions: table.versions,
   };
 }
 

@@ -7,10 +7,11 @@ import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
 import type { StampClock } from '../../domain/stamps';
 import { isUuid } from '../../ids';
-import type { CreateOptions, CreateOutcome, DocumentRecord, ListVersion, ReplaceOutcome } from '../port';
+import type { CreateOptions, CreateOutcome, DocumentRecord, ListVersion, ReplaceOutcome, VersionMeta } from '../port';
 import { chooseSlug, newVersion, stamped, StoredVersion, versionOfRow, type DocumentRow } from '../shared/documents';
 import { ListCache } from '../shared/list-cache';
 import { RowCache } from '../shared/row-cache';
+import { sqliteVersions } from './versions';
 
 type Statement = Database.Statement<unknown[]>;
 
@@ -96,21 +97,23 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
   const lists = new ListCache<L>(LIST_CACHE_BYTES);
   commit.onRollback(() => cache.clear());
   const find = cachedFind<T>(cache, byId, bySlug);
+  const versions = sqliteVersions<T>(db, spec.table);
 
   // createTx and replaceTx are the writes' work: each runs in its own savepoint (commit.run), whole or not at all.
-  const createTx = (workspaceId: string, id: string, doc: T, opts: CreateOptions, extra: W | undefined): CreateOutcome<T> => {
+  const createTx = (workspaceId: string, id: string, doc: T, opts: CreateOptions, extra: W | undefined, meta: (stored: T) => VersionMeta): CreateOutcome<T> => {
     const taken = (slug: string) => slugTaken.get(workspaceId, slug) !== undefined;
     const slug = chooseSlug(count.get(workspaceId) as number, doc.slug as string, opts, spec.maxSlugLength, taken);
     if (slug === 'limit_reached' || slug === 'slug_taken') return { ok: false, reason: slug };
     const version = newVersion(workspaceId, id, doc, slug, clock.next(), opts);
     if (!(version instanceof StoredVersion)) return version;
     insert.run({ id, workspace_id: workspaceId, slug, stamp_us: version.stampMicros, document: version.json, created_at: new Date().toISOString(), ...columnValues(version.document) });
+    versions.keep(id, 1, version.stampMicros, meta(version.document), version.json);
     lists.drop(workspaceId);
     spec.afterWrite?.(id, version.document, extra, workspaceId);
     return { ok: true, record: version };
   };
 
-  const replaceTx = (workspaceId: string, id: string, expectedStampMicros: number, doc: T, extra: W | undefined): ReplaceOutcome<T> => {
+  const replaceTx = (workspaceId: string, id: string, expectedStampMicros: number, doc: T, extra: W | undefined, meta: VersionMeta): ReplaceOutcome<T> => {
     const row = versionOf.get(workspaceId, id) as Pick<DocumentRow, 'slug' | 'version' | 'stamp_us'> | undefined;
     if (!row || row.stamp_us !== expectedStampMicros) return stored(workspaceId, id);
     const stampMicros = clock.next(row.stamp_us);
@@ -121,6 +124,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     if (update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, document: json, ...columnValues(final) }).changes !== 1) {
       return stored(workspaceId, id);
     }
+    versions.keep(id, row.version + 1, stampMicros, meta, json);
     lists.drop(workspaceId);
     spec.afterWrite?.(id, final, extra, workspaceId);
     // Last, so a failure above (which rolls this write's savepoint back) leaves the old row cached,
@@ -136,11 +140,12 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     /** The workspace's list (see ListCache: built by SQLite, held until one of its documents is written). */
     list: (workspaceId: string): ListVersion<L> => lists.get(workspaceId, () => listOf.get(workspaceId) as string),
     /** Inserts a new document (version 1). With deriveSlug, `doc.slug` is a base to make unique. */
-    create: (workspaceId: string, id: string, doc: T, opts: CreateOptions, extra?: W): Promise<CreateOutcome<T>> =>
-      commit.run(() => createTx(workspaceId, id, doc, opts, extra)),
+    create: (workspaceId: string, id: string, doc: T, opts: CreateOptions, meta: (stored: T) => VersionMeta, extra?: W): Promise<CreateOutcome<T>> =>
+      commit.run(() => createTx(workspaceId, id, doc, opts, extra, meta)),
     /** Writes `doc` if the stored stamp is still `expectedStampMicros`; otherwise returns what is stored. */
-    replace: (workspaceId: string, id: string, expectedStampMicros: number, doc: T, extra?: W): Promise<ReplaceOutcome<T>> =>
-      commit.run(() => replaceTx(workspaceId, id, expectedStampMicros, doc, extra)),
+    replace: (workspaceId: string, id: string, expectedStampMicros: number, doc: T, meta: VersionMeta, extra?: W): Promise<ReplaceOutcome<T>> =>
+      commit.run(() => replaceTx(workspaceId, id, expectedStampMicros, doc, extra, meta)),
+    versions: versions.repository, // a removed document's go with it (the foreign key's cascade)
     remove: (workspaceId: string, id: string): Promise<boolean> =>
       commit.run(() => {
         cache.drop(workspaceId, id);

@@ -55,8 +55,9 @@ export function agentRepository(db: Db, commit: GroupCommit, clock: StampClock):
   return {
     list: async (workspaceId) => table.list(workspaceId),
     find: async (workspaceId, ref) => table.find(workspaceId, ref),
-    create: (workspaceId, id, doc, opts, secrets) => table.create(workspaceId, id, doc, opts, secrets),
-    replace: (workspaceId, id, expected, doc, secrets) => table.replace(workspaceId, id, expected, doc, secrets),
+    create: (workspaceId, id, doc, opts, secrets, meta) => table.create(workspaceId, id, doc, opts, meta, secrets),
+    replace: (workspaceId, id, expected, doc, secrets, meta) => table.replace(workspaceId, id, expected, doc, meta, secrets),
+    versions: table.versions,
   };
 }
 
@@ -75,9 +76,10 @@ export function workflowRepository(db: Db, commit: GroupCommit, clock: StampCloc
   return {
     list: async (workspaceId) => table.list(workspaceId),
     find: async (workspaceId, ref) => table.find(workspaceId, ref),
-    create: (workspaceId, id, doc, opts) => table.create(workspaceId, id, doc, { ...opts, deriveSlug: false }),
-    replace: (workspaceId, id, expected, doc) => table.replace(workspaceId, id, expected, doc),
+    create: (workspaceId, id, doc, opts, meta) => table.create(workspaceId, id, doc, { ...opts, deriveSlug: false }, meta),
+    replace: (workspaceId, id, expected, doc, meta) => table.replace(workspaceId, id, expected, doc, meta),
     remove: (workspaceId, id) => table.remove(workspaceId, id),
+    versions: table.versions,
   };
 }
 
