@@ -38,6 +38,8 @@ const AGENTS = SMOKE ? 5 : 100;
 const WORKFLOWS = SMOKE ? 5 : 100;
 /** Runs in the workspace the run-list scenarios page through. */
 const LISTED_RUNS = SMOKE ? 2000 : 100_000;
+/** The versions of the agent whose version list is read (each a replace through the API). */
+const KEPT_VERSIONS = SMOKE ? 200 : 10_000;
 /** Event streams open on one run in the fan-out scenario. */
 const STREAMS = SMOKE ? 50 : 1000;
 const PUBLIC_BASE_URL = 'http://bench.test';
@@ -265,6 +267,7 @@ async function startService(dir, dataDir, databaseUrl = null, replicas = 1) {
   const finishedRunId = (await api('POST', '/api/build/workflows/bench-run/test', { input: {} })).body.data.run_id;
   while (['queued', 'running'].includes((await api('GET', `/api/build/workflow-runs/${finishedRunId}`)).body.data.status)) await new Promise((r) => setTimeout(r, 20));
   const readPath = `/api/build/agents/${agents[0].id}`;
+  if (selected('list versions')) await seedVersions(api, json, agentDocument(AGENTS));
   const listed = !selected('list runs') ? null : databaseUrl ? await seedListedRunsPg(databaseUrl, agents[0]) : seedListedRuns(path.join(dataDir, 'build.db'), agents[0]);
   const listToken = issuer.mint({ sub: 'bench', audience: 'build-api', claims: { workspace: LISTED_WORKSPACE, scope: 'build' }, ttlSeconds: 86400 });
   const stop = () =>
@@ -395,6 +398,16 @@ function openStreams(urls, headers, count) {
   return { streams, sees, close: () => streams.forEach((s) => s.req.destroy()) };
 }
 
+/** An agent written KEPT_VERSIONS times (replaces in a row, each from the last one's stamp). */
+async function seedVersions(api, json, doc) {
+  let current = (await api('PUT', '/api/build/agents', { ...doc, slug: 'bench-versioned' })).body.data.document;
+  for (let version = 2; version <= KEPT_VERSIONS; version++) {
+    const { id: _id, slug: _slug, status: _status, ...body } = current;
+    const res = await api('PUT', `/api/build/agents/${current.id}`, { ...body, description: `version ${version}` }, { ...json, 'if-match': `"${current.updated_at}"` });
+    current = res.body.data.document;
+  }
+}
+
 /** The scenarios against one seeded service, by name. */
 function scenariosOf(service) {
   const { auth, json, agents, readPath } = service;
@@ -491,6 +504,9 @@ function scenariosOf(service) {
     ['401 path (no token)', cannonScenario({ url: at('/api/build/agents') }, 401)],
     [`list runs: first page (${LISTED_RUNS.toLocaleString('en-US')} runs in the workspace)`, cannonScenario({ url: at('/api/build/runs?limit=20'), headers: service.listAuth })],
     ['list runs: a page half-way down the cursor', cannonScenario({ url: at(`/api/build/runs?limit=20&cursor=${service.listed?.deepCursor}`), headers: service.listAuth })],
+    [`list versions: first page (${KEPT_VERSIONS.toLocaleString('en-US')} versions of one agent)`, cannonScenario({ url: at('/api/build/agents/bench-versioned/versions?limit=20'), headers: auth })],
+    // The cursor of the page after version KEPT_VERSIONS / 2 + 1 (services/versions.ts writes it so).
+    ['list versions: a page half-way down the cursor', cannonScenario({ url: at(`/api/build/agents/bench-versioned/versions?limit=20&cursor=${Buffer.from(JSON.stringify({ v: KEPT_VERSIONS / 2 + 1 })).toString('base64url')}`), headers: auth })],
     [
       // One run parks at each of its 39 kv.set calls; each approval is a state change that every
       // stream must see: the latency is from the approval's reply to each stream seeing `approval.decided`.
@@ -786,8 +802,10 @@ function report(rows, agentSize) {
     // "A read" of what a list shows: one run (GET /api/build/runs/{id}, the run floor's read).
     ['list runs: first', "run list's first page ≤ 2× a run read's server CPU/op", (r) => r.cpuPerOp <= 2 * find('run floor: GET').cpuPerOp],
     ['list runs: a page half-way', "run list's deep page ≤ 2× a run read's server CPU/op", (r) => r.cpuPerOp <= 2 * find('run floor: GET').cpuPerOp],
+    ['list versions: first', "version list's first page ≤ 2× an agent read's server CPU/op", (r) => r.cpuPerOp <= 2 * find('read agent').cpuPerOp],
+    ['list versions: a page half-way', "version list's deep page ≤ 2× an agent read's server CPU/op", (r) => r.cpuPerOp <= 2 * find('read agent').cpuPerOp],
   ]
-    .filter(([prefix]) => find(prefix) && (!prefix.startsWith('list runs') || find('run floor: GET')))
+    .filter(([prefix]) => find(prefix) && (!prefix.startsWith('list runs') || find('run floor: GET')) && (!prefix.startsWith('list versions') || find('read agent')))
     .map(([prefix, target, met]) => [target, met(find(prefix))]);
   const scenarioRss = rows.filter((r) => !r.baseline).map((r) => r.peakRss);
   if (scenarioRss.length) targets.push(['peak RSS < 250 MB', Math.max(...scenarioRss) < 250]);

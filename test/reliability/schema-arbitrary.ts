@@ -36,6 +36,8 @@ function stringArbitrary(schema: Schema): fc.Arbitrary<unknown> {
   if (schema.format === 'uuid') return fc.uuid({ version: 4 });
   if (schema.format === 'date-time') return fc.date({ min: new Date('2020-01-01'), max: new Date('2030-01-01'), noInvalidDate: true }).map((d) => d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z'));
   if (schema.pattern === '^[a-z0-9]+(-[a-z0-9]+)*$') return slugArbitrary(max);
+  // A kept version's ref (VersionRef): its number, or `<document id>@<number>`.
+  if (String(schema.pattern).startsWith('^([1-9][0-9]{0,8}|')) return fc.oneof(fc.integer({ min: 1, max: 999 }).map(String), fc.tuple(fc.uuid({ version: 4 }), fc.integer({ min: 1, max: 999 })).map(([id, n]) => `${id}@${n}`));
   if (schema.pattern) throw new Error(`no generator for pattern ${String(schema.pattern)}`);
   return text(Math.max(min, 0), max);
 }

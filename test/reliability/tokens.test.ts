@@ -72,7 +72,7 @@ function everyOperation(): Call[] {
     for (const [method, op] of Object.entries(item)) {
       // Operations that declare no security (webhook deliveries: the URL's secret is the credential) take no token.
       if (!op.operationId || op.security?.length === 0) continue;
-      const url = template.replace('{ref}', 'target').replace('{runId}', '5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d').replace('{app}', 'kv').replace('{callId}', 'call_1');
+      const url = template.replace('{ref}', 'target').replace('{runId}', '5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d').replace('{app}', 'kv').replace('{callId}', 'call_1').replace('{version}', '1');
       const example = op.requestBody && Object.values(op.requestBody.content['application/json']!.examples)[0]!.$ref.split('/').pop()!;
       calls.push({ name: op.operationId, method: method.toUpperCase(), path: url, body: example && JSON.stringify(doc.components.examples[example]!.value) });
     }
@@ -86,7 +86,7 @@ function snapshot(): Promise<string> {
 
 test('every attack on every operation is refused with the right status and challenge, and changes nothing', async () => {
   const calls = everyOperation();
-  expect(calls).toHaveLength(27);
+  expect(calls).toHaveLength(35);
   const before = await snapshot();
   for (const call of calls) {
     for (const [attack, headers, status, message] of attacks) {

@@ -4,22 +4,44 @@ import querystring from 'node:querystring';
 import { etagFor } from '../../domain/etag';
 import type { Agent, Workflow } from '../../domain/types';
 import * as agents from '../../services/agents';
-import type { ServiceContext } from '../../services/context';
+import type { Principal, ServiceContext } from '../../services/context';
 import * as versions from '../../services/versions';
 import * as workflows from '../../services/workflows';
+import type { DocumentRecord, VersionRepository } from '../../store/port';
 import { agentWriteReply } from './agents';
 import type { Handlers } from './types';
 import { workflowWriteReply } from './workflows';
 
-/** `Link: <path?query with the next cursor>; rel="next"`, when there is a next page. */
-function nextLink(path: string, limit: number | undefined, nextCursor: string | null): Record<string, string> | undefined {
-  if (nextCursor === null) return undefined;
-  return { Link: `<${path}?${querystring.stringify({ ...(limit !== undefined && { limit }), cursor: nextCursor })}>; rel="next"` };
+const DEFAULT_LIMIT = 20;
+
+/** The replies both kinds give alike: `base` is the kind's collection path. */
+function versionReplies<T>(
+  noun: string,
+  base: string,
+  find: (ctx: ServiceContext, who: Principal, ref: string) => Promise<DocumentRecord<T>>,
+  repository: (ctx: ServiceContext) => VersionRepository<T>,
+) {
+  const kind = (ctx: ServiceContext): versions.VersionedKind<T> => ({ noun, versions: repository(ctx) });
+  return {
+    async list(ctx: ServiceContext, who: Principal, ref: string, query: { limit?: number; cursor?: string }) {
+      const page = await versions.listVersions(kind(ctx), await find(ctx, who, ref), query.limit ?? DEFAULT_LIMIT, query.cursor);
+      // `Link: <path?query with the next cursor>; rel="next"`, when there is a next page.
+      const next = querystring.stringify({ ...(query.limit !== undefined && { limit: query.limit }), cursor: page.nextCursor });
+      const headers = page.nextCursor === null ? undefined : { Link: `<${base}/${encodeURIComponent(ref)}/versions?${next}>; rel="next"` };
+      return { status: 200 as const, headers, body: { data: page.data, next_cursor: page.nextCursor } };
+    },
+    async read(ctx: ServiceContext, who: Principal, ref: string, version: string) {
+      const kept = await versions.readVersion(kind(ctx), await find(ctx, who, ref), version);
+      return { status: 200 as const, headers: { ETag: etagFor(kept.updatedAt) }, rawData: kept.json };
+    },
+    async diff(ctx: ServiceContext, who: Principal, ref: string, version: string, to: string | undefined) {
+      return { status: 200 as const, body: { data: await versions.diffVersions(kind(ctx), await find(ctx, who, ref), version, to) } };
+    },
+  };
 }
 
-const agentKind = (ctx: ServiceContext): versions.VersionedKind<Agent> => ({ noun: 'agent', versions: ctx.store.agents.versions });
-const workflowKind = (ctx: ServiceContext): versions.VersionedKind<Workflow> => ({ noun: 'workflow', versions: ctx.store.workflows.versions });
-const DEFAULT_LIMIT = 20;
+const agentVersions = versionReplies<Agent>('agent', '/api/build/agents', agents.findAgent, (ctx) => ctx.store.agents.versions);
+const workflowVersions = versionReplies<Workflow>('workflow', '/api/build/workflows', workflows.findWorkflow, (ctx) => ctx.store.workflows.versions);
 
 export const versionHandlers: Pick<
   Handlers,
@@ -32,37 +54,14 @@ export const versionHandlers: Pick<
   | 'diffWorkflowVersions'
   | 'restoreWorkflowVersion'
 > = {
-  listAgentVersions: async ({ ctx, principal, params, query }) => {
-    const record = await agents.findAgent(ctx, principal, params.ref);
-    const page = await versions.listVersions(agentKind(ctx), record, query.limit ?? DEFAULT_LIMIT, query.cursor);
-    const headers = nextLink(`/api/build/agents/${encodeURIComponent(params.ref)}/versions`, query.limit, page.nextCursor);
-    return { status: 200, headers, body: { data: page.data, next_cursor: page.nextCursor } };
-  },
-  getAgentVersion: async ({ ctx, principal, params }) => {
-    const version = await versions.readVersion(agentKind(ctx), await agents.findAgent(ctx, principal, params.ref), params.version);
-    return { status: 200, headers: { ETag: etagFor(version.updatedAt) }, rawData: version.json };
-  },
-  diffAgentVersions: async ({ ctx, principal, params, query }) => {
-    const record = await agents.findAgent(ctx, principal, params.ref);
-    return { status: 200, body: { data: await versions.diffVersions(agentKind(ctx), record, params.version, query.to) } };
-  },
+  listAgentVersions: ({ ctx, principal, params, query }) => agentVersions.list(ctx, principal, params.ref, query),
+  getAgentVersion: ({ ctx, principal, params }) => agentVersions.read(ctx, principal, params.ref, params.version),
+  diffAgentVersions: ({ ctx, principal, params, query }) => agentVersions.diff(ctx, principal, params.ref, params.version, query.to),
   restoreAgentVersion: async ({ ctx, principal, params, query, headers }) =>
     agentWriteReply(await agents.restoreAgent(ctx, principal, params.ref, headers['if-match'] as string, params.version, query.force === 'true')),
-
-  listWorkflowVersions: async ({ ctx, principal, params, query }) => {
-    const record = await workflows.findWorkflow(ctx, principal, params.ref);
-    const page = await versions.listVersions(workflowKind(ctx), record, query.limit ?? DEFAULT_LIMIT, query.cursor);
-    const headers = nextLink(`/api/build/workflows/${encodeURIComponent(params.ref)}/versions`, query.limit, page.nextCursor);
-    return { status: 200, headers, body: { data: page.data, next_cursor: page.nextCursor } };
-  },
-  getWorkflowVersion: async ({ ctx, principal, params }) => {
-    const version = await versions.readVersion(workflowKind(ctx), await workflows.findWorkflow(ctx, principal, params.ref), params.version);
-    return { status: 200, headers: { ETag: etagFor(version.updatedAt) }, rawData: version.json };
-  },
-  diffWorkflowVersions: async ({ ctx, principal, params, query }) => {
-    const record = await workflows.findWorkflow(ctx, principal, params.ref);
-    return { status: 200, body: { data: await versions.diffVersions(workflowKind(ctx), record, params.version, query.to) } };
-  },
+  listWorkflowVersions: ({ ctx, principal, params, query }) => workflowVersions.list(ctx, principal, params.ref, query),
+  getWorkflowVersion: ({ ctx, principal, params }) => workflowVersions.read(ctx, principal, params.ref, params.version),
+  diffWorkflowVersions: ({ ctx, principal, params, query }) => workflowVersions.diff(ctx, principal, params.ref, params.version, query.to),
   restoreWorkflowVersion: async ({ ctx, principal, params, headers }) =>
     workflowWriteReply(await workflows.restoreWorkflow(ctx, principal, params.ref, headers['if-match'] as string, params.version)),
 };
