@@ -35,3 +35,4 @@ export function describeProblems(problems: Problem[]): string {
   return problems.map((p) => `${p.path}: ${p.message}`).join('; ');
 }
 export type JsonPatchOperation = S['JsonPatchOperation'];
+export type DocumentVersionPage = S['DocumentVersionPage'];

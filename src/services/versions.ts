@@ -5,7 +5,7 @@
 // the form runs' `workflow_version_id` takes.
 import { compare } from 'fast-json-patch';
 import { formatStamp } from '../domain/stamps';
-import type { JsonPatchOperation } from '../domain/types';
+import type { DocumentVersionPage, JsonPatchOperation } from '../domain/types';
 import { badRequest, notFound } from '../errors';
 import type { DocumentRecord, KeptVersion, Serialized, VersionRepository } from '../store/port';
 
@@ -41,15 +41,21 @@ export async function keptVersion<T>(versions: VersionRepository<T>, record: Doc
   return kept;
 }
 
-/** A page of versions, newest first, and the cursor of the next (null on the last page). */
+/**
+ * A page of versions, newest first, as the reply's JSON (each version's changes as stored), and the
+ * cursor of the next page (null on the last).
+ */
 export async function listVersions<T>(kind: VersionedKind<T>, record: DocumentRecord<T>, limit: number, cursor: string | undefined) {
   const before = cursor === undefined ? null : decodeVersionCursor(cursor);
   const entries = await kind.versions.list(record.id, before, limit + 1);
   const page = entries.slice(0, limit);
   const last = page[page.length - 1];
   const nextCursor = entries.length > limit && last ? Buffer.from(JSON.stringify({ v: last.version })).toString('base64url') : null;
-  const data = page.map((e) => ({ version: e.version, version_id: versionId(record.id, e.version), updated_at: formatStamp(e.stampMicros), author: e.author, changes: e.changes }));
-  return { data, nextCursor };
+  const items = page.map(
+    (e) =>
+      `{"version":${e.version},"version_id":${JSON.stringify(versionId(record.id, e.version))},"updated_at":"${formatStamp(e.stampMicros)}","author":${JSON.stringify(e.author)},"changes":${e.changesJson}}`,
+  );
+  return { json: `{"data":[${items.join(',')}],"next_cursor":${JSON.stringify(nextCursor)}}` as Serialized<DocumentVersionPage>, nextCursor };
 }
 
 function decodeVersionCursor(cursor: string): number {

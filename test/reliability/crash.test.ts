@@ -173,7 +173,7 @@ async function verifyDatabase(restartedAt: string): Promise<{ interrupted: numbe
       db.close();
     }
   }
-  const agents = await storedRows<{ id: string; document: string }>(s, 'SELECT id, document FROM agents');
+  const agents = await storedRows<{ id: string; document: string }>(s, 'SELECT a.id, v.document FROM agents AS a JOIN agent_versions AS v ON v.document_id = a.id AND v.version = a.version');
   for (const agent of agents) {
     const doc = JSON.parse(agent.document) as { triggers: { id: string; kind: string; secret_prefix?: string | null }[] };
     const rows = await storedRows<{ id: string; kind: string; secret_hash: string | null; secret_prefix: string | null }>(

@@ -25,9 +25,9 @@ describe.each(adapters)('$name: document versions', (adapter) => {
     const [second, third] = await replaceTimes(store, ws, created.id, 2);
     const listed = await store.agents.versions.list(created.id, null, 10);
     expect(listed).toEqual([
-      { version: 3, stampMicros: third!.stampMicros, author: 'user-3', changes: ['write 3'] },
-      { version: 2, stampMicros: second!.stampMicros, author: 'user-2', changes: ['write 2'] },
-      { version: 1, stampMicros: created.stampMicros, author: WRITER.author, changes: WRITER.changes },
+      { version: 3, stampMicros: third!.stampMicros, author: 'user-3', changesJson: JSON.stringify(['write 3']) },
+      { version: 2, stampMicros: second!.stampMicros, author: 'user-2', changesJson: JSON.stringify(['write 2']) },
+      { version: 1, stampMicros: created.stampMicros, author: WRITER.author, changesJson: JSON.stringify(WRITER.changes) },
     ]);
     for (const record of [created, second!, third!]) {
       const kept = await store.agents.versions.get(created.id, record.version);
@@ -46,7 +46,7 @@ describe.each(adapters)('$name: document versions', (adapter) => {
     const doc = agent('derived');
     const record = await ok(store.agents.create(ws, doc.id, doc, { deriveSlug: true, limit: 10 }, [], (stored) => ({ author: 'me', changes: [`created as ${stored.slug}`] })));
     expect(record.slug).toBe('derived-2');
-    expect(await store.agents.versions.list(doc.id, null, 10)).toEqual([{ version: 1, stampMicros: record.stampMicros, author: 'me', changes: ['created as derived-2'] }]);
+    expect(await store.agents.versions.list(doc.id, null, 10)).toEqual([{ version: 1, stampMicros: record.stampMicros, author: 'me', changesJson: JSON.stringify(['created as derived-2']) }]);
   });
 
   test('a refused write keeps no version: a stale stamp, a taken slug', async () => {

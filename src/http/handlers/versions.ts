@@ -24,11 +24,13 @@ function versionReplies<T>(
   const kind = (ctx: ServiceContext): versions.VersionedKind<T> => ({ noun, versions: repository(ctx) });
   return {
     async list(ctx: ServiceContext, who: Principal, ref: string, query: { limit?: number; cursor?: string }) {
-      const page = await versions.listVersions(kind(ctx), await find(ctx, who, ref), query.limit ?? DEFAULT_LIMIT, query.cursor);
+      // Query values arrive as text (the schema checked it is a whole number from 1 to 100).
+      const limit = query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit);
+      const page = await versions.listVersions(kind(ctx), await find(ctx, who, ref), limit, query.cursor);
       // `Link: <path?query with the next cursor>; rel="next"`, when there is a next page.
       const next = querystring.stringify({ ...(query.limit !== undefined && { limit: query.limit }), cursor: page.nextCursor });
       const headers = page.nextCursor === null ? undefined : { Link: `<${base}/${encodeURIComponent(ref)}/versions?${next}>; rel="next"` };
-      return { status: 200 as const, headers, body: { data: page.data, next_cursor: page.nextCursor } };
+      return { status: 200 as const, headers, rawBody: page.json };
     },
     async read(ctx: ServiceContext, who: Principal, ref: string, version: string) {
       const kept = await versions.readVersion(kind(ctx), await find(ctx, who, ref), version);

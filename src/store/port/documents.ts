@@ -102,10 +102,12 @@ export interface VersionMeta {
   changes: string[];
 }
 
-/** A kept version, without its document. */
-export interface VersionEntry extends VersionMeta {
+/** A kept version, without its document; its changes as stored (JSON text: a list's page sends it as is). */
+export interface VersionEntry {
   version: number;
   stampMicros: number;
+  author: string | null;
+  changesJson: Serialized<string[]>;
 }
 
 /** A kept version with the document it kept, as serialised. */

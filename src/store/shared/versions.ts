@@ -45,7 +45,7 @@ export const entryOfRow = (row: VersionRow): VersionEntry => ({
   version: row.version,
   stampMicros: Number(row.stamp_us),
   author: row.author,
-  changes: JSON.parse(row.changes) as string[],
+  changesJson: row.changes as VersionEntry['changesJson'],
 });
 
 export const keptOfRow = <T>(row: VersionRow): KeptVersion<T> => ({ ...entryOfRow(row), json: row.document as KeptVersion<T>['json'] });

@@ -11,6 +11,7 @@ import type { CreateOptions, CreateOutcome, DocumentRecord, ListVersion, Replace
 import { chooseSlug, newVersion, stamped, StoredVersion, versionOfRow, type DocumentRow } from '../shared/documents';
 import { ListCache } from '../shared/list-cache';
 import { RowCache } from '../shared/row-cache';
+import { versionTable } from '../shared/versions';
 import { sqliteVersions } from './versions';
 
 type Statement = Database.Statement<unknown[]>;
@@ -40,19 +41,21 @@ export interface DocumentTableSpec<T extends { slug?: string; updated_at?: strin
 function documentStatements(db: Db, spec: Pick<DocumentTableSpec<never>, 'table' | 'columns' | 'listSql'>) {
   const { table } = spec;
   const extra = Object.keys(spec.columns);
-  const selectCols = 'id, workspace_id, slug, version, stamp_us, document';
-  const byId = db.prepare(`SELECT ${selectCols} FROM ${table} WHERE workspace_id = ? AND id = ?`);
-  const bySlug = db.prepare(`SELECT ${selectCols} FROM ${table} WHERE workspace_id = ? AND slug = ?`);
+  // The document's text is its current version's (migrations/013): kept once, by the version's write.
+  const selectFrom = `SELECT d.id, d.workspace_id, d.slug, d.version, d.stamp_us, v.document FROM ${table} AS d
+    JOIN ${versionTable(table)} AS v ON v.document_id = d.id AND v.version = d.version`;
+  const byId = db.prepare(`${selectFrom} WHERE d.workspace_id = ? AND d.id = ?`);
+  const bySlug = db.prepare(`${selectFrom} WHERE d.workspace_id = ? AND d.slug = ?`);
   // What a replace checks (a document's stamp) without reading the document itself.
   const versionOf = db.prepare(`SELECT slug, version, stamp_us FROM ${table} WHERE workspace_id = ? AND id = ?`);
   const slugTaken = db.prepare(`SELECT 1 FROM ${table} WHERE workspace_id = ? AND slug = ?`).pluck();
   const count = db.prepare(`SELECT COUNT(*) FROM ${table} WHERE workspace_id = ?`).pluck();
   const insert = db.prepare(
-    `INSERT INTO ${table} (id, workspace_id, slug, version, stamp_us, document, created_at${extra.map((c) => `, ${c}`).join('')})
-     VALUES (@id, @workspace_id, @slug, 1, @stamp_us, @document, @created_at${extra.map((c) => `, @${c}`).join('')})`,
+    `INSERT INTO ${table} (id, workspace_id, slug, version, stamp_us, created_at${extra.map((c) => `, ${c}`).join('')})
+     VALUES (@id, @workspace_id, @slug, 1, @stamp_us, @created_at${extra.map((c) => `, @${c}`).join('')})`,
   );
   const update = db.prepare(
-    `UPDATE ${table} SET version = version + 1, stamp_us = @stamp_us, document = @document${extra.map((c) => `, ${c} = @${c}`).join('')}
+    `UPDATE ${table} SET version = version + 1, stamp_us = @stamp_us${extra.map((c) => `, ${c} = @${c}`).join('')}
      WHERE id = @id AND stamp_us = @expected_stamp_us`,
   );
   const remove = db.prepare(`DELETE FROM ${table} WHERE workspace_id = ? AND id = ?`);
@@ -106,7 +109,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     if (slug === 'limit_reached' || slug === 'slug_taken') return { ok: false, reason: slug };
     const version = newVersion(workspaceId, id, doc, slug, clock.next(), opts);
     if (!(version instanceof StoredVersion)) return version;
-    insert.run({ id, workspace_id: workspaceId, slug, stamp_us: version.stampMicros, document: version.json, created_at: new Date().toISOString(), ...columnValues(version.document) });
+    insert.run({ id, workspace_id: workspaceId, slug, stamp_us: version.stampMicros, created_at: new Date().toISOString(), ...columnValues(version.document) });
     versions.keep(id, 1, version.stampMicros, meta(version.document), version.json);
     lists.drop(workspaceId);
     spec.afterWrite?.(id, version.document, extra, workspaceId);
@@ -121,7 +124,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     // The compare-and-set itself is this UPDATE's count; the read above only refuses early. (Inside
     // the group's write transaction nothing else can change the row in between; the guarantee does
     // not rest on that.)
-    if (update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, document: json, ...columnValues(final) }).changes !== 1) {
+    if (update.run({ id, expected_stamp_us: expectedStampMicros, stamp_us: stampMicros, ...columnValues(final) }).changes !== 1) {
       return stored(workspaceId, id);
     }
     versions.keep(id, row.version + 1, stampMicros, meta, json);
