@@ -232,6 +232,5 @@ test('no version holds a webhook secret, a signing secret or a secret’s hash',
   for (const text of versions) for (const hidden of [secret, signing]) expect(text).not.toContain(hidden);
   const stored = await storedBytes(t.config);
   for (const hidden of [secret, signing]) expect(stored.includes(Buffer.from(hidden))).toBe(false);
-  const kept = (await storedValue<string>(t.config, 'SELECT document FROM agent_versions WHERE document_id = ? AND version = 1', [document.id]))!;
-  expect(kept).not.toMatch(/secret_hash|signing_secret/);
+  for (const text of versions) expect(text).not.toMatch(/secret_hash|signing_secret/);
 });

@@ -26,10 +26,6 @@ CREATE TABLE workflow_versions (
 -- The documents stored before versions began keep their current version, with no author.
 INSERT INTO agent_versions (document_id, version, stamp_us, author, changes, document) SELECT id, version, stamp_us, NULL, '[]', document FROM agents;
 INSERT INTO workflow_versions (document_id, version, stamp_us, author, changes, document) SELECT id, version, stamp_us, NULL, '[]', document FROM workflows;
--- A page of a version list reads this index alone: a version's row holds its document (one page
--- or more each), which a list does not show.
-CREATE INDEX agent_versions_listed ON agent_versions (document_id, version, stamp_us, author, changes);
-CREATE INDEX workflow_versions_listed ON workflow_versions (document_id, version, stamp_us, author, changes);
 ALTER TABLE agents DROP COLUMN document;
 ALTER TABLE workflows DROP COLUMN document;
 CREATE INDEX runs_by_target ON runs (target_id, target_version);
