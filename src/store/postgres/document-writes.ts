@@ -142,7 +142,7 @@ export const triggerFollower: Follower<Agent, SecretRow[]> = {
 };
 
 /**
- * A create's or replace's version kept (port/versions.ts): the document as written, numbered as
+ * A create's or replace's version kept (port/documents.ts): the document as written, numbered as
  * `written` numbered it, @author and @changes (JSON) beside it.
  */
 const versionKept = (table: ListedTable) => `

@@ -1,4 +1,4 @@
-// The documents' kept versions on PostgreSQL (port/versions.ts): kept by each document write's own
+// The documents' kept versions on PostgreSQL (port/documents.ts): kept by each document write's own
 // statement (document-writes.ts), read by the primary key.
 import type { VersionMeta, VersionRepository } from '../port';
 import { numbered } from '../shared/statements';

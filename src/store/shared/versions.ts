@@ -1,4 +1,4 @@
-// What both adapters run alike for the documents' kept versions (port/versions.ts): the statements,
+// What both adapters run alike for the documents' kept versions (port/documents.ts): the statements,
 // with `@name` parameters (PostgreSQL's adapter numbers them), and the rows read back.
 import type { KeptVersion, VersionEntry } from '../port';
 

@@ -1,5 +1,6 @@
-// The documents' kept versions on SQLite (port/versions.ts): kept by each document write inside its
-// savepoint (document-table.ts), read by the primary key.
+// The documents' kept versions on SQLite (port/documents.ts): kept by each document write inside its
+// savepoint (document-table.ts), read by the primary key. The current version's row holds the
+// document's text (migrations/013): a document read takes it from there.
 import type { VersionMeta, VersionRepository } from '../port';
 import { entryOfRow, keptOfRow, NO_VERSION_ABOVE, versionStatements, type DocumentTable, type VersionRow } from '../shared/versions';
 import type { Db } from './database';
