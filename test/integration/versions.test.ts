@@ -191,6 +191,10 @@ test('a test run of a kept version runs it and says which; the current version d
   const unknown = await t.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: doc.id } }, body: { prompt: 'hello', version: 7 } });
   expect(unknown.response.status).toBe(404);
   expect((unknown.error as { error: string }).error).toMatch(/^body\.version: /);
+  // Archived now, the agent runs no version of itself: the current version decides.
+  await t.client().POST('/api/build/agents/{ref}/status', { params: { path: { ref: doc.id }, header: { 'If-Match': await etagOf(doc.id) } }, body: { status: 'archived' } });
+  const archived = await t.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: doc.id } }, body: { prompt: 'hello', version: 1 } });
+  expect(archived.response.status).toBe(409);
 });
 
 test('workflows: versions kept, restored and run; deleting the workflow deletes them', async () => {

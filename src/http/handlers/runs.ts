@@ -1,15 +1,9 @@
 // Runs: their projections (test runs by their starter; runs triggers and schedules started by the
 // workspace) and the lists of them, paged by cursor (the next page's link in `Link` too).
-import querystring from 'node:querystring';
 import * as runs from '../../services/runs';
 import * as lists from '../../services/run-lists';
+import { nextLink } from './next-link';
 import type { Handlers } from './types';
-
-/** `Link: <path?query with the next cursor>; rel="next"`, when there is a next page. */
-function nextLink(path: string, query: lists.ListParams, nextCursor: string | null): Record<string, string> | undefined {
-  if (nextCursor === null) return undefined;
-  return { Link: `<${path}?${querystring.stringify({ ...query, cursor: nextCursor })}>; rel="next"` };
-}
 
 export const runHandlers: Pick<Handlers, 'getAgentRun' | 'getWorkflowRun' | 'listAgentRuns' | 'listWorkflowRuns'> = {
   getAgentRun: async ({ ctx, principal, params }) => ({ status: 200, body: { data: await runs.getAgentRun(ctx, principal, params.runId) } }),

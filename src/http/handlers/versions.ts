@@ -1,6 +1,5 @@
 // The kept versions of agents and workflows: list, read, compare, restore (services/versions.ts;
 // a restore is the kind's replace, so its reply is a write result).
-import querystring from 'node:querystring';
 import { etagFor } from '../../domain/etag';
 import type { Agent, Workflow } from '../../domain/types';
 import * as agents from '../../services/agents';
@@ -9,6 +8,7 @@ import * as versions from '../../services/versions';
 import * as workflows from '../../services/workflows';
 import type { DocumentRecord, VersionRepository } from '../../store/port';
 import { agentWriteReply } from './agents';
+import { nextLink } from './next-link';
 import type { Handlers } from './types';
 import { workflowWriteReply } from './workflows';
 
@@ -27,10 +27,7 @@ function versionReplies<T>(
       // Query values arrive as text (the schema checked it is a whole number from 1 to 100).
       const limit = query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit);
       const page = await versions.listVersions(kind(ctx), await find(ctx, who, ref), limit, query.cursor);
-      // `Link: <path?query with the next cursor>; rel="next"`, when there is a next page.
-      const next = querystring.stringify({ ...(query.limit !== undefined && { limit: query.limit }), cursor: page.nextCursor });
-      const headers = page.nextCursor === null ? undefined : { Link: `<${base}/${encodeURIComponent(ref)}/versions?${next}>; rel="next"` };
-      return { status: 200 as const, headers, rawBody: page.json };
+      return { status: 200 as const, headers: nextLink(`${base}/${encodeURIComponent(ref)}/versions`, query, page.nextCursor), rawBody: page.json };
     },
     async read(ctx: ServiceContext, who: Principal, ref: string, version: string) {
       const kept = await versions.readVersion(kind(ctx), await find(ctx, who, ref), version);
