@@ -220,6 +220,9 @@ async function startService(dir, dataDir, databaseUrl = null, replicas = 1) {
     // and per-process defaults (20 streams, 1,000 connections), as an operator would set them for it.
     EVENT_STREAMS_PER_CALLER: String(STREAMS + 100),
     HTTP_MAX_CONNECTIONS: String(4 * STREAMS + 1000),
+    // The version lists' document keeps all its versions (the default, 100, would let maintenance
+    // prune them during a long run), as an operator who wants that history would set it.
+    VERSIONS_KEPT: String(KEPT_VERSIONS),
     ...(databaseUrl && { DATABASE_URL: databaseUrl }),
   };
   const processes = [];
@@ -507,6 +510,31 @@ function scenariosOf(service) {
     [`list versions: first page (${KEPT_VERSIONS.toLocaleString('en-US')} versions of one agent)`, cannonScenario({ url: at('/api/build/agents/bench-versioned/versions?limit=20'), headers: auth })],
     // The cursor of the page after version KEPT_VERSIONS / 2 + 1 (services/versions.ts writes it so).
     ['list versions: a page half-way down the cursor', cannonScenario({ url: at(`/api/build/agents/bench-versioned/versions?limit=20&cursor=${Buffer.from(JSON.stringify({ v: KEPT_VERSIONS / 2 + 1 })).toString('base64url')}`), headers: auth })],
+    [
+      // Pages a repeated read finds held (the two rows above) against pages read once: each connection
+      // walks the whole list by its next_cursor with a limit of its own (10 to 30, 20 on average), so
+      // the pages walked outnumber what the held pages' budget keeps and almost every page is built.
+      'list versions: cursor walks, each page read once (limits 10–30)',
+      async (seconds) => {
+        let walker = 0;
+        const result = await statefulCannon(
+          {
+            url: everyReplica,
+            duration: seconds,
+            requests: [
+              {
+                setupRequest: (req, state) => ({ ...req, method: 'GET', path: `/api/build/agents/bench-versioned/versions?limit=${state.limit}${state.cursor ? `&cursor=${state.cursor}` : ''}`, headers: auth, body: undefined }),
+                onResponse: (status, body, state) => {
+                  state.cursor = status === 200 ? JSON.parse(body).next_cursor : null;
+                },
+              },
+            ],
+          },
+          () => ({ limit: 10 + (walker++ % 21), cursor: null }),
+        );
+        return { ...summarise(result), unit: 'req/s' };
+      },
+    ],
     [
       // One run parks at each of its 39 kv.set calls; each approval is a state change that every
       // stream must see: the latency is from the approval's reply to each stream seeing `approval.decided`.
@@ -804,6 +832,7 @@ function report(rows, agentSize) {
     ['list runs: a page half-way', "run list's deep page ≤ 2× a run read's server CPU/op", (r) => r.cpuPerOp <= 2 * find('run floor: GET').cpuPerOp],
     ['list versions: first', "version list's first page ≤ 2× an agent read's server CPU/op", (r) => r.cpuPerOp <= 2 * find('read agent').cpuPerOp],
     ['list versions: a page half-way', "version list's deep page ≤ 2× an agent read's server CPU/op", (r) => r.cpuPerOp <= 2 * find('read agent').cpuPerOp],
+    ['list versions: cursor walks', "version list's pages read once ≤ 2× an agent read's server CPU/op", (r) => r.cpuPerOp <= 2 * find('read agent').cpuPerOp],
   ]
     .filter(([prefix]) => find(prefix) && (!prefix.startsWith('list runs') || find('run floor: GET')) && (!prefix.startsWith('list versions') || find('read agent')))
     .map(([prefix, target, met]) => [target, met(find(prefix))]);

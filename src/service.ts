@@ -19,6 +19,7 @@ import type { ServiceContext } from './services/context';
 import { createRunEventFeed } from './services/run-event-feed';
 import { createSecretBox, generateSecretKey, parseSecretKeys, type SecretBox } from './services/secret-box';
 import { resealSigningSecrets } from './services/webhooks';
+import { VersionPages } from './services/version-pages';
 import { readOrCreateKeyFile, SECRETS_KEY_FILE } from './data-directory/key-file';
 
 export interface Service {
@@ -113,6 +114,7 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
     eventsHeartbeatMs: config.eventsHeartbeatMs,
     eventStreamsPerCaller: config.eventStreamsPerCaller,
     cancelWaitMs: config.cancelWaitMs,
+    versionPages: new VersionPages(config.versionsKept),
   };
   const app = await createApp({
     ctx,

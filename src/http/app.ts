@@ -110,13 +110,12 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
   return app;
 }
 
-/** Encoded replies of stored versions (see Reply's `stable`): a read of a document sends the same bytes until it changes. */
+/** Encoded replies of stored versions and held pages (see Reply's `stable`): a read of a document sends the same bytes until it changes. */
 const encodedReplies = new WeakMap<object, Buffer>();
 
 function replyBytes(reply: Exclude<Reply, { stream: unknown } | { noContent: true }>): Buffer {
   if ('body' in reply) return Buffer.from(JSON.stringify(reply.body));
-  if ('rawBody' in reply) return Buffer.from(reply.rawBody);
-  const encode = () => Buffer.from(`{"data":${reply.rawData}}`);
+  const encode = () => Buffer.from('rawBody' in reply ? reply.rawBody : `{"data":${reply.rawData}}`);
   if (!reply.stable) return encode();
   let bytes = encodedReplies.get(reply.stable);
   if (!bytes) encodedReplies.set(reply.stable, (bytes = encode()));

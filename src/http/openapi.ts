@@ -19,7 +19,7 @@ import { useFastStringLength } from './string-length';
 
 export type Reply = { status: number; headers?: Record<string, string> } & (
   | { body: unknown }
-  | { rawBody: string }
+  | { rawBody: string; stable?: object }
   | { rawData: string; stable?: object }
   | { stream: EventStream }
   | { noContent: true }

@@ -5,6 +5,7 @@ import type { QueuedRun } from '../runtime/runner';
 import type { Store } from '../store/port';
 import type { RunEventFeed } from './run-event-feed';
 import type { SecretBox } from './secret-box';
+import type { VersionPages } from './version-pages';
 
 // The caller's type lives in domain (auth names it too); the use cases take it from here.
 export type { Principal };
@@ -34,5 +35,7 @@ export interface ServiceContext {
   eventStreamsPerCaller: number;
   /** How long a cancel waits for a running run to stop before it answers 202. */
   cancelWaitMs: number;
+  /** The version lists' pages held (services/version-pages.ts). */
+  versionPages: VersionPages;
 }
 

@@ -8,6 +8,7 @@ import { formatStamp } from '../domain/stamps';
 import type { DocumentVersionPage, JsonPatchOperation } from '../domain/types';
 import { badRequest, notFound } from '../errors';
 import type { DocumentRecord, KeptVersion, Serialized, VersionRepository } from '../store/port';
+import type { VersionPage, VersionPages } from './version-pages';
 
 export interface VersionedKind<T> {
   /** 'agent' or 'workflow', in messages. */
@@ -43,19 +44,24 @@ export async function keptVersion<T>(versions: VersionRepository<T>, record: Doc
 
 /**
  * A page of versions, newest first, as the reply's JSON (each version's changes as stored), and the
- * cursor of the next page (null on the last).
+ * cursor of the next page (null on the last). The first page starts at the version `record` is:
+ * a version written since the document was read is on no page of this read. `pages`: those held
+ * (both kinds may share them: document ids are unique).
  */
-export async function listVersions<T>(kind: VersionedKind<T>, record: DocumentRecord<T>, limit: number, cursor: string | undefined) {
-  const before = cursor === undefined ? null : decodeVersionCursor(cursor);
-  const entries = await kind.versions.list(record.id, before, limit + 1);
-  const page = entries.slice(0, limit);
-  const last = page[page.length - 1];
-  const nextCursor = entries.length > limit && last ? Buffer.from(JSON.stringify({ v: last.version })).toString('base64url') : null;
-  const items = page.map(
-    (e) =>
-      `{"version":${e.version},"version_id":${JSON.stringify(versionId(record.id, e.version))},"updated_at":"${formatStamp(e.stampMicros)}","author":${JSON.stringify(e.author)},"changes":${e.changesJson}}`,
-  );
-  return { json: `{"data":[${items.join(',')}],"next_cursor":${JSON.stringify(nextCursor)}}` as Serialized<DocumentVersionPage>, nextCursor };
+export function listVersions<T>(kind: VersionedKind<T>, pages: VersionPages, record: DocumentRecord<T>, limit: number, cursor: string | undefined): Promise<VersionPage> {
+  const before = cursor === undefined ? record.version + 1 : decodeVersionCursor(cursor);
+  return pages.get(record.id, record.version, before, limit, async () => {
+    const entries = await kind.versions.list(record.id, before, limit + 1);
+    const page = entries.slice(0, limit);
+    const last = page[page.length - 1];
+    const nextCursor = entries.length > limit && last ? Buffer.from(JSON.stringify({ v: last.version })).toString('base64url') : null;
+    const items = page.map(
+      (e) =>
+        `{"version":${e.version},"version_id":${JSON.stringify(versionId(record.id, e.version))},"updated_at":"${formatStamp(e.stampMicros)}","author":${JSON.stringify(e.author)},"changes":${e.changesJson}}`,
+    );
+    const json = `{"data":[${items.join(',')}],"next_cursor":${JSON.stringify(nextCursor)}}` as Serialized<DocumentVersionPage>;
+    return { page: { json, nextCursor }, lowestRead: entries[entries.length - 1]?.version ?? null };
+  });
 }
 
 function decodeVersionCursor(cursor: string): number {

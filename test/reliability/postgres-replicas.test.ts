@@ -90,7 +90,7 @@ test('200 replaces with one stamp spread over the replicas: exactly one wins; ev
   }
 });
 
-test('reads after writes on other replicas see the write; stamps strictly increase across replicas', async () => {
+test('reads after writes on other replicas see the write (documents, lists, version pages); stamps strictly increase across replicas', async () => {
   for (let i = 0; i < 60; i++) {
     const [a, b, c] = [...replicas].sort(() => Math.random() - 0.5) as [ServerProcess, ServerProcess, ServerProcess];
     const created = await a.client().PUT('/api/build/workflows', {
@@ -115,6 +115,11 @@ test('reads after writes on other replicas see the write; stamps strictly increa
       expect(after.data!.data).toEqual(doc);
       const list = await anyReplica().client().GET('/api/build/workflows');
       expect(list.data!.data.find((w) => w.slug === doc.slug)).toMatchObject({ name: doc.name, updated_at: doc.updated_at, version: replaced.data!.data.version });
+      // Every replica held the version list's first page of the previous version (read after the previous write): each shows this one first.
+      for (const replica of replicas) {
+        const page = await replica.client().GET('/api/build/workflows/{ref}/versions', { params: { path: { ref: doc.slug }, query: { limit: 2 } } });
+        expect(page.data!.data.map((v) => v.version)).toEqual([replaced.data!.data.version, replaced.data!.data.version - 1]);
+      }
     }
   }
 });

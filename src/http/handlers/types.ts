@@ -30,14 +30,14 @@ type DataOf<B> = B extends { data: infer D } ? D : never;
 /**
  * A success reply: `body`; the whole body's JSON text (`rawBody`, sent as is); or `data`'s JSON text
  * as stored (`rawData`), which is sent inside `{"data":…}` without being parsed and serialised again. `stable`: an object that lives as long as
- * `rawData` stays what it is (a stored version of a document, a built list); the encoded reply is kept with it.
+ * `rawData` or `rawBody` stays what it is (a stored version of a document, a built list, a held page); the encoded reply is kept with it.
  * A response the spec gives no content (204) is `noContent`.
  */
 export type ReplyOf<K extends OperationId> = {
   [S in keyof Op<K>['responses'] & SuccessStatus]:
     | { status: S; body: JsonOf<Op<K>['responses'][S]>; headers?: Record<string, string> }
     | { status: S; rawData: Serialized<DataOf<JsonOf<Op<K>['responses'][S]>>>; stable?: object; headers?: Record<string, string> }
-    | { status: S; rawBody: Serialized<JsonOf<Op<K>['responses'][S]>>; headers?: Record<string, string> }
+    | { status: S; rawBody: Serialized<JsonOf<Op<K>['responses'][S]>>; stable?: object; headers?: Record<string, string> }
     | (Op<K>['responses'][S] extends { content: { 'text/event-stream': unknown } } ? { status: S; stream: EventStream } : never)
     | (Op<K>['responses'][S] extends { content?: never } ? { status: S; noContent: true; headers?: Record<string, string> } : never);
 }[keyof Op<K>['responses'] & SuccessStatus];

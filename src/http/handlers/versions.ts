@@ -26,8 +26,8 @@ function versionReplies<T>(
     async list(ctx: ServiceContext, who: Principal, ref: string, query: { limit?: number; cursor?: string }) {
       // Query values arrive as text (the schema checked it is a whole number from 1 to 100).
       const limit = query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit);
-      const page = await versions.listVersions(kind(ctx), await find(ctx, who, ref), limit, query.cursor);
-      return { status: 200 as const, headers: nextLink(`${base}/${encodeURIComponent(ref)}/versions`, query, page.nextCursor), rawBody: page.json };
+      const page = await versions.listVersions(kind(ctx), ctx.versionPages, await find(ctx, who, ref), limit, query.cursor);
+      return { status: 200 as const, headers: nextLink(`${base}/${encodeURIComponent(ref)}/versions`, query, page.nextCursor), rawBody: page.json, stable: page };
     },
     async read(ctx: ServiceContext, who: Principal, ref: string, version: string) {
       const kept = await versions.readVersion(kind(ctx), await find(ctx, who, ref), version);
