@@ -1,26 +1,20 @@
-// Listing runs: the filters of a list request checked and turned into a store query, the opaque
-// cursor (the last id shown, base64url JSON), and the page as JSON (its items come from the store
-// as the JSON of their short projection: see store/shared/run-lists.ts).
+// Listing runs: the filters of a list request checked and turned into a store query, the cursor
+// (the last id shown: pages.ts), and the page as JSON (its items come from the store as the JSON of
+// their short projection: see store/shared/run-lists.ts).
 import type { components } from '../../generated/api';
 import { badRequest } from '../errors';
 import { isUuid } from '../ids';
-import { type RunKind, type RunListQuery, type RunListRow, type RunStatus, type Serialized } from '../store/port';
+import { type RunKind, type RunListQuery, type RunListRow, type RunStatus } from '../store/port';
 import type { Principal, ServiceContext } from './context';
+import { DEFAULT_PAGE, decodeCursor, pageOf, type Page } from './pages';
 
 type AgentRunListItemPage = components['schemas']['AgentRunListItemPage'];
 type WorkflowRunListItemPage = components['schemas']['WorkflowRunListItemPage'];
 
-export const DEFAULT_PAGE = 20;
 const STATUSES: readonly RunStatus[] = ['queued', 'running', 'awaiting_approval', 'succeeded', 'failed', 'refused', 'cancelled'];
 
 /** The query string of a list request as node parsed it (a repeated parameter is an array). */
 export type ListParams = Record<string, string | string[] | undefined>;
-
-export interface Page<T> {
-  /** The page's JSON: `data` and `next_cursor`. */
-  json: Serialized<T>;
-  nextCursor: string | null;
-}
 
 const one = (params: ListParams, name: string): string | undefined => {
   const value = params[name];
@@ -28,19 +22,8 @@ const one = (params: ListParams, name: string): string | undefined => {
   return value;
 };
 
-export function encodeCursor(id: string): string {
-  return Buffer.from(JSON.stringify({ id })).toString('base64url');
-}
-
-export function decodeCursor(cursor: string): string {
-  try {
-    const { id } = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { id?: unknown };
-    if (typeof id === 'string' && isUuid(id)) return id.toLowerCase();
-  } catch {
-    // falls through to the 400
-  }
-  throw badRequest('cursor: not a cursor of this list; pass the next_cursor of the previous page as it was given');
-}
+/** The run id a run list's cursor names: the last one the previous page showed. */
+export const decodeRunCursor = (cursor: string): string => decodeCursor(cursor, ({ id }) => (typeof id === 'string' && isUuid(id) ? id.toLowerCase() : undefined));
 
 function instant(params: ListParams, name: string): string | undefined {
   const value = one(params, name);
@@ -70,17 +53,12 @@ async function queryOf(kind: RunKind, who: Principal, params: ListParams, target
     ...(one(params, 'source') !== undefined && { source: one(params, 'source') }),
     ...(instant(params, 'started_after') !== undefined && { acceptedFrom: instant(params, 'started_after') }),
     ...(instant(params, 'started_before') !== undefined && { acceptedBefore: instant(params, 'started_before') }),
-    ...(cursor !== undefined && { beforeId: decodeCursor(cursor) }),
+    ...(cursor !== undefined && { beforeId: decodeRunCursor(cursor) }),
     limit: limit + 1, // one more than shown: whether a next page exists
   };
 }
 
-function paged<T>(rows: RunListRow[], limit: number): Page<T> {
-  const shown = rows.slice(0, limit);
-  const nextCursor = rows.length > limit ? encodeCursor(shown[shown.length - 1]!.id) : null;
-  const items = shown.map((row) => row.item).join(',');
-  return { json: `{"data":[${items}],"next_cursor":${JSON.stringify(nextCursor)}}` as Serialized<T>, nextCursor };
-}
+const paged = <T>(rows: RunListRow[], limit: number): Page<T> => pageOf(rows, limit, (row) => row.item, (last) => ({ id: last.id }));
 
 export async function listAgentRuns(ctx: ServiceContext, who: Principal, params: ListParams): Promise<Page<AgentRunListItemPage>> {
   const query = await queryOf('agent', who, params, async (ref) => {

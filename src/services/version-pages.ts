@@ -8,12 +8,9 @@
 // read, which the store confirms against other replicas' writes.
 import type { DocumentVersionPage } from '../domain/types';
 import { BudgetedMap } from '../store/shared/budgeted-map';
-import type { Serialized } from '../store/port';
+import type { Page } from './pages';
 
-export interface VersionPage {
-  json: Serialized<DocumentVersionPage>;
-  nextCursor: string | null;
-}
+export type VersionPage = Page<DocumentVersionPage>;
 
 /** A page as built, with the lowest version its query read (the next page's first included; null when it read none). */
 export interface BuiltVersionPage {

@@ -7,7 +7,8 @@ import { compare } from 'fast-json-patch';
 import { formatStamp } from '../domain/stamps';
 import type { DocumentVersionPage, JsonPatchOperation } from '../domain/types';
 import { badRequest, notFound } from '../errors';
-import type { DocumentRecord, KeptVersion, Serialized, VersionRepository } from '../store/port';
+import type { DocumentRecord, KeptVersion, Serialized, VersionEntry, VersionRepository } from '../store/port';
+import { DEFAULT_PAGE, decodeCursor, pageOf } from './pages';
 import type { VersionPage, VersionPages } from './version-pages';
 
 export interface VersionedKind<T> {
@@ -46,33 +47,23 @@ export async function keptVersion<T>(versions: VersionRepository<T>, record: Doc
  * A page of versions, newest first, as the reply's JSON (each version's changes as stored), and the
  * cursor of the next page (null on the last). The first page starts at the version `record` is:
  * a version written since the document was read is on no page of this read. `pages`: those held
- * (both kinds may share them: document ids are unique).
+ * (both kinds may share them: document ids are unique). `limitParam`: the query's, which the schema
+ * checked is a whole number from 1 to 100 but which arrives as text.
  */
-export function listVersions<T>(kind: VersionedKind<T>, pages: VersionPages, record: DocumentRecord<T>, limit: number, cursor: string | undefined): Promise<VersionPage> {
+export function listVersions<T>(kind: VersionedKind<T>, pages: VersionPages, record: DocumentRecord<T>, limitParam: number | string | undefined, cursor: string | undefined): Promise<VersionPage> {
+  const limit = limitParam === undefined ? DEFAULT_PAGE : Number(limitParam);
   const before = cursor === undefined ? record.version + 1 : decodeVersionCursor(cursor);
   return pages.get(record.id, record.version, before, limit, async () => {
     const entries = await kind.versions.list(record.id, before, limit + 1);
-    const page = entries.slice(0, limit);
-    const last = page[page.length - 1];
-    const nextCursor = entries.length > limit && last ? Buffer.from(JSON.stringify({ v: last.version })).toString('base64url') : null;
-    const items = page.map(
-      (e) =>
-        `{"version":${e.version},"version_id":${JSON.stringify(versionId(record.id, e.version))},"updated_at":"${formatStamp(e.stampMicros)}","author":${JSON.stringify(e.author)},"changes":${e.changesJson}}`,
-    );
-    const json = `{"data":[${items.join(',')}],"next_cursor":${JSON.stringify(nextCursor)}}` as Serialized<DocumentVersionPage>;
-    return { page: { json, nextCursor }, lowestRead: entries[entries.length - 1]?.version ?? null };
+    const item = (e: VersionEntry) =>
+      `{"version":${e.version},"version_id":${JSON.stringify(versionId(record.id, e.version))},"updated_at":"${formatStamp(e.stampMicros)}","author":${JSON.stringify(e.author)},"changes":${e.changesJson}}`;
+    const page = pageOf<VersionEntry, DocumentVersionPage>(entries, limit, item, (last) => ({ v: last.version }));
+    return { page, lowestRead: entries[entries.length - 1]?.version ?? null };
   });
 }
 
-function decodeVersionCursor(cursor: string): number {
-  try {
-    const { v } = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown };
-    if (typeof v === 'number' && Number.isInteger(v) && v >= 1) return v;
-  } catch {
-    // falls through to the 400
-  }
-  throw badRequest('cursor: not a cursor of this list; pass the next_cursor of the previous page as it was given');
-}
+/** The version a version list's cursor names: the page continues below it. */
+const decodeVersionCursor = (cursor: string): number => decodeCursor(cursor, ({ v }) => (typeof v === 'number' && Number.isInteger(v) && v >= 1 ? v : undefined));
 
 /** One version as stored, and its stamp (the ETag's value). */
 export async function readVersion<T>(kind: VersionedKind<T>, record: DocumentRecord<T>, ref: string) {

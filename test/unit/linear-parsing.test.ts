@@ -14,7 +14,7 @@ import { projectRoot, specPath } from '../../src/paths';
 import { parseIfMatch } from '../../src/domain/etag';
 import { cronProblem, nextDueAfter } from '../../src/domain/schedule';
 import { referencesIn } from '../../src/domain/templates';
-import { decodeCursor } from '../../src/services/run-lists';
+import { decodeRunCursor } from '../../src/services/run-lists';
 import { positionOf } from '../../src/services/run-events';
 import { loggablePath } from '../../src/log';
 import { parseCallLine } from '../../src/runtime/models/scripted';
@@ -87,7 +87,7 @@ test.each([
   ['If-Match', () => parseIfMatch(`${'"a", '.repeat(HEADER / 5)}"b`)],
   ['If-Match (spaces)', () => parseIfMatch(`"${' '.repeat(HEADER)}`)],
   ['Last-Event-ID', () => positionOf('9'.repeat(HEADER))],
-  ['cursor', () => decodeCursor(Buffer.from(`{"id":"${' '.repeat(BODY)}"}`).toString('base64url'))],
+  ['cursor', () => decodeRunCursor(Buffer.from(`{"id":"${' '.repeat(BODY)}"}`).toString('base64url'))],
   ['cron', () => cronProblem(`${'1,'.repeat(59)}1 ${'* '.repeat(20)}`)],
   ['cron (never due)', () => nextDueAfter('0 0 31 2 *', 'UTC', Date.now())],
   ['templates', () => referencesIn(`{{${' '.repeat(BODY)}`)],

@@ -12,8 +12,6 @@ import { nextLink } from './next-link';
 import type { Handlers } from './types';
 import { workflowWriteReply } from './workflows';
 
-const DEFAULT_LIMIT = 20;
-
 /** The replies both kinds give alike: `base` is the kind's collection path. */
 function versionReplies<T>(
   noun: string,
@@ -24,9 +22,7 @@ function versionReplies<T>(
   const kind = (ctx: ServiceContext): versions.VersionedKind<T> => ({ noun, versions: repository(ctx) });
   return {
     async list(ctx: ServiceContext, who: Principal, ref: string, query: { limit?: number; cursor?: string }) {
-      // Query values arrive as text (the schema checked it is a whole number from 1 to 100).
-      const limit = query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit);
-      const page = await versions.listVersions(kind(ctx), ctx.versionPages, await find(ctx, who, ref), limit, query.cursor);
+      const page = await versions.listVersions(kind(ctx), ctx.versionPages, await find(ctx, who, ref), query.limit, query.cursor);
       return { status: 200 as const, headers: nextLink(`${base}/${encodeURIComponent(ref)}/versions`, query, page.nextCursor), rawBody: page.json, stable: page };
     },
     async read(ctx: ServiceContext, who: Principal, ref: string, version: string) {
