@@ -20,6 +20,7 @@ import { createRunEventFeed } from './services/run-event-feed';
 import { createSecretBox, generateSecretKey, parseSecretKeys, type SecretBox } from './services/secret-box';
 import { resealSigningSecrets } from './services/webhooks';
 import { VersionPages } from './services/version-pages';
+import { createMcpEndpoint, mcpResourceMetadataUrl } from './mcp/server';
 import { readOrCreateKeyFile, SECRETS_KEY_FILE } from './data-directory/key-file';
 
 export interface Service {
@@ -116,22 +117,22 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
     cancelWaitMs: config.cancelWaitMs,
     versionPages: new VersionPages(config.versionsKept),
   };
+  const bearer = { issuer, audience: config.auth.audience, workspaceClaim: config.auth.workspaceClaim, keySource, rememberMs: config.auth.jwksCacheMs };
+  let mcp: ReturnType<typeof createMcpEndpoint> | undefined;
   const app = await createApp({
     ctx,
     store,
     logger,
     publicBaseUrl: config.publicBaseUrl,
     issuer,
-    authenticate: createBearerAuth({
-      issuer,
-      audience: config.auth.audience,
-      workspaceClaim: config.auth.workspaceClaim,
-      keySource,
-      resourceMetadataUrl,
-      rememberMs: config.auth.jwksCacheMs,
-    }),
+    authenticate: createBearerAuth({ ...bearer, resourceMetadataUrl }),
     localJwks: localIssuer?.jwks,
     validateResponses: opts.validateResponses,
+    // The MCP endpoint: the same operations, and the same tokens challenged with its own metadata.
+    beside: (operations) => {
+      mcp = createMcpEndpoint({ operations, ctx, logger, authenticate: createBearerAuth({ ...bearer, resourceMetadataUrl: mcpResourceMetadataUrl(config.publicBaseUrl) }), publicBaseUrl: config.publicBaseUrl, issuer });
+      return mcp.handler;
+    },
   });
   await runner.start();
   const maintenance = startMaintenance(store, logger, { runRetentionMs: config.runRetentionMs, versionsKept: config.versionsKept });
@@ -148,6 +149,7 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
       await scheduler.stop();
       maintenance.stop();
       ctx.runEvents.stop();
+      await mcp?.close();
       await runner.stop(graceMs);
       await store.close();
       lock.release();

@@ -16,8 +16,8 @@ import { BUILD_SCOPE, type Authenticate } from '../auth/bearer';
 import type { Jwks } from '../auth/local-issuer';
 import { generatedDocsDir } from '../paths';
 import { readJsonBody, takesBody } from './body';
+import { replyBytes, replyTo } from './calls';
 import { identify, logRequest, replyWithError, sendEmpty, sendJson } from './replies';
-import { fingerprintOf, idempotently, IDEMPOTENT_OPERATIONS } from '../services/idempotency';
 import { webhookRequests } from './webhooks';
 import { handlers } from './handlers';
 import { contractViolation, createOperations, type Match, type Operations, type Reply } from './openapi';
@@ -36,6 +36,8 @@ export interface AppOptions {
   localJwks?: Jwks;
   /** Check every reply against the spec and answer 500 on drift (tests). */
   validateResponses?: boolean;
+  /** Requests served beside the API by another carrier of its operations (the MCP endpoint): given them, it answers its own paths and passes the rest on. */
+  beside?: (operations: Operations) => express.RequestHandler;
 }
 
 type Matched = Extract<Match, { operation: Operation }>;
@@ -69,6 +71,7 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
   // The API first: most requests are API calls, and express tries its layers in order.
   app.use(apiRequests(operations, opts.authenticate, opts.logger, opts.ctx));
   app.use(webhookRequests(operations, opts.ctx, opts.logger));
+  if (opts.beside) app.use(opts.beside(operations));
   app.use(otherRequests(opts.logger));
 
   app.get('/healthz', (_req, res) => {
@@ -108,18 +111,6 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
   });
   app.use(errorHandler(opts.logger));
   return app;
-}
-
-/** Encoded replies of stored versions and held pages (see Reply's `stable`): a read of a document sends the same bytes until it changes. */
-const encodedReplies = new WeakMap<object, Buffer>();
-
-function replyBytes(reply: Exclude<Reply, { stream: unknown } | { noContent: true }>): Buffer {
-  if ('body' in reply) return Buffer.from(JSON.stringify(reply.body));
-  const encode = () => Buffer.from('rawBody' in reply ? reply.rawBody : `{"data":${reply.rawData}}`);
-  if (!reply.stable) return encode();
-  let bytes = encodedReplies.get(reply.stable);
-  if (!bytes) encodedReplies.set(reply.stable, (bytes = encode()));
-  return bytes;
 }
 
 function send(res: Response, reply: Reply): void {
@@ -170,17 +161,7 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
   };
   const answer = async (req: Request, res: Response, route: Matched, path: string, query: Record<string, unknown>, principal: Principal) => {
     const body = takesBody(route.operation) ? await readJsonBody(req, route.operation) : undefined;
-    const dispatch = () => operations.dispatch(route, { method: req.method, path, headers: req.headers, query, body }, principal);
-    const key = req.headers['idempotency-key'];
-    if (typeof key === 'string' && isUsableKey(key) && IDEMPOTENT_OPERATIONS.has(route.operation.operationId as string)) {
-      const fingerprint = fingerprintOf(req.method, path, query, body);
-      const reply = await idempotently(ctx, principal, route.operation.operationId as string, key, fingerprint, async () => {
-        const handled = await dispatch();
-        if ('stream' in handled || 'noContent' in handled) throw new Error('only a JSON reply can be replayed');
-        return { status: handled.status, headers: handled.headers ?? {}, body: replyBytes(handled).toString('utf8') };
-      });
-      sendJson(res, reply.status, reply.headers, Buffer.from(reply.body));
-    } else send(res, await dispatch());
+    send(res, await replyTo(operations, ctx, route, { method: req.method, path, headers: req.headers, query, body }, principal));
     logRequest(logger, req, res);
   };
   return (req, res, next) => {
@@ -209,9 +190,6 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
     else principalKnown(principal).catch(fail(req, res));
   };
 }
-
-/** A key the spec accepts (1 to 255 characters); others are left to the request's validation (400). */
-const isUsableKey = (key: string) => key.length >= 1 && key.length <= 255;
 
 function routingError(method: string, path: string, allowed: string[], res: Response): ApiError {
   if (!allowed.length) return new ApiError(404, `no route ${method} ${loggablePath(path)}; the API is described at /openapi.yaml`);

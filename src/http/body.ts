@@ -114,7 +114,20 @@ export async function readJsonBody(req: Request, operation: Operation): Promise<
   } catch (err) {
     throw new ApiError(400, `body: malformed JSON (${(err as Error).message})`);
   }
-  if (exceedsDepth(body, JSON_DEPTH_LIMIT)) throw new ApiError(400, `body: nested deeper than ${JSON_DEPTH_LIMIT} levels`);
+  return withinJsonLimits(body);
+}
+
+/** A body that arrived parsed (an MCP tool's `body`) held to the limits a body sent as text is: its size as JSON, its depth, no NUL. */
+export function checkParsedBody(body: unknown): unknown {
+  if (exceedsDepth(body, JSON_DEPTH_LIMIT)) throw depthError;
+  if (Buffer.byteLength(JSON.stringify(body)) > BODY_LIMIT_BYTES) throw tooLargeError;
+  return withinJsonLimits(body);
+}
+
+const depthError = new ApiError(400, `body: nested deeper than ${JSON_DEPTH_LIMIT} levels`);
+
+function withinJsonLimits(body: unknown): unknown {
+  if (exceedsDepth(body, JSON_DEPTH_LIMIT)) throw depthError;
   const nul = nulPath(body, 'body');
   if (nul) throw nulRefused(nul);
   return body;

@@ -1,0 +1,179 @@
+// The MCP server at /mcp over real HTTP, with the official client SDKs: v2 (@modelcontextprotocol/
+// client, on the 2025 revisions and on 2026-07-28) and v1 (@modelcontextprotocol/sdk). Tools match
+// openapi.yaml's operations; a call gives what the same REST call gives; refusals are tool errors
+// that carry the REST status and body; authorization is the REST API's, challenged with the MCP
+// resource's metadata.
+import fs from 'node:fs';
+import yaml from 'js-yaml';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { NOT_TOOLS, toolName } from '../../src/mcp/tools';
+import { specPath } from '../../src/paths';
+import { minimalAgent } from '../helpers/fixtures';
+import { startService, type TestService } from '../helpers/service';
+
+interface ToolResult {
+  content: { type: string; text: string }[];
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+}
+
+/** What the clients have in common here. */
+interface McpClient {
+  listTools(): Promise<{ tools: { name: string; annotations?: Record<string, unknown>; inputSchema: object; outputSchema?: object }[] }>;
+  callTool(params: { name: string; arguments?: Record<string, unknown> }): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+let t: TestService;
+const clients: McpClient[] = [];
+beforeAll(async () => {
+  t = await startService();
+});
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  await t.close();
+});
+
+const CLIENTS = {
+  'v2 client, 2025-11-25': async (token: string) => {
+    const client = new Client({ name: 'test-v2', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${t.baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    return client as unknown as McpClient;
+  },
+  'v2 client, 2026-07-28': async (token: string) => {
+    const client = new Client({ name: 'test-v2-modern', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } } as never);
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${t.baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+    return client as unknown as McpClient;
+  },
+  'v1 client (@modelcontextprotocol/sdk)': async (token: string) => {
+    const client = new V1Client({ name: 'test-v1', version: '1.0.0' });
+    await client.connect(new V1Transport(new URL(`${t.baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    return client as unknown as McpClient;
+  },
+};
+
+async function connect(kind: keyof typeof CLIENTS, token = t.token()): Promise<McpClient> {
+  const client = await CLIENTS[kind](token);
+  clients.push(client);
+  return client;
+}
+
+const call = async (client: McpClient, name: string, args: Record<string, unknown> = {}) => (await client.callTool({ name, arguments: args })) as ToolResult;
+const errorOf = (result: ToolResult) => {
+  expect(result.isError).toBe(true);
+  const text = result.content[0]!.text;
+  return { status: Number(text.slice(0, text.indexOf(':'))), body: JSON.parse(text.slice(text.indexOf(':') + 1)) as Record<string, unknown> };
+};
+
+/** The spec's operations, read here on their own (not through src/mcp/tools.ts). */
+function specOperations(): string[] {
+  const spec = yaml.load(fs.readFileSync(specPath, 'utf8')) as { paths: Record<string, Record<string, { operationId?: string }>> };
+  return Object.values(spec.paths).flatMap((item) => Object.values(item).flatMap((op) => (op && typeof op === 'object' && op.operationId ? [op.operationId] : [])));
+}
+
+test('the tool list is every operation of openapi.yaml but those listed as not tools, named in snake_case, with schemas and annotations', async () => {
+  const client = await connect('v2 client, 2025-11-25');
+  const { tools } = await client.listTools();
+  const operations = specOperations();
+  expect(Object.keys(NOT_TOOLS).filter((id) => !operations.includes(id))).toEqual([]);
+  expect(tools.map((tool) => tool.name).sort()).toEqual(operations.filter((id) => !(id in NOT_TOOLS)).map(toolName).sort());
+  expect(tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['create_agent', 'validate_workflow', 'get_agent_run', 'list_agent_versions']));
+  const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
+  expect(byName.get_agent!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true });
+  expect(byName.validate_agent!.annotations).toMatchObject({ readOnlyHint: true });
+  expect(byName.delete_workflow!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: true });
+  expect(byName.test_agent!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: false });
+  expect(byName.replace_agent!.inputSchema).toMatchObject({ type: 'object', required: expect.arrayContaining(['ref', 'if_match', 'body']) });
+  expect(byName.get_agent_run!.inputSchema).toMatchObject({ properties: { runId: expect.anything(), wait_seconds: { maximum: 60 } } });
+  expect(byName.get_agent!.outputSchema).toMatchObject({ type: 'object', required: expect.arrayContaining(['id', 'slug', 'updated_at']) });
+  expect(byName.list_agents!.outputSchema).toMatchObject({ type: 'object', properties: { data: { type: 'array' } } });
+  // Its reply's data is null, and structured content is an object: the whole body.
+  expect(byName.delete_workflow!.outputSchema).toMatchObject({ type: 'object', required: ['data'] });
+});
+
+describe.each(Object.keys(CLIENTS) as (keyof typeof CLIENTS)[])('%s', (kind) => {
+  test('builds, validates, replaces (a stale if_match is the 409 as a tool error) and tests an agent, waiting for its run', async () => {
+    const client = await connect(kind);
+    const invalid = errorOf(await call(client, 'validate_agent', { body: { ...minimalAgent(), max_steps: 0 } }));
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.error).toContain('max_steps');
+    const valid = await call(client, 'validate_agent', { body: minimalAgent(`MCP ${kind}`) });
+    expect(valid.isError).toBeFalsy();
+    expect(valid.structuredContent).toMatchObject({ valid: true });
+
+    const created = await call(client, 'create_agent', { body: minimalAgent(`MCP ${kind}`) });
+    expect(created.isError).toBeFalsy();
+    const document = (created.structuredContent as { document: { id: string; slug: string; updated_at: string } }).document;
+    // What the same REST read gives.
+    const rest = await t.client().GET('/api/build/agents/{ref}', { params: { path: { ref: document.slug } } });
+    const read = await call(client, 'get_agent', { ref: document.slug });
+    expect(read.structuredContent).toEqual(rest.data!.data);
+    expect(read.content.map((c) => c.text)).toContain(`ETag: ${rest.response.headers.get('etag')}`);
+    expect(JSON.parse(read.content[0]!.text)).toEqual(rest.data!.data);
+
+    const body = { ...rest.data!.data, instructions: 'Answer briefly.' };
+    const stale = errorOf(await call(client, 'replace_agent', { ref: document.id, if_match: '"2020-01-01T00:00:00.000000Z"', body }));
+    expect(stale.status).toBe(409);
+    expect(stale.body).toMatchObject({ error: expect.any(String), current: { id: document.id, updated_at: document.updated_at } });
+    // A bare stamp is quoted for the caller.
+    const replaced = await call(client, 'replace_agent', { ref: document.id, if_match: document.updated_at, body });
+    expect(replaced.isError).toBeFalsy();
+    expect(replaced.structuredContent).toMatchObject({ version: 2, document: { instructions: 'Answer briefly.' } });
+
+    const started = await call(client, 'test_agent', { ref: document.slug, body: { prompt: 'hello' } });
+    expect(started.isError).toBeFalsy();
+    const runId = (started.structuredContent as { run_id: string }).run_id;
+    const run = await call(client, 'get_agent_run', { runId, wait_seconds: 10 });
+    expect(run.isError).toBeFalsy();
+    expect(['succeeded', 'failed']).toContain((run.structuredContent as { status: string }).status);
+    expect(run.content[0]!.text).toMatch(/^Warning: .*third parties/);
+    const restRun = await t.client().GET('/api/build/runs/{runId}', { params: { path: { runId } } });
+    expect(run.structuredContent).toEqual(restRun.data!.data);
+
+    // Another workspace's token sees none of it.
+    const stranger = await connect(kind, t.token({ workspace: `ws-other-${kind.length}` }));
+    expect(errorOf(await call(stranger, 'get_agent', { ref: document.id })).status).toBe(404);
+    expect(errorOf(await call(stranger, 'get_agent_run', { runId })).status).toBe(404);
+  });
+});
+
+test('arguments are the REST request: unknown ones are refused, query values reach the operation, a missing body is the 400 REST gives', async () => {
+  const client = await connect('v2 client, 2025-11-25');
+  const unknown = errorOf(await call(client, 'list_agents', { colour: 'red' }));
+  expect(unknown.status).toBe(400);
+  expect(unknown.body.error).toContain('colour');
+  expect(errorOf(await call(client, 'create_agent', {})).status).toBe(400);
+  expect(errorOf(await call(client, 'get_agent_run', { runId: 'not-a-uuid' })).status).toBe(400);
+  expect(errorOf(await call(client, 'get_agent_run', { runId: '5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d', wait_seconds: 61 })).status).toBe(400);
+  await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/no_such_tool/);
+});
+
+test('authorization: no token or a bad one is 401 naming the MCP metadata, which is served; no Build scope is 403; a token in the query is refused', async () => {
+  const post = (headers: Record<string, string>, query = '') =>
+    fetch(`${t.baseUrl}/mcp${query}`, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }) });
+  const metadataUrl = 'http://build.test/.well-known/oauth-protected-resource/mcp';
+  const none = await post({});
+  expect(none.status).toBe(401);
+  expect(none.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}"`);
+  expect(await none.json()).toEqual({ error: expect.stringContaining('bearer token') });
+  const bad = await post({ Authorization: 'Bearer not.a.token' });
+  expect(bad.status).toBe(401);
+  expect(bad.headers.get('www-authenticate')).toContain(`resource_metadata="${metadataUrl}"`);
+  const noScope = await post({ Authorization: `Bearer ${t.token({ scope: 'read' })}` });
+  expect(noScope.status).toBe(403);
+  expect(noScope.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", error="insufficient_scope", scope="build"`);
+  expect((await post({}, `?access_token=${t.token()}`)).status).toBe(401);
+
+  const metadata = await fetch(`${t.baseUrl}/.well-known/oauth-protected-resource/mcp`);
+  expect(metadata.status).toBe(200);
+  expect(await metadata.json()).toMatchObject({ resource: 'http://build.test/mcp', authorization_servers: [expect.any(String)], scopes_supported: ['build'], bearer_methods_supported: ['header'] });
+
+  await expect(CLIENTS['v1 client (@modelcontextprotocol/sdk)']('not.a.token')).rejects.toMatchObject({ code: 401 });
+  const ok = await post({ Authorization: `Bearer ${t.token()}` });
+  expect(ok.status).toBe(200);
+  // Stateless: no session to resume.
+  expect(ok.headers.get('mcp-session-id')).toBeNull();
+});
