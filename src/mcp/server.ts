@@ -26,6 +26,14 @@ export const MCP_PATH = '/mcp';
 /** The largest MCP request read: a tool's body (BODY_LIMIT_BYTES, checked again on its own) and its JSON-RPC envelope. */
 export const MCP_REQUEST_LIMIT_BYTES = 2 * BODY_LIMIT_BYTES;
 
+/** What the HTTP layer tells a tool call about its caller (AuthInfo's `extra`). */
+interface CallerInfo {
+  [key: string]: unknown;
+  principal: ServicePrincipal;
+  /** Aborted when the HTTP request's connection closes before its reply. */
+  signal: AbortSignal;
+}
+
 export interface McpOptions {
   operations: Operations;
   ctx: ServiceContext;
@@ -53,9 +61,9 @@ export function createMcpEndpoint(opts: McpOptions) {
     server.setRequestHandler('tools/call', async (request, ctx) => {
       const tool = byName.get(request.params.name);
       if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `tool '${request.params.name}' does not exist; tools/list names them`);
-      const principal = (ctx.http?.authInfo?.extra as { principal?: ServicePrincipal } | undefined)?.principal;
-      if (!principal) throw new ProtocolError(ProtocolErrorCode.InternalError, 'the request carries no verified principal');
-      return call(tool, (request.params.arguments ?? {}) as Record<string, unknown>, principal, ctx.mcpReq.signal);
+      const caller = ctx.http?.authInfo?.extra as CallerInfo | undefined;
+      if (!caller) throw new ProtocolError(ProtocolErrorCode.InternalError, 'the request carries no verified principal');
+      return call(tool, (request.params.arguments ?? {}) as Record<string, unknown>, caller.principal, AbortSignal.any([caller.signal, ctx.mcpReq.signal]));
     });
     return server;
   };
@@ -102,7 +110,11 @@ export function createMcpEndpoint(opts: McpOptions) {
     const serve = (who: ServicePrincipal) => {
       req.principal = who;
       // The SDK takes the verified caller from `req.auth` (the token itself is not passed on).
-      const authInfo: AuthInfo = { token: '', clientId: who.userId, scopes: [BUILD_SCOPE], extra: { principal: who } };
+      // A caller that goes away ends what its call waits for (a stateless server gets no cancel
+      // notification for it: that would come as another request, to any replica).
+      const gone = new AbortController();
+      res.once('close', () => gone.abort());
+      const authInfo: AuthInfo = { token: '', clientId: who.userId, scopes: [BUILD_SCOPE], extra: { principal: who, signal: gone.signal } satisfies CallerInfo };
       return node(Object.assign(req as IncomingMessage, { auth: authInfo }) as never, res);
     };
     Promise.resolve(principal).then(serve).catch(refuse);

@@ -177,3 +177,87 @@ test('authorization: no token or a bad one is 401 naming the MCP metadata, which
   // Stateless: no session to resume.
   expect(ok.headers.get('mcp-session-id')).toBeNull();
 });
+
+describe('wait_seconds', () => {
+  let n = 0;
+  async function runOf(client: McpClient, prompt: string, approval: 'write' | 'destructive' = 'destructive') {
+    const agent = { ...minimalAgent(`Waited ${++n}`), max_steps: 20, tools: { apps: ['kv', 'core'], connections: 'all' as const, disabled_tools: [], approval } };
+    const created = await call(client, 'create_agent', { body: agent });
+    const slug = (created.structuredContent as { document: { slug: string } }).document.slug;
+    return (await call(client, 'test_agent', { ref: slug, body: { prompt } })).structuredContent as { run_id: string };
+  }
+  const sleeps = (count: number, ms: number) => Array.from({ length: count }, () => `/call core.sleep {"ms":${ms}}`).join('\n');
+  const timed = async <T>(f: () => Promise<T>) => {
+    const started = performance.now();
+    const value = await f();
+    return { value, ms: performance.now() - started };
+  };
+
+  test('answers when the run ends, not before; or when the time passes, with the run still going', async () => {
+    const client = await connect('v2 client, 2026-07-28');
+    const { run_id: runId } = await runOf(client, sleeps(4, 250));
+    const ended = await timed(() => call(client, 'get_agent_run', { runId, wait_seconds: 20 }));
+    expect(ended.value.structuredContent).toMatchObject({ status: 'succeeded' });
+    expect(ended.ms).toBeLessThan(10_000);
+
+    const { run_id: longRun } = await runOf(client, sleeps(8, 500));
+    const waited = await timed(() => call(client, 'get_agent_run', { runId: longRun, wait_seconds: 1 }));
+    expect(waited.ms).toBeGreaterThanOrEqual(950);
+    expect(['queued', 'running']).toContain((waited.value.structuredContent as { status: string }).status);
+    // A run that has ended is answered at once.
+    await call(client, 'cancel_agent_run', { runId: longRun });
+    const after = await timed(() => call(client, 'get_agent_run', { runId: longRun, wait_seconds: 30 }));
+    expect(after.value.structuredContent).toMatchObject({ status: 'cancelled' });
+    expect(after.ms).toBeLessThan(2000);
+  });
+
+  test('a run that stops to wait for an approval has left running: the wait answers then', async () => {
+    const client = await connect('v1 client (@modelcontextprotocol/sdk)');
+    const { run_id: runId } = await runOf(client, '/call kv.set {"key":"k","value":1}', 'write');
+    const parked = await timed(() => call(client, 'get_agent_run', { runId, wait_seconds: 20 }));
+    expect(parked.value.structuredContent).toMatchObject({ status: 'awaiting_approval' });
+    expect(parked.ms).toBeLessThan(10_000);
+    const decided = await call(client, 'decide_tool_call', { runId, callId: 'call_1', body: { decision: 'reject' } });
+    expect(decided.isError).toBeFalsy();
+  });
+
+  test("a wait holds one of the caller's stream slots: beyond EVENT_STREAMS_PER_CALLER it is 429, and a caller that goes away frees its slot", async () => {
+    const token = t.token({ user: 'waiter' });
+    const client = await connect('v2 client, 2025-11-25', token);
+    const { run_id: runId } = await runOf(client, sleeps(20, 500));
+    // Waits sent as plain requests, so that giving one up closes its connection (the SDK clients'
+    // cancellation leaves the request open; a stateless server learns of it only when it closes).
+    const wait = (signal: AbortSignal) =>
+      fetch(`${t.baseUrl}/mcp`, {
+        signal,
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_agent_run', arguments: { runId, wait_seconds: 30 } } }),
+      }).then((res) => res.text(), () => 'given up');
+    const aborts = Array.from({ length: t.config.eventStreamsPerCaller }, () => new AbortController());
+    const waits = aborts.map((abort) => wait(abort.signal));
+    const refusedIn = async () => {
+      for (let i = 0; i < 50; i++) {
+        const result = await call(client, 'get_agent_run', { runId, wait_seconds: 1 });
+        if (result.isError) return errorOf(result);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return null;
+    };
+    const refused = await refusedIn();
+    expect(refused?.status).toBe(429);
+    expect(refused?.body.error).toContain('EVENT_STREAMS_PER_CALLER');
+    // Without waiting, the read is answered.
+    expect((await call(client, 'get_agent_run', { runId })).isError).toBeFalsy();
+    for (const abort of aborts) abort.abort();
+    expect(await Promise.all(waits)).toEqual(aborts.map(() => 'given up'));
+    // The slots come back as the server sees the connections close.
+    let admitted = false;
+    for (let i = 0; i < 50 && !admitted; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      admitted = !(await call(client, 'get_agent_run', { runId, wait_seconds: 1 })).isError;
+    }
+    expect(admitted).toBe(true);
+    await call(client, 'cancel_agent_run', { runId });
+  });
+});
