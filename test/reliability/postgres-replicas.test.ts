@@ -14,6 +14,9 @@ import { readEventStream } from '../helpers/events';
 import { parseStampMicros } from '../../src/domain/stamps';
 import { INTERRUPTED } from '../../src/runtime/runner';
 import { pgMigrationsDir } from '../../src/paths';
+import { Client as McpClient, StreamableHTTPClientTransport as McpTransport } from '@modelcontextprotocol/client';
+import { Client as V1McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1McpTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startServer, type ServerProcess } from './server';
 
 jest.setTimeout(300_000);
@@ -183,6 +186,37 @@ test('a run executing on one replica is streamed by another as it happens', asyn
   expect(stream.events.map((e) => e.id)).toEqual(stream.events.map((_, i) => i + 1));
   expect(stream.events.map((e) => e.event)).toEqual(['run.queued', 'run.started', 'step.started', 'step.finished', 'step.started', 'step.finished', 'run.finished']);
   expect(stream.events.at(-1)!.data).toMatchObject({ data: { status: 'succeeded' } });
+});
+
+test('an MCP client whose every request goes to another replica: builds, replaces and waits for a run (the server is stateless)', async () => {
+  const workspace = 'ws-mcp';
+  const token = replicas[0]!.token({ workspace });
+  const served = new Set<string>();
+  // Each request of the session to the replica after the last one's: the 2025 leg's initialize and
+  // its calls, and each 2026-07-28 request, land on different processes.
+  let next = 0;
+  const spread = (_input: string | URL | Request, init?: RequestInit) => {
+    const replica = replicas[next++ % replicas.length] as ServerProcess;
+    served.add(replica.baseUrl);
+    return fetch(`${replica.baseUrl}/mcp`, init);
+  };
+  const headers = { Authorization: `Bearer ${token}` };
+  const v2 = new McpClient({ name: 'replicas-v2', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } } as never);
+  await v2.connect(new McpTransport(new URL(`${replicas[0]!.baseUrl}/mcp`), { requestInit: { headers }, fetch: spread }));
+  const v1 = new V1McpClient({ name: 'replicas-v1', version: '1.0.0' });
+  await v1.connect(new V1McpTransport(new URL(`${replicas[0]!.baseUrl}/mcp`), { requestInit: { headers }, fetch: spread }));
+  for (const [i, client] of [v2, v1].entries()) {
+    const created = (await client.callTool({ name: 'create_workflow', arguments: { body: { kind: 'service.workflow/v1', slug: `mcp-${i}`, name: 'MCP', steps: [{ id: 'one', kind: 'tool', tool: 'core.sleep', args: { ms: 300 } }] } } })) as { structuredContent: { document: { updated_at: string } } };
+    const document = created.structuredContent.document;
+    const replaced = (await client.callTool({ name: 'replace_workflow', arguments: { ref: `mcp-${i}`, if_match: document.updated_at, body: { ...document, name: 'MCP, renamed' } } })) as { isError?: boolean; structuredContent: { version: number } };
+    expect(replaced.isError).toBeFalsy();
+    expect(replaced.structuredContent.version).toBe(2);
+    const started = (await client.callTool({ name: 'test_workflow', arguments: { ref: `mcp-${i}`, body: {} } })) as { structuredContent: { run_id: string } };
+    const run = (await client.callTool({ name: 'get_workflow_run', arguments: { runId: started.structuredContent.run_id, wait_seconds: 30 } })) as { structuredContent: { status: string; workflow_version_id: string } };
+    expect(run.structuredContent).toMatchObject({ status: 'succeeded', workflow_version_id: expect.stringMatching(/@2$/) });
+  }
+  expect(served.size).toBe(replicas.length);
+  await Promise.all([v2.close(), v1.close()]);
 });
 
 test('a replica killed mid-run: another fails its runs once their lease passes, their credits returned exactly; queued ones still run once', async () => {
