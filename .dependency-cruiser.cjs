@@ -69,6 +69,13 @@ module.exports = {
       to: { path: '^src/(http|mcp)/' },
     },
     {
+      name: 'http-knows-no-mcp',
+      severity: 'error',
+      comment: 'The MCP endpoint carries the operations http defines (http/calls.ts); http is given it by the composition root and never imports it.',
+      from: { path: '^src/http/' },
+      to: { path: '^src/mcp/' },
+    },
+    {
       name: 'runtime-below-services',
       severity: 'error',
       comment: 'The runtime knows no web layer and no services.',

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fails when generated/api.ts is not what openapi-typescript makes of openapi.yaml today.
+# Fails when generated/api.ts is not what openapi-typescript makes of openapi.yaml today, or when
+# docs/mcp.md's tool list is not what the MCP tool generator makes of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp)
@@ -11,3 +12,5 @@ if ! cmp -s "$tmp" generated/api.ts; then
   exit 1
 fi
 echo "generated/api.ts is fresh"
+# The MCP tool list in docs/mcp.md (needs dist/, which npm ci's prepare builds).
+node scripts/mcp-tools-doc.js --check

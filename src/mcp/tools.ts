@@ -153,7 +153,9 @@ function toolOf(path: string, method: string, operation: OperationObject, parame
       title: operation.summary ?? operation.operationId,
       readOnlyHint: readOnly,
       destructiveHint: method === 'delete',
-      idempotentHint: readOnly || method === 'put' || method === 'delete',
+      // A PUT to a named document (a replace) or a DELETE: repeated, it changes nothing more. A PUT
+      // to a collection is a create (`my-agent`, then `my-agent-2`): not idempotent.
+      idempotentHint: readOnly || method === 'delete' || (method === 'put' && path.includes('{')),
       openWorldHint: false,
     },
     pathParams: parameters.filter((p) => p.in === 'path').map((p) => p.name),

@@ -86,6 +86,8 @@ test('the tool list is every operation of openapi.yaml but those listed as not t
   expect(byName.validate_agent!.annotations).toMatchObject({ readOnlyHint: true });
   expect(byName.delete_workflow!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: true });
   expect(byName.test_agent!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: false });
+  expect(byName.create_agent!.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: false });
+  expect(byName.replace_agent!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: true });
   expect(byName.replace_agent!.inputSchema).toMatchObject({ type: 'object', required: expect.arrayContaining(['ref', 'if_match', 'body']) });
   expect(byName.get_agent_run!.inputSchema).toMatchObject({ properties: { runId: expect.anything(), wait_seconds: { maximum: 60 } } });
   expect(byName.get_agent!.outputSchema).toMatchObject({ type: 'object', required: expect.arrayContaining(['id', 'slug', 'updated_at']) });
@@ -261,3 +263,46 @@ describe('wait_seconds', () => {
     await call(client, 'cancel_agent_run', { runId });
   });
 });
+
+describe('hostile requests', () => {
+  const post = (body: string | Buffer) =>
+    fetch(`${t.baseUrl}/mcp`, { method: 'POST', headers: { Authorization: `Bearer ${t.token()}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body });
+
+  test('an MCP request over 128 KiB is 413 before it is parsed; malformed JSON-RPC is a parse error; the service keeps answering', async () => {
+    const lagged = eventLoopLag();
+    const huge = await post(Buffer.alloc(8 * 1024 * 1024, 'a'));
+    expect(huge.status).toBe(413);
+    const malformed = await post('{"jsonrpc":"2.0","id":1,"method":');
+    expect(malformed.status).toBe(400);
+    expect(await malformed.text()).toContain('Parse error');
+    expect(lagged()).toBeLessThan(500);
+    const client = await connect('v2 client, 2025-11-25');
+    expect((await client.listTools()).tools.length).toBeGreaterThan(30);
+  });
+
+  test("a tool's body is held to the REST body limits: size, depth and U+0000", async () => {
+    const client = await connect('v2 client, 2025-11-25');
+    const deep = JSON.parse(`${'{"a":'.repeat(100)}1${'}'.repeat(100)}`) as object;
+    const nested = errorOf(await call(client, 'validate_agent', { body: deep }));
+    expect(nested).toEqual({ status: 400, body: { error: 'body: nested deeper than 64 levels' } });
+    const large = errorOf(await call(client, 'validate_agent', { body: { ...minimalAgent(), instructions: 'x'.repeat(70_000) } }));
+    expect(large.status).toBe(413);
+    const nul = errorOf(await call(client, 'validate_agent', { body: { ...minimalAgent(), name: 'a\u0000b' } }));
+    expect(nul).toEqual({ status: 400, body: { error: 'body.name: must not contain the character U+0000 (NUL)' } });
+  });
+});
+
+/** The longest the event loop was held up between now and the call of the returned function, in ms. */
+function eventLoopLag(): () => number {
+  let worst = 0;
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    worst = Math.max(worst, now - last - 10);
+    last = now;
+  }, 10);
+  return () => {
+    clearInterval(timer);
+    return worst;
+  };
+}
