@@ -20,7 +20,7 @@ export interface ToolResult {
 }
 
 /** The headers of a reply a caller may need next (an ETag is the next write's if_match). */
-const PASSED_HEADERS = ['ETag', 'Location', 'Link', 'Idempotency-Replayed'];
+const PASSED_HEADERS = ['ETag', 'Location', 'Link'];
 
 export function createToolCalls(operations: Operations, ctx: ServiceContext, logger: Logger) {
   return async function call(tool: Tool, args: Record<string, unknown>, principal: Principal, signal?: AbortSignal): Promise<ToolResult> {

@@ -180,6 +180,45 @@ test('authorization: no token or a bad one is 401 naming the MCP metadata, which
   expect(ok.headers.get('mcp-session-id')).toBeNull();
 });
 
+test('reads give what the same REST reads give: lists (with their cursor), the catalog, connections, versions', async () => {
+  const client = await connect('v1 client (@modelcontextprotocol/sdk)');
+  const created = await call(client, 'create_agent', { body: minimalAgent('Compared') });
+  const slug = (created.structuredContent as { document: { slug: string } }).document.slug;
+  const rest = t.client();
+  const pairs: [string, Record<string, unknown>, () => Promise<{ data?: unknown }>, boolean][] = [
+    ['list_agents', {}, () => rest.GET('/api/build/agents'), false],
+    ['get_catalog', {}, () => rest.GET('/api/build/catalog'), true],
+    ['get_catalog_app', { app: 'kv' }, () => rest.GET('/api/build/catalog/apps/{app}', { params: { path: { app: 'kv' } } }), true],
+    ['list_connections', {}, () => rest.GET('/api/build/connections'), false],
+    ['list_agent_versions', { ref: slug, limit: 1 }, () => rest.GET('/api/build/agents/{ref}/versions', { params: { path: { ref: slug }, query: { limit: 1 } } }), false],
+    ['list_agent_runs', { limit: 5 }, () => rest.GET('/api/build/runs', { params: { query: { limit: 5 } } }), false],
+  ];
+  for (const [name, args, viaRest, isData] of pairs) {
+    const result = await call(client, name, args);
+    const body = (await viaRest()).data as { data: unknown };
+    expect([name, result.structuredContent]).toEqual([name, isData ? body.data : body]);
+  }
+});
+
+test('a 2025-06-18 client is served; an idempotency_key replays the first reply as Idempotency-Key does', async () => {
+  const init = await fetch(`${t.baseUrl}/mcp`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${t.token()}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'old', version: '1' } } }),
+  });
+  expect(init.status).toBe(200);
+  expect(await init.text()).toContain('"protocolVersion":"2025-06-18"');
+
+  const client = await connect('v2 client, 2026-07-28');
+  const created = await call(client, 'create_agent', { body: minimalAgent('Idempotent'), idempotency_key: 'mcp-key-1' });
+  const again = await call(client, 'create_agent', { body: minimalAgent('Idempotent'), idempotency_key: 'mcp-key-1' });
+  const id = (r: ToolResult) => (r.structuredContent as { document: { id: string } }).document.id;
+  expect(id(again)).toBe(id(created));
+  expect(again.content).toEqual(created.content); // the kept reply: body and headers
+  const otherBody = errorOf(await call(client, 'create_agent', { body: minimalAgent('Different'), idempotency_key: 'mcp-key-1' }));
+  expect(otherBody.status).toBe(422);
+});
+
 describe('wait_seconds', () => {
   let n = 0;
   async function runOf(client: McpClient, prompt: string, approval: 'write' | 'destructive' = 'destructive') {
