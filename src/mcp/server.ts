@@ -44,8 +44,10 @@ export interface McpOptions {
   issuer: string;
 }
 
-/** The protected-resource metadata URL of the MCP endpoint (RFC 9728: the well-known path, then the resource's). */
-export const mcpResourceMetadataUrl = (publicBaseUrl: string) => `${publicBaseUrl}/.well-known/oauth-protected-resource${MCP_PATH}`;
+/** Where the MCP endpoint's protected-resource metadata is (RFC 9728: the well-known path, then the resource's). */
+const METADATA_PATH = `/.well-known/oauth-protected-resource${MCP_PATH}`;
+
+export const mcpResourceMetadataUrl = (publicBaseUrl: string) => `${publicBaseUrl}${METADATA_PATH}`;
 
 export function createMcpEndpoint(opts: McpOptions) {
   const spec = loadSpec();
@@ -69,9 +71,9 @@ export function createMcpEndpoint(opts: McpOptions) {
   };
   const mcp = createMcpHandler(serverFor, {
     legacy: 'stateless',
-    responseMode: 'json',
     maxRequestBodySize: MCP_REQUEST_LIMIT_BYTES,
-    // No resource subscriptions are offered: none may be held open.
+    // The server publishes no notifications; a subscriptions/listen stream would only hold a
+    // connection, so one process holds one at most.
     maxSubscriptions: 1,
     onerror: (err) => opts.logger.debug({ err: err.message }, 'MCP request refused'),
   });
@@ -91,13 +93,14 @@ export function createMcpEndpoint(opts: McpOptions) {
     const url = req.originalUrl;
     const queryAt = url.indexOf('?');
     const path = queryAt < 0 ? url : url.slice(0, queryAt);
-    if (path === `/.well-known/oauth-protected-resource${MCP_PATH}` && req.method === 'GET') {
+    const isMetadata = path === METADATA_PATH && req.method === 'GET';
+    if (path !== MCP_PATH && !isMetadata) return next();
+    identify(req, res);
+    res.once('finish', () => logRequest(opts.logger, req, res));
+    if (isMetadata) {
       res.json(metadata);
       return;
     }
-    if (path !== MCP_PATH) return next();
-    identify(req, res);
-    res.once('finish', () => logRequest(opts.logger, req, res));
     const refuse = (err: unknown) => replyWithError(err, req, res, opts.logger);
     const query = queryAt < 0 ? {} : { ...querystring.parse(url.slice(queryAt + 1)) };
     let principal: ReturnType<Authenticate>;
