@@ -130,7 +130,7 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
     validateResponses: opts.validateResponses,
     // The MCP endpoint: the same operations, and the same tokens challenged with its own metadata.
     beside: (operations) => {
-      mcp = createMcpEndpoint({ operations, ctx, logger, authenticate: createBearerAuth({ ...bearer, resourceMetadataUrl: mcpResourceMetadataUrl(config.publicBaseUrl) }), publicBaseUrl: config.publicBaseUrl, issuer });
+      mcp = createMcpEndpoint({ operations, ctx, logger, authenticate: createBearerAuth({ ...bearer, resourceMetadataUrl: mcpResourceMetadataUrl(config.publicBaseUrl), scopeInEveryChallenge: true }), publicBaseUrl: config.publicBaseUrl, issuer });
       return mcp.handler;
     },
   });

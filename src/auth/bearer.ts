@@ -20,6 +20,11 @@ export interface BearerOptions {
   keySource: KeySource;
   resourceMetadataUrl: string;
   /**
+   * Name the scope in every challenge, a 401's too (the MCP authorization specification asks it of
+   * a resource server, so a client knows what to request); REST challenges name it on 403 only.
+   */
+  scopeInEveryChallenge?: boolean;
+  /**
    * The longest a verified token is remembered (besides its `exp`): the key set's cache lifetime,
    * so that a key the issuer removes stops verifying within it.
    */
@@ -34,10 +39,11 @@ declare module 'express-serve-static-core' {
 
 type Challenge = 'none' | 'invalid_token' | 'insufficient_scope';
 
-export function challengeHeader(resourceMetadataUrl: string, challenge: Challenge): string {
+export function challengeHeader(resourceMetadataUrl: string, challenge: Challenge, scopeAlways = false): string {
   let value = `Bearer resource_metadata="${resourceMetadataUrl}"`;
   if (challenge === 'invalid_token') value += ', error="invalid_token"';
-  if (challenge === 'insufficient_scope') value += `, error="insufficient_scope", scope="${BUILD_SCOPE}"`;
+  if (challenge === 'insufficient_scope') value += ', error="insufficient_scope"';
+  if (challenge === 'insufficient_scope' || scopeAlways) value += `, scope="${BUILD_SCOPE}"`;
   return value;
 }
 
@@ -134,9 +140,9 @@ class VerifiedTokens {
 export type Authenticate = (req: Request, res: Response, query: Record<string, unknown>) => Principal | ApiError | Promise<Principal>;
 
 /** The refusals of a request, each with its WWW-Authenticate challenge. */
-function refusals(resourceMetadataUrl: string) {
+function refusals(resourceMetadataUrl: string, scopeAlways: boolean) {
   // The three challenges, built once (each 401/403 carries one).
-  const headersFor = (c: Challenge) => ({ 'WWW-Authenticate': challengeHeader(resourceMetadataUrl, c) });
+  const headersFor = (c: Challenge) => ({ 'WWW-Authenticate': challengeHeader(resourceMetadataUrl, c, scopeAlways) });
   const challenges: Record<Challenge, Record<string, string>> = {
     none: headersFor('none'),
     invalid_token: headersFor('invalid_token'),
@@ -164,7 +170,7 @@ export function createBearerAuth(opts: BearerOptions): Authenticate {
     }
     return verifier;
   };
-  const { unauthorized, forbidden, tokenInQuery, missingToken, notBearer, notJwt } = refusals(opts.resourceMetadataUrl);
+  const { unauthorized, forbidden, tokenInQuery, missingToken, notBearer, notJwt } = refusals(opts.resourceMetadataUrl, opts.scopeInEveryChallenge ?? false);
   const verified = new VerifiedTokens();
   // The Authorization header a connection last sent, with its verified token: a client sends the
   // same header on every request of a keep-alive connection, and comparing it costs far less than

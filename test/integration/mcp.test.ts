@@ -159,11 +159,11 @@ test('authorization: no token or a bad one is 401 naming the MCP metadata, which
   const metadataUrl = 'http://build.test/.well-known/oauth-protected-resource/mcp';
   const none = await post({});
   expect(none.status).toBe(401);
-  expect(none.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}"`);
+  expect(none.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", scope="build"`);
   expect(await none.json()).toEqual({ error: expect.stringContaining('bearer token') });
   const bad = await post({ Authorization: 'Bearer not.a.token' });
   expect(bad.status).toBe(401);
-  expect(bad.headers.get('www-authenticate')).toContain(`resource_metadata="${metadataUrl}"`);
+  expect(bad.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", error="invalid_token", scope="build"`);
   const noScope = await post({ Authorization: `Bearer ${t.token({ scope: 'read' })}` });
   expect(noScope.status).toBe(403);
   expect(noScope.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", error="insufficient_scope", scope="build"`);
