@@ -2,7 +2,7 @@
 // reads the same environment as the server, so it works on the server's database and key pair.
 import { parseArgs } from 'node:util';
 import { loadConfig, type Config } from './config';
-import { exitOnConfigError, serve } from './main';
+import { exitOnStartupFailure, serve } from './main';
 import { localIssuerFor } from './service';
 import { openStore } from './store/open';
 import { BUILD_SCOPE } from './auth/bearer';
@@ -126,6 +126,6 @@ export async function main(argv: string[]): Promise<void> {
       process.stderr.write(`build-api: ${(err as Error).message}\n${USAGE}\n`);
       process.exit(2);
     }
-    exitOnConfigError(err);
+    exitOnStartupFailure(err);
   }
 }

@@ -3,7 +3,7 @@
 import type { Server } from 'node:http';
 import { loadConfig, ConfigError, type Config } from './config';
 import { createLogger } from './log';
-import { createService } from './service';
+import { createService, StoreUnavailableError } from './service';
 import { createHttpServer } from './http/server';
 import { AlreadyServingError } from './data-directory/serve-lock';
 import { DataDirectoryError } from './data-directory/data-directory';
@@ -16,7 +16,7 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
   const server = createHttpServer(service.app, config.connections).listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) => reject(listenError(err, config.host, config.port)));
   });
   logger.info(
     {
@@ -53,15 +53,33 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
   return server;
 }
 
-/** A start-up refusal the operator can act on: one line on stderr, exit 1. Anything else is thrown on. */
-export function exitOnConfigError(err: unknown): never {
-  if (err instanceof ConfigError) {
-    process.stderr.write(`build-api: configuration error: ${err.message}\n`);
-    process.exit(1);
-  }
-  if (err instanceof AlreadyServingError || err instanceof DataDirectoryError) {
-    process.stderr.write(`build-api: ${err.message}\n`);
-    process.exit(1);
-  }
-  throw err;
+/**
+ * A command that could not start: one line on stderr naming the cause, and exit 1 — never a stack
+ * trace. The operator can act on the refusals this service words itself (configuration, data
+ * directory, a server already serving the file); anything else is named by what failed (the
+ * listener, the store) and the system's own message and code.
+ */
+export function exitOnStartupFailure(err: unknown): never {
+  process.stderr.write(`build-api: ${startupFailure(err)}\n`);
+  process.exit(1);
+}
+
+function startupFailure(err: unknown): string {
+  if (err instanceof ConfigError) return `configuration error: ${err.message}`;
+  if (err instanceof AlreadyServingError || err instanceof DataDirectoryError) return err.message;
+  if (err instanceof ListenError || err instanceof StoreUnavailableError) return err.message;
+  const { message, code } = err as { message?: unknown; code?: unknown };
+  const text = typeof message === 'string' && message ? message : String(err);
+  return `start-up failed: ${text}${typeof code === 'string' && !text.includes(code) ? ` (${code})` : ''}`;
+}
+
+/** The listener could not be opened: the address is taken, not permitted, or not this machine's. */
+export class ListenError extends Error {}
+
+function listenError(err: NodeJS.ErrnoException, host: string, port: number): ListenError {
+  const where = `${host}:${port}`;
+  if (err.code === 'EADDRINUSE') return new ListenError(`cannot listen on ${where}: the address is in use (another process serves it; set PORT or HOST)`);
+  if (err.code === 'EACCES') return new ListenError(`cannot listen on ${where}: permission denied (ports below 1024 need privileges; set PORT)`);
+  if (err.code === 'EADDRNOTAVAIL') return new ListenError(`cannot listen on ${where}: the address is not one of this machine's (set HOST)`);
+  return new ListenError(`cannot listen on ${where}: ${err.message}`);
 }

@@ -65,13 +65,18 @@ async function openSecretBox(config: Config, store: Store, logger: Logger): Prom
   return box;
 }
 
+/** The store could not be opened or migrated at start (unreachable, refused, not writable). */
+export class StoreUnavailableError extends Error {}
+
 export async function createService(config: Config, logger: Logger, opts: { validateResponses?: boolean } = {}): Promise<Service> {
   // A SQLite file has one server: taken before anything reads the file, as a second server on it
   // would take the first one's live runs for abandoned ones. PostgreSQL replicas need no such lock.
   const lock: ServeLock = config.databaseUrl ? { release: () => undefined } : acquireServeLock(config.databasePath);
   let store: Store | null = null;
   try {
-    store = await openStore(config);
+    store = await openStore(config).catch((err: unknown) => {
+      throw new StoreUnavailableError(`cannot open the store (${config.databaseUrl ? 'PostgreSQL at DATABASE_URL' : `SQLite file ${config.databasePath}`}): ${(err as Error).message ?? err}`);
+    });
     return await assemble(config, logger, opts, store, lock);
   } catch (err) {
     await store?.close();

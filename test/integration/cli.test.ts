@@ -74,6 +74,44 @@ test('a bad configuration value stops the command with one line naming the varia
   expect(res.stderr).toBe("build-api: configuration error: PORT: must be a whole number, got 'eighty'\n");
 });
 
+describe('every start-up failure is one line naming its cause, and exit status 1', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-start-'));
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+  // A SQLite file of its own unless the case says otherwise; a port nobody uses.
+  const serve = (extraEnv: Record<string, string>) => cli(['serve'], { DATABASE_URL: '', DATABASE_PATH: path.join(dir, `${Math.random()}.db`), PORT: '0', ...extraEnv });
+  const oneLine = (res: { code: number | null; stderr: string }, pattern: RegExp) => {
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/^build-api: [^\n]+\n$/);
+    expect(res.stderr).toMatch(pattern);
+  };
+
+  test('a taken port', () => {
+    const taken = new URL(t.baseUrl).port;
+    oneLine(serve({ PORT: taken }), new RegExp(`^build-api: cannot listen on 127\\.0\\.0\\.1:${taken}: the address is in use`));
+  });
+  test("an address that is not this machine's", () => {
+    oneLine(serve({ HOST: '192.0.2.1' }), /cannot listen on 192\.0\.2\.1:0: the address is not one of this machine's/);
+  });
+  test('a directory that cannot be made: a part of the path is a file', () => {
+    fs.writeFileSync(path.join(dir, 'plain-file'), 'x');
+    oneLine(serve({ DATABASE_PATH: path.join(dir, 'plain-file', 'sub', 'b.db') }), /DATABASE_PATH: cannot create the directory .*a part of the path is a file/);
+  });
+  test('a file that is not a database', () => {
+    fs.writeFileSync(path.join(dir, 'garbage.db'), 'not a database, not at all: '.repeat(200));
+    oneLine(serve({ DATABASE_PATH: path.join(dir, 'garbage.db') }), /cannot open the store \(SQLite file .*garbage\.db\): file is not a database/);
+  });
+  test('an unreachable PostgreSQL server', () => {
+    oneLine(serve({ DATABASE_URL: 'postgres://user:secret@127.0.0.1:1/build' }), /^build-api: cannot open the store \(PostgreSQL at DATABASE_URL\): connect ECONNREFUSED/);
+  });
+  test('the same file served twice', () => {
+    if (t.config.databaseUrl) return; // the service under test holds no SQLite file
+    oneLine(serve({ DATABASE_PATH: t.config.databasePath }), /already/);
+  });
+});
+
 test('DATABASE_PATH: the parent directory is created', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-cli-'));
   try {
