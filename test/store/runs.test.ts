@@ -93,6 +93,18 @@ describe.each(adapters)('$name: runs', (adapter) => {
       expect(await eventTypes(store, ids[0]!)).toEqual(['run.queued', 'run.started']);
     });
 
+    test('active counts the runs queued and running, whoever claimed them; finished ones are not counted', async () => {
+      const before = await store.runs.active(); // runs other cases left running are counted too
+      const ws = workspace();
+      const ids = range(3).map(() => unique('active'));
+      for (const id of ids) await queue(store, newRun(id, { workspaceId: ws }));
+      expect(await store.runs.active()).toEqual({ queued: before.queued + 3, running: before.running });
+      const claimed = (await store.runs.claimNext(lease('w'), 10))!;
+      expect(await store.runs.active()).toEqual({ queued: before.queued + 2, running: before.running + 1 });
+      await store.runs.finish(claimed.id, 'succeeded', null, {}, 1, now());
+      expect(await store.runs.active()).toEqual({ queued: before.queued + 2, running: before.running });
+    });
+
     it('claimNext returns a RunRow: its members and no others (no lease columns)', async () => {
       const id = unique('row');
       await queue(store, newRun(id, { workspaceId: workspace() }));

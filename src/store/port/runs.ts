@@ -253,6 +253,8 @@ export interface RunReads {
   list(query: RunListQuery): Promise<RunListRow[]>;
   /** When each of these triggers last started a run (refusals do not count), by trigger id. */
   lastStartedBy(triggerIds: string[]): Promise<Map<string, string>>;
+  /** How many runs are queued and how many running now, across every process (partial indexes: cheap). */
+  active(): Promise<{ queued: number; running: number }>;
 }
 
 /** The removal of finished runs past their retention. */

@@ -33,5 +33,12 @@ export function pgRunReads(ctx: PgRunContext): RunReads {
       );
       return new Map(rows.map((r) => [r.trigger_id, r.at]));
     },
+    active: async () => {
+      const [row] = await db.rows<{ queued: string; running: string }>(
+        `SELECT (SELECT count(*) FROM runs WHERE status = 'queued') AS queued, (SELECT count(*) FROM runs WHERE status = 'running') AS running`,
+        [],
+      );
+      return { queued: Number(row?.queued ?? 0), running: Number(row?.running ?? 0) };
+    },
   };
 }
