@@ -28,9 +28,14 @@ export interface OpenAiConfig {
   models: string[];
 }
 
+/** The metrics listener's default port: the one OpenTelemetry's Prometheus exporter uses. */
+export const DEFAULT_METRICS_PORT = 9464;
+
 export interface Config {
   port: number;
   host: string;
+  /** The Prometheus metrics listener's port on `host` (METRICS_PORT); 0: no metrics. */
+  metricsPort: number;
   /** The SQLite file (DATABASE_PATH), used unless databaseUrl is set. */
   databasePath: string;
   dataDir: string;
@@ -200,6 +205,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   return {
     port,
     host,
+    metricsPort: integer(env, 'METRICS_PORT', DEFAULT_METRICS_PORT, 0, 65_535),
     databasePath,
     dataDir: path.dirname(databasePath),
     databaseUrl,

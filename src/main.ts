@@ -5,6 +5,7 @@ import { loadConfig, ConfigError, type Config } from './config';
 import { createLogger } from './log';
 import { createService, StoreUnavailableError } from './service';
 import { createHttpServer } from './http/server';
+import { createMetricsServer } from './http/metrics-server';
 import { AlreadyServingError } from './data-directory/serve-lock';
 import { DataDirectoryError } from './data-directory/data-directory';
 
@@ -12,12 +13,10 @@ const SHUTDOWN_GRACE_MS = 10_000;
 
 export async function serve(config: Config = loadConfig()): Promise<Server> {
   const logger = createLogger(config.logLevel);
-  const service = await createService(config, logger);
-  const server = createHttpServer(service.app, config.connections).listen(config.port, config.host);
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve);
-    server.once('error', (err: NodeJS.ErrnoException) => reject(listenError(err, config.host, config.port)));
-  });
+  const service = await createService(config, logger, { processMetrics: true });
+  const server = await listening(createHttpServer(service.app, config.connections), config.host, config.port, 'PORT');
+  const registry = service.ctx.metrics.registry;
+  const metricsServer = registry && config.metricsPort ? await listening(createMetricsServer(registry, logger), config.host, config.metricsPort, 'METRICS_PORT') : null;
   logger.info(
     {
       address: server.address(),
@@ -25,6 +24,7 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
       database: config.databaseUrl ? 'postgresql' : config.databasePath,
       issuer: config.auth.issuer ?? `${config.publicBaseUrl} (built-in)`,
       docs: `${config.publicBaseUrl}/docs`,
+      metrics: metricsServer ? `http://${config.host}:${config.metricsPort}/metrics` : 'off',
     },
     'build-api listening',
   );
@@ -40,6 +40,7 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
     }, SHUTDOWN_GRACE_MS);
     force.unref();
     service.ctx.runEvents.stop(); // open event streams end now; their clients resume with Last-Event-ID
+    metricsServer?.close();
     server.close(() => {
       void service.close(SHUTDOWN_GRACE_MS).then(() => {
         logger.info('stopped');
@@ -76,10 +77,20 @@ function startupFailure(err: unknown): string {
 /** The listener could not be opened: the address is taken, not permitted, or not this machine's. */
 export class ListenError extends Error {}
 
-function listenError(err: NodeJS.ErrnoException, host: string, port: number): ListenError {
+/** `server` listening on host:port, or the ListenError that names the variable to change. */
+async function listening<S extends Server>(server: S, host: string, port: number, variable: string): Promise<S> {
+  server.listen(port, host);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', (err: NodeJS.ErrnoException) => reject(listenError(err, host, port, variable)));
+  });
+  return server;
+}
+
+function listenError(err: NodeJS.ErrnoException, host: string, port: number, variable: string): ListenError {
   const where = `${host}:${port}`;
-  if (err.code === 'EADDRINUSE') return new ListenError(`cannot listen on ${where}: the address is in use (another process serves it; set PORT or HOST)`);
-  if (err.code === 'EACCES') return new ListenError(`cannot listen on ${where}: permission denied (ports below 1024 need privileges; set PORT)`);
+  if (err.code === 'EADDRINUSE') return new ListenError(`cannot listen on ${where}: the address is in use (another process serves it; set ${variable} or HOST)`);
+  if (err.code === 'EACCES') return new ListenError(`cannot listen on ${where}: permission denied (ports below 1024 need privileges; set ${variable})`);
   if (err.code === 'EADDRNOTAVAIL') return new ListenError(`cannot listen on ${where}: the address is not one of this machine's (set HOST)`);
   return new ListenError(`cannot listen on ${where}: ${err.message}`);
 }

@@ -23,7 +23,7 @@ export interface Metrics {
   runFinished(kind: string, source: string, status: string, seconds: number): void;
   /** A schedule or poll fired `lagSeconds` after its due time. */
   scheduleFired(lagSeconds: number): void;
-  /** A webhook delivery's outcome: `queued`, `repeated`, `rate_limited`, `refused`, `rejected`. */
+  /** A webhook delivery's outcome: `queued`, `repeated`, `refused`, `rate_limited`, `unauthorized`, `unknown_url`, `retired_url`, `invalid`, `error`. */
   webhookDelivery(outcome: string): void;
   /** An event stream opened (+1) or closed (-1). */
   streamsOpen(delta: 1 | -1): void;

@@ -21,6 +21,8 @@ import { createSecretBox, generateSecretKey, parseSecretKeys, type SecretBox } f
 import { resealSigningSecrets } from './services/webhooks';
 import { VersionPages } from './services/version-pages';
 import { createMcpEndpoint, mcpResourceMetadataUrl } from './mcp/server';
+import { createMetrics, NO_METRICS } from './metrics';
+import { instrumentedStore } from './store/instrumented';
 import { readOrCreateKeyFile, SECRETS_KEY_FILE } from './data-directory/key-file';
 
 export interface Service {
@@ -68,7 +70,14 @@ async function openSecretBox(config: Config, store: Store, logger: Logger): Prom
 /** The store could not be opened or migrated at start (unreachable, refused, not writable). */
 export class StoreUnavailableError extends Error {}
 
-export async function createService(config: Config, logger: Logger, opts: { validateResponses?: boolean } = {}): Promise<Service> {
+export interface ServiceOptions {
+  /** Check every reply against the spec (tests). */
+  validateResponses?: boolean;
+  /** Add the process's own metrics (CPU, memory, event loop, GC) to the registry: one per process, so only `serve` asks. */
+  processMetrics?: boolean;
+}
+
+export async function createService(config: Config, logger: Logger, opts: ServiceOptions = {}): Promise<Service> {
   // A SQLite file has one server: taken before anything reads the file, as a second server on it
   // would take the first one's live runs for abandoned ones. PostgreSQL replicas need no such lock.
   const lock: ServeLock = config.databaseUrl ? { release: () => undefined } : acquireServeLock(config.databasePath);
@@ -85,7 +94,9 @@ export async function createService(config: Config, logger: Logger, opts: { vali
   }
 }
 
-async function assemble(config: Config, logger: Logger, opts: { validateResponses?: boolean }, store: Store, lock: ServeLock): Promise<Service> {
+async function assemble(config: Config, logger: Logger, opts: ServiceOptions, opened: Store, lock: ServeLock): Promise<Service> {
+  const metrics = config.metricsPort ? createMetrics({ activeRuns: () => opened.runs.active(), defaultMetrics: opts.processMetrics ?? false }) : NO_METRICS;
+  const store = metrics === NO_METRICS ? opened : instrumentedStore(opened, metrics.storeCall);
   const localIssuer = config.auth.issuer ? null : await localIssuerFor(config, store);
   const issuer = config.auth.issuer ?? (localIssuer as LocalIssuer).issuer;
   const keySource: KeySource = localIssuer
@@ -104,9 +115,11 @@ async function assemble(config: Config, logger: Logger, opts: { validateResponse
     approvalTimeoutMs: config.approvalTimeoutMs,
     leaseMs: config.runLeaseMs,
     logger,
+    metrics,
   });
   const secrets = await openSecretBox(config, store, logger);
   const ctx: ServiceContext = {
+    metrics,
     store,
     secrets,
     limits: config.limits,

@@ -155,6 +155,9 @@ function refusals(resourceMetadataUrl: string, scopeAlways: boolean) {
     forbidden: new ApiError(403, `the token has no Build authorization: scope "${BUILD_SCOPE}" is required`, {}, challenges.insufficient_scope),
     tokenInQuery: unauthorized('access_token in the query string is refused; send the token in the Authorization header', 'invalid_token'),
     missingToken: unauthorized('missing bearer token: send Authorization: Bearer <token>', 'none'),
+    // Another scheme is no token at all (RFC 6750 §3.1: no error code); a Bearer header whose token
+    // is not token68 is an invalid token.
+    otherScheme: unauthorized('Authorization: must be "Bearer <token>"', 'none'),
     notBearer: unauthorized('Authorization: must be "Bearer <token>"', 'invalid_token'),
     notJwt: unauthorized('invalid token: not a JWT', 'invalid_token'),
   };
@@ -170,7 +173,7 @@ export function createBearerAuth(opts: BearerOptions): Authenticate {
     }
     return verifier;
   };
-  const { unauthorized, forbidden, tokenInQuery, missingToken, notBearer, notJwt } = refusals(opts.resourceMetadataUrl, opts.scopeInEveryChallenge ?? false);
+  const { unauthorized, forbidden, tokenInQuery, missingToken, otherScheme, notBearer, notJwt } = refusals(opts.resourceMetadataUrl, opts.scopeInEveryChallenge ?? false);
   const verified = new VerifiedTokens();
   // The Authorization header a connection last sent, with its verified token: a client sends the
   // same header on every request of a keep-alive connection, and comparing it costs far less than
@@ -186,7 +189,7 @@ export function createBearerAuth(opts: BearerOptions): Authenticate {
     const last = lastOnConnection.get(req.socket);
     if (last && last.header === header && last.token.expiresAtMs > nowMs) return principalOf(last.token);
     const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i.exec(header.trim());
-    if (!match) return notBearer;
+    if (!match) return /^bearer(\s|$)/i.test(header.trimStart()) ? notBearer : otherScheme;
     const token = match[1] as string;
     const cacheKey = VerifiedTokens.key(token);
     const known = verified.get(cacheKey, nowMs);

@@ -9,6 +9,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { Operation } from 'openapi-backend';
 import { ApiError } from '../errors';
 import type { Logger } from '../log';
+import type { Metrics } from '../metrics';
 import { loggablePath } from '../log';
 import type { Principal, ServiceContext } from '../services/context';
 import type { Store } from '../store/port';
@@ -72,7 +73,7 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
   app.use(apiRequests(operations, opts.authenticate, opts.logger, opts.ctx));
   app.use(webhookRequests(operations, opts.ctx, opts.logger));
   if (opts.beside) app.use(opts.beside(operations));
-  app.use(otherRequests(opts.logger));
+  app.use(otherRequests(opts.logger, opts.ctx.metrics));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -157,12 +158,12 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
   // every request (docs/benchmarks.md).
   const fail = (req: Request, res: Response) => (err: unknown) => {
     replyWithError(err, req, res, logger);
-    logRequest(logger, req, res);
+    logRequest(logger, req, res, ctx.metrics, 'unmatched');
   };
   const answer = async (req: Request, res: Response, route: Matched, path: string, query: Record<string, unknown>, principal: Principal) => {
     const body = takesBody(route.operation) ? await readJsonBody(req, route.operation) : undefined;
     send(res, await replyTo(operations, ctx, route, { method: req.method, path, headers: req.headers, query, body }, principal));
-    logRequest(logger, req, res);
+    logRequest(logger, req, res, ctx.metrics);
   };
   return (req, res, next) => {
     const url = req.originalUrl;
@@ -202,10 +203,10 @@ function errorHandler(logger: Logger) {
 }
 
 /** Requests outside the API (docs, probes, metadata, 404s): identified, and logged when their response is finished. */
-function otherRequests(logger: Logger): express.RequestHandler {
+function otherRequests(logger: Logger, metrics: Metrics): express.RequestHandler {
   return (req, res, next) => {
     identify(req, res);
-    res.once('finish', () => logRequest(logger, req, res));
+    res.once('finish', () => logRequest(logger, req, res, metrics));
     next();
   };
 }

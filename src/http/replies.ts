@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import type { Request, Response } from 'express';
 import { ApiError } from '../errors';
 import type { Logger } from '../log';
+import type { Metrics } from '../metrics';
 import { loggablePath } from '../log';
 import { BODY_LIMIT_BYTES } from './body';
 
@@ -76,15 +77,21 @@ export function identify(req: Request, res: Response): void {
   res.setHeader('X-Request-Id', req.id);
 }
 
-/** The access-log line of a request: no query string, no headers, no body (see log.ts). */
-export function logRequest(logger: Logger, req: Request, res: Response): void {
+/**
+ * The access-log line of a request (no query string, no headers, no body: see log.ts), and its
+ * count and duration in the metrics, by operationId (`operation` names requests no operation of
+ * the spec answers: `mcp`, `unmatched`, `other`).
+ */
+export function logRequest(logger: Logger, req: Request, res: Response, metrics: Metrics, operation?: string): void {
+  const ms = performance.now() - (req.startedAt as number);
+  metrics.httpRequest(req.matched?.operation.operationId ?? operation ?? 'other', res.statusCode, ms / 1000);
   logger.info(
     {
       reqId: req.id,
       method: req.method,
       path: loggablePath(req.originalUrl),
       status: res.statusCode,
-      ms: performance.now() - (req.startedAt as number),
+      ms,
       workspace: req.principal?.workspaceId,
     },
     'request',

@@ -21,7 +21,7 @@ export function webhookRequests(operations: Operations, ctx: ServiceContext, log
     identify(req, res);
     const queryAt = url.indexOf('?');
     const path = queryAt < 0 ? url : url.slice(0, queryAt);
-    const done = () => logRequest(logger, req, res);
+    const done = () => logRequest(logger, req, res, ctx.metrics, 'unmatched');
     const match = operations.match(req.method, path);
     // A U+0000 in the URL names no trigger (and PostgreSQL's text could not be asked about it).
     if (!match || ('params' in match && nulPath(match.params, 'path'))) {

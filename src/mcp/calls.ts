@@ -3,6 +3,9 @@
 // as a REST request (http/calls.ts: the spec's validators, the handlers, the services, idempotency);
 // the reply becomes the tool's result. A refusal is a tool error that carries the status and the
 // API's `{ error }` body, as the REST reply would (a 409's `current` included).
+import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { describeValidationErrors } from '../domain/validation-errors';
 import { ApiError } from '../errors';
 import type { Logger } from '../log';
 import { checkParsedBody } from '../http/body';
@@ -10,7 +13,7 @@ import { replyBytes, replyTo } from '../http/calls';
 import type { Operations, Reply } from '../http/openapi';
 import type { Principal, ServiceContext } from '../services/context';
 import { waitWhileActive } from '../services/run-waits';
-import { MAX_WAIT_SECONDS, type Tool } from './tools';
+import type { Tool } from './tools';
 
 export interface ToolResult {
   [key: string]: unknown;
@@ -22,9 +25,11 @@ export interface ToolResult {
 /** The headers of a reply a caller may need next (an ETag is the next write's if_match). */
 const PASSED_HEADERS = ['ETag', 'Location', 'Link'];
 
-export function createToolCalls(operations: Operations, ctx: ServiceContext, logger: Logger) {
+export function createToolCalls(operations: Operations, ctx: ServiceContext, logger: Logger, tools: Tool[]) {
+  const checkArguments = argumentCheckers(tools);
   return async function call(tool: Tool, args: Record<string, unknown>, principal: Principal, signal?: AbortSignal): Promise<ToolResult> {
     try {
+      checkArguments(tool, args);
       const request = requestOf(tool, args);
       const route = operations.match(tool.method, request.path);
       if (!route || !('operation' in route)) throw new ApiError(400, `${tool.pathParams.join(', ')}: not a usable path (${request.path})`);
@@ -38,32 +43,42 @@ export function createToolCalls(operations: Operations, ctx: ServiceContext, log
   };
 }
 
-/** The REST request a tool's arguments make. Unknown arguments are refused, not ignored. */
+/**
+ * The arguments held to the types the tool advertises (its inputSchema, `body` aside: the
+ * operation's own validation checks it, with the messages a REST caller gets). Unknown arguments
+ * are refused, not ignored.
+ */
+function argumentCheckers(tools: Tool[]) {
+  const ajv = new Ajv2020({ allErrors: true, strict: false });
+  addFormats(ajv);
+  const validators = new Map(tools.map((tool) => [tool.name, ajv.compile(tool.argumentsSchema)]));
+  return (tool: Tool, args: Record<string, unknown>) => {
+    const known = [...tool.pathParams, ...tool.queryParams, ...Object.keys(tool.headerArgs), ...(tool.takesBody ? ['body'] : []), ...(tool.waitsFor ? ['wait_seconds'] : [])];
+    for (const name of Object.keys(args)) {
+      if (!known.includes(name)) throw new ApiError(400, `${name}: unknown argument; ${tool.name} takes ${known.join(', ') || 'no arguments'}`);
+    }
+    const { body: _body, ...others } = args;
+    const validate = validators.get(tool.name) as ValidateFunction;
+    if (!validate(others)) throw new ApiError(400, describeValidationErrors(validate.errors ?? [], () => []));
+  };
+}
+
+/** The REST request a tool's (checked) arguments make. */
 function requestOf(tool: Tool, args: Record<string, unknown>) {
-  const known = new Set([...tool.pathParams, ...tool.queryParams, ...Object.keys(tool.headerArgs), 'body', ...(tool.waitsFor ? ['wait_seconds'] : [])]);
-  for (const name of Object.keys(args)) {
-    if (!known.has(name)) throw new ApiError(400, `${name}: unknown argument; ${tool.name} takes ${[...known].join(', ') || 'no arguments'}`);
-  }
   let path = tool.path;
   for (const name of tool.pathParams) {
-    const value = args[name];
-    if (typeof value !== 'string' && typeof value !== 'number') throw new ApiError(400, `${name}: required, a string`);
-    if (String(value) === '') throw new ApiError(400, `${name}: must not be empty`);
-    path = path.replace(`{${name}}`, encodeURIComponent(String(value)));
+    path = path.replace(`{${name}}`, encodeURIComponent(String(args[name])));
   }
   // Query values as a REST request carries them: text, and a repeated parameter as a list of texts.
   const query: Record<string, unknown> = {};
   for (const name of tool.queryParams) {
     const value = args[name];
-    if (value === undefined || value === null) continue;
-    query[name] = Array.isArray(value) ? value.map(queryText) : queryText(value);
+    if (value !== undefined) query[name] = Array.isArray(value) ? value.map(queryText) : queryText(value);
   }
   const headers: Record<string, string> = {};
   for (const [argument, header] of Object.entries(tool.headerArgs)) {
     const value = args[argument];
-    if (value === undefined || value === null) continue;
-    if (typeof value !== 'string') throw new ApiError(400, `${argument}: must be a string`);
-    headers[header] = header === 'if-match' ? quotedTag(value) : value;
+    if (typeof value === 'string') headers[header] = header === 'if-match' ? quotedTag(value) : value;
   }
   const body = args.body === undefined ? undefined : checkParsedBody(args.body);
   return { method: tool.method, path, headers, query, body };
@@ -74,13 +89,8 @@ const queryText = (value: unknown) => (typeof value === 'object' ? JSON.stringif
 /** A stamp as the entity tag If-Match takes: `*` and quoted tags as given, a bare stamp quoted. */
 const quotedTag = (value: string) => (value === '*' || value.trimStart().startsWith('"') ? value : `"${value}"`);
 
-function waitSeconds(value: unknown): number {
-  if (value === undefined || value === null) return 0;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_WAIT_SECONDS) {
-    throw new ApiError(400, `wait_seconds: must be a whole number from 0 to ${MAX_WAIT_SECONDS}`);
-  }
-  return value;
-}
+/** The checked `wait_seconds` (an integer from 0 to MAX_WAIT_SECONDS: the tool's schema), 0 when absent. */
+const waitSeconds = (value: unknown): number => (typeof value === 'number' ? value : 0);
 
 function resultOf(tool: Tool, reply: Reply): ToolResult {
   if ('stream' in reply) throw new Error(`${tool.operationId} answered with an event stream, which no tool carries`);

@@ -55,7 +55,7 @@ export function createMcpEndpoint(opts: McpOptions) {
   const version = (spec.document.info as { version: string }).version;
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const listed = tools.map(listing);
-  const call = createToolCalls(opts.operations, opts.ctx, opts.logger);
+  const call = createToolCalls(opts.operations, opts.ctx, opts.logger, tools);
 
   const serverFor = () => {
     const server = new Server({ name: 'build-api', version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
@@ -96,7 +96,7 @@ export function createMcpEndpoint(opts: McpOptions) {
     const isMetadata = path === METADATA_PATH && req.method === 'GET';
     if (path !== MCP_PATH && !isMetadata) return next();
     identify(req, res);
-    res.once('finish', () => logRequest(opts.logger, req, res));
+    res.once('finish', () => logRequest(opts.logger, req, res, opts.ctx.metrics, isMetadata ? 'other' : 'mcp'));
     if (isMetadata) {
       res.json(metadata);
       return;

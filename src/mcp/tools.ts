@@ -50,6 +50,10 @@ export interface Tool {
   headerArgs: Record<string, string>;
   /** Run kind when the tool is a run read that takes `wait_seconds`. */
   waitsFor?: 'agent' | 'workflow';
+  /** Whether the operation takes a request body (the `body` argument). */
+  takesBody: boolean;
+  /** The schema of the arguments other than `body` (which the operation's own validation checks, with its messages). */
+  argumentsSchema: JsonSchema;
 }
 
 interface Parameter {
@@ -138,6 +142,8 @@ function toolOf(path: string, method: string, operation: OperationObject, parame
     };
   }
   const input = converter.standalone({ type: 'object', additionalProperties: false, properties, ...(required.length ? { required } : {}) });
+  const { body: _body, ...others } = properties;
+  const argumentsSchema = converter.standalone({ type: 'object', properties: others, ...(required.filter((r) => r !== 'body').length ? { required: required.filter((r) => r !== 'body') } : {}) });
   const output = outputOf(operation, converter, resolve);
   const readOnly = method === 'get' || operation.operationId.startsWith('validate');
   return {
@@ -162,6 +168,8 @@ function toolOf(path: string, method: string, operation: OperationObject, parame
     queryParams: parameters.filter((p) => p.in === 'query').map((p) => p.name),
     headerArgs,
     ...(waitsFor ? { waitsFor } : {}),
+    takesBody: body !== undefined,
+    argumentsSchema,
   };
 }
 

@@ -20,6 +20,7 @@ import { createLeaseKeeper, DEFAULT_LEASE_MS, newLease } from './runner/lease-ke
 import type { QueuedRun } from './runner/queued-run';
 import { createWorkerPool } from './runner/worker-pool';
 import type { HttpToolOptions } from './tools/types';
+import { NO_METRICS, type Metrics } from '../metrics';
 
 export { DEFAULT_APPROVAL_TIMEOUT_MS, PROGRESS_INTERVAL_MS } from './runner/credit-ledger';
 export { HAND_OFF_LIMIT } from './runner/hand-off-queue';
@@ -45,6 +46,8 @@ export interface RunnerOptions {
   approvalTimeoutMs?: number;
   /** How long a claim on a run lasts unless renewed (default DEFAULT_LEASE_MS). */
   leaseMs?: number;
+  /** Where executions are counted and timed (default: nowhere). */
+  metrics?: Metrics;
 }
 
 export interface Runner {
@@ -71,7 +74,7 @@ export function createRunner(opts: RunnerOptions): Runner {
   const lease = newLease(opts.leaseMs ?? DEFAULT_LEASE_MS);
   const leases = createLeaseKeeper({ runs: store.runs, lease, executing, logger });
   const queue = new HandOffQueue(opts.handOffLimit ?? HAND_OFF_LIMIT);
-  const execute = createRunExecutor({ runs: store.runs, kv: store.kv, models: opts.models, http: opts.http, limits: opts.limits, executing, logger, approvalTimeoutMs: opts.approvalTimeoutMs });
+  const execute = createRunExecutor({ runs: store.runs, kv: store.kv, models: opts.models, http: opts.http, limits: opts.limits, executing, logger, approvalTimeoutMs: opts.approvalTimeoutMs, metrics: opts.metrics ?? NO_METRICS });
   const perWorkspace = opts.perWorkspace ?? Math.max(1, opts.workers - 1);
   const pool = createWorkerPool({ runs: store.runs, queue, lease, workers: opts.workers, perWorkspace, execute, logger });
   let poller: NodeJS.Timeout | null = null;

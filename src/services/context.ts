@@ -4,6 +4,7 @@ import type { CatalogModel, WorkspaceLimits } from '../domain/types';
 import type { QueuedRun } from '../runtime/runner';
 import type { Store } from '../store/port';
 import type { RunEventFeed } from './run-event-feed';
+import type { Metrics } from '../metrics';
 import type { SecretBox } from './secret-box';
 import type { VersionPages } from './version-pages';
 
@@ -11,6 +12,8 @@ import type { VersionPages } from './version-pages';
 export type { Principal };
 
 export interface ServiceContext {
+  /** Where every layer records what it did (metrics.ts; NO_METRICS when off). */
+  metrics: Metrics;
   store: Store;
   limits: WorkspaceLimits;
   /** Seals and opens the secrets the store keeps recoverable (webhook signing keys). */

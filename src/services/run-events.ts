@@ -27,7 +27,17 @@ export async function streamStart(ctx: ServiceContext, runId: string, after: num
 /** One of the caller's stream slots (released when the stream ends), or 429. */
 export function streamSlot(ctx: ServiceContext, who: Principal): () => void {
   const release = ctx.runEvents.admit(`${who.workspaceId}\n${who.userId}`);
-  if (release) return release;
+  if (release) {
+    ctx.metrics.streamsOpen(1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      ctx.metrics.streamsOpen(-1);
+      release();
+    };
+  }
+  ctx.metrics.rateLimited('event_streams');
   throw new ApiError(
     429,
     `${ctx.eventStreamsPerCaller} event streams are open for this caller already, the limit (EVENT_STREAMS_PER_CALLER); close one or retry after ${STREAM_RETRY_AFTER_S} s`,

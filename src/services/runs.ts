@@ -38,6 +38,7 @@ export const refusalMessage = (minimumCost: number, balance: number) =>
  */
 export async function acceptRun(ctx: ServiceContext, run: RunToAccept): Promise<{ id: string; outcome: AcceptOutcome }> {
   const id = uuidV7(); // time-ordered: a new run's key is appended to the runs' index, not put on a random page of it
+  const acceptedAt = new Date().toISOString();
   const { snapshot, stepAgents, ...row } = run;
   const stepAgentsJson = stepAgents && JSON.stringify(stepAgents);
   const outcome = await ctx.store.runs
@@ -47,6 +48,7 @@ export async function acceptRun(ctx: ServiceContext, run: RunToAccept): Promise<
       ctx.notifyRunQueued();
       throw err;
     });
+  if (outcome.status === 'queued' || outcome.status === 'refused') ctx.metrics.runAccepted(run.kind, run.source, outcome.status);
   if (outcome.status !== 'queued') return { id, outcome };
   ctx.notifyRunQueued({
     id,
@@ -58,6 +60,8 @@ export async function acceptRun(ctx: ServiceContext, run: RunToAccept): Promise<
     state: run.state,
     creditsReserved: run.minimumCost,
     creditsSpent: 0,
+    source: run.source,
+    acceptedAt,
   });
   return { id, outcome };
 }

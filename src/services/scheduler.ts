@@ -69,6 +69,7 @@ export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Sch
       fires: plan.missed.map((dueAt): FireRow => ({ dueAt, outcome: 'missed' })),
     };
     if (plan.fire === null) return void (await store.schedules.advance(claim));
+    ctx.metrics.scheduleFired((nowMs - plan.fire) / 1000);
     if (row.kind === 'poll') return detectors.poll(row, claim, plan.fire, nowMs);
     // Overlap: the previous run is still going, so this due time is skipped rather than piled up.
     const previous = row.last_run_id ? await store.runs.find(row.last_run_id) : null;

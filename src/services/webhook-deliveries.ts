@@ -33,6 +33,8 @@ export interface Delivery {
 export interface DeliveryAccepted {
   runId: string;
   status: string;
+  /** The delivery was received before: this is the first one's reply. */
+  repeated?: true;
 }
 
 /** What a run started by a delivery gets: the body (parsed JSON, a form as an object, else text), some headers and the query. */
@@ -110,10 +112,27 @@ function deliveryKey(delivery: Delivery): string | undefined {
 async function replyOfEarlierDelivery(ctx: ServiceContext, runId: string, httpStatus: number): Promise<DeliveryAccepted> {
   const run = await ctx.store.runs.find(runId);
   if (httpStatus === 409) throw refused(run?.error ?? 'the run was refused', runId);
-  return { runId, status: run?.status ?? 'queued' };
+  return { runId, status: run?.status ?? 'queued', repeated: true };
 }
 
+/** A delivery handled (deliver, below), its outcome counted in the metrics. */
 export async function deliverWebhook(ctx: ServiceContext, delivery: Delivery, nowMs = Date.now()): Promise<DeliveryAccepted> {
+  try {
+    const accepted = await deliver(ctx, delivery, nowMs);
+    ctx.metrics.webhookDelivery(accepted.repeated ? 'repeated' : 'queued');
+    return accepted;
+  } catch (err) {
+    const status = err instanceof ApiError ? err.status : 500;
+    if (status === 429) ctx.metrics.rateLimited('webhook');
+    ctx.metrics.webhookDelivery(DELIVERY_OUTCOMES[status] ?? (status < 500 ? 'invalid' : 'error'));
+    throw err;
+  }
+}
+
+/** A refused delivery's outcome label, by its status. */
+const DELIVERY_OUTCOMES: Record<number, string> = { 401: 'unauthorized', 404: 'unknown_url', 409: 'refused', 410: 'retired_url', 429: 'rate_limited' };
+
+async function deliver(ctx: ServiceContext, delivery: Delivery, nowMs: number): Promise<DeliveryAccepted> {
   const { store } = ctx;
   const presented = hashSecret(delivery.secret);
   const target = await store.webhooks.target(delivery.triggerId);

@@ -16,8 +16,9 @@ const MAX_DEPTH = 2;
 function timed<T extends object>(target: T, prefix: string, observe: StoreCallObserver, depth: number): T {
   const wrapped = new Map<PropertyKey, unknown>();
   return new Proxy(target, {
-    get(object, property, receiver) {
-      const value = Reflect.get(object, property, receiver) as unknown;
+    get(object, property) {
+      // Read on the adapter's own object (its getters and private fields see it, not the proxy).
+      const value = Reflect.get(object, property) as unknown;
       if (typeof property !== 'string') return value;
       const known = wrapped.get(property);
       if (known !== undefined) return known;

@@ -39,7 +39,9 @@ describe('401', () => {
   });
 
   test('wrong scheme and malformed tokens', async () => {
-    await expectUnauthorized(await get(null, '/api/build/agents', { authorization: 'Basic dXNlcjpwYXNz' }), `${METADATA}, error="invalid_token"`, /must be "Bearer <token>"/);
+    // Another scheme is no bearer token at all: no error code (RFC 6750 §3.1); a malformed Bearer one is invalid.
+    await expectUnauthorized(await get(null, '/api/build/agents', { authorization: 'Basic dXNlcjpwYXNz' }), METADATA, /must be "Bearer <token>"/);
+    await expectUnauthorized(await get(null, '/api/build/agents', { authorization: 'Bearer a b' }), `${METADATA}, error="invalid_token"`, /must be "Bearer <token>"/);
     await expectUnauthorized(await get('not-a-jwt'), `${METADATA}, error="invalid_token"`, /not a JWT/);
   });
 

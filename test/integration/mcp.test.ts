@@ -148,6 +148,14 @@ test('arguments are the REST request: unknown ones are refused, query values rea
   expect(unknown.status).toBe(400);
   expect(unknown.body.error).toContain('colour');
   expect(errorOf(await call(client, 'create_agent', {})).status).toBe(400);
+  // Only a tool whose operation takes a body takes `body`.
+  expect(errorOf(await call(client, 'get_agent', { ref: 'x', body: {} }))).toEqual({ status: 400, body: { error: 'body: unknown argument; get_agent takes ref' } });
+  expect(errorOf(await call(client, 'get_catalog', { x: 1 })).body.error).toBe('x: unknown argument; get_catalog takes no arguments');
+  // Types as the tool's inputSchema says: no coercion.
+  expect(errorOf(await call(client, 'get_agent', { ref: 123 }))).toEqual({ status: 400, body: { error: expect.stringMatching(/^ref: .*string/) } });
+  expect(errorOf(await call(client, 'list_agent_runs', { limit: '5' })).body.error).toMatch(/^limit: /);
+  expect(errorOf(await call(client, 'replace_agent', { ref: 'x', if_match: '', body: {} })).body.error).toMatch(/^if_match: /);
+  expect(errorOf(await call(client, 'get_agent_run', { runId: '5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d', wait_seconds: null })).status).toBe(400);
   expect(errorOf(await call(client, 'get_agent_run', { runId: 'not-a-uuid' })).status).toBe(400);
   expect(errorOf(await call(client, 'get_agent_run', { runId: '5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d', wait_seconds: 61 })).status).toBe(400);
   await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/no_such_tool/);

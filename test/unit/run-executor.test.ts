@@ -8,6 +8,7 @@ import { createRunExecutor, type RunExecutor } from '../../src/runtime/runner/ru
 import type { QueuedRun } from '../../src/runtime/runner';
 import type { Workflow } from '../../src/domain/types';
 import { claimedRun, openTempStore, queueRun, scriptedAgent, toolWorkflow, type TempStore } from '../helpers/run-store';
+import { NO_METRICS } from '../../src/metrics';
 
 const lease = { owner: 'executor-test', ms: 60_000 };
 let t: TempStore;
@@ -18,7 +19,7 @@ beforeEach(() => {
   executing = new ExecutingRuns();
   execute = createRunExecutor({
     runs: t.store.runs, kv: t.store.kv, models: createModelRegistry({ openai: null }), http: { timeoutMs: 1000, maxBytes: 1024, allowPrivate: false },
-    limits: DEFAULT_RUN_LIMITS, executing, logger: createLogger('silent'),
+    limits: DEFAULT_RUN_LIMITS, executing, logger: createLogger('silent'), metrics: NO_METRICS,
   });
 });
 afterEach(() => t.close());

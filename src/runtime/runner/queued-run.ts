@@ -15,6 +15,9 @@ export interface QueuedRun {
   state: unknown;
   creditsReserved: number;
   creditsSpent: number;
+  /** What started it (`test`, `webhook`, `schedule`, `poll`) and when it was accepted: for the run metrics. */
+  source: string;
+  acceptedAt: string;
 }
 
 /** A stored JSON text, or undefined when it does not parse (a damaged row: executing it fails the run). */
@@ -37,4 +40,6 @@ export const fromRow = (row: RunRow): QueuedRun => ({
   state: JSON.parse(row.state) as unknown,
   creditsReserved: row.credits_reserved,
   creditsSpent: row.credits_spent,
+  source: row.source,
+  acceptedAt: row.accepted_at,
 });

@@ -7,6 +7,7 @@
 // worker resumes it from its stored state.
 import type { Agent, Workflow } from '../../domain/types';
 import type { Logger } from '../../log';
+import type { Metrics } from '../../metrics';
 import type { KvRepository } from '../../store/port';
 import { runAgent, type AgentRunState } from '../agent-loop';
 import { renderBudget, type RunLimits } from '../limits';
@@ -28,6 +29,7 @@ export interface RunExecutorOptions {
   executing: ExecutingRuns;
   logger: Logger;
   approvalTimeoutMs?: number;
+  metrics: Metrics;
 }
 
 /** Executes a claimed run and records its end (or its parking); never rejects for the run's own failure. */
@@ -39,7 +41,7 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
   /** What a run's tool calls get: one rendering budget for the whole run (its agent steps included). */
   const toolContext = (workspaceId: string): ToolContext => ({ workspaceId, kv: opts.kv, http: opts.http, limits: opts.limits, budget: renderBudget(opts.limits) });
 
-  async function executeAgentRun(run: QueuedRun, account: CreditLedger): Promise<void> {
+  async function executeAgentRun(run: QueuedRun, account: CreditLedger): Promise<string> {
     const agent = run.snapshot as Agent;
     const { prompt } = run.request as { prompt: string };
     const outcome = await runAgent(
@@ -58,9 +60,10 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
     );
     if (outcome.status === 'awaiting_approval') await account.park(outcome);
     else await account.finish(outcome);
+    return outcome.status;
   }
 
-  async function executeWorkflowRun(run: QueuedRun, account: CreditLedger): Promise<void> {
+  async function executeWorkflowRun(run: QueuedRun, account: CreditLedger): Promise<string> {
     const workflow = run.snapshot as Workflow;
     const { input } = run.request as { input: Record<string, unknown> };
     const tools = toolContext(run.workspaceId);
@@ -89,14 +92,19 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
       emit: account.emit,
     });
     await account.finish(outcome);
+    return outcome.status;
   }
 
   return async function execute(run: QueuedRun): Promise<void> {
     const account = createCreditLedger(run, { runs: opts.runs, logger, approvalTimeoutMs: opts.approvalTimeoutMs });
+    const started = performance.now();
+    // A run that spent nothing has not executed before: its wait since acceptance is its queue wait
+    // (a run resumed after an approval was waited for by its caller, not by the queue).
+    opts.metrics.runStarted(run.kind, run.source, run.creditsSpent === 0 ? (Date.now() - Date.parse(run.acceptedAt)) / 1000 : null);
+    let status = 'failed';
     await opts.executing.track(run.id, account.stop, async () => {
       try {
-        if (run.kind === 'agent') await executeAgentRun(run, account);
-        else await executeWorkflowRun(run, account);
+        status = run.kind === 'agent' ? await executeAgentRun(run, account) : await executeWorkflowRun(run, account);
       } catch (err) {
         logger.error({ err, runId: run.id }, 'run failed unexpectedly');
         await account.finish({ status: 'failed', error: 'internal error while executing the run', state: run.state }).catch((e: unknown) => {
@@ -104,5 +112,6 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
         });
       }
     });
+    opts.metrics.runFinished(run.kind, run.source, status, (performance.now() - started) / 1000);
   };
 }
