@@ -68,6 +68,7 @@ const pg = require('pg');
 const { startCluster } = require('./pg-cluster');
 const { mixScenario, MIX_NAME } = require('./bench-mix');
 const http = require('node:http');
+const { freePort } = require('./free-port');
 
 /**
  * Starts a child process that prints its port (as JSON or in the listening log line). With
@@ -230,7 +231,8 @@ async function startService(dir, dataDir, databaseUrl = null, replicas = 1) {
     processes.push(
       await startProcess(
         [...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []), path.join(dir, 'bin', 'build-api.js'), 'serve'],
-        env,
+        // Metrics on, as deployed: each process on a port of its own.
+        { ...env, METRICS_PORT: String(await freePort()) },
         (line) => line.includes('"build-api listening"') && JSON.parse(line).address.port,
         path.join(dataDir, `service-${i}.log`),
       ),

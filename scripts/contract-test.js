@@ -87,6 +87,7 @@ async function main() {
     RUN_CANCEL_WAIT_MS: '200',
     // The 429 of the event streams: the hooks hold this many open first.
     EVENT_STREAMS_PER_CALLER: '2',
+    METRICS_PORT: '0',
     ...store.env,
   };
   delete env.AUTH_ISSUER;

@@ -27,6 +27,7 @@ const { startCluster } = require('./pg-cluster');
 
 const root = path.join(__dirname, '..');
 const DOCUMENTED_PORT = 8080;
+const DOCUMENTED_METRICS_PORT = 9464; // METRICS_PORT's default (README)
 const INSTALL_AND_START_MS = 15 * 60_000; // npm ci compiles better-sqlite3 and builds dist/ and the docs page
 const BLOCKS_MS = 3 * 60_000;
 const STOP_MS = 20_000;
@@ -86,12 +87,14 @@ function portIsFree(port) {
   });
 }
 
-/** The documented port, or a free one passed the documented way. */
+/** The documented ports (the API's, the metrics'), or free ones passed the documented way. */
 async function choosePort() {
-  if (await portIsFree(DOCUMENTED_PORT)) return { port: DOCUMENTED_PORT, env: {} };
+  const metricsEnv = (await portIsFree(DOCUMENTED_METRICS_PORT)) ? {} : { METRICS_PORT: String(await freePort()) };
+  if (metricsEnv.METRICS_PORT) console.log(`  port ${DOCUMENTED_METRICS_PORT} is taken here: METRICS_PORT=${metricsEnv.METRICS_PORT}`);
+  if (await portIsFree(DOCUMENTED_PORT)) return { port: DOCUMENTED_PORT, env: metricsEnv };
   const port = await freePort();
   console.log(`  port ${DOCUMENTED_PORT} is taken here: PORT=${port}, and the blocks' URLs follow it`);
-  return { port, env: { PORT: String(port) } };
+  return { port, env: { PORT: String(port), ...metricsEnv } };
 }
 
 /** What a stranger's shell has: no project variables, no npm_config_* from an enclosing npm run. */
