@@ -213,6 +213,7 @@ function workflowDocument(slug, steps) {
 async function startService(dir, dataDir, databaseUrl = null, replicas = 1) {
   const env = {
     PORT: '0',
+    DRAIN_SECONDS: '0',
     HOST: '127.0.0.1',
     DATABASE_PATH: path.join(dataDir, 'build.db'),
     PUBLIC_BASE_URL,

@@ -88,6 +88,7 @@ async function main() {
     // The 429 of the event streams: the hooks hold this many open first.
     EVENT_STREAMS_PER_CALLER: '2',
     METRICS_PORT: '0',
+    DRAIN_SECONDS: '0',
     ...store.env,
   };
   delete env.AUTH_ISSUER;

@@ -21,7 +21,7 @@ const PUBLIC_BASE_URL = 'http://soak.test';
 function startServer(dataDir) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(root, 'bin', 'build-api.js'), 'serve'], {
-      env: { ...process.env, PORT: '0', METRICS_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: path.join(dataDir, 'build.db'), PUBLIC_BASE_URL, LOG_LEVEL: 'warn', DEFAULT_CREDITS: '100000000' },
+      env: { ...process.env, PORT: '0', METRICS_PORT: '0', DRAIN_SECONDS: '0', HOST: '127.0.0.1', DATABASE_PATH: path.join(dataDir, 'build.db'), PUBLIC_BASE_URL, LOG_LEVEL: 'warn', DEFAULT_CREDITS: '100000000' },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     // LOG_LEVEL=warn hides the listening line, so find the port from /proc once the process listens.

@@ -36,6 +36,8 @@ export interface Config {
   host: string;
   /** The Prometheus metrics listener's port on `host` (METRICS_PORT); 0: no metrics. */
   metricsPort: number;
+  /** After SIGTERM, how long /readyz answers 503 while requests are still served, before the listener closes (DRAIN_SECONDS). */
+  drainMs: number;
   /** The SQLite file (DATABASE_PATH), used unless databaseUrl is set. */
   databasePath: string;
   dataDir: string;
@@ -206,6 +208,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     port,
     host,
     metricsPort: integer(env, 'METRICS_PORT', DEFAULT_METRICS_PORT, 0, 65_535),
+    drainMs: integer(env, 'DRAIN_SECONDS', 5, 0, 300) * 1000,
     databasePath,
     dataDir: path.dirname(databasePath),
     databaseUrl,

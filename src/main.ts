@@ -1,6 +1,7 @@
-// `build-api serve`: config → store → HTTP server, with graceful shutdown on SIGTERM/SIGINT
-// (stop accepting, let requests in flight finish, close the database).
-import type { Server } from 'node:http';
+// `build-api serve`: config → store → HTTP server (and the metrics listener), with a shutdown a
+// load balancer can follow on SIGTERM (drain, stop accepting, let requests in flight finish, hand
+// back runs, close the database).
+import type { Server, ServerResponse } from 'node:http';
 import { loadConfig, ConfigError, type Config } from './config';
 import { createLogger } from './log';
 import { createService, StoreUnavailableError } from './service';
@@ -29,17 +30,22 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
     'build-api listening',
   );
 
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
+  // SIGTERM: drain, then stop. Draining, /readyz answers 503 while everything is still served, so
+  // that a balancer polling readiness takes this replica out before it stops listening; responses
+  // ask their clients to reconnect (through the balancer, to another replica). Then the listener
+  // closes, requests in flight finish (up to the grace period), event streams end (their clients
+  // resume elsewhere with Last-Event-ID), runs still executing are handed back, and the process
+  // exits 0. SIGINT (an interactive stop) skips the drain; a second signal exits at once.
+  let phase: 'serving' | 'draining' | 'stopping' = 'serving';
+  const stop = () => {
+    phase = 'stopping';
+    logger.info('stopping: the listener closes; requests in flight finish');
     const force = setTimeout(() => {
       logger.warn('requests still running after the grace period; closing them');
       server.closeAllConnections();
     }, SHUTDOWN_GRACE_MS);
     force.unref();
-    service.ctx.runEvents.stop(); // open event streams end now; their clients resume with Last-Event-ID
+    service.ctx.runEvents.stop();
     metricsServer?.close();
     server.close(() => {
       void service.close(SHUTDOWN_GRACE_MS).then(() => {
@@ -49,8 +55,20 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
     });
     server.closeIdleConnections();
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (phase !== 'serving') {
+      logger.warn({ signal }, 'a second signal: exiting now');
+      process.exit(1);
+    }
+    phase = 'draining';
+    service.readiness.draining = true;
+    const drainMs = signal === 'SIGINT' ? 0 : config.drainMs;
+    server.prependListener('request', (_req, res: ServerResponse) => res.setHeader('Connection', 'close'));
+    logger.info({ signal, drainMs }, 'draining: /readyz answers 503; requests are still served');
+    setTimeout(stop, drainMs);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
   return server;
 }
 

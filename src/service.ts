@@ -6,7 +6,7 @@ import { ConfigError, type Config } from './config';
 import { createBearerAuth } from './auth/bearer';
 import { remoteKeySource, staticKeySource, type KeySource } from './auth/key-source';
 import { generateSigningKey, localIssuerFromKey, type LocalIssuer } from './auth/local-issuer';
-import { createApp } from './http/app';
+import { createApp, type Readiness } from './http/app';
 import type { Logger } from './log';
 import { createModelRegistry } from './runtime/models';
 import { createRunner, type Runner } from './runtime/runner';
@@ -35,6 +35,8 @@ export interface Service {
   scheduler: Scheduler;
   /** Present when the service is its own issuer (no AUTH_ISSUER). */
   localIssuer: LocalIssuer | null;
+  /** Set `draining` when a shutdown begins: /readyz answers 503 from then on. */
+  readiness: Readiness;
   /** Stops the run workers (waiting up to graceMs for runs in progress) and closes the store. */
   close(graceMs?: number): Promise<void>;
 }
@@ -135,6 +137,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     cancelWaitMs: config.cancelWaitMs,
     versionPages: new VersionPages(config.versionsKept),
   };
+  const readiness: Readiness = { draining: false };
   const bearer = { issuer, audience: config.auth.audience, workspaceClaim: config.auth.workspaceClaim, keySource, rememberMs: config.auth.jwksCacheMs };
   let mcp: ReturnType<typeof createMcpEndpoint> | undefined;
   const app = await createApp({
@@ -146,6 +149,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     authenticate: createBearerAuth({ ...bearer, resourceMetadataUrl }),
     localJwks: localIssuer?.jwks,
     validateResponses: opts.validateResponses,
+    readiness,
     // The MCP endpoint: the same operations, and the same tokens challenged with its own metadata.
     beside: (operations) => {
       mcp = createMcpEndpoint({ operations, ctx, logger, authenticate: createBearerAuth({ ...bearer, resourceMetadataUrl: mcpResourceMetadataUrl(config.publicBaseUrl), scopeInEveryChallenge: true }), publicBaseUrl: config.publicBaseUrl, issuer });
@@ -159,6 +163,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     app,
     ctx,
     store,
+    readiness,
     runner,
     maintenance,
     scheduler,

@@ -37,11 +37,18 @@ export interface AppOptions {
   localJwks?: Jwks;
   /** Check every reply against the spec and answer 500 on drift (tests). */
   validateResponses?: boolean;
+  /** Whether the process is draining (SIGTERM): /readyz then answers 503 so that balancers stop sending to it. */
+  readiness?: Readiness;
   /** Requests served beside the API by another carrier of its operations (the MCP endpoint): given them, it answers its own paths and passes the rest on. */
   beside?: (operations: Operations) => express.RequestHandler;
 }
 
 type Matched = Extract<Match, { operation: Operation }>;
+
+/** Set by the composition root when a shutdown begins. */
+export interface Readiness {
+  draining: boolean;
+}
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -79,6 +86,10 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
     res.json({ status: 'ok' });
   });
   app.get('/readyz', async (_req, res) => {
+    if (opts.readiness?.draining) {
+      res.status(503).json({ error: 'draining: this replica is shutting down; send requests to another' });
+      return;
+    }
     try {
       await opts.store.ping();
       res.json({ status: 'ready' });

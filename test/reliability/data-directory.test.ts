@@ -21,7 +21,7 @@ afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
 /** The environment a stranger has, plus DATABASE_PATH: no DATABASE_URL, no PORT from the caller. */
 function env(databasePath: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_PATH: databasePath, PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'info', ...extra };
+  return { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_PATH: databasePath, PORT: '0', METRICS_PORT: '0', DRAIN_SECONDS: '0', LOG_LEVEL: 'info', ...extra };
 }
 
 function cli(args: string[], databasePath: string, prefix: string[] = []) {
