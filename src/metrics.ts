@@ -4,6 +4,7 @@
 // text: labels are operationIds, status classes, run kinds, sources and statuses, store method
 // names and fixed outcome words (docs/operations.md lists them).
 import client from 'prom-client';
+import { LabelledHistogram, type Series } from './metric-series';
 
 export interface ActiveRuns {
   queued: number;
@@ -62,8 +63,11 @@ export function createMetrics(opts: { activeRuns: () => Promise<ActiveRuns>; def
   const registry = new client.Registry();
   if (opts.defaultMetrics !== false) client.collectDefaultMetrics({ register: registry, prefix: PREFIX });
   const registers = [registry];
-  const requests = new client.Counter({ name: `${PREFIX}http_requests_total`, help: 'Requests answered, by operationId and status class.', labelNames: ['operation', 'status_class'], registers });
-  const requestSeconds = new client.Histogram({ name: `${PREFIX}http_request_duration_seconds`, help: 'Time from a request\'s arrival to its reply, by operationId and status class.', labelNames: ['operation', 'status_class'], buckets: HTTP_BUCKETS, registers });
+  // The hot paths (every request, every store call): series looked up once, counts read at scrape time.
+  const requests = new LabelledHistogram(`${PREFIX}http_request_duration_seconds`, "Time from a request's arrival to its reply, by operationId and status class.", ['operation', 'status_class'], HTTP_BUCKETS);
+  requests.register(registry, { name: `${PREFIX}http_requests_total`, help: 'Requests answered, by operationId and status class.' });
+  const storeCalls = new LabelledHistogram(`${PREFIX}store_call_duration_seconds`, "Duration of the store's methods, by method.", ['method'], STORE_BUCKETS);
+  storeCalls.register(registry);
   const accepted = new client.Counter({ name: `${PREFIX}runs_accepted_total`, help: 'Run starts asked for, by kind, source and outcome (queued, or refused for lack of credits).', labelNames: ['kind', 'source', 'outcome'], registers });
   const started = new client.Counter({ name: `${PREFIX}runs_started_total`, help: 'Executions begun by this process\'s workers, by kind and source (a run resumed after an approval starts again).', labelNames: ['kind', 'source'], registers });
   const finished = new client.Counter({ name: `${PREFIX}runs_finished_total`, help: 'Executions ended by this process\'s workers, by kind, source and status (awaiting_approval: parked).', labelNames: ['kind', 'source', 'status'], registers });
@@ -72,7 +76,6 @@ export function createMetrics(opts: { activeRuns: () => Promise<ActiveRuns>; def
   const lag = new client.Histogram({ name: `${PREFIX}schedule_lag_seconds`, help: 'How late schedules and polls fired: the fire time minus the due time.', buckets: LAG_BUCKETS, registers });
   const deliveries = new client.Counter({ name: `${PREFIX}webhook_deliveries_total`, help: 'Webhook deliveries, by outcome.', labelNames: ['outcome'], registers });
   const streams = new client.Gauge({ name: `${PREFIX}event_streams_open`, help: 'Run event streams (and run waits) open on this process.', registers });
-  const storeSeconds = new client.Histogram({ name: `${PREFIX}store_call_duration_seconds`, help: 'Duration of the store\'s methods, by method.', labelNames: ['method'], buckets: STORE_BUCKETS, registers });
   const limited = new client.Counter({ name: `${PREFIX}rate_limited_total`, help: 'Requests refused by a rate limit (429), by limit.', labelNames: ['limit'], registers });
   // Read from the store at each scrape: every replica reports the shared queue.
   const active = new client.Gauge({
@@ -88,25 +91,16 @@ export function createMetrics(opts: { activeRuns: () => Promise<ActiveRuns>; def
   });
   void active;
 
-  // Label children looked up once per combination (prom-client hashes the label values on every call otherwise).
-  const children = new Map<string, { count: client.Counter; seconds: client.Histogram }>();
-  const requestSeries = (operation: string, statusClass: string) => {
-    const key = `${operation} ${statusClass}`;
-    let series = children.get(key);
-    if (!series) {
-      series = { count: requests.labels(operation, statusClass) as unknown as client.Counter, seconds: requestSeconds.labels(operation, statusClass) as unknown as client.Histogram };
-      children.set(key, series);
-    }
-    return series;
-  };
-  const storeSeries = new Map<string, client.Histogram>();
+  const requestSeries = new Map<string, Series>();
+  const storeSeries = new Map<string, Series>();
 
   return {
     registry,
     httpRequest(operation, status, seconds) {
-      const series = requestSeries(operation, `${Math.floor(status / 100)}xx`);
-      series.count.inc();
-      series.seconds.observe(seconds);
+      const key = `${operation} ${status}`;
+      let series = requestSeries.get(key);
+      if (!series) requestSeries.set(key, (series = requests.series(operation, `${Math.floor(status / 100)}xx`)));
+      requests.observe(series, seconds);
     },
     runAccepted: (kind, source, outcome) => accepted.inc({ kind, source, outcome }),
     runStarted(kind, source, queuedSeconds) {
@@ -122,8 +116,8 @@ export function createMetrics(opts: { activeRuns: () => Promise<ActiveRuns>; def
     streamsOpen: (delta) => streams.inc(delta),
     storeCall(method, seconds) {
       let series = storeSeries.get(method);
-      if (!series) storeSeries.set(method, (series = storeSeconds.labels(method) as unknown as client.Histogram));
-      series.observe(seconds);
+      if (!series) storeSeries.set(method, (series = storeCalls.series(method)));
+      storeCalls.observe(series, seconds);
     },
     rateLimited: (limit) => limited.inc({ limit }),
   };
