@@ -96,15 +96,39 @@ export async function createService(config: Config, logger: Logger, opts: Servic
   }
 }
 
-async function assemble(config: Config, logger: Logger, opts: ServiceOptions, opened: Store, lock: ServeLock): Promise<Service> {
-  const metrics = config.metricsPort ? createMetrics({ activeRuns: () => opened.runs.active(), defaultMetrics: opts.processMetrics ?? false }) : NO_METRICS;
-  const store = metrics === NO_METRICS ? opened : instrumentedStore(opened, metrics.storeCall);
-  const localIssuer = config.auth.issuer ? null : await localIssuerFor(config, store);
+/**
+ * The HTTP application and, beside it, the MCP endpoint: the same operations, and the same tokens
+ * (from the configured issuer, or this service's own) challenged with each one's metadata.
+ */
+async function webLayers(config: Config, logger: Logger, opts: ServiceOptions, ctx: ServiceContext, readiness: Readiness, localIssuer: LocalIssuer | null) {
   const issuer = config.auth.issuer ?? (localIssuer as LocalIssuer).issuer;
   const keySource: KeySource = localIssuer
     ? staticKeySource(localIssuer.jwks)
     : remoteKeySource({ issuer, jwksUri: config.auth.jwksUri, maxAgeMs: config.auth.jwksCacheMs });
-  const resourceMetadataUrl = `${config.publicBaseUrl}/.well-known/oauth-protected-resource`;
+  const bearer = { issuer, audience: config.auth.audience, workspaceClaim: config.auth.workspaceClaim, keySource, rememberMs: config.auth.jwksCacheMs };
+  let mcp: ReturnType<typeof createMcpEndpoint> | undefined;
+  const app = await createApp({
+    ctx,
+    store: ctx.store,
+    logger,
+    publicBaseUrl: config.publicBaseUrl,
+    issuer,
+    authenticate: createBearerAuth({ ...bearer, resourceMetadataUrl: `${config.publicBaseUrl}/.well-known/oauth-protected-resource` }),
+    localJwks: localIssuer?.jwks,
+    validateResponses: opts.validateResponses,
+    readiness,
+    beside: (operations) => {
+      mcp = createMcpEndpoint({ operations, ctx, logger, authenticate: createBearerAuth({ ...bearer, resourceMetadataUrl: mcpResourceMetadataUrl(config.publicBaseUrl), scopeInEveryChallenge: true }), publicBaseUrl: config.publicBaseUrl, issuer });
+      return mcp.handler;
+    },
+  });
+  return { app, mcp };
+}
+
+async function assemble(config: Config, logger: Logger, opts: ServiceOptions, opened: Store, lock: ServeLock): Promise<Service> {
+  const metrics = config.metricsPort ? createMetrics({ activeRuns: () => opened.runs.active(), defaultMetrics: opts.processMetrics ?? false }) : NO_METRICS;
+  const store = metrics === NO_METRICS ? opened : instrumentedStore(opened, metrics.storeCall);
+  const localIssuer = config.auth.issuer ? null : await localIssuerFor(config, store);
   const models = createModelRegistry(config);
   const http = { ...HTTP_TOOL, allowPrivate: config.httpToolAllowPrivate };
   const runner = createRunner({
@@ -138,24 +162,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     versionPages: new VersionPages(config.versionsKept),
   };
   const readiness: Readiness = { draining: false };
-  const bearer = { issuer, audience: config.auth.audience, workspaceClaim: config.auth.workspaceClaim, keySource, rememberMs: config.auth.jwksCacheMs };
-  let mcp: ReturnType<typeof createMcpEndpoint> | undefined;
-  const app = await createApp({
-    ctx,
-    store,
-    logger,
-    publicBaseUrl: config.publicBaseUrl,
-    issuer,
-    authenticate: createBearerAuth({ ...bearer, resourceMetadataUrl }),
-    localJwks: localIssuer?.jwks,
-    validateResponses: opts.validateResponses,
-    readiness,
-    // The MCP endpoint: the same operations, and the same tokens challenged with its own metadata.
-    beside: (operations) => {
-      mcp = createMcpEndpoint({ operations, ctx, logger, authenticate: createBearerAuth({ ...bearer, resourceMetadataUrl: mcpResourceMetadataUrl(config.publicBaseUrl), scopeInEveryChallenge: true }), publicBaseUrl: config.publicBaseUrl, issuer });
-      return mcp.handler;
-    },
-  });
+  const { app, mcp } = await webLayers(config, logger, opts, ctx, readiness, localIssuer);
   await runner.start();
   const maintenance = startMaintenance(store, logger, { runRetentionMs: config.runRetentionMs, versionsKept: config.versionsKept });
   const scheduler = startScheduler(ctx, { catchUpMs: config.scheduleCatchUpMs, tickMs: config.schedulerTickMs, http, limits: config.runLimits, detectorTimeoutMs: config.pollDetectorTimeoutMs, logger });
