@@ -24,6 +24,7 @@ import { createMcpEndpoint, mcpResourceMetadataUrl } from './mcp/server';
 import { createMetrics, NO_METRICS } from './metrics';
 import { instrumentedStore } from './store/instrumented';
 import { readOrCreateKeyFile, SECRETS_KEY_FILE } from './data-directory/key-file';
+import { DataDirectoryError } from './data-directory/data-directory';
 
 export interface Service {
   app: express.Express;
@@ -86,6 +87,7 @@ export async function createService(config: Config, logger: Logger, opts: Servic
   let store: Store | null = null;
   try {
     store = await openStore(config).catch((err: unknown) => {
+      if (err instanceof DataDirectoryError) throw err; // worded for the operator already
       throw new StoreUnavailableError(`cannot open the store (${config.databaseUrl ? 'PostgreSQL at DATABASE_URL' : `SQLite file ${config.databasePath}`}): ${(err as Error).message ?? err}`);
     });
     return await assemble(config, logger, opts, store, lock);
