@@ -78,7 +78,7 @@ export function createMetrics(opts: { activeRuns: () => Promise<ActiveRuns>; def
   const streams = new client.Gauge({ name: `${PREFIX}event_streams_open`, help: 'Run event streams (and run waits) open on this process.', registers });
   const limited = new client.Counter({ name: `${PREFIX}rate_limited_total`, help: 'Requests refused by a rate limit (429), by limit.', labelNames: ['limit'], registers });
   // Read from the store at each scrape: every replica reports the shared queue.
-  const active = new client.Gauge({
+  new client.Gauge({
     name: `${PREFIX}runs_active`,
     help: 'Runs queued and executing now, across every process on the store, by state.',
     labelNames: ['state'],
@@ -89,7 +89,6 @@ export function createMetrics(opts: { activeRuns: () => Promise<ActiveRuns>; def
       this.set({ state: 'running' }, running);
     },
   });
-  void active;
 
   const requestSeries = new Map<string, Series>();
   const storeSeries = new Map<string, Series>();

@@ -157,7 +157,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     webhookRatePerMinute: config.webhookRatePerMinute,
     notifyRunQueued: runner.notify,
     requestRunStop: runner.requestStop,
-    runEvents: createRunEventFeed(store, logger, { perCaller: config.eventStreamsPerCaller }),
+    runEvents: createRunEventFeed(store, logger, { perCaller: config.eventStreamsPerCaller, streamsOpen: metrics.streamsOpen }),
     eventsHeartbeatMs: config.eventsHeartbeatMs,
     eventStreamsPerCaller: config.eventStreamsPerCaller,
     cancelWaitMs: config.cancelWaitMs,

@@ -151,7 +151,7 @@ function toolOf(path: string, method: string, operation: OperationObject, parame
     operationId: operation.operationId,
     method: method.toUpperCase(),
     path,
-    description: [operation.summary, operation.description?.trim()].filter(Boolean).join('. ').replace(/\.\. /, '. '),
+    description: [operation.summary, operation.description?.trim()].filter(Boolean).join('. '),
     inputSchema: input,
     ...(output ? { outputSchema: output.schema } : {}),
     outputIsData: output?.isData ?? false,

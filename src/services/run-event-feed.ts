@@ -39,7 +39,7 @@ interface Channel {
   again: boolean;
 }
 
-export function createRunEventFeed(store: Store, logger: Logger, opts: { perCaller: number; pollMs?: number }): RunEventFeed {
+export function createRunEventFeed(store: Store, logger: Logger, opts: { perCaller: number; pollMs?: number; streamsOpen?: (delta: 1 | -1) => void }): RunEventFeed {
   const channels = new Map<string, Channel>();
   const pollMs = opts.pollMs ?? FEED_POLL_MS;
   /** Open streams by caller (absent: none). */
@@ -100,10 +100,12 @@ export function createRunEventFeed(store: Store, logger: Logger, opts: { perCall
       const count = open.get(caller) ?? 0;
       if (count >= opts.perCaller) return null;
       open.set(caller, count + 1);
+      opts.streamsOpen?.(1);
       let released = false;
       return () => {
         if (released) return;
         released = true;
+        opts.streamsOpen?.(-1);
         const left = (open.get(caller) ?? 1) - 1;
         if (left > 0) open.set(caller, left);
         else open.delete(caller);

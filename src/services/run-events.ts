@@ -27,16 +27,7 @@ export async function streamStart(ctx: ServiceContext, runId: string, after: num
 /** One of the caller's stream slots (released when the stream ends), or 429. */
 export function streamSlot(ctx: ServiceContext, who: Principal): () => void {
   const release = ctx.runEvents.admit(`${who.workspaceId}\n${who.userId}`);
-  if (release) {
-    ctx.metrics.streamsOpen(1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      ctx.metrics.streamsOpen(-1);
-      release();
-    };
-  }
+  if (release) return release;
   ctx.metrics.rateLimited('event_streams');
   throw new ApiError(
     429,

@@ -38,6 +38,8 @@ async function scrape(): Promise<Map<string, number>> {
   return series;
 }
 const value = (series: Map<string, number>, name: string) => series.get(name) ?? 0;
+/** How much a series grew from one scrape to a later one. */
+const growth = (before: Map<string, number>, after: Map<string, number>) => (name: string) => value(after, name) - value(before, name);
 const until = async (check: () => Promise<boolean>, ms = 10_000) => {
   const deadline = Date.now() + ms;
   while (!(await check())) {
@@ -55,7 +57,7 @@ test('requests are counted and timed by operationId and status class', async () 
   await client.GET('/api/build/agents/{ref}', { params: { path: { ref: 'no-such-agent' } } });
   await fetch(`${s.baseUrl}/api/build/nothing-here`);
   const after = await scrape();
-  const grew = (name: string) => value(after, name) - value(before, name);
+  const grew = growth(before, after);
   expect(grew('build_api_http_requests_total{operation="getAgent",status_class="2xx"}')).toBe(3);
   expect(grew('build_api_http_requests_total{operation="getAgent",status_class="4xx"}')).toBe(1);
   expect(grew('build_api_http_requests_total{operation="createAgent",status_class="2xx"}')).toBe(1);
@@ -84,7 +86,7 @@ test('runs: accepted, started, finished, their durations and queue waits; the qu
   await until(async () => value(await scrape(), 'build_api_runs_active{state="running"}') >= 1);
   await until(async () => (await client.GET('/api/build/runs/{runId}', { params: { path: { runId } } })).data!.data.status === 'succeeded');
   const after = await scrape();
-  const grew = (name: string) => value(after, name) - value(before, name);
+  const grew = growth(before, after);
   expect(grew('build_api_runs_accepted_total{kind="agent",source="test",outcome="queued"}')).toBe(1);
   expect(grew('build_api_runs_started_total{kind="agent",source="test"}')).toBe(1);
   expect(grew('build_api_runs_finished_total{kind="agent",source="test",status="succeeded"}')).toBe(1);
@@ -107,7 +109,7 @@ test('webhook deliveries by outcome, and open event streams', async () => {
   expect((await fetch(url, { method: 'POST', body: '{"n":1}', headers: { 'content-type': 'application/json', 'webhook-id': 'm-1' } })).status).toBe(202);
   expect((await fetch(`${url}x`, { method: 'POST', body: '{}' })).status).toBe(404);
   const after = await scrape();
-  const grew = (name: string) => value(after, name) - value(before, name);
+  const grew = growth(before, after);
   expect(grew('build_api_webhook_deliveries_total{outcome="queued"}')).toBe(1);
   expect(grew('build_api_webhook_deliveries_total{outcome="repeated"}')).toBe(1);
   expect(grew('build_api_webhook_deliveries_total{outcome="unknown_url"}')).toBe(1);
