@@ -121,13 +121,17 @@ export async function readJsonBody(req: Request, operation: Operation): Promise<
 export function checkParsedBody(body: unknown): unknown {
   if (exceedsDepth(body, JSON_DEPTH_LIMIT)) throw depthError;
   if (Buffer.byteLength(JSON.stringify(body)) > BODY_LIMIT_BYTES) throw tooLargeError;
-  return withinJsonLimits(body);
+  return withoutNul(body);
 }
 
 const depthError = new ApiError(400, `body: nested deeper than ${JSON_DEPTH_LIMIT} levels`);
 
 function withinJsonLimits(body: unknown): unknown {
   if (exceedsDepth(body, JSON_DEPTH_LIMIT)) throw depthError;
+  return withoutNul(body);
+}
+
+function withoutNul(body: unknown): unknown {
   const nul = nulPath(body, 'body');
   if (nul) throw nulRefused(nul);
   return body;

@@ -12,7 +12,7 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
-export function encodeCursor(position: Record<string, unknown>): string {
+function encodeCursor(position: Record<string, unknown>): string {
   return Buffer.from(JSON.stringify(position)).toString('base64url');
 }
 
