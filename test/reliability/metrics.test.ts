@@ -115,11 +115,16 @@ test('webhook deliveries by outcome, and open event streams', async () => {
   expect(grew('build_api_webhook_deliveries_total{outcome="unknown_url"}')).toBe(1);
   expect(grew('build_api_runs_accepted_total{kind="agent",source="webhook",outcome="queued"}')).toBe(1);
 
-  // A stream of a run that waits for nothing long: open while we read it.
-  const started = await client.POST('/api/build/agents/{ref}/test', { params: { path: { ref: document.slug } }, body: { prompt: 'hello' } });
+  // A stream of a run that sleeps: counted while it is open, and no more once its client leaves.
+  const sleeper = await client.PUT('/api/build/agents', {
+    body: { ...minimalAgent('Metrics stream'), max_steps: 4, tools: { apps: ['core'], connections: 'all', disabled_tools: [], approval: 'destructive' } },
+  });
+  const started = await client.POST('/api/build/agents/{ref}/test', { params: { path: { ref: sleeper.data!.data.document.slug } }, body: { prompt: '/call core.sleep {"ms":5000}' } });
   const controller = new AbortController();
   const stream = await fetch(`${s.baseUrl}/api/build/runs/${started.data!.data.run_id}/events`, { headers: { authorization: `Bearer ${s.token({ workspace: 'ws-metrics-hooks' })}` }, signal: controller.signal });
-  await stream.text().catch(() => '');
+  expect(stream.status).toBe(200);
+  await until(async () => value(await scrape(), 'build_api_event_streams_open') === 1);
+  controller.abort();
   await until(async () => value(await scrape(), 'build_api_event_streams_open') === 0);
 });
 
