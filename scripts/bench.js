@@ -63,7 +63,7 @@ function storeOf(name) {
 if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli.js'))) throw new Error('run npm run build first');
 const { localIssuerFromKey, openLocalIssuer } = require(path.join(root, 'dist/src/auth/local-issuer'));
 const { uuidV7 } = require(path.join(root, 'dist/src/ids'));
-const Database = require('better-sqlite3');
+const { openSqlite } = require(path.join(root, 'dist/src/sqlite-driver'));
 const pg = require('pg');
 const { startCluster } = require('./pg-cluster');
 const { mixScenario, MIX_NAME } = require('./bench-mix');
@@ -349,7 +349,7 @@ async function storedKey(url) {
 }
 
 function seedListedRuns(file, agent) {
-  const db = new Database(file);
+  const db = openSqlite(file);
   db.pragma('busy_timeout = 10000');
   const insert = db.prepare(
     `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, trigger_id, request, snapshot, state,

@@ -5,7 +5,7 @@
 // process's lifetime. The operating system drops it when the process ends, however it ends (a
 // killed server leaves no stale lock behind). The main file is not locked, so the CLI's short
 // writes (connections, credits) go on beside a running server.
-import Database from 'better-sqlite3';
+import { openSqlite } from '../sqlite-driver';
 import { openInDataDirectory } from './data-directory';
 
 export class AlreadyServingError extends Error {}
@@ -20,7 +20,7 @@ export const serveLockPath = (databasePath: string) => `${databasePath}.serve-lo
 /** Takes the lock of `databasePath`, or throws AlreadyServingError at once when another server holds it. */
 export function acquireServeLock(databasePath: string): ServeLock {
   if (databasePath === ':memory:') return { release: () => undefined };
-  const db = openInDataDirectory(serveLockPath(databasePath), (file) => new Database(file));
+  const db = openInDataDirectory(serveLockPath(databasePath), openSqlite);
   try {
     db.pragma('busy_timeout = 0'); // refuse at once: the other server is not about to let go
     db.exec('BEGIN EXCLUSIVE');

@@ -2,7 +2,7 @@
 // (written with `?` placeholders and SQL both dialects read alike) on the SQLite file or the
 // PostgreSQL database, and every byte stored (to show that a secret is in no row).
 import fs from 'node:fs';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../../src/sqlite-driver';
 import pg from 'pg';
 import { types } from '../../src/store/postgres/database';
 
@@ -32,7 +32,7 @@ const numbered = (sql: string) => {
 /** The rows of a query, on the SQLite file or the PostgreSQL database. */
 export async function storedRows<R = Record<string, unknown>>(at: StoredAt, sql: string, params: unknown[] = []): Promise<R[]> {
   if (at.databaseUrl) return onPg(at.databaseUrl, async (client) => (await client.query(numbered(sql), params)).rows as R[]);
-  const db = new Database(at.databasePath, { readonly: true });
+  const db = openSqlite(at.databasePath, { readonly: true });
   try {
     return db.prepare(sql).all(...params) as R[];
   } finally {
@@ -49,7 +49,7 @@ export async function storedValue<V = unknown>(at: StoredAt, sql: string, params
 /** A write behind the service's back (a test arranging a state the API cannot make). */
 export async function storedWrite(at: StoredAt, sql: string, params: unknown[] = []): Promise<number> {
   if (at.databaseUrl) return onPg(at.databaseUrl, async (client) => (await client.query(numbered(sql), params)).rowCount ?? 0);
-  const db = new Database(at.databasePath);
+  const db = openSqlite(at.databasePath);
   try {
     db.pragma('busy_timeout = 5000');
     return db.prepare(sql).run(...params).changes;

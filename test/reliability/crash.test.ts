@@ -4,7 +4,7 @@
 // that was in flight may have landed, but only whole; a SQLite file passes integrity_check; runs cut
 // off are failed with a message (with PostgreSQL once their lease passes: a restarted process is a
 // new worker, and a killed one's claims are taken back only after they expire); credits are conserved.
-import Database from 'better-sqlite3';
+import { openSqlite } from '../../src/sqlite-driver';
 import fc from 'fast-check';
 import { storeUnderTest } from '../helpers/database';
 import { minimalAgent } from '../helpers/fixtures';
@@ -166,7 +166,7 @@ async function runningBefore(restartedAt: string): Promise<number> {
 async function verifyDatabase(restartedAt: string): Promise<{ interrupted: number }> {
   // A killed client cannot damage PostgreSQL's files (its server lives on); SQLite's file is written by the killed process itself.
   if (storeUnderTest === 'sqlite') {
-    const db = new Database(s.databasePath, { readonly: true });
+    const db = openSqlite(s.databasePath, { readonly: true });
     try {
       expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
     } finally {

@@ -87,7 +87,8 @@ async function expectAppliedOnce(runs: { code: number | null; out: string; err: 
     // the processes collide within a millisecond, and only the write lock decides who applies what.
     const startAt = Date.now() + 2000;
     const script = `const { migrate } = require(${JSON.stringify(path.join(projectRoot, 'dist', 'src', 'store', 'sqlite', 'database.js'))});` +
-      `const db = require('better-sqlite3')(process.argv[1]); while (Date.now() < ${startAt});` +
+      `const { openSqlite } = require(${JSON.stringify(path.join(projectRoot, 'dist', 'src', 'sqlite-driver.js'))});` +
+      `const db = openSqlite(process.argv[1]); while (Date.now() < ${startAt});` +
       'process.stdout.write(JSON.stringify(migrate(db)));';
     await expectAppliedOnce(await migrateTogether(script, file, 6), migrations, { databasePath: file, databaseUrl: null });
     fs.rmSync(dir, { recursive: true, force: true });

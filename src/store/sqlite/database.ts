@@ -1,15 +1,15 @@
 // Opens the SQLite file with the settings every part of the store relies on, and applies the
 // numbered migrations in src/store/sqlite/migrations that it has not applied yet.
 import fs from 'node:fs';
-import Database from 'better-sqlite3';
+import { openSqlite, type SqliteDatabase } from '../../sqlite-driver';
 import { openInDataDirectory } from '../../data-directory/data-directory';
 import { migrationsDir } from '../../paths';
 import { migrationsIn, pendingMigrations } from '../shared/migrations';
 
-export type Db = Database.Database;
+export type Db = SqliteDatabase;
 
 export function openDatabase(file: string): Db {
-  const db = openInDataDirectory(file, (name) => new Database(name));
+  const db = openInDataDirectory(file, openSqlite);
   // First, so that every statement below waits for another process's write lock rather than failing.
   db.pragma('busy_timeout = 5000');
   // WAL: readers never block the writer. synchronous=FULL: a commit is on disk (fsync of the WAL)

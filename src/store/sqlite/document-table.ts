@@ -2,7 +2,7 @@
 // whole document as JSON, and writes that are compare-and-set on the stored stamp. Each write runs
 // synchronously in its own savepoint of a group commit (group-commit.ts), so it lands whole or not at
 // all, and no other write can slip in between the stamp check and the update.
-import type Database from 'better-sqlite3';
+import type { SqliteStatement } from '../../sqlite-driver';
 import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
 import type { StampClock } from '../../domain/stamps';
@@ -14,7 +14,7 @@ import { RowCache } from '../shared/row-cache';
 import { versionTable } from '../shared/versions';
 import { sqliteVersions } from './versions';
 
-type Statement = Database.Statement<unknown[]>;
+type Statement = SqliteStatement;
 
 /**
  * The document text the row cache of each table may hold (UTF-16 code units, about bytes for JSON).
