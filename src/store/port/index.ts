@@ -3,6 +3,7 @@
 export * from './documents';
 export * from './idempotency';
 export * from './kv';
+export * from './quotas';
 export * from './run-events';
 export * from './runs';
 export * from './schedules';

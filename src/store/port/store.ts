@@ -3,6 +3,7 @@
 import type { AgentRepository, ConnectionRepository, WorkflowRepository, WorkspaceRepository } from './documents';
 import type { IdempotencyRepository } from './idempotency';
 import type { KvRepository } from './kv';
+import type { QuotaRepository } from './quotas';
 import type { RunRepository } from './runs';
 import type { ScheduleRepository } from './schedules';
 import type { WebhookRepository } from './webhooks';
@@ -17,6 +18,8 @@ export interface Store {
   webhooks: WebhookRepository;
   schedules: ScheduleRepository;
   idempotency: IdempotencyRepository;
+  /** The request quotas' counters: in the process on SQLite (one process serves a file), in the database on PostgreSQL. */
+  quotas: QuotaRepository;
   /**
    * The built-in issuer's signing key (PKCS#8 PEM): the stored one, or the one `generate` makes now
    * and stores, unless another process stored one first (then theirs). SQLite keeps it in a file

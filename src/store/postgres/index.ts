@@ -13,6 +13,7 @@ import { pgAgentRepository, pgConnectionRepository, pgWorkflowRepository, pgWork
 import { pgScheduleRepository } from './schedules';
 import { pgWebhookRepository } from './webhooks';
 import { pgIdempotencyRepository } from './idempotency';
+import { pgQuotaRepository } from './quotas';
 import { pgKvRepository } from './kv';
 import { pgRunRepository } from './runs';
 import { listenForNotifications } from './notifications';
@@ -45,6 +46,7 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
     webhooks: pgWebhookRepository(db),
     schedules: pgScheduleRepository(db),
     idempotency: pgIdempotencyRepository(db),
+    quotas: pgQuotaRepository(db),
     async signingKey(generate) {
       const stored = await db.row<{ pem: string }>('SELECT pem FROM issuer_keys WHERE name = $1', [SIGNING_KEY]);
       if (stored) return stored.pem;

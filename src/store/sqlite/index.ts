@@ -9,6 +9,7 @@ import { openDatabase, walSync, type Db, type WalSync } from './database';
 import { agentRepository, connectionRepository, workflowRepository, workspaceRepository } from './documents';
 import { createGroupCommit } from './group-commit';
 import { idempotencyRepository } from './idempotency';
+import { inProcessQuotas } from '../shared/quotas';
 import { kvRepository } from './kv';
 import { sqliteRunRepository } from './runs';
 import { scheduleRepository } from './schedules';
@@ -33,6 +34,7 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
     webhooks: webhookRepository(db, commit),
     schedules: scheduleRepository(db, commit),
     idempotency: idempotencyRepository(db, commit),
+    quotas: inProcessQuotas(),
     ping: async () => {
       ping.get();
     },
