@@ -2030,18 +2030,38 @@ export interface components {
         /** @description The run has ended and `Last-Event-ID` is at or past its final event; nothing more will be sent. */
         StreamEnded: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content?: never;
         };
-        /** @description The caller has `EVENT_STREAMS_PER_CALLER` event streams open on this server already. */
+        /** @description The caller has `EVENT_STREAMS_PER_CALLER` event streams open on this server already, or a request quota is used up for this window (as `RateLimited`). */
         TooManyStreams: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 /**
                  * @description Seconds after which to try again (once one of the caller's streams has ended).
                  * @example 10
                  */
                 "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A request quota of the workspace or of the caller is used up for this window; `RateLimit` shows the policy that refused with `r=0`. Nothing was done. Retry after `Retry-After` seconds, when the window ends. */
+        RateLimited: {
+            headers: {
+                /**
+                 * @description Seconds until the window that refused the request ends.
+                 * @example 42
+                 */
+                "Retry-After"?: number;
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -2065,6 +2085,8 @@ export interface components {
         /** @description Malformed JSON, a document that fails validation, a member that contradicts the URL or the stored document, or a path parameter of the wrong form. `error` names the JSON path and the rule. */
         BadRequest: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -2093,6 +2115,8 @@ export interface components {
         /** @description No such document, run or app visible to this token. */
         NotFound: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -2107,6 +2131,8 @@ export interface components {
          */
         AgentConflict: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -2116,6 +2142,8 @@ export interface components {
         /** @description The workflow changed since it was read (stale `If-Match` or `updated_at`). `current` is the stored document to rebase on; `applied` is always empty. */
         WorkflowConflict: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -2125,6 +2153,8 @@ export interface components {
         /** @description The slug is taken in this workspace, or the workspace is at its document limit. */
         CreateConflict: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -2134,6 +2164,8 @@ export interface components {
         /** @description Refused by the document's state (an archived agent). */
         StateConflict: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -2143,6 +2175,8 @@ export interface components {
         /** @description The run was refused (credits below the run's minimum cost, archived agent, disabled workflow). `run_id` names the run row that recorded the refusal, or is null when none was recorded. */
         RunRefused: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -2152,6 +2186,8 @@ export interface components {
         /** @description The run already ended otherwise (succeeded, failed or refused), or an Idempotency-Key repeat arrived while the first request is still being handled. */
         RunFinished: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -2161,6 +2197,8 @@ export interface components {
         /** @description The call was decided already (the error names the first decision), or the run is no longer waiting for approval (cancelled, expired). */
         ApprovalConflict: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -2169,6 +2207,17 @@ export interface components {
         };
         /** @description The Idempotency-Key was used for a different request (another body or path) within 24 hours. */
         IdempotencyKeyReused: {
+            headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The delivery's body is over 64 KiB. */
+        WebhookPayloadTooLarge: {
             headers: {
                 [name: string]: unknown;
             };
@@ -2179,6 +2228,8 @@ export interface components {
         /** @description The body is over 64 KiB. */
         PayloadTooLarge: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -2188,6 +2239,8 @@ export interface components {
         /** @description The body is not `application/json`. */
         UnsupportedMediaType: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -2211,6 +2264,8 @@ export interface components {
         /** @description `If-Match` is missing. */
         PreconditionRequired: {
             headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -2358,6 +2413,26 @@ export interface components {
     };
     headers: {
         /**
+         * @description The request quotas this request counts against, as draft-ietf-httpapi-ratelimit-headers'
+         *     `RateLimit-Policy` field: a Structured Field list of policy names, each with `q` (its quota)
+         *     and `w` (its window, in seconds). `workspace` counts every request of the caller's workspace
+         *     and `caller` every request of the caller (the token's `sub` in that workspace); a run start
+         *     (`testAgent`, `testWorkflow`) counts against `workspace-runs` and `caller-runs` too, a
+         *     validation against `workspace-validations` and `caller-validations`. Windows are fixed and
+         *     shared by every replica. Sent on every response to an authenticated request, unless the
+         *     operator turned every quota off (`RATE_LIMIT_*`, docs/operations.md).
+         * @example "workspace";q=60000;w=60, "caller";q=30000;w=60
+         */
+        RateLimitPolicy: string;
+        /**
+         * @description The state of each policy of `RateLimit-Policy` after this request, as
+         *     draft-ietf-httpapi-ratelimit-headers' `RateLimit` field: `r`, the units left in the window,
+         *     and `t`, the seconds until it ends. A refused request (429) shows `r=0` for the policy that
+         *     refused it.
+         * @example "workspace";r=59873;t=42, "caller";r=29990;t=42
+         */
+        RateLimit: string;
+        /**
          * @description Present when there is a next page: `<path?…&cursor=…>; rel="next"`.
          * @example </api/build/runs?limit=20&cursor=eyJpZCI6IjAxOWFiMmM0In0>; rel="next"
          */
@@ -2394,6 +2469,8 @@ export interface operations {
             /** @description The agents of the workspace. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2402,6 +2479,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2433,6 +2511,8 @@ export interface operations {
             /** @description The agent was created. */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     ETag: components["headers"]["ETag"];
                     Location: components["headers"]["Location"];
                     [name: string]: unknown;
@@ -2448,6 +2528,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2467,6 +2548,8 @@ export interface operations {
             /** @description The document is valid. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2478,6 +2561,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2499,6 +2583,8 @@ export interface operations {
             /** @description The agent. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
@@ -2509,6 +2595,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2547,6 +2634,8 @@ export interface operations {
             /** @description The agent was replaced. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
@@ -2562,6 +2651,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             428: components["responses"]["PreconditionRequired"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2599,6 +2689,8 @@ export interface operations {
             /** @description The run was accepted and queued. */
             202: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2613,6 +2705,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2638,6 +2731,8 @@ export interface operations {
             /** @description The secret was rotated. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
@@ -2652,6 +2747,7 @@ export interface operations {
             409: components["responses"]["StateConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2684,6 +2780,8 @@ export interface operations {
             /** @description The status was written. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
@@ -2699,6 +2797,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             428: components["responses"]["PreconditionRequired"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2731,6 +2830,8 @@ export interface operations {
             /** @description One page of versions. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["NextLink"];
                     [name: string]: unknown;
                 };
@@ -2742,6 +2843,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2768,6 +2870,8 @@ export interface operations {
             /** @description The agent as it was. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
@@ -2779,6 +2883,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2811,6 +2916,8 @@ export interface operations {
             /** @description The patch from one version to the other. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2821,6 +2928,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2860,6 +2968,8 @@ export interface operations {
             /** @description The old version's content is the current version. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
@@ -2873,6 +2983,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["AgentConflict"];
             428: components["responses"]["PreconditionRequired"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2888,6 +2999,8 @@ export interface operations {
             /** @description The workflows of the workspace. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2896,6 +3009,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2927,6 +3041,8 @@ export interface operations {
             /** @description The workflow was created. */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     ETag: components["headers"]["ETag"];
                     Location: components["headers"]["Location"];
                     [name: string]: unknown;
@@ -2942,6 +3058,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2961,6 +3078,8 @@ export interface operations {
             /** @description The document is valid. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2972,6 +3091,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -2993,6 +3113,8 @@ export interface operations {
             /** @description The workflow. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
@@ -3003,6 +3125,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3035,6 +3158,8 @@ export interface operations {
             /** @description The workflow was replaced. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
@@ -3050,6 +3175,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             428: components["responses"]["PreconditionRequired"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3071,6 +3197,8 @@ export interface operations {
             /** @description The workflow was deleted. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3080,6 +3208,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3117,6 +3246,8 @@ export interface operations {
             /** @description The run was accepted and queued. */
             202: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3131,6 +3262,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3163,6 +3295,8 @@ export interface operations {
             /** @description One page of versions. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["NextLink"];
                     [name: string]: unknown;
                 };
@@ -3174,6 +3308,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3200,6 +3335,8 @@ export interface operations {
             /** @description The workflow as it was. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
@@ -3211,6 +3348,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3243,6 +3381,8 @@ export interface operations {
             /** @description The patch from one version to the other. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3253,6 +3393,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3286,6 +3427,8 @@ export interface operations {
             /** @description The old version's content is the current version. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
@@ -3299,6 +3442,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["WorkflowConflict"];
             428: components["responses"]["PreconditionRequired"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3352,6 +3496,8 @@ export interface operations {
             /** @description One page of runs. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["NextLink"];
                     [name: string]: unknown;
                 };
@@ -3362,6 +3508,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3415,6 +3562,8 @@ export interface operations {
             /** @description One page of runs. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["NextLink"];
                     [name: string]: unknown;
                 };
@@ -3425,6 +3574,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3446,6 +3596,8 @@ export interface operations {
             /** @description The run. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3456,6 +3608,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3489,6 +3642,8 @@ export interface operations {
             /** @description The run is cancelled. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3498,6 +3653,8 @@ export interface operations {
             /** @description The cancel is recorded; the run stops when its work in flight ends. */
             202: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3510,6 +3667,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["RunFinished"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3540,6 +3698,8 @@ export interface operations {
             /** @description The decision is recorded. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3553,6 +3713,7 @@ export interface operations {
             409: components["responses"]["ApprovalConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3580,6 +3741,8 @@ export interface operations {
             /** @description The event stream. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3619,6 +3782,8 @@ export interface operations {
             /** @description The run. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3629,6 +3794,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3662,6 +3828,8 @@ export interface operations {
             /** @description The run is cancelled. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3671,6 +3839,8 @@ export interface operations {
             /** @description The cancel is recorded; the run stops when its work in flight ends. */
             202: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3683,6 +3853,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["RunFinished"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3710,6 +3881,8 @@ export interface operations {
             /** @description The event stream. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3743,6 +3916,8 @@ export interface operations {
             /** @description The catalog. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3751,6 +3926,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3772,6 +3948,8 @@ export interface operations {
             /** @description The app. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3781,6 +3959,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3796,6 +3975,8 @@ export interface operations {
             /** @description The connections. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3804,6 +3985,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -3853,7 +4035,7 @@ export interface operations {
             404: components["responses"]["WebhookNotFound"];
             409: components["responses"]["WebhookRefused"];
             410: components["responses"]["WebhookGone"];
-            413: components["responses"]["PayloadTooLarge"];
+            413: components["responses"]["WebhookPayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
         };
     };
@@ -3903,7 +4085,7 @@ export interface operations {
             404: components["responses"]["WebhookNotFound"];
             409: components["responses"]["WebhookRefused"];
             410: components["responses"]["WebhookGone"];
-            413: components["responses"]["PayloadTooLarge"];
+            413: components["responses"]["WebhookPayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
         };
     };

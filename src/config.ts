@@ -5,6 +5,7 @@ import { trimEnd } from './domain/text';
 import type { WorkspaceLimits } from './domain/types';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './http/server';
 import { DEFAULT_RUN_LIMITS, type RunLimits } from './runtime/limits';
+import { DEFAULT_RATE_LIMITS, type RateLimitConfig } from './services/rate-limits';
 import { parseSecretKeys } from './services/secret-box';
 
 export interface AuthConfig {
@@ -62,6 +63,8 @@ export interface Config {
   openai: OpenAiConfig | null;
   /** Deliveries each webhook trigger accepts per minute (WEBHOOK_RATE_LIMIT). */
   webhookRatePerMinute: number;
+  /** The request quotas per workspace and per caller (RATE_LIMIT_*). */
+  rateLimits: RateLimitConfig;
   /** How late a schedule's due time may still fire after an outage (SCHEDULE_CATCH_UP_SECONDS). */
   scheduleCatchUpMs: number;
   /** How often the scheduler looks for due schedules (SCHEDULER_TICK_MS); 0: never, nothing fires. */
@@ -230,6 +233,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     httpToolAllowPrivate: boolean(env, 'HTTP_TOOL_ALLOW_PRIVATE', false),
     openai: openAi(env),
     webhookRatePerMinute: integer(env, 'WEBHOOK_RATE_LIMIT', 60, 1, 1_000_000),
+    rateLimits: rateLimits(env),
     scheduleCatchUpMs: integer(env, 'SCHEDULE_CATCH_UP_SECONDS', 3600, 0, 7 * 86_400) * 1000,
     schedulerTickMs: integer(env, 'SCHEDULER_TICK_MS', 1000, 0, 60_000),
     pollDetectorTimeoutMs: integer(env, 'POLL_DETECTOR_TIMEOUT_SECONDS', 10, 1, 300) * 1000,
@@ -265,6 +269,25 @@ function connectionLimits(env: Env, heartbeatMs: number): ConnectionLimits {
     throw new ConfigError(`HTTP_IDLE_TIMEOUT_SECONDS: must be longer than EVENTS_HEARTBEAT_SECONDS (${heartbeatMs / 1000}), or idle event streams would be closed`);
   }
   return limits;
+}
+
+/** RATE_LIMIT_WINDOW_SECONDS and the quotas per window; a quota of 0 is off. */
+function rateLimits(env: Env): RateLimitConfig {
+  const d = DEFAULT_RATE_LIMITS;
+  const quota = (name: string, fallback: number) => integer(env, name, fallback, 0, 1_000_000_000);
+  return {
+    windowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', d.windowSeconds, 1, 86_400),
+    workspace: {
+      requests: quota('RATE_LIMIT_WORKSPACE', d.workspace.requests),
+      runs: quota('RATE_LIMIT_WORKSPACE_RUNS', d.workspace.runs),
+      validations: quota('RATE_LIMIT_WORKSPACE_VALIDATIONS', d.workspace.validations),
+    },
+    caller: {
+      requests: quota('RATE_LIMIT_CALLER', d.caller.requests),
+      runs: quota('RATE_LIMIT_CALLER_RUNS', d.caller.runs),
+      validations: quota('RATE_LIMIT_CALLER_VALIDATIONS', d.caller.validations),
+    },
+  };
 }
 
 const KiB = 1024;

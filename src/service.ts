@@ -22,6 +22,7 @@ import { resealSigningSecrets } from './services/webhooks';
 import { VersionPages } from './services/version-pages';
 import { createMcpEndpoint, mcpResourceMetadataUrl } from './mcp/server';
 import { createMetrics, NO_METRICS } from './metrics';
+import { createRateLimiter } from './services/rate-limits';
 import { instrumentedStore } from './store/instrumented';
 import { readOrCreateKeyFile, SECRETS_KEY_FILE } from './data-directory/key-file';
 import { DataDirectoryError } from './data-directory/data-directory';
@@ -154,6 +155,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     publicBaseUrl: config.publicBaseUrl,
     models: models.catalog,
     defaultCredits: config.defaultCredits,
+    rateLimits: createRateLimiter(config.rateLimits, store.quotas, metrics.rateLimited),
     webhookRatePerMinute: config.webhookRatePerMinute,
     notifyRunQueued: runner.notify,
     requestRunStop: runner.requestStop,
@@ -166,7 +168,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
   const readiness: Readiness = { draining: false };
   const { app, mcp } = await webLayers(config, logger, opts, ctx, readiness, localIssuer);
   await runner.start();
-  const maintenance = startMaintenance(store, logger, { runRetentionMs: config.runRetentionMs, versionsKept: config.versionsKept });
+  const maintenance = startMaintenance(store, logger, { runRetentionMs: config.runRetentionMs, versionsKept: config.versionsKept, quotaWindowMs: config.rateLimits.windowSeconds * 1000 });
   const scheduler = startScheduler(ctx, { catchUpMs: config.scheduleCatchUpMs, tickMs: config.schedulerTickMs, http, limits: config.runLimits, detectorTimeoutMs: config.pollDetectorTimeoutMs, logger });
   return {
     app,

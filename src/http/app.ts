@@ -12,12 +12,14 @@ import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
 import { loggablePath } from '../log';
 import type { Principal, ServiceContext } from '../services/context';
+import { quotaRefusal } from '../services/rate-limits';
 import type { Store } from '../store/port';
 import { BUILD_SCOPE, type Authenticate } from '../auth/bearer';
 import type { Jwks } from '../auth/local-issuer';
 import { generatedDocsDir } from '../paths';
 import { readJsonBody, takesBody } from './body';
 import { replyBytes, replyTo } from './calls';
+import { setRateLimitFields } from './rate-limit-fields';
 import { identify, logRequest, replyWithError, sendEmpty, sendJson } from './replies';
 import { webhookRequests } from './webhooks';
 import { handlers } from './handlers';
@@ -172,6 +174,7 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
     logRequest(logger, req, res, ctx.metrics, 'unmatched');
   };
   const answer = async (req: Request, res: Response, route: Matched, path: string, query: Record<string, unknown>, principal: Principal) => {
+    await admitWithinQuota(ctx, res, principal, route.operation.operationId as string);
     const body = takesBody(route.operation) ? await readJsonBody(req, route.operation) : undefined;
     send(res, await replyTo(operations, ctx, route, { method: req.method, path, headers: req.headers, query, body }, principal));
     logRequest(logger, req, res, ctx.metrics);
@@ -201,6 +204,18 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
     if (principal instanceof Promise) principal.then(principalKnown).catch(fail(req, res));
     else principalKnown(principal).catch(fail(req, res));
   };
+}
+
+/**
+ * Counts the request against its quotas (services/rate-limits.ts) before its body is read, and
+ * answers with the RateLimit fields whatever follows; beyond a quota, 429.
+ */
+async function admitWithinQuota(ctx: ServiceContext, res: Response, principal: Principal, operationId: string): Promise<void> {
+  const policies = ctx.rateLimits.policiesOf(operationId);
+  if (!policies.length) return;
+  const admission = await ctx.rateLimits.admit(principal, operationId);
+  setRateLimitFields(res, policies, admission.states);
+  if (!admission.admitted) throw quotaRefusal(admission);
 }
 
 function routingError(method: string, path: string, allowed: string[], res: Response): ApiError {

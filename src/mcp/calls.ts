@@ -12,6 +12,7 @@ import { checkParsedBody } from '../http/body';
 import { replyBytes, replyTo } from '../http/calls';
 import type { Operations, Reply } from '../http/openapi';
 import type { Principal, ServiceContext } from '../services/context';
+import { quotaRefusal } from '../services/rate-limits';
 import { waitWhileActive } from '../services/run-waits';
 import type { Tool } from './tools';
 
@@ -29,6 +30,9 @@ export function createToolCalls(operations: Operations, ctx: ServiceContext, log
   const checkArguments = argumentCheckers(tools);
   return async function call(tool: Tool, args: Record<string, unknown>, principal: Principal, signal?: AbortSignal): Promise<ToolResult> {
     try {
+      // A tool call is a request: it counts against the caller's quotas as its REST call would.
+      const admission = await ctx.rateLimits.admit(principal, tool.operationId);
+      if (!admission.admitted) throw quotaRefusal(admission);
       checkArguments(tool, args);
       const request = requestOf(tool, args);
       const route = operations.match(tool.method, request.path);

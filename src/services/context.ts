@@ -5,6 +5,7 @@ import type { QueuedRun } from '../runtime/runner';
 import type { Store } from '../store/port';
 import type { RunEventFeed } from './run-event-feed';
 import type { Metrics } from '../metrics';
+import type { RateLimiter } from './rate-limits';
 import type { SecretBox } from './secret-box';
 import type { VersionPages } from './version-pages';
 
@@ -24,6 +25,8 @@ export interface ServiceContext {
   models: CatalogModel[];
   /** The credit balance of a workspace seen for the first time. */
   defaultCredits: number;
+  /** The request quotas per workspace and per caller (beyond, 429). */
+  rateLimits: RateLimiter;
   /** Deliveries a webhook trigger accepts per minute; beyond, 429. */
   webhookRatePerMinute: number;
   /** Hands a run just queued to the run workers; without one, they look for queued runs in the store. */

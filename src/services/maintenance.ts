@@ -3,7 +3,8 @@
 // idempotency keys past their 24-hour window, retired webhook secrets after RETIRED_SECRET_KEEP_MS
 // (their old URLs then answer 404 rather than 410), and finished runs (with their events and
 // approvals) older than the retention age, and the versions of agents and workflows beyond the
-// newest VERSIONS_KEPT of each document that no run names.
+// newest VERSIONS_KEPT of each document that no run names, and the request quotas' counters of
+// windows that have ended.
 import type { Logger } from '../log';
 import type { Store } from '../store/port';
 import { IDEMPOTENCY_WINDOW_MS } from './idempotency';
@@ -31,6 +32,8 @@ export interface MaintenanceOptions {
   runRetentionMs?: number;
   /** The versions each document keeps besides those runs name (VERSIONS_KEPT). */
   versionsKept?: number;
+  /** The request quotas' window (RATE_LIMIT_WINDOW_SECONDS): counters of windows before the last are forgotten. */
+  quotaWindowMs?: number;
 }
 
 /** Calls `prune` (which deletes at most `batch` rows) until a call deletes fewer; how many in all. */
@@ -43,6 +46,7 @@ async function inBatches(batch: number, prune: (limit: number) => Promise<number
 export function startMaintenance(store: Store, logger: Logger, opts: MaintenanceOptions = {}): Maintenance {
   const retention = opts.runRetentionMs ?? DEFAULT_RUN_RETENTION_MS;
   const versionsKept = opts.versionsKept ?? DEFAULT_VERSIONS_KEPT;
+  const quotaWindowMs = opts.quotaWindowMs ?? 60_000;
   let running: Promise<void> | null = null;
   async function pass(nowMs: number): Promise<void> {
     const before = (ms: number) => new Date(nowMs - ms).toISOString();
@@ -53,7 +57,8 @@ export function startMaintenance(store: Store, logger: Logger, opts: Maintenance
     // After the runs: a version only a pruned run named goes in the same pass.
     const versions =
       (await inBatches(BATCH, (n) => store.agents.versions.prune(versionsKept, n))) + (await inBatches(BATCH, (n) => store.workflows.versions.prune(versionsKept, n)));
-    if (deliveries + keys + retired + runs + versions) logger.debug({ deliveries, keys, retired, runs, versions }, 'pruned rows past their keeping time');
+    const quotas = await inBatches(BATCH, (n) => store.quotas.prune(Math.floor(nowMs / quotaWindowMs) - 1, n));
+    if (deliveries + keys + retired + runs + versions + quotas) logger.debug({ deliveries, keys, retired, runs, versions, quotas }, 'pruned rows past their keeping time');
   }
   const runOnce = (nowMs = Date.now()) => {
     running ??= pass(nowMs)

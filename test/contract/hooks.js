@@ -50,6 +50,7 @@ const withRef = (uri, ref) => uri.replace(/\/(agents|workflows)\/[^/?]+/, `/$1/$
 async function prepare(t) {
   const { summary, status } = parse(t.name);
   if (summary.startsWith('Deliver webhook')) return prepareDelivery(t, status);
+  if (status === 429 && !summary.startsWith('Follow')) return prepareQuotaSpent(t);
   if (summary.startsWith('List') && summary.endsWith('runs')) return prepareRunList(t, status);
   if (VERSIONED.test(summary)) return prepareVersions(t, summary, status);
   const req = t.request;
@@ -104,6 +105,31 @@ async function prepare(t) {
       if (summary === 'Read workflow run') return setUri(t, t.request.uri.replace(/[0-9a-f-]{36}$/, started.workflow));
       await carryStamp(t, summary);
   }
+}
+
+// ---------------------------------------------------------------- request quotas
+// contract-test.js gives each caller RATE_LIMIT_CALLER requests per window: the transactions' own
+// caller stays far below it, and a caller of its own spends it before each 429 transaction.
+const spenderToken = issuer.mint({ sub: 'quota-spender', audience: 'build-api', claims: { workspace: 'contract', scope: 'build' }, ttlSeconds: 3600 });
+
+/** Sends requests as the spender until one is refused: its quota is then used up for this window. */
+async function spendQuota() {
+  const quota = Number(process.env.RATE_LIMIT_CALLER);
+  for (let sent = 0; sent <= quota; sent += 100) {
+    const statuses = await Promise.all(Array.from({ length: 100 }, () =>
+      fetch(`${baseUrl}/api/build/catalog`, { headers: { authorization: `Bearer ${spenderToken}` } }).then((res) => res.status)));
+    if (statuses.includes(429)) return;
+  }
+  throw new Error('the caller quota never answered 429');
+}
+
+/** Any operation's 429: the spender's request, once its quota is used up. */
+async function prepareQuotaSpent(t) {
+  t.skip = false;
+  for (const name of Object.keys(t.request.headers)) if (/^idempotency-key$/i.test(name)) delete t.request.headers[name];
+  t.request.headers.Authorization = `Bearer ${spenderToken}`;
+  if (t.expected.headers) delete t.expected.headers.Link;
+  await spendQuota();
 }
 
 async function api(method, path, body, headers = {}) {
