@@ -23,6 +23,7 @@ const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { QUOTAS_ABOVE_ANY_LOAD } = require('./quotas');
 const { parseArgs } = require('node:util');
 const autocannon = require('autocannon');
 
@@ -205,6 +206,7 @@ function workflowDocument(slug, steps) {
   };
 }
 
+
 /**
  * The service built in `dir` (a checkout after `npm run build`), on a fresh database: the SQLite
  * file in `dataDir`, or with `databaseUrl` that PostgreSQL database, served by `replicas` processes
@@ -222,6 +224,8 @@ async function startService(dir, dataDir, databaseUrl = null, replicas = 1) {
     // and per-process defaults (20 streams, 1,000 connections), as an operator would set them for it.
     EVENT_STREAMS_PER_CALLER: String(STREAMS + 100),
     HTTP_MAX_CONNECTIONS: String(4 * STREAMS + 1000),
+    // The request quotas stay on (their cost is measured) but too high to refuse a scenario's load.
+    ...QUOTAS_ABOVE_ANY_LOAD,
     // The version lists' document keeps all its versions (the default, 100, would let maintenance
     // prune them during a long run), as an operator who wants that history would set it.
     VERSIONS_KEPT: String(KEPT_VERSIONS),

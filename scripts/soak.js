@@ -10,6 +10,7 @@ const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { QUOTAS_ABOVE_ANY_LOAD } = require('./quotas');
 const { parseArgs } = require('node:util');
 
 const root = path.resolve(__dirname, '..');
@@ -21,7 +22,7 @@ const PUBLIC_BASE_URL = 'http://soak.test';
 function startServer(dataDir) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(root, 'bin', 'build-api.js'), 'serve'], {
-      env: { ...process.env, PORT: '0', METRICS_PORT: '0', DRAIN_SECONDS: '0', HOST: '127.0.0.1', DATABASE_PATH: path.join(dataDir, 'build.db'), PUBLIC_BASE_URL, LOG_LEVEL: 'warn', DEFAULT_CREDITS: '100000000' },
+      env: { ...process.env, PORT: '0', METRICS_PORT: '0', DRAIN_SECONDS: '0', HOST: '127.0.0.1', DATABASE_PATH: path.join(dataDir, 'build.db'), PUBLIC_BASE_URL, LOG_LEVEL: 'warn', DEFAULT_CREDITS: '100000000', ...QUOTAS_ABOVE_ANY_LOAD },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     // LOG_LEVEL=warn hides the listening line, so find the port from /proc once the process listens.

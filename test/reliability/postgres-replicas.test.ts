@@ -22,6 +22,7 @@ import { startServer, type ServerProcess } from './server';
 jest.setTimeout(300_000);
 
 const INITIAL_CREDITS = 1_000_000;
+const VALIDATIONS_QUOTA = 30;
 let database: { url: string; drop(): Promise<void> };
 let sql: pg.Pool;
 let replicas: ServerProcess[];
@@ -50,7 +51,16 @@ beforeAll(async () => {
   targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
   database = await createPgDatabase();
   sql = new pg.Pool({ connectionString: database.url, max: 2 });
-  const env = { DATABASE_URL: database.url, RUN_LEASE_SECONDS: '2', HTTP_TOOL_ALLOW_PRIVATE: 'true', DEFAULT_CREDITS: String(INITIAL_CREDITS), RUN_WORKERS: '8' };
+  const env = {
+    DATABASE_URL: database.url,
+    RUN_LEASE_SECONDS: '2',
+    HTTP_TOOL_ALLOW_PRIVATE: 'true',
+    DEFAULT_CREDITS: String(INITIAL_CREDITS),
+    RUN_WORKERS: '8',
+    // Only the quota case validates: its callers' validations are counted across the replicas.
+    RATE_LIMIT_WINDOW_SECONDS: '3600',
+    RATE_LIMIT_CALLER_VALIDATIONS: String(VALIDATIONS_QUOTA),
+  };
   // Started together: the migrations and the issuer's key are created once, under their locks.
   replicas = await Promise.all([startServer(env), startServer(env), startServer(env)]);
 });
@@ -125,6 +135,27 @@ test('reads after writes on other replicas see the write (documents, lists, vers
       }
     }
   }
+});
+
+test("a caller's quota is shared by the replicas: of 120 validations at once spread over them, exactly the quota is admitted", async () => {
+  const validate = (user: string) => {
+    const replica = anyReplica();
+    return fetch(`${replica.baseUrl}/api/build/agents/validate`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${replica.token({ user, workspace: 'ws-quota' })}`, 'content-type': 'application/json' },
+      body: JSON.stringify(minimalAgent('Checked')),
+    });
+  };
+  const replies = await Promise.all(Array.from({ length: 120 }, () => validate('validator')));
+  const statuses = replies.map((r) => r.status);
+  expect(statuses.filter((s) => s === 200)).toHaveLength(VALIDATIONS_QUOTA);
+  expect(statuses.filter((s) => s === 429)).toHaveLength(120 - VALIDATIONS_QUOTA);
+  for (const refused of replies.filter((r) => r.status === 429)) {
+    expect(refused.headers.get('ratelimit')).toMatch(/"caller-validations";r=0;t=\d+/);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+  }
+  // Another caller of the workspace has a quota of its own.
+  expect((await validate('another-validator')).status).toBe(200);
 });
 
 test('1,000 test runs accepted across the replicas: each executed exactly once, credits exact', async () => {

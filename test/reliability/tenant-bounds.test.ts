@@ -3,7 +3,8 @@
 // string field of every body (long runs of whitespace, braces, dots, template and /call fragments,
 // nesting) never blocks the loop for LOOP_BLOCK_MS; amplifying runs at the default limits fail
 // naming a limit while the process's memory stays bounded and another workspace is served; hundreds
-// of streams and half-sent requests are refused or timed out while /healthz stays fast.
+// of streams and half-sent requests are refused or timed out while /healthz stays fast; a tenant far
+// beyond its request quota is refused cheaply.
 import net from 'node:net';
 import { UNREAD_BODY_MS } from '../../src/http/replies';
 import { minimalAgent } from '../helpers/fixtures';
@@ -136,17 +137,17 @@ test('pathological text in every string field of every body never blocks the eve
 });
 
 /** Polls /healthz (and, with `other`, another workspace's list) until stopped: the slowest answer. */
-function watchHealth(other?: string) {
+function watchHealth(other?: string, server: ServerProcess = s) {
   let stop = false;
   let slowest = 0;
   let failures = 0;
   const done = (async () => {
     while (!stop) {
       const started = performance.now();
-      const health = await fetch(`${s.baseUrl}/healthz`).catch(() => null);
+      const health = await fetch(`${server.baseUrl}/healthz`).catch(() => null);
       if (health?.status !== 200) failures++;
       if (other) {
-        const listed = await fetch(`${s.baseUrl}/api/build/agents`, { headers: { authorization: `Bearer ${other}` } }).catch(() => null);
+        const listed = await fetch(`${server.baseUrl}/api/build/agents`, { headers: { authorization: `Bearer ${other}` } }).catch(() => null);
         if (listed?.status !== 200) failures++;
       }
       slowest = Math.max(slowest, performance.now() - started);
@@ -252,4 +253,31 @@ test('hundreds of streams and half-sent requests: refused past the per-caller li
   expect(failures).toBe(0);
   expect(slowest).toBeLessThan(HEALTH_MS);
   expect((await s.loopStats()).maxDelayMs).toBeLessThan(LOOP_BLOCK_MS);
+});
+
+test('a tenant far beyond its quota: 5,000 requests, the quota admitted and the rest refused (429) without blocking the loop; another workspace is served', async () => {
+  const limited = await startServer({ RATE_LIMIT_WINDOW_SECONDS: '3600', RATE_LIMIT_CALLER: '200' }, { watch: true });
+  try {
+    const flooder = limited.token({ user: 'flooder', workspace: 'flood' });
+    await limited.loopStats();
+    const health = watchHealth(limited.token({ workspace: 'bystander' }), limited);
+    const statuses: number[] = [];
+    for (let round = 0; round < 100; round++) {
+      const replies = await Promise.all(
+        Array.from({ length: 50 }, () => fetch(`${limited.baseUrl}/api/build/agents`, { headers: { authorization: `Bearer ${flooder}` } })),
+      );
+      for (const res of replies) {
+        statuses.push(res.status);
+        await res.arrayBuffer();
+      }
+    }
+    expect(statuses.filter((x) => x === 200)).toHaveLength(200);
+    expect(statuses.filter((x) => x === 429)).toHaveLength(4800);
+    const { slowest, failures } = await health();
+    expect(failures).toBe(0);
+    expect(slowest).toBeLessThan(HEALTH_MS);
+    expect((await limited.loopStats()).maxDelayMs).toBeLessThan(LOOP_BLOCK_MS);
+  } finally {
+    await limited.dispose();
+  }
 });
