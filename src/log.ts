@@ -4,6 +4,7 @@
 // not used as a second net: it would add its cost to every line, the 401 path's included, and
 // could catch nothing the picked fields can hold; docs/benchmarks.md.)
 import pino, { type Logger } from 'pino';
+import { activeSpanIds, tracingOn } from './tracing';
 
 export type { Logger } from 'pino';
 
@@ -13,6 +14,9 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       level,
       base: { service: 'build-api' },
       timestamp: isoTime,
+      // With tracing on, a line written inside a span names it (trace_id, span_id), so a log search
+      // finds the trace and a trace's spans find their lines.
+      ...(tracingOn() && { mixin: () => activeSpanIds() ?? {} }),
     },
     destination,
   );

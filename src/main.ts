@@ -1,7 +1,9 @@
 // `build-api serve`: config → store → HTTP server (and the metrics listener), with a shutdown a
 // load balancer can follow on SIGTERM (drain, stop accepting, let requests in flight finish, hand
 // back runs, close the database).
+import fs from 'node:fs';
 import type { Server, ServerResponse } from 'node:http';
+import path from 'node:path';
 import { loadConfig, ConfigError, type Config } from './config';
 import { createLogger } from './log';
 import { createService, StoreUnavailableError } from './service';
@@ -9,10 +11,13 @@ import { createHttpServer } from './http/server';
 import { createMetricsServer } from './http/metrics-server';
 import { AlreadyServingError } from './data-directory/serve-lock';
 import { DataDirectoryError } from './data-directory/data-directory';
+import { projectRoot } from './paths';
+import { startTracing } from './tracing-setup';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
 export async function serve(config: Config = loadConfig()): Promise<Server> {
+  const tracing = startTracing(process.env, packageVersion());
   const logger = createLogger(config.logLevel);
   const service = await createService(config, logger, { processMetrics: true });
   const server = await listening(createHttpServer(service.app, config.connections), config.host, config.port, 'PORT');
@@ -26,6 +31,7 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
       issuer: config.auth.issuer ?? `${config.publicBaseUrl} (built-in)`,
       docs: `${config.publicBaseUrl}/docs`,
       metrics: metricsServer ? `http://${config.host}:${config.metricsPort}/metrics` : 'off',
+      traces: tracing?.describe ?? 'off',
     },
     'build-api listening',
   );
@@ -48,7 +54,8 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
     service.ctx.runEvents.stop();
     metricsServer?.close();
     server.close(() => {
-      void service.close(SHUTDOWN_GRACE_MS).then(() => {
+      void service.close(SHUTDOWN_GRACE_MS).then(async () => {
+        await tracing?.shutdown().catch((err: unknown) => logger.warn({ err }, 'the last spans could not be exported'));
         logger.info('stopped');
         process.exit(0);
       });
@@ -90,6 +97,10 @@ function startupFailure(err: unknown): string {
   const { message, code } = err as { message?: unknown; code?: unknown };
   const text = typeof message === 'string' && message ? message : String(err);
   return `start-up failed: ${text}${typeof code === 'string' && !text.includes(code) ? ` (${code})` : ''}`;
+}
+
+function packageVersion(): string {
+  return (JSON.parse(fs.readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version;
 }
 
 /** The listener could not be opened: the address is taken, not permitted, or not this machine's. */

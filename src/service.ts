@@ -23,6 +23,7 @@ import { VersionPages } from './services/version-pages';
 import { createMcpEndpoint, mcpResourceMetadataUrl } from './mcp/server';
 import { createMetrics, NO_METRICS } from './metrics';
 import { createRateLimiter } from './services/rate-limits';
+import { tracingOn } from './tracing';
 import { instrumentedStore } from './store/instrumented';
 import { readOrCreateKeyFile, SECRETS_KEY_FILE } from './data-directory/key-file';
 import { DataDirectoryError } from './data-directory/data-directory';
@@ -130,7 +131,7 @@ async function webLayers(config: Config, logger: Logger, opts: ServiceOptions, c
 
 async function assemble(config: Config, logger: Logger, opts: ServiceOptions, opened: Store, lock: ServeLock): Promise<Service> {
   const metrics = config.metricsPort ? createMetrics({ activeRuns: () => opened.runs.active(), defaultMetrics: opts.processMetrics ?? false }) : NO_METRICS;
-  const store = metrics === NO_METRICS ? opened : instrumentedStore(opened, metrics.storeCall);
+  const store = metrics === NO_METRICS && !tracingOn() ? opened : instrumentedStore(opened, metrics.storeCall, config.databaseUrl ? 'postgresql' : 'sqlite');
   const localIssuer = config.auth.issuer ? null : await localIssuerFor(config, store);
   const models = createModelRegistry(config);
   const http = { ...HTTP_TOOL, allowPrivate: config.httpToolAllowPrivate };

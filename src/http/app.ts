@@ -20,6 +20,7 @@ import { generatedDocsDir } from '../paths';
 import { readJsonBody, takesBody } from './body';
 import { replyBytes, replyTo } from './calls';
 import { setRateLimitFields } from './rate-limit-fields';
+import { inServerSpan } from './tracing';
 import { identify, logRequest, replyWithError, sendEmpty, sendJson } from './replies';
 import { webhookRequests } from './webhooks';
 import { handlers } from './handlers';
@@ -188,21 +189,23 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
     const match = operations.match(req.method, path);
     if (!match || !('operation' in match)) return fail(req, res)(routingError(req.method, path, match?.allowed ?? [], res));
     req.matched = match;
-    // Parsed once, as express's 'simple' query parser would (its req.query getter parses on every read).
-    const query = queryAt < 0 ? {} : { ...querystring.parse(url.slice(queryAt + 1)) };
-    let principal: Principal | ApiError | Promise<Principal>;
-    try {
-      principal = authenticate(req, res, query);
-    } catch (err) {
-      return fail(req, res)(err);
-    }
-    if (principal instanceof ApiError) return fail(req, res)(principal);
-    const principalKnown = (who: Principal) => {
-      req.principal = who;
-      return answer(req, res, match, path, query, who);
-    };
-    if (principal instanceof Promise) principal.then(principalKnown).catch(fail(req, res));
-    else principalKnown(principal).catch(fail(req, res));
+    inServerSpan(req, res, match.operation.operationId as string, match.operation.path, () => {
+      // Parsed once, as express's 'simple' query parser would (its req.query getter parses on every read).
+      const query = queryAt < 0 ? {} : { ...querystring.parse(url.slice(queryAt + 1)) };
+      let principal: Principal | ApiError | Promise<Principal>;
+      try {
+        principal = authenticate(req, res, query);
+      } catch (err) {
+        return fail(req, res)(err);
+      }
+      if (principal instanceof ApiError) return fail(req, res)(principal);
+      const principalKnown = (who: Principal) => {
+        req.principal = who;
+        return answer(req, res, match, path, query, who);
+      };
+      if (principal instanceof Promise) principal.then(principalKnown).catch(fail(req, res));
+      else principalKnown(principal).catch(fail(req, res));
+    });
   };
 }
 

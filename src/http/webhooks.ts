@@ -10,6 +10,7 @@ import { nulPath } from '../domain/json-limits';
 import { ApiError } from '../errors';
 import { readBodyBytes } from './body';
 import type { Operations } from './openapi';
+import { inServerSpan } from './tracing';
 import { identify, logRequest, replyWithError, sendJson } from './replies';
 
 const HOOKS_ROOT = '/hooks/';
@@ -34,18 +35,20 @@ export function webhookRequests(operations: Operations, ctx: ServiceContext, log
       return done();
     }
     req.matched = match;
-    readBodyBytes(req)
-      .then((body) =>
-        deliverWebhook(ctx, {
-          triggerId: match.params.triggerId as string,
-          secret: match.params.secret as string,
-          headers: req.headers,
-          query: queryAt < 0 ? '' : url.slice(queryAt + 1),
-          body,
-        }),
-      )
-      .then((accepted) => sendJson(res, 202, undefined, Buffer.from(JSON.stringify({ data: { run_id: accepted.runId, status: accepted.status } }))))
-      .catch((err: unknown) => replyWithError(err, req, res, logger))
-      .finally(done);
+    inServerSpan(req, res, match.operation.operationId as string, match.operation.path, () => {
+      readBodyBytes(req)
+        .then((body) =>
+          deliverWebhook(ctx, {
+            triggerId: match.params.triggerId as string,
+            secret: match.params.secret as string,
+            headers: req.headers,
+            query: queryAt < 0 ? '' : url.slice(queryAt + 1),
+            body,
+          }),
+        )
+        .then((accepted) => sendJson(res, 202, undefined, Buffer.from(JSON.stringify({ data: { run_id: accepted.runId, status: accepted.status } }))))
+        .catch((err: unknown) => replyWithError(err, req, res, logger))
+        .finally(done);
+    });
   };
 }

@@ -14,6 +14,7 @@ import type { Operations, Reply } from '../http/openapi';
 import type { Principal, ServiceContext } from '../services/context';
 import { quotaRefusal } from '../services/rate-limits';
 import { waitWhileActive } from '../services/run-waits';
+import { inSpan } from '../tracing';
 import type { Tool } from './tools';
 
 export interface ToolResult {
@@ -28,7 +29,10 @@ const PASSED_HEADERS = ['ETag', 'Location', 'Link'];
 
 export function createToolCalls(operations: Operations, ctx: ServiceContext, logger: Logger, tools: Tool[]) {
   const checkArguments = argumentCheckers(tools);
-  return async function call(tool: Tool, args: Record<string, unknown>, principal: Principal, signal?: AbortSignal): Promise<ToolResult> {
+  return (tool: Tool, args: Record<string, unknown>, principal: Principal, signal?: AbortSignal): Promise<ToolResult> =>
+    inSpan(tool.operationId, { 'mcp.tool.name': tool.name }, () => call(tool, args, principal, signal));
+
+  async function call(tool: Tool, args: Record<string, unknown>, principal: Principal, signal?: AbortSignal): Promise<ToolResult> {
     try {
       // A tool call is a request: it counts against the caller's quotas as its REST call would.
       const admission = await ctx.rateLimits.admit(principal, tool.operationId);
@@ -44,7 +48,7 @@ export function createToolCalls(operations: Operations, ctx: ServiceContext, log
       logger.error({ err, tool: tool.name }, 'unexpected failure in an MCP tool call');
       return errorResult(500, { error: 'internal error; the service logged it' }, {});
     }
-  };
+  }
 }
 
 /**

@@ -15,6 +15,7 @@ import type { Principal as ServicePrincipal, ServiceContext } from '../services/
 import type { Logger } from '../log';
 import { BODY_LIMIT_BYTES } from '../http/body';
 import { identify, logRequest, replyWithError } from '../http/replies';
+import { inServerSpan } from '../http/tracing';
 import type { Operations } from '../http/openapi';
 import { loadSpec } from '../http/spec';
 import { ApiError } from '../errors';
@@ -101,26 +102,28 @@ export function createMcpEndpoint(opts: McpOptions) {
       res.json(metadata);
       return;
     }
-    const refuse = (err: unknown) => replyWithError(err, req, res, opts.logger);
-    const query = queryAt < 0 ? {} : { ...querystring.parse(url.slice(queryAt + 1)) };
-    let principal: ReturnType<Authenticate>;
-    try {
-      principal = opts.authenticate(req, res, query);
-    } catch (err) {
-      return refuse(err);
-    }
-    if (principal instanceof ApiError) return refuse(principal);
-    const serve = (who: ServicePrincipal) => {
-      req.principal = who;
-      // The SDK takes the verified caller from `req.auth` (the token itself is not passed on).
-      // A caller that goes away ends what its call waits for (a stateless server gets no cancel
-      // notification for it: that would come as another request, to any replica).
-      const gone = new AbortController();
-      res.once('close', () => gone.abort());
-      const authInfo: AuthInfo = { token: '', clientId: who.userId, scopes: [BUILD_SCOPE], extra: { principal: who, signal: gone.signal } satisfies CallerInfo };
-      return node(Object.assign(req as IncomingMessage, { auth: authInfo }) as never, res);
-    };
-    Promise.resolve(principal).then(serve).catch(refuse);
+    inServerSpan(req, res, 'mcp', MCP_PATH, () => {
+      const refuse = (err: unknown) => replyWithError(err, req, res, opts.logger);
+      const query = queryAt < 0 ? {} : { ...querystring.parse(url.slice(queryAt + 1)) };
+      let principal: ReturnType<Authenticate>;
+      try {
+        principal = opts.authenticate(req, res, query);
+      } catch (err) {
+        return refuse(err);
+      }
+      if (principal instanceof ApiError) return refuse(principal);
+      const serve = (who: ServicePrincipal) => {
+        req.principal = who;
+        // The SDK takes the verified caller from `req.auth` (the token itself is not passed on).
+        // A caller that goes away ends what its call waits for (a stateless server gets no cancel
+        // notification for it: that would come as another request, to any replica).
+        const gone = new AbortController();
+        res.once('close', () => gone.abort());
+        const authInfo: AuthInfo = { token: '', clientId: who.userId, scopes: [BUILD_SCOPE], extra: { principal: who, signal: gone.signal } satisfies CallerInfo };
+        return node(Object.assign(req as IncomingMessage, { auth: authInfo }) as never, res);
+      };
+      Promise.resolve(principal).then(serve).catch(refuse);
+    });
   };
   return { handler, tools, close: () => mcp.close() };
 }

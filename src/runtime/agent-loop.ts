@@ -16,6 +16,7 @@ import { limitErrors, StateMeter } from './limits';
 import { invokeTool, type ToolContext } from './tools';
 import { ModelError, type ChatMessage, type ModelReply, type ToolCall, type ToolSpec } from './models/provider';
 import type { ModelRegistry } from './models';
+import { inSpan } from '../tracing';
 
 type TranscriptMessage = components['schemas']['TranscriptMessage'];
 type ToolCallRecord = components['schemas']['ToolCallRecord'];
@@ -189,7 +190,10 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
     deps.emit?.('step.started', { step });
     let reply;
     try {
-      reply = await provider.complete({ model: agent.model, messages, tools, reasoningEffort: agent.reasoning_effort ?? null });
+      // A model call's span, as OpenTelemetry's GenAI conventions name it.
+      reply = await inSpan(`chat ${agent.model}`, { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': agent.model }, () =>
+        provider.complete({ model: agent.model, messages, tools, reasoningEffort: agent.reasoning_effort ?? null }),
+      );
     } catch (err) {
       if (err instanceof ModelError) return fail(err.message);
       throw err;

@@ -12,6 +12,7 @@ import type { Workflow, WorkflowStep } from '../domain/types';
 import type { components } from '../../generated/api';
 import { limitErrors, StateMeter, type RunLimits } from './limits';
 import { invokeTool, type ToolContext } from './tools';
+import { inOutcomeSpan } from '../tracing';
 
 type StepResult = components['schemas']['StepResult'];
 
@@ -55,8 +56,12 @@ function renderError(err: unknown, what: string, limits: RunLimits): string {
   return err.limit === 'run' ? limitErrors.render(limits) : limitErrors.template(what, limits);
 }
 
+/** Pays for a step and executes it, in a span of its own. */
+const executeStep = (step: WorkflowStep, scope: TemplateScope, deps: WorkflowExecutorDeps): Promise<StepOutcome> =>
+  inOutcomeSpan('workflow step', { 'build.step.id': step.id, 'build.step.kind': step.kind }, () => payAndExecute(step, scope, deps));
+
 /** Pays for a step and executes it: a tool with its rendered arguments, or an agent with its rendered prompt. */
-async function executeStep(step: WorkflowStep, scope: TemplateScope, deps: WorkflowExecutorDeps): Promise<StepOutcome> {
+async function payAndExecute(step: WorkflowStep, scope: TemplateScope, deps: WorkflowExecutorDeps): Promise<StepOutcome> {
   const { limits, budget } = deps.tools;
   if (!(await deps.chargeStep())) return { ok: false, error: 'credits exhausted: the workspace cannot pay for this step' };
   if (step.kind === 'tool') {

@@ -6,6 +6,7 @@ import { resolveInput } from '../domain/workflow';
 import type { Agent, Workflow } from '../domain/types';
 import { ApiError, notFound } from '../errors';
 import { uuidV7 } from '../ids';
+import { activeTraceparent } from '../tracing';
 import type { AcceptOutcome, RunRow } from '../store/port';
 import type { AgentRunState } from '../runtime/agent-loop';
 import type { WorkflowRunState } from '../runtime/workflow-executor';
@@ -39,10 +40,11 @@ export const refusalMessage = (minimumCost: number, balance: number) =>
 export async function acceptRun(ctx: ServiceContext, run: RunToAccept): Promise<{ id: string; outcome: AcceptOutcome }> {
   const id = uuidV7(); // time-ordered: a new run's key is appended to the runs' index, not put on a random page of it
   const acceptedAt = new Date().toISOString();
+  const traceParent = activeTraceparent(); // the run's span continues the trace that queued it
   const { snapshot, stepAgents, ...row } = run;
   const stepAgentsJson = stepAgents && JSON.stringify(stepAgents);
   const outcome = await ctx.store.runs
-    .accept({ ...row, id, snapshotJson: snapshot.json, stepAgentsJson, initialCredits: ctx.defaultCredits }, (balance) => refusalMessage(run.minimumCost, balance))
+    .accept({ ...row, id, snapshotJson: snapshot.json, stepAgentsJson, initialCredits: ctx.defaultCredits, traceParent }, (balance) => refusalMessage(run.minimumCost, balance))
     .catch((err: unknown) => {
       // It may have committed without reaching the disk (a failed fsync): the workers look in the table.
       ctx.notifyRunQueued();
@@ -62,6 +64,7 @@ export async function acceptRun(ctx: ServiceContext, run: RunToAccept): Promise<
     creditsSpent: 0,
     source: run.source,
     acceptedAt,
+    traceParent,
   });
   return { id, outcome };
 }

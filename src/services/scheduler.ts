@@ -20,6 +20,7 @@ import type { FireRow, ScheduleClaim, ScheduleRow } from '../store/port';
 import type { ServiceContext } from './context';
 import { createPollDetectors } from './poll-detectors';
 import { fireAgentSchedule, fireWorkflowSchedule } from './schedule-fires';
+import { inSpan } from '../tracing';
 
 export { DETECTORS_PER_WORKSPACE, DETECTOR_TIMEOUT_MS, pollBackoffMs } from './poll-detectors';
 
@@ -70,14 +71,21 @@ export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Sch
     };
     if (plan.fire === null) return void (await store.schedules.advance(claim));
     ctx.metrics.scheduleFired((nowMs - plan.fire) / 1000);
-    if (row.kind === 'poll') return detectors.poll(row, claim, plan.fire, nowMs);
+    // The fire is a trace of its own: the run it queues is that trace's child (its traceparent is stored with it).
+    const dueAt = plan.fire;
+    const attributes = { 'build.schedule.kind': row.kind, 'build.schedule.id': row.id, 'build.schedule.due_at': new Date(dueAt).toISOString() };
+    return inSpan(`${row.kind === 'poll' ? 'poll' : 'schedule'} fire`, attributes, () => fire(row, claim, dueAt, nowMs));
+  }
+
+  async function fire(row: ScheduleRow, claim: ScheduleClaim, dueAt: number, nowMs: number): Promise<void> {
+    if (row.kind === 'poll') return detectors.poll(row, claim, dueAt, nowMs);
     // Overlap: the previous run is still going, so this due time is skipped rather than piled up.
     const previous = row.last_run_id ? await store.runs.find(row.last_run_id) : null;
     if (previous && (previous.status === 'queued' || previous.status === 'running')) {
-      return void (await store.schedules.advance({ ...claim, fires: [...claim.fires, { dueAt: plan.fire, outcome: 'overlap', detail: `run ${previous.id} is still ${previous.status}` }] }));
+      return void (await store.schedules.advance({ ...claim, fires: [...claim.fires, { dueAt, outcome: 'overlap', detail: `run ${previous.id} is still ${previous.status}` }] }));
     }
-    if (row.kind === 'agent') return fireAgentSchedule(ctx, logger, row, claim, plan.fire);
-    return fireWorkflowSchedule(ctx, logger, row, claim, plan.fire);
+    if (row.kind === 'agent') return fireAgentSchedule(ctx, logger, row, claim, dueAt);
+    return fireWorkflowSchedule(ctx, logger, row, claim, dueAt);
   }
 
   let ticking: Promise<void> | null = null;

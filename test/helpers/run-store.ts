@@ -72,7 +72,7 @@ export async function queueRun(store: Store, target: Workflow | Agent, opts: Que
     () => 'refused',
   );
   if (outcome.status !== 'queued') throw new Error(`run not queued: ${outcome.status}`);
-  return { id, kind: isWorkflow ? 'workflow' : 'agent', workspaceId, snapshot: target, request, state, creditsReserved: minimumCost, creditsSpent: 0, source: 'test', acceptedAt: (await store.runs.find(id))!.accepted_at };
+  return { id, kind: isWorkflow ? 'workflow' : 'agent', workspaceId, snapshot: target, request, state, creditsReserved: minimumCost, creditsSpent: 0, source: 'test', acceptedAt: (await store.runs.find(id))!.accepted_at, traceParent: null };
 }
 
 /** Queues a run and claims it under `lease`, as a worker does before it executes it. */

@@ -40,7 +40,7 @@ afterAll(async () => {
 async function queue(n: number): Promise<QueuedRun> {
   const run: QueuedRun = {
     id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-    kind: 'workflow', workspaceId: 'ws-1', snapshot: workflow.document, request: { input: { n } }, state: initialWorkflowState(workflow.document), creditsReserved: 1, creditsSpent: 0, source: 'test', acceptedAt: new Date().toISOString(),
+    kind: 'workflow', workspaceId: 'ws-1', snapshot: workflow.document, request: { input: { n } }, state: initialWorkflowState(workflow.document), creditsReserved: 1, creditsSpent: 0, source: 'test', acceptedAt: new Date().toISOString(), traceParent: null,
   };
   const outcome = await t.service.store.runs.accept(
     { id: run.id, kind: 'workflow', workspaceId: 'ws-1', startedBy: 'user-1', targetId: workflow.id, targetVersion: workflow.version, source: 'test', request: run.request, snapshotJson: workflow.json, state: run.state, minimumCost: 1, initialCredits: 100 },

@@ -75,17 +75,20 @@ describe.each(adapters)('$name: runs', (adapter) => {
   describe('the queue', () => {
     beforeEach(() => emptyQueue(store));
 
-    test('claimNext takes the oldest queued run, with its documents, running under the lease; a workspace at its cap waits', async () => {
+    test('claimNext takes the oldest queued run, with its documents and trace context, running under the lease; a workspace at its cap waits', async () => {
       const [busy, other] = [workspace(), workspace()];
       const prefix = unique('q'); // one prefix: runs accepted in the same millisecond are ordered by id
       const ids = range(4).map((i) => `${prefix}-${i}`);
-      await queue(store, newRun(ids[0]!, { workspaceId: busy, snapshotJson: '{"slug":"wf","steps":[1]}', stepAgentsJson: '{"a":{}}' }));
+      const traceParent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+      await queue(store, newRun(ids[0]!, { workspaceId: busy, snapshotJson: '{"slug":"wf","steps":[1]}', stepAgentsJson: '{"a":{}}', traceParent }));
       await queue(store, newRun(ids[1]!, { workspaceId: busy }));
       await queue(store, newRun(ids[2]!, { workspaceId: busy }));
       await queue(store, newRun(ids[3]!, { workspaceId: other }));
       const first = (await store.runs.claimNext(lease('w'), 2))!;
-      expect(first).toMatchObject({ id: ids[0], status: 'running', snapshot: '{"slug":"wf","steps":[1]}', step_agents: '{"a":{}}', started_at: expect.stringMatching(ISO_MS) });
-      expect((await store.runs.claimNext(lease('w'), 2))!.id).toBe(ids[1]);
+      // The trace context of the request that queued it comes with the claim (whichever replica claims it).
+      expect(first).toMatchObject({ id: ids[0], status: 'running', snapshot: '{"slug":"wf","steps":[1]}', step_agents: '{"a":{}}', started_at: expect.stringMatching(ISO_MS), trace_parent: traceParent });
+      const second = (await store.runs.claimNext(lease('w'), 2))!;
+      expect(second).toMatchObject({ id: ids[1], trace_parent: null });
       expect((await store.runs.claimNext(lease('w'), 2))!.id).toBe(ids[3]); // busy has 2 running
       expect(await store.runs.claimNext(lease('w'), 2)).toBeNull();
       expect((await store.runs.claimNext(lease('w'), 3))!.id).toBe(ids[2]);
@@ -105,12 +108,13 @@ describe.each(adapters)('$name: runs', (adapter) => {
       expect(await store.runs.active()).toEqual({ queued: before.queued + 2, running: before.running });
     });
 
-    it('claimNext returns a RunRow: its members and no others (no lease columns)', async () => {
+    it('claimNext returns a RunRow: its members (with trace_parent) and no others (no lease columns)', async () => {
       const id = unique('row');
       await queue(store, newRun(id, { workspaceId: workspace() }));
       const row = (await store.runs.claimNext(lease('w'), 10))!;
       expect(row.id).toBe(id);
-      expect(Object.keys(row).sort()).toEqual(RUN_KEYS);
+      // A claim brings the run's trace context too; a projection (find) does not.
+      expect(Object.keys(row).sort()).toEqual([...RUN_KEYS, 'trace_parent'].sort());
     });
 
     test('claim(id) is conditional on the run being queued and on its workspace’s cap; a run is claimed once, by id or as the oldest', async () => {

@@ -2,6 +2,7 @@
 // function names may not, so `kv.set` travels as `kv__set`.
 import type { OpenAiConfig } from '../../config';
 import { ModelError, parseArguments, type ChatMessage, type ModelProvider, type ModelReply, type ModelRequest, type ToolCall } from './provider';
+import { injectTraceContext } from '../../tracing';
 
 const TIMEOUT_MS = 60_000;
 /** The most of a provider's answer that is read; a chat completion is a few KiB. */
@@ -62,11 +63,13 @@ export function openAiProvider(config: OpenAiConfig): ModelProvider {
       // What the run records is ours alone: a provider's error text can carry its internals (request
       // ids, account details, echoes of the prompt), so only its status is named.
       const signal = AbortSignal.timeout(TIMEOUT_MS);
+      const headers: Record<string, string> = { 'content-type': 'application/json', ...(config.apiKey && { authorization: `Bearer ${config.apiKey}` }) };
+      injectTraceContext(headers); // the provider may continue the run's trace
       let res: Response;
       try {
         res = await fetch(`${config.baseUrl}/chat/completions`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', ...(config.apiKey && { authorization: `Bearer ${config.apiKey}` }) },
+          headers,
           body: JSON.stringify(body),
           signal,
         });

@@ -18,6 +18,8 @@ export interface QueuedRun {
   /** What started it (`test`, `webhook`, `schedule`, `poll`) and when it was accepted: for the run metrics. */
   source: string;
   acceptedAt: string;
+  /** The `traceparent` of the request or trigger that queued it: its span's parent. */
+  traceParent: string | null;
 }
 
 /** A stored JSON text, or undefined when it does not parse (a damaged row: executing it fails the run). */
@@ -42,4 +44,5 @@ export const fromRow = (row: RunRow): QueuedRun => ({
   creditsSpent: row.credits_spent,
   source: row.source,
   acceptedAt: row.accepted_at,
+  traceParent: row.trace_parent ?? null,
 });

@@ -17,6 +17,7 @@ import { runWorkflow, type StepOutcome } from '../workflow-executor';
 import { createCreditLedger, type CreditLedger, type LedgerOptions } from './credit-ledger';
 import type { ExecutingRuns } from './executing-runs';
 import type { QueuedRun } from './queued-run';
+import { inRunSpan } from '../../tracing';
 
 export interface RunExecutorOptions {
   runs: LedgerOptions['runs'];
@@ -104,7 +105,7 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
     let status = 'failed';
     await opts.executing.track(run.id, account.stop, async () => {
       try {
-        status = run.kind === 'agent' ? await executeAgentRun(run, account) : await executeWorkflowRun(run, account);
+        status = await inRunSpan(`${run.kind} run`, run.traceParent, runAttributes(run), () => (run.kind === 'agent' ? executeAgentRun(run, account) : executeWorkflowRun(run, account)));
       } catch (err) {
         logger.error({ err, runId: run.id }, 'run failed unexpectedly');
         await account.finish({ status: 'failed', error: 'internal error while executing the run', state: run.state }).catch((e: unknown) => {
@@ -115,3 +116,6 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
     opts.metrics.runFinished(run.kind, run.source, status, (performance.now() - started) / 1000);
   };
 }
+
+/** What a run's span says of it (its ids are trace data, never metric labels). */
+const runAttributes = (run: QueuedRun) => ({ 'build.run.id': run.id, 'build.run.kind': run.kind, 'build.run.source': run.source, 'build.workspace.id': run.workspaceId });

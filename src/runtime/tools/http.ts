@@ -11,6 +11,7 @@ import net from 'node:net';
 import { NOT_JSON, parseJsonWithin } from '../../domain/json-limits';
 import { isGlobalUnicast } from './addresses';
 import { ToolError, type HttpToolOptions, type ToolImplementation } from './types';
+import { injectTraceContext } from '../../tracing';
 
 /** Redirects followed at most; the response to the next one is returned as it is. */
 export const MAX_REDIRECTS = 5;
@@ -77,6 +78,8 @@ interface Exchange {
 function firstHop(args: RequestArgs, options: HttpToolOptions): Hop {
   const url = parseUrl(args.url, options.allowPrivate);
   const headers: Record<string, string> = { ...(args.headers ?? {}) };
+  // The run's trace goes on to the service called (W3C traceparent), unless the call names its own.
+  if (!Object.keys(headers).some((h) => /^(traceparent|tracestate)$/i.test(h))) injectTraceContext(headers);
   let payload: Buffer | undefined;
   if (args.body !== undefined && args.body !== null) {
     payload = Buffer.from(typeof args.body === 'string' ? args.body : JSON.stringify(args.body));

@@ -13,6 +13,7 @@ import { kvTools } from './kv';
 import { timeTools } from './time';
 import { limitErrors } from '../limits';
 import { ToolError, type ToolContext, type ToolImplementation } from './types';
+import { inOutcomeSpan } from '../../tracing';
 
 export { ToolError, type ToolContext } from './types';
 
@@ -43,7 +44,10 @@ async function withinTime<T>(call: Promise<T>, ms: number): Promise<{ done: true
   }
 }
 
-export async function invokeTool(slug: string, args: unknown, ctx: ToolContext): Promise<ToolOutcome> {
+export const invokeTool = (slug: string, args: unknown, ctx: ToolContext): Promise<ToolOutcome> =>
+  inOutcomeSpan(`tool ${CATALOG_TOOLS.has(slug) ? slug : 'unknown'}`, { 'build.tool': slug }, () => invoke(slug, args, ctx));
+
+async function invoke(slug: string, args: unknown, ctx: ToolContext): Promise<ToolOutcome> {
   const definition = CATALOG_TOOLS.get(slug);
   const implementation = implementations[slug];
   if (!definition || !implementation) return { ok: false, error: `'${slug}' is not a tool of the catalog` };

@@ -83,6 +83,8 @@ export interface RunRow {
   cancelled_by: string | null;
   /** While awaiting approval: when the run fails unless decided. */
   approval_expires_at: string | null;
+  /** The `traceparent` of the request or trigger that queued it (tracing on), in a claimed row only. */
+  trace_parent?: string | null;
 }
 
 export interface NewRun {
@@ -121,6 +123,8 @@ export interface NewRun {
   minimumCost: number;
   /** The balance of a workspace seen for the first time. */
   initialCredits: number;
+  /** The `traceparent` of the request or trigger that queues it, when tracing. */
+  traceParent?: string | null;
 }
 
 export type AcceptOutcome =

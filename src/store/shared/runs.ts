@@ -54,6 +54,7 @@ export interface AcceptedRun {
   finished_at: string | null;
   agent_slug: string | null;
   agent_name: string | null;
+  trace_parent: string | null;
 }
 
 /** The row of a run accepted at `now`: queued with its minimum cost reserved, or refused with `refusal`. */
@@ -78,6 +79,7 @@ export function acceptedRun(run: NewRun, now: string, refusal: string | null): A
     finished_at: refusal === null ? null : now,
     agent_slug: run.agent?.slug ?? null,
     agent_name: run.agent?.name ?? null,
+    trace_parent: run.traceParent ?? null,
   };
 }
 

@@ -82,9 +82,9 @@ export const SET_DELIVERY_STATUS = `UPDATE webhook_deliveries SET http_status = 
 
 /** A run's row as acceptance writes it (parameters: the members of AcceptedRun, shared/runs.ts). */
 export const INSERT_RUN = `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, trigger_id, request, snapshot,
-    step_agents, state, credits_reserved, error, accepted_at, finished_at, agent_slug, agent_name)
+    step_agents, state, credits_reserved, error, accepted_at, finished_at, agent_slug, agent_name, trace_parent)
   VALUES (@id, @kind, @workspace_id, @started_by, @target_id, @target_version, @status, @source, @trigger_id, @request, @snapshot,
-    @step_agents, @state, @credits_reserved, @error, @accepted_at, @finished_at, @agent_slug, @agent_name)`;
+    @step_agents, @state, @credits_reserved, @error, @accepted_at, @finished_at, @agent_slug, @agent_name, @trace_parent)`;
 
 /** What a run's end sets besides its credits (FINISH_RUN; PostgreSQL's one-statement end, postgres/runs/progress.ts). */
 export const RUN_END = `status = @status, error = @error, state = @state, finished_at = @now, lease_owner = NULL, lease_expires_at = NULL,
@@ -132,10 +132,11 @@ export const DECIDED_STATE = `UPDATE runs SET state = @state,
     approval_expires_at = CASE WHEN @resume = 1 THEN NULL ELSE approval_expires_at END
   WHERE id = @id AND status = 'awaiting_approval'`;
 
-/** A RunRow's columns, explicitly: never the lease columns nor the projection's agent columns, which are the adapter's own. */
+/** A claimed RunRow's columns, explicitly: never the lease columns nor the projection's agent columns, which are the adapter's own. */
 export const RUN_COLUMNS = [
   ...['id', 'kind', 'workspace_id', 'started_by', 'target_id', 'target_version', 'status', 'source', 'trigger_id', 'request', 'snapshot', 'step_agents', 'state'],
   ...['credits_reserved', 'credits_spent', 'error', 'accepted_at', 'started_at', 'finished_at', 'cancel_requested_at', 'cancelled_by', 'approval_expires_at'],
+  'trace_parent',
 ] as const;
 
 /** A scheduler's claim of a due time: the schedule moves from @expected to @next; 0 rows when another process moved it first. */

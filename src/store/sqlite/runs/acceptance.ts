@@ -40,7 +40,7 @@ export function sqliteRunAcceptance(ctx: RunContext): RunAcceptance {
     // An agent run is kept only when its accept names the agent (as the projection query would).
     accepted: (row) => {
       if (row.kind === 'agent' && row.agent_slug === null) return;
-      const { agent_slug: slug, agent_name: name, ...columns } = row;
+      const { agent_slug: slug, agent_name: name, trace_parent: _claimedOnly, ...columns } = row;
       const snapshot = slug === null ? null : JSON.stringify({ slug, name });
       const held: RunRow = { ...columns, snapshot, step_agents: null, credits_spent: 0, started_at: null, cancel_requested_at: null, cancelled_by: null, approval_expires_at: null };
       recent.keep(held);
