@@ -106,6 +106,12 @@ describe('every start-up failure is one line naming its cause, and exit status 1
   test('an unreachable PostgreSQL server', () => {
     oneLine(serve({ DATABASE_URL: 'postgres://user:secret@127.0.0.1:1/build' }), /^build-api: cannot open the store \(PostgreSQL at DATABASE_URL\): connect ECONNREFUSED/);
   });
+  test('a tracing protocol the service does not speak', () => {
+    oneLine(
+      serve({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }),
+      /^build-api: configuration error: OTEL_EXPORTER_OTLP_PROTOCOL: must be http\/protobuf or http\/json \(grpc is not supported\), got 'grpc'$/m,
+    );
+  });
   test('the same file served twice', () => {
     if (t.config.databaseUrl) return; // the service under test holds no SQLite file
     oneLine(serve({ DATABASE_PATH: t.config.databasePath }), /already/);

@@ -186,6 +186,30 @@ describe('with an OTLP exporter configured', () => {
   });
 });
 
+test('the default protocol is http/protobuf: the receiver gets protobuf that names the span', async () => {
+  const bodies: Buffer[] = [];
+  const types: string[] = [];
+  const { url, server } = await listen((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      bodies.push(Buffer.concat(chunks));
+      types.push(String(req.headers['content-type']));
+      res.setHeader('content-type', 'application/x-protobuf');
+      res.end();
+    });
+  });
+  const s = await startServer({ OTEL_EXPORTER_OTLP_ENDPOINT: url, OTEL_BSP_SCHEDULE_DELAY: '100' });
+  try {
+    expect((await fetch(`${s.baseUrl}/api/build/agents`, { headers: { authorization: `Bearer ${s.token()}` } })).status).toBe(200);
+    await until('a protobuf export naming listAgents', () => (bodies.some((b) => b.includes('listAgents')) ? true : undefined));
+    expect(types[0]).toBe('application/x-protobuf');
+  } finally {
+    await s.dispose();
+    server.close();
+  }
+});
+
 test('without OTEL_* nothing is exported, and the start-up line says traces are off', async () => {
   const receiver = await otlpReceiver();
   const s = await startServer({ HTTP_TOOL_ALLOW_PRIVATE: 'true' });
