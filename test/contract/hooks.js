@@ -112,10 +112,13 @@ async function prepare(t) {
 // caller stays far below it, and a caller of its own spends it before each 429 transaction.
 const spenderToken = issuer.mint({ sub: 'quota-spender', audience: 'build-api', claims: { workspace: 'contract', scope: 'build' }, ttlSeconds: 3600 });
 
-/** Sends requests as the spender until one is refused: its quota is then used up for this window. */
+/**
+ * Sends requests as the spender until one is refused: its quota is then used up for this window
+ * (spent once per window; a window that ends while it spends starts the count again).
+ */
 async function spendQuota() {
   const quota = Number(process.env.RATE_LIMIT_CALLER);
-  for (let sent = 0; sent <= quota; sent += 100) {
+  for (let sent = 0; sent <= 3 * quota; sent += 100) {
     const statuses = await Promise.all(Array.from({ length: 100 }, () =>
       fetch(`${baseUrl}/api/build/catalog`, { headers: { authorization: `Bearer ${spenderToken}` } }).then((res) => res.status)));
     if (statuses.includes(429)) return;
