@@ -12,7 +12,7 @@ import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
 import { loggablePath } from '../log';
 import type { Principal, ServiceContext } from '../services/context';
-import { quotaRefusal } from '../services/rate-limits';
+import { quotaRefusal, type Admission } from '../services/rate-limits';
 import type { Store } from '../store/port';
 import { BUILD_SCOPE, type Authenticate } from '../auth/bearer';
 import type { Jwks } from '../auth/local-issuer';
@@ -175,7 +175,8 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
     logRequest(logger, req, res, ctx.metrics, 'unmatched');
   };
   const answer = async (req: Request, res: Response, route: Matched, path: string, query: Record<string, unknown>, principal: Principal) => {
-    await admitWithinQuota(ctx, res, principal, route.operation.operationId as string);
+    const quota = admitWithinQuota(ctx, res, principal, route.operation.operationId as string);
+    if (quota) await quota; // only when this process takes more units from the store
     const body = takesBody(route.operation) ? await readJsonBody(req, route.operation) : undefined;
     send(res, await replyTo(operations, ctx, route, { method: req.method, path, headers: req.headers, query, body }, principal));
     logRequest(logger, req, res, ctx.metrics);
@@ -211,14 +212,20 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
 
 /**
  * Counts the request against its quotas (services/rate-limits.ts) before its body is read, and
- * answers with the RateLimit fields whatever follows; beyond a quota, 429.
+ * answers with the RateLimit fields whatever follows; beyond a quota, 429 (thrown, or the promise
+ * rejects). Synchronous (undefined) unless the units must be taken from the store first.
  */
-async function admitWithinQuota(ctx: ServiceContext, res: Response, principal: Principal, operationId: string): Promise<void> {
+function admitWithinQuota(ctx: ServiceContext, res: Response, principal: Principal, operationId: string): Promise<void> | undefined {
   const policies = ctx.rateLimits.policiesOf(operationId);
-  if (!policies.length) return;
-  const admission = await ctx.rateLimits.admit(principal, operationId);
-  setRateLimitFields(res, policies, admission.states);
-  if (!admission.admitted) throw quotaRefusal(admission);
+  if (!policies.length) return undefined;
+  const answered = (admission: Admission) => {
+    setRateLimitFields(res, policies, admission);
+    if (!admission.admitted) throw quotaRefusal(admission);
+  };
+  const admission = ctx.rateLimits.admit(principal, operationId);
+  if (admission instanceof Promise) return admission.then(answered);
+  answered(admission);
+  return undefined;
 }
 
 function routingError(method: string, path: string, allowed: string[], res: Response): ApiError {

@@ -5,7 +5,7 @@
 //   RateLimit-Policy: "workspace";q=60000;w=60, "caller";q=30000;w=60
 //   RateLimit: "workspace";r=59873;t=42, "caller";r=29990;t=42
 import type { Response } from 'express';
-import type { PolicyState, QuotaPolicy } from '../services/rate-limits';
+import type { Admission, PolicyState, QuotaPolicy } from '../services/rate-limits';
 
 // Policy names are the service's own (`workspace`, `caller-runs`, …): no escaping is needed.
 const policyFields = new WeakMap<readonly QuotaPolicy[], string>();
@@ -17,15 +17,15 @@ export function policyField(policies: readonly QuotaPolicy[]): string {
   return field;
 }
 
-export function rateLimitField(states: readonly PolicyState[]): string {
+export function rateLimitField(states: readonly PolicyState[], resetSeconds: number): string {
   let field = '';
-  for (const s of states) field += `${field ? ', ' : ''}"${s.policy.name}";r=${s.remaining};t=${s.resetSeconds}`;
+  for (const s of states) field += `${field ? ', ' : ''}"${s.policy.name}";r=${s.remaining};t=${resetSeconds}`;
   return field;
 }
 
 /** Sets both fields on `res` (none when every quota is off). */
-export function setRateLimitFields(res: Response, policies: readonly QuotaPolicy[], states: readonly PolicyState[]): void {
+export function setRateLimitFields(res: Response, policies: readonly QuotaPolicy[], admission: Admission): void {
   if (!policies.length) return;
   res.setHeader('RateLimit-Policy', policyField(policies));
-  res.setHeader('RateLimit', rateLimitField(states));
+  res.setHeader('RateLimit', rateLimitField(admission.states, admission.resetSeconds));
 }

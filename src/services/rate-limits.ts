@@ -51,16 +51,15 @@ export interface QuotaPolicy {
 }
 
 export interface PolicyState {
-  policy: QuotaPolicy;
+  readonly policy: QuotaPolicy;
   /** Units left in the window, as this process knows them. */
-  remaining: number;
-  /** Seconds until the window ends. */
-  resetSeconds: number;
+  readonly remaining: number;
 }
 
+/** `states`: each policy the request counts against; `resetSeconds`: until their window ends. */
 export type Admission =
-  | { admitted: true; states: PolicyState[] }
-  | { admitted: false; states: PolicyState[]; refusedBy: QuotaPolicy; retryAfterSeconds: number };
+  | { admitted: true; states: readonly PolicyState[]; resetSeconds: number }
+  | { admitted: false; states: readonly PolicyState[]; resetSeconds: number; refusedBy: QuotaPolicy; retryAfterSeconds: number };
 
 export interface RateLimiter {
   /** The policies a request of `operationId` counts against (none when every quota is off). */
@@ -69,18 +68,25 @@ export interface RateLimiter {
   admit(principal: Principal, operationId: string, nowMs?: number): Admission | Promise<Admission>;
 }
 
-/** The units this process has taken from one policy's window, and spent. */
-interface Lease {
-  policy: QuotaPolicy;
-  storeKey: string;
-  window: number;
-  taken: number;
-  spent: number;
+/** The units this process has taken from one policy's window, and spent: the policy's state as an admission reports it. */
+class Lease implements PolicyState {
+  taken = 0;
+  spent = 0;
   /** The window's units taken by every process, at this process's last take. */
-  sharedUsed: number;
+  sharedUsed = 0;
   /** The store granted nothing: the window is used up. */
-  exhausted: boolean;
-  taking: Promise<void> | null;
+  exhausted = false;
+  taking: Promise<void> | null = null;
+
+  constructor(
+    readonly policy: QuotaPolicy,
+    readonly storeKey: string,
+    readonly window: number,
+  ) {}
+
+  get remaining(): number {
+    return Math.max(0, this.policy.quota - this.sharedUsed + (this.taken - this.spent));
+  }
 }
 
 const MAX_BATCH = 50;
@@ -97,6 +103,23 @@ function policiesFor(config: RateLimitConfig, quotaClass: QuotaClass): QuotaPoli
   return policies;
 }
 
+/** Takes the lease's next batch of units from the store (one take at a time per lease; the callers share it). */
+function takeBatch(quotas: QuotaRepository, lease: Lease): Promise<void> {
+  const left = lease.policy.quota - lease.sharedUsed;
+  const batch = Math.max(1, Math.min(MAX_BATCH, Math.ceil(lease.policy.quota / 100), Math.floor(left / 8)));
+  lease.taking ??= quotas
+    .take(lease.storeKey, lease.window, batch, lease.policy.quota)
+    .then(({ granted, used }) => {
+      lease.taken += granted;
+      lease.sharedUsed = used;
+      if (granted === 0) lease.exhausted = true;
+    })
+    .finally(() => {
+      lease.taking = null;
+    });
+  return lease.taking;
+}
+
 /** The limiter of `config`'s quotas, counting in `quotas`; each refusal is recorded with `refused` (a metric). */
 export function createRateLimiter(config: RateLimitConfig, quotas: QuotaRepository, refused: (policy: string) => void = () => undefined): RateLimiter {
   const windowMs = config.windowSeconds * 1000;
@@ -106,8 +129,11 @@ export function createRateLimiter(config: RateLimitConfig, quotas: QuotaReposito
     validations: policiesFor(config, 'validations'),
   };
   const policiesOf = (operationId: string) => byClass[CLASS_OF[operationId] ?? 'requests'];
-  // The current window's leases; the map starts afresh with each window.
+  // The current window's leases, by policy and caller; both maps start afresh with each window.
+  // The second finds a principal's leases without building their keys: a verified token's principal
+  // is one object for as long as the token is remembered (auth/bearer.ts).
   let leases = new Map<string, Lease>();
+  let heldBy = new WeakMap<Principal, Map<readonly QuotaPolicy[], Lease[]>>();
   let leasesWindow = -1;
 
   const leaseOf = (policy: QuotaPolicy, principal: Principal, window: number): Lease => {
@@ -115,48 +141,33 @@ export function createRateLimiter(config: RateLimitConfig, quotas: QuotaReposito
     let lease = leases.get(key);
     if (!lease) {
       // Hashed: a sub is as long as its token allows; the counter's key is 43 characters.
-      const storeKey = createHash('sha256').update(key).digest('base64url');
-      leases.set(key, (lease = { policy, storeKey, window, taken: 0, spent: 0, sharedUsed: 0, exhausted: false, taking: null }));
+      leases.set(key, (lease = new Lease(policy, createHash('sha256').update(key).digest('base64url'), window)));
     }
     return lease;
   };
 
-  const take = (lease: Lease): Promise<void> => {
-    const left = lease.policy.quota - lease.sharedUsed;
-    const batch = Math.max(1, Math.min(MAX_BATCH, Math.ceil(lease.policy.quota / 100), Math.floor(left / 8)));
-    lease.taking ??= quotas
-      .take(lease.storeKey, lease.window, batch, lease.policy.quota)
-      .then(({ granted, used }) => {
-        lease.taken += granted;
-        lease.sharedUsed = used;
-        if (granted === 0) lease.exhausted = true;
-      })
-      .finally(() => {
-        lease.taking = null;
-      });
-    return lease.taking;
+  const leasesOf = (policies: readonly QuotaPolicy[], principal: Principal, window: number): Lease[] => {
+    let byPolicies = heldBy.get(principal);
+    if (!byPolicies) heldBy.set(principal, (byPolicies = new Map()));
+    let held = byPolicies.get(policies);
+    if (!held) byPolicies.set(policies, (held = policies.map((policy) => leaseOf(policy, principal, window))));
+    return held;
   };
-
-  const states = (held: Lease[], resetSeconds: number): PolicyState[] =>
-    held.map((lease) => ({
-      policy: lease.policy,
-      remaining: Math.max(0, lease.policy.quota - lease.sharedUsed + (lease.taken - lease.spent)),
-      resetSeconds,
-    }));
 
   const admit = (principal: Principal, operationId: string, nowMs = Date.now()): Admission | Promise<Admission> => {
     const policies = policiesOf(operationId);
     const window = Math.floor(nowMs / windowMs);
     if (window !== leasesWindow) {
       leases = new Map();
+      heldBy = new WeakMap();
       leasesWindow = window;
     }
     const resetSeconds = Math.max(1, Math.ceil(((window + 1) * windowMs - nowMs) / 1000));
-    const held = policies.map((policy) => leaseOf(policy, principal, window));
+    const held = leasesOf(policies, principal, window);
     const spend = (): Admission | null => {
-      if (held.some((lease) => lease.taken === lease.spent)) return null;
+      for (const lease of held) if (lease.taken === lease.spent) return null;
       for (const lease of held) lease.spent++;
-      return { admitted: true, states: states(held, resetSeconds) };
+      return { admitted: true, states: held, resetSeconds };
     };
     const admitted = spend();
     if (admitted) return admitted;
@@ -166,9 +177,9 @@ export function createRateLimiter(config: RateLimitConfig, quotas: QuotaReposito
         const used = short.find((lease) => lease.exhausted);
         if (used) {
           refused(used.policy.name);
-          return { admitted: false, states: states(held, resetSeconds), refusedBy: used.policy, retryAfterSeconds: resetSeconds };
+          return { admitted: false, states: held, resetSeconds, refusedBy: used.policy, retryAfterSeconds: resetSeconds };
         }
-        await Promise.all(short.map(take));
+        await Promise.all(short.map((lease) => takeBatch(quotas, lease)));
         const now = spend();
         if (now) return now;
       }
