@@ -33,10 +33,22 @@ function exporterOf(env: Env): { exporter: SpanExporter; describe: string } | nu
   if (kind === 'console') return { exporter: new ConsoleSpanExporter(), describe: 'console' };
   if (kind !== 'otlp') throw new ConfigError(`OTEL_TRACES_EXPORTER: must be otlp, console or none, got '${kind}'`);
   const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf').trim();
-  const where = endpoint || 'http://localhost:4318';
+  const where = withoutCredentials(endpoint || 'http://localhost:4318');
   if (protocol === 'http/protobuf') return { exporter: new OtlpProtobufExporter(), describe: `otlp http/protobuf to ${where}` };
   if (protocol === 'http/json') return { exporter: new OtlpJsonExporter(), describe: `otlp http/json to ${where}` };
   throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL: must be http/protobuf or http/json (grpc is not supported), got '${protocol}'`);
+}
+
+/** An endpoint as the start-up line may show it: a user and password in the URL are left out. */
+export function withoutCredentials(endpoint: string): string {
+  try {
+    const url = new URL(endpoint);
+    url.username = '';
+    url.password = '';
+    return url.href;
+  } catch {
+    return '(an endpoint that is not a URL)';
+  }
 }
 
 /** Starts the SDK when OTEL_* configure an exporter; null when tracing is off. */

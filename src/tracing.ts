@@ -4,7 +4,7 @@
 // and the code paths here are skipped rather than asked to make spans no one records.
 import { context, INVALID_SPAN_CONTEXT, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
 
-export { SpanKind };
+export { SpanKind, SpanStatusCode };
 
 const tracer = () => trace.getTracer('build-api');
 

@@ -3,7 +3,7 @@
 // calls, runs queued and outgoing calls made for it are its children), and ended with the response.
 import type { Request, Response } from 'express';
 import { loggablePath } from '../log';
-import { contextFromHeaders, SpanKind, startSpan, tracingOn, withSpan } from '../tracing';
+import { contextFromHeaders, SpanKind, SpanStatusCode, startSpan, tracingOn, withSpan } from '../tracing';
 
 /** Runs `serve` inside the request's server span named `name`; `route` is the path template (`/api/build/agents/{ref}`). */
 export function inServerSpan(req: Request, res: Response, name: string, route: string, serve: () => void): void {
@@ -16,7 +16,7 @@ export function inServerSpan(req: Request, res: Response, name: string, route: s
   res.once('close', () => {
     span.setAttribute('http.response.status_code', res.statusCode);
     // A 5xx is the service's failure; a 4xx is the caller's, and leaves the span unset (OpenTelemetry's HTTP conventions).
-    if (res.statusCode >= 500) span.setStatus({ code: 2 });
+    if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
     span.end();
   });
   withSpan(parent, span, serve);

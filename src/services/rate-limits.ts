@@ -48,6 +48,8 @@ export interface QuotaPolicy {
   scope: 'workspace' | 'caller';
   quota: number;
   windowSeconds: number;
+  /** What it counts, in a refusal's words: `requests`, `run starts`, `validations`. */
+  unit: string;
 }
 
 export interface PolicyState {
@@ -91,13 +93,15 @@ class Lease implements PolicyState {
 
 const MAX_BATCH = 50;
 
+const UNITS: Record<QuotaClass, string> = { requests: 'requests', runs: 'run starts', validations: 'validations' };
+
 function policiesFor(config: RateLimitConfig, quotaClass: QuotaClass): QuotaPolicy[] {
   const classes: QuotaClass[] = quotaClass === 'requests' ? ['requests'] : ['requests', quotaClass];
   const policies: QuotaPolicy[] = [];
   for (const c of classes) {
     for (const scope of ['workspace', 'caller'] as const) {
       const quota = config[scope][c];
-      if (quota > 0) policies.push({ name: c === 'requests' ? scope : `${scope}-${c}`, scope, quota, windowSeconds: config.windowSeconds });
+      if (quota > 0) policies.push({ name: c === 'requests' ? scope : `${scope}-${c}`, scope, quota, windowSeconds: config.windowSeconds, unit: UNITS[c] });
     }
   }
   return policies;
@@ -192,14 +196,11 @@ export function createRateLimiter(config: RateLimitConfig, quotas: QuotaReposito
 /** The refusal of a request beyond `admission`'s quota: 429, with Retry-After. */
 export function quotaRefusal(admission: Extract<Admission, { admitted: false }>): ApiError {
   const { refusedBy: policy, retryAfterSeconds } = admission;
-  const what = CLASS_WORDS[policy.name.split('-')[1] as QuotaClass | undefined ?? 'requests'];
   const whose = policy.scope === 'workspace' ? "the workspace's" : "this caller's";
   return new ApiError(
     429,
-    `rate limit '${policy.name}': ${whose} quota of ${policy.quota} ${what} per ${policy.windowSeconds} s is used up; retry after ${retryAfterSeconds} s`,
+    `rate limit '${policy.name}': ${whose} quota of ${policy.quota} ${policy.unit} per ${policy.windowSeconds} s is used up; retry after ${retryAfterSeconds} s`,
     {},
     { 'Retry-After': String(retryAfterSeconds) },
   );
 }
-
-const CLASS_WORDS: Record<QuotaClass, string> = { requests: 'requests', runs: 'run starts', validations: 'validations' };

@@ -3,7 +3,7 @@
 // what the exporter sends): a server span per request named by its operationId and continuing the
 // caller's traceparent; a run's span, a child of the request that queued it and linked to it; spans
 // of its steps, tool calls, model calls and store calls; traceparent sent on http.request calls and
-// to the model provider; log lines that name their trace and span. Without OTEL_*: no export at all.
+// to the model provider; log lines that name their trace and span. Without OTEL_*: traces off, no trace ids in logs.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -210,8 +210,7 @@ test('the default protocol is http/protobuf: the receiver gets protobuf that nam
   }
 });
 
-test('without OTEL_* nothing is exported, and the start-up line says traces are off', async () => {
-  const receiver = await otlpReceiver();
+test('without OTEL_* the start-up line says traces are off, and log lines name no trace', async () => {
   const s = await startServer({ HTTP_TOOL_ALLOW_PRIVATE: 'true' });
   try {
     const res = await fetch(`${s.baseUrl}/api/build/agents`, { headers: { authorization: `Bearer ${s.token()}`, traceparent: traceparent().header } });
@@ -220,10 +219,7 @@ test('without OTEL_* nothing is exported, and the start-up line says traces are 
     expect(listening).toMatchObject({ traces: 'off' });
     const line = await until('the request log line', () => s.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request'));
     expect(line).not.toHaveProperty('trace_id');
-    await new Promise((r) => setTimeout(r, 500));
-    expect(receiver.posts).toEqual([]);
   } finally {
     await s.dispose();
-    receiver.server.close();
   }
 });
