@@ -13,6 +13,8 @@ import { openSqliteStore } from '../../src/store/sqlite';
 import { openPostgresStore } from '../../src/store/postgres';
 /** The PostgreSQL adapter's connections, for the cases that check how it talks to the server. */
 export { openPgDatabase } from '../../src/store/postgres/database';
+/** The PostgreSQL adapter's statistics refresh, for the case that reads a plan before and after it. */
+export { refreshStatistics } from '../../src/store/postgres/planner-statistics';
 /** The PostgreSQL run list's statement, for the case that reads its plan. */
 export { pgRunListStatement } from '../../src/store/postgres/run-lists';
 import { createPgDatabase } from '../helpers/database';

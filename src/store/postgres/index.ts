@@ -17,6 +17,7 @@ import { pgQuotaRepository } from './quotas';
 import { pgKvRepository } from './kv';
 import { pgRunRepository } from './runs';
 import { listenForNotifications } from './notifications';
+import { keepStatistics } from './planner-statistics';
 
 export interface PgStoreOptions {
   /** Connections in the pool (PG_POOL_SIZE). */
@@ -35,6 +36,8 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
     throw err;
   }
   const notifications = listenForNotifications(url);
+  // A failed check (the database away, ANALYZE not permitted) leaves the statistics to autovacuum.
+  const statistics = keepStatistics(db);
   const clock = new StampClock();
   return {
     agents: pgAgentRepository(db, clock),
@@ -62,6 +65,7 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
       await db.rows('SELECT 1');
     },
     close: async () => {
+      await statistics.stop();
       await notifications.close();
       await db.close();
     },
