@@ -763,7 +763,9 @@ function expressRow(runs) {
 /**
  * --against <checkout>: the service built there (A) and this one (B), both running, measured in
  * alternating rounds per scenario so that a noisy machine moves both alike; prints each round's
- * server CPU per operation and the medians. For deciding whether a change is worth keeping.
+ * server CPU per operation and the medians (on PostgreSQL, the database's CPU per operation beside
+ * them: the cluster's, during the round, which only the side measured loads). For deciding whether
+ * a change is worth keeping.
  */
 async function compare(otherRoot) {
   // The first of --stores: `--stores postgres` compares the two on PostgreSQL (a database each on
@@ -774,6 +776,7 @@ async function compare(otherRoot) {
   const urls = cluster ? [await createDatabase(cluster.url, 'bench_a'), await createDatabase(cluster.url, 'bench_b')] : [null, null];
   const services = [await startService(otherRoot, dirs[0], urls[0], store.replicas), await startService(root, dirs[1], urls[1], store.replicas)];
   const scenarios = services.map(scenariosOf);
+  const databaseCpu = cluster && (() => clusterCpu(cluster.dir));
   const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
   console.log(`A: ${otherRoot}  B: ${root}  store: ${store.name}`);
   try {
@@ -781,16 +784,19 @@ async function compare(otherRoot) {
       if (!selected(scenarios[0][s][0])) continue;
       const cpu = [[], []];
       const rps = [[], []];
+      const dbCpu = [[], []];
       for (let round = 0; round < ROUNDS; round++) {
         for (const side of round % 2 ? [1, 0] : [0, 1]) {
-          const { result, cpuPerOp } = await measure(services[side].pids, scenarios[side][s][1], round === 0);
+          const { result, cpuPerOp, databaseCpuPerOp } = await measure(services[side].pids, scenarios[side][s][1], round === 0, SECONDS, databaseCpu);
           cpu[side].push(cpuPerOp);
           rps[side].push(result.rps);
+          if (databaseCpu) dbCpu[side].push(databaseCpuPerOp);
         }
       }
       const [a, b] = cpu.map(median);
       const [ra, rb] = rps.map(median);
       console.log(`${scenarios[0][s][0]}: server CPU µs/op A ${cpu[0].map(Math.round).join(' ')} | B ${cpu[1].map(Math.round).join(' ')}`);
+      if (databaseCpu) console.log(`  database CPU µs/op A ${dbCpu[0].map(Math.round).join(' ')} | B ${dbCpu[1].map(Math.round).join(' ')}; medians A ${Math.round(median(dbCpu[0]))}, B ${Math.round(median(dbCpu[1]))}`);
       console.log(`  median A ${Math.round(a)} µs/op (${Math.round(ra)}/s)  B ${Math.round(b)} µs/op (${Math.round(rb)}/s)  B vs A: CPU ${(((b - a) / a) * 100).toFixed(1)}%, rate ${(((rb - ra) / ra) * 100).toFixed(1)}%`);
     }
   } finally {
