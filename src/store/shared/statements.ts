@@ -26,12 +26,14 @@ export const COUNT_DELIVERY_SQL = `INSERT INTO trigger_rate_windows (trigger_id,
 /**
  * A kv write that keeps a workspace within its number of keys: a new key is inserted only while the
  * workspace has fewer than @limit; an existing one is always updated. (Under PostgreSQL's READ COMMITTED, writes of new keys in the same instant may pass the limit by
- * as many as there are.)
+ * as many as there are.) The key's own entry is looked for first: both stores evaluate the OR in
+ * order, so an update costs one lookup, and only a new key counts the workspace's keys (up to
+ * @limit of them).
  */
 export const KV_SET_WITHIN_LIMIT = `INSERT INTO kv_entries (workspace_id, key, value, updated_at)
   SELECT @ws, @key, @value, @now
-  WHERE (SELECT COUNT(*) FROM kv_entries WHERE workspace_id = @ws) < @limit
-     OR EXISTS (SELECT 1 FROM kv_entries WHERE workspace_id = @ws AND key = @key)
+  WHERE EXISTS (SELECT 1 FROM kv_entries WHERE workspace_id = @ws AND key = @key)
+     OR (SELECT COUNT(*) FROM kv_entries WHERE workspace_id = @ws) < @limit
   ON CONFLICT (workspace_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`;
 
 /**
