@@ -57,6 +57,8 @@ export interface Runner {
    * from memory; without, the workers look in the database's queue.
    */
   notify(run?: QueuedRun): void;
+  /** Whether a run handed over now would be taken at once: a worker is free and no other run waits for one here. */
+  idleWorker(): boolean;
   /** Stops claiming runs and waits (at most `graceMs`) for the ones executing. */
   stop(graceMs: number): Promise<void>;
   /** Resolves when no run is queued or executing (tests). */
@@ -95,6 +97,7 @@ export function createRunner(opts: RunnerOptions): Runner {
       poller.unref();
     },
     notify: (run) => pool.notify(run),
+    idleWorker: () => pool.hasRoom() && !queue.handedOver && !queue.unaccounted,
     async stop(graceMs) {
       if (poller) clearInterval(poller);
       await pool.drain(graceMs);

@@ -31,6 +31,8 @@ export interface ServiceContext {
   webhookRatePerMinute: number;
   /** Hands a run just queued to the run workers; without one, they look for queued runs in the store. */
   notifyRunQueued: (run?: QueuedRun) => void;
+  /** Whether an idle run worker here would take a run queued now at once (see NewRun.takenHere). */
+  runWorkerIdle: () => boolean;
   /** Asks a run executing in this process to stop: resolves once its end is recorded; null when it does not execute here. */
   requestRunStop: (runId: string) => Promise<void> | null;
   /** The runs' event streams. */

@@ -44,7 +44,7 @@ export async function acceptRun(ctx: ServiceContext, run: RunToAccept): Promise<
   const { snapshot, stepAgents, ...row } = run;
   const stepAgentsJson = stepAgents && JSON.stringify(stepAgents);
   const outcome = await ctx.store.runs
-    .accept({ ...row, id, snapshotJson: snapshot.json, stepAgentsJson, initialCredits: ctx.defaultCredits, traceParent }, (balance) => refusalMessage(run.minimumCost, balance))
+    .accept({ ...row, id, snapshotJson: snapshot.json, stepAgentsJson, initialCredits: ctx.defaultCredits, traceParent, takenHere: ctx.runWorkerIdle() }, (balance) => refusalMessage(run.minimumCost, balance))
     .catch((err: unknown) => {
       // It may have committed without reaching the disk (a failed fsync): the workers look in the table.
       ctx.notifyRunQueued();

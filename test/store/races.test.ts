@@ -392,6 +392,19 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
     await until(() => queuedB > 0, 2000);
   });
 
+  test('a run an idle worker of the accepting replica takes (takenHere) wakes no other replica; the next one, not so marked, does', async () => {
+    let queuedB = 0;
+    B.runs.onQueued(() => queuedB++);
+    await sleep(200); // a "look again" of a listener still connecting is heard before the accepts
+    queuedB = 0;
+    const ws = workspace();
+    await queue(A, { ...newRun(unique('taken-here'), { workspaceId: ws }), takenHere: true });
+    await sleep(300);
+    expect(queuedB).toBe(0);
+    await queue(A, newRun(unique('for-anyone'), { workspaceId: ws }));
+    await until(() => queuedB > 0, 2000); // the same path heard: the silence above was the mark's
+  });
+
   test('a dropped listening connection reconnects, says "look again", and hears again', async () => {
     let [queuedA, queuedB] = [0, 0];
     A.runs.onQueued(() => queuedA++);

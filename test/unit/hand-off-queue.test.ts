@@ -11,10 +11,10 @@ const drain = (queue: HandOffQueue) => {
 
 test('runs are handed over oldest first up to the limit; beyond it they wait in the database', () => {
   const queue = new HandOffQueue(2);
-  expect(queue.tableMark()).toBe(0);
+  expect(queue.startLook()).toBeNull();
   for (const id of ['a', 'b', 'c']) queue.add(run(id));
   expect(queue.handedOver).toBe(2);
-  expect(queue.tableMark()).toBe(1);
+  expect(queue.unaccounted).toBe(1);
   expect(drain(queue)).toEqual(['a', 'b']);
   expect(queue.handedOver).toBe(0);
 });
@@ -24,38 +24,60 @@ test('once the database holds runs not handed over, newer runs wait there too (t
   queue.add(); // a run this process was not given: it is in the table
   queue.add(run('newer'));
   expect(queue.handedOver).toBe(0);
-  expect(queue.tableMark()).toBe(2);
-  // The workers found the table empty at that mark: the backlog is gone, runs are handed over again.
-  queue.foundNone(2, 0);
-  expect(queue.tableMark()).toBe(0);
+  expect(queue.unaccounted).toBe(2);
+  // A look found the table empty: the backlog is gone, runs are handed over again.
+  queue.foundNone(queue.startLook()!, 0);
+  expect(queue.unaccounted).toBe(0);
+  expect(queue.startLook()).toBeNull();
   queue.add(run('latest'));
   expect(drain(queue)).toEqual(['latest']);
 });
 
-test('a look that found nothing does not forget a run queued while it looked', () => {
+test('looks are rationed: one under way per run counted; a claim accounts for one run', () => {
   const queue = new HandOffQueue(8);
   queue.add();
-  const mark = queue.tableMark();
-  queue.add(); // queued during the look
-  queue.foundNone(mark, 0);
-  expect(queue.tableMark()).toBeGreaterThan(0);
-  queue.lookInTable();
-  expect(queue.tableMark()).toBeGreaterThan(mark);
+  const first = queue.startLook()!;
+  expect(queue.startLook()).toBeNull(); // the one run counted is being looked for
+  queue.add();
+  const second = queue.startLook()!;
+  expect(queue.startLook()).toBeNull();
+  queue.found(first);
+  queue.found(second);
+  expect(queue.unaccounted).toBe(0);
+  expect(queue.startLook()).toBeNull();
+});
+
+test('a look that found nothing does not forget a run counted while it looked', () => {
+  const queue = new HandOffQueue(8);
+  queue.add();
+  const look = queue.startLook()!;
+  queue.add(); // queued during the look: perhaps after what it saw
+  queue.foundNone(look, 0);
+  expect(queue.unaccounted).toBe(1);
+  expect(queue.startLook()).not.toBeNull();
+});
+
+test('a failed look accounts for nothing', () => {
+  const queue = new HandOffQueue(8);
+  queue.add();
+  queue.lookFailed(queue.startLook()!);
+  expect(queue.unaccounted).toBe(1);
+  expect(queue.startLook()).not.toBeNull();
 });
 
 test('a run refused for its workspace cap makes every later end send the workers to the table, until nothing is left there', () => {
   const queue = new HandOffQueue(8);
   queue.runEnded();
-  expect(queue.tableMark()).toBe(0); // nothing deferred: an end changes nothing
+  expect(queue.unaccounted).toBe(0); // nothing deferred: an end changes nothing
   queue.claimRefused();
   queue.runEnded();
-  expect(queue.tableMark()).toBe(1);
+  expect(queue.unaccounted).toBe(1);
   // Nothing claimable, but runs still execute here: their ends may free the cap, so the deferral stays.
-  queue.foundNone(1, 1);
+  queue.foundNone(queue.startLook()!, 1);
   queue.runEnded();
-  expect(queue.tableMark()).toBe(1);
+  expect(queue.unaccounted).toBe(1);
   // Nothing claimable and nothing executing here: no end of ours will free a cap.
-  queue.foundNone(1, 0);
+  queue.foundNone(queue.startLook()!, 0);
   queue.runEnded();
-  expect(queue.tableMark()).toBe(0);
+  expect(queue.unaccounted).toBe(0);
 });

@@ -2,31 +2,49 @@
 // first, at most a limit), or in the database's queue. The queue only keeps count of the latter —
 // the database is the truth, and a worker claims from it — and of whether a run was left there
 // because its workspace was at its cap (then, when any run ends here, the workers look again).
+//
+// Looks in the database are rationed: one look per run it may hold that no look has accounted for.
+// Each run this process is told of and does not hold in memory counts one; a look that claims a
+// run accounts for one, a look that finds none for every run counted before it began. Without the
+// ration, every worker looked again whenever any run had been counted meanwhile: under a steady
+// stream of runs (another replica's notifications, say) idle workers claimed in a loop, most
+// claims finding nothing (issue 25, docs/benchmarks.md).
 import type { QueuedRun } from './queued-run';
 
 /** Runs handed over in memory and not yet claimed, at most; beyond, the database's queue holds them. */
 export const HAND_OFF_LIMIT = 1024;
 
+/** A look in the database under way: how many runs had been counted when it began. */
+export interface Look {
+  readonly countedBefore: number;
+}
+
 export class HandOffQueue {
   /** Runs handed over in memory, oldest first. */
   private readonly handed: QueuedRun[] = [];
-  // Whether the database may hold queued runs that were not handed over (true at start, as the
-  // runner notifies once per worker then). Counted, so a worker that found that queue empty can
-  // tell whether a run was queued while it looked.
-  private backlog = 0;
+  // Runs the database may hold that were not handed over, counted since start (as the runner
+  // notifies once per worker then), and how many of them looks have accounted for.
+  private counted = 0;
+  private accounted = 0;
+  private looking = 0;
   // A run left queued because its workspace was at its cap: when any run ends, the workers look again.
   private deferred = false;
 
   constructor(private readonly limit = HAND_OFF_LIMIT) {}
 
+  /** Runs the database may hold that no look has accounted for. */
+  get unaccounted(): number {
+    return this.counted - this.accounted;
+  }
+
   /**
    * A run was queued. With the run, it is kept in memory — unless the memory is full or the
-   * database holds runs not handed over, which go first (oldest first, so a backlog is not starved
-   * by newer runs handed over). Without it, or beyond, the workers look in the database.
+   * database may hold runs not handed over, which go first (oldest first, so a backlog is not
+   * starved by newer runs handed over). Without it, or beyond, the workers look in the database.
    */
   add(run?: QueuedRun): void {
-    if (run && this.handed.length < this.limit && !this.backlog) this.handed.push(run);
-    else this.backlog++;
+    if (run && this.handed.length < this.limit && !this.unaccounted) this.handed.push(run);
+    else this.counted++;
   }
 
   /** The oldest run handed over, taken out; undefined when none is. */
@@ -39,25 +57,39 @@ export class HandOffQueue {
     return this.handed.length;
   }
 
-  /** A mark to pass to `foundNone` after looking in the database; 0 when it holds nothing to look for. */
-  tableMark(): number {
-    return this.backlog;
+  /** A look in the database to make, or null when the looks under way cover every run counted. */
+  startLook(): Look | null {
+    if (this.unaccounted <= this.looking) return null;
+    this.looking++;
+    return { countedBefore: this.counted };
+  }
+
+  /** The look claimed a run: one run accounted for. */
+  found(_look: Look): void {
+    this.looking--;
+    if (this.accounted < this.counted) this.accounted++;
+  }
+
+  /**
+   * The look found nothing claimable: every run counted before it began is accounted for (claimed
+   * by someone, or waiting for its workspace's cap); runs counted since may be newer than what it
+   * saw. With nothing executing here (`executingHere`), no run of ours will free a workspace's cap
+   * (runs another process executes are the queue poll's to notice).
+   */
+  foundNone(look: Look, executingHere: number): void {
+    this.looking--;
+    this.accounted = Math.max(this.accounted, look.countedBefore);
+    if (executingHere === 0) this.deferred = false;
+  }
+
+  /** The look failed (the database away): it accounts for nothing. */
+  lookFailed(_look: Look): void {
+    this.looking--;
   }
 
   /** The database may hold a queued run no longer in memory (a worker stopped while holding one): the next worker looks there. */
   lookInTable(): void {
-    this.backlog++;
-  }
-
-  /**
-   * A look in the database (begun at `mark`) found nothing claimable. Unless a run was queued
-   * since, the workers stop looking; and with nothing executing here (`executingHere`), no run of
-   * ours will free a workspace's cap (runs another process executes are the queue poll's to notice).
-   */
-  foundNone(mark: number, executingHere: number): void {
-    if (mark !== this.backlog) return;
-    this.backlog = 0;
-    if (executingHere === 0) this.deferred = false;
+    this.counted++;
   }
 
   /** A handed-over run could not be claimed: another worker took it first, or its workspace is at its cap (it waits in the table). */
@@ -67,6 +99,6 @@ export class HandOffQueue {
 
   /** A run executing here ended: runs left waiting by a workspace's cap may go, so the workers look in the table. */
   runEnded(): void {
-    if (this.deferred) this.backlog++;
+    if (this.deferred) this.counted++;
   }
 }

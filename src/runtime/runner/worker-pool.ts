@@ -6,7 +6,7 @@
 // take every worker.
 import type { Logger } from '../../log';
 import type { Lease, RunQueue } from '../../store/port';
-import type { HandOffQueue } from './hand-off-queue';
+import type { HandOffQueue, Look } from './hand-off-queue';
 import { fromRow, type QueuedRun } from './queued-run';
 
 export interface WorkerPoolOptions {
@@ -91,11 +91,15 @@ export function createWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     else queue.claimRefused();
   }
 
-  /** Claims the oldest claimable run of the database's queue and executes it; `mark`: the queue's, taken before looking. */
-  async function runFromTable(mark: number): Promise<void> {
-    const row = await runs.claimNext(lease, cap);
-    if (row) await ranOne(fromRow(row));
-    else queue.foundNone(mark, executing);
+  /** Claims the oldest claimable run of the database's queue and executes it. */
+  async function runFromTable(look: Look): Promise<void> {
+    const row = await runs.claimNext(lease, cap).catch((err: unknown) => {
+      queue.lookFailed(look); // work() counts a run in the table again
+      throw err;
+    });
+    if (!row) return queue.foundNone(look, executing);
+    queue.found(look);
+    await ranOne(fromRow(row));
   }
 
   async function work(): Promise<void> {
@@ -109,9 +113,9 @@ export function createWorkerPool(opts: WorkerPoolOptions): WorkerPool {
           await runHandedOver(next);
           continue;
         }
-        const mark = queue.tableMark();
-        if (!mark) break;
-        await runFromTable(mark);
+        const look = queue.startLook();
+        if (!look) break;
+        await runFromTable(look);
       }
     } catch (err) {
       // Whatever stopped this worker (a claim whose group did not commit, say) may have left a run

@@ -125,6 +125,12 @@ export interface NewRun {
   initialCredits: number;
   /** The `traceparent` of the request or trigger that queues it, when tracing. */
   traceParent?: string | null;
+  /**
+   * An idle worker of the accepting process takes the run at once: other processes are not woken
+   * for it (their queue poll still finds it, should this process not). Without it, a queued run
+   * wakes every process's workers.
+   */
+  takenHere?: boolean;
 }
 
 export type AcceptOutcome =

@@ -42,7 +42,7 @@ const acceptQueued = numbered(
 );
 const acceptsInOneStatement = (run: NewRun): boolean => !run.delivery && !run.rate && !run.fire && !run.triggerId;
 
-function acceptanceSteps(tx: Tx): Awaited<AcceptanceSteps> {
+function acceptanceSteps(tx: Tx, run: NewRun): Awaited<AcceptanceSteps> {
   return {
     // The acceptance time by the database's clock, as the claims' (the queue's order is by it).
     begin: async (run) => {
@@ -67,7 +67,7 @@ function acceptanceSteps(tx: Tx): Awaited<AcceptanceSteps> {
     balance: async (workspace) => ((await tx.row<{ credits: number }>('SELECT credits FROM workspaces WHERE id = $1', [workspace])) as { credits: number }).credits,
     insert: async (row) => {
       await tx.count(insertRun.text, insertRun.values({ ...row }));
-      if (row.status === 'queued') tx.queued();
+      if (row.status === 'queued' && !run.takenHere) tx.queued();
     },
     append: (runId, events, now) => tx.append(runId, events, now),
     setDeliveryStatus: async (run, status) => void (await tx.count(setDeliveryStatus.text, setDeliveryStatus.values({ status, trigger: run.triggerId, key: run.delivery?.key }))),
@@ -79,7 +79,7 @@ function acceptanceSteps(tx: Tx): Awaited<AcceptanceSteps> {
 }
 
 export function pgRunAcceptance(ctx: PgRunContext): RunAcceptance {
-  const inTransaction: RunAcceptance['accept'] = (run, refusal) => ctx.write((tx) => driveAsync(acceptance(run, refusal), acceptanceSteps(tx))).catch(rateLimited);
+  const inTransaction: RunAcceptance['accept'] = (run, refusal) => ctx.write((tx) => driveAsync(acceptance(run, refusal), acceptanceSteps(tx, run))).catch(rateLimited);
   return {
     accept: async (run, refusal) => {
       if (acceptsInOneStatement(run)) {
@@ -87,7 +87,7 @@ export function pgRunAcceptance(ctx: PgRunContext): RunAcceptance {
         const params = acceptQueued.values({ ...row, ...appendedEvents([QUEUED_EVENT], ctx.events.limit) });
         if (await retried(() => ctx.db.row(acceptQueued.text, params))) {
           ctx.eventsAdded(run.id);
-          ctx.queued();
+          if (!run.takenHere) ctx.queued();
           return { status: 'queued' };
         }
       }
