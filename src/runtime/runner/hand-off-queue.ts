@@ -65,7 +65,7 @@ export class HandOffQueue {
   }
 
   /** The look claimed a run: one run accounted for. */
-  found(_look: Look): void {
+  found(): void {
     this.looking--;
     if (this.accounted < this.counted) this.accounted++;
   }
@@ -83,7 +83,7 @@ export class HandOffQueue {
   }
 
   /** The look failed (the database away): it accounts for nothing. */
-  lookFailed(_look: Look): void {
+  lookFailed(): void {
     this.looking--;
   }
 

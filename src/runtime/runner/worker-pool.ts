@@ -94,11 +94,11 @@ export function createWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   /** Claims the oldest claimable run of the database's queue and executes it. */
   async function runFromTable(look: Look): Promise<void> {
     const row = await runs.claimNext(lease, cap).catch((err: unknown) => {
-      queue.lookFailed(look); // work() counts a run in the table again
+      queue.lookFailed(); // work() counts a run in the table again
       throw err;
     });
     if (!row) return queue.foundNone(look, executing);
-    queue.found(look);
+    queue.found();
     await ranOne(fromRow(row));
   }
 

@@ -36,7 +36,6 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
     throw err;
   }
   const notifications = listenForNotifications(url);
-  // A failed check (the database away, ANALYZE not permitted) leaves the statistics to autovacuum.
   const statistics = keepStatistics(db);
   const clock = new StampClock();
   return {

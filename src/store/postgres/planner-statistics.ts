@@ -13,13 +13,14 @@
 // rows rewritten in place (a run's updates, a kv key's) do not count, so a busy table of steady
 // size is left to autovacuum. SKIP_LOCKED: a table another replica or autovacuum is analyzing is
 // left to it.
+import pg from 'pg';
 import type { PgDatabase } from './database';
 
 /** Rows below which a table keeps the statistics it has: a plan for an empty table costs little at this size. */
 const MIN_ROWS = 100;
 
 /** How often a replica looks. */
-export const STATISTICS_CHECK_MS = 2_000;
+const STATISTICS_CHECK_MS = 2_000;
 
 const STALE_TABLES = `SELECT s.relname AS name FROM pg_stat_user_tables AS s JOIN pg_class AS c ON c.oid = s.relid
   WHERE s.schemaname = current_schema() AND s.n_live_tup >= GREATEST($1::float8, 2 * c.reltuples)
@@ -28,8 +29,7 @@ const STALE_TABLES = `SELECT s.relname AS name FROM pg_stat_user_tables AS s JOI
 /** What a check did: the tables it analyzed. */
 export async function refreshStatistics(db: PgDatabase): Promise<string[]> {
   const stale = await db.rows<{ name: string }>(STALE_TABLES, [MIN_ROWS]);
-  // A table name from the catalog, quoted as an identifier (its own double quotes doubled).
-  for (const { name } of stale) await db.rows(`ANALYZE (SKIP_LOCKED) "${name.replace(/"/g, '""')}"`);
+  for (const { name } of stale) await db.rows(`ANALYZE (SKIP_LOCKED) ${pg.escapeIdentifier(name)}`);
   return stale.map((t) => t.name);
 }
 
@@ -38,26 +38,21 @@ export interface StatisticsKeeper {
 }
 
 /**
- * Checks STATISTICS_CHECK_MS after the last check ended, until stopped; a failed check (the
- * database away) is tried again at the next.
+ * Checks every STATISTICS_CHECK_MS (a check still under way is not started again) until stopped. A
+ * failed check (the database away, ANALYZE not permitted) leaves the statistics to autovacuum
+ * until the next.
  */
-export function keepStatistics(db: PgDatabase, onError: (err: unknown) => void = () => undefined): StatisticsKeeper {
-  let stopped = false;
-  let running: Promise<unknown> = Promise.resolve();
-  let timer: NodeJS.Timeout;
-  const next = () => {
-    timer = setTimeout(() => {
-      running = refreshStatistics(db)
-        .catch(onError)
-        .finally(() => !stopped && next());
-    }, STATISTICS_CHECK_MS);
-    timer.unref();
-  };
-  next();
+export function keepStatistics(db: PgDatabase): StatisticsKeeper {
+  let running: Promise<unknown> | null = null;
+  const timer = setInterval(() => {
+    running ??= refreshStatistics(db)
+      .catch(() => undefined)
+      .finally(() => (running = null));
+  }, STATISTICS_CHECK_MS);
+  timer.unref();
   return {
     stop: async () => {
-      stopped = true;
-      clearTimeout(timer);
+      clearInterval(timer);
       await running;
     },
   };
