@@ -53,7 +53,7 @@ export interface Config {
   defaultCredits: number;
   logLevel: string;
   limits: WorkspaceLimits;
-  /** How many runs execute at once (RUN_WORKERS; default 4 on SQLite, 16 on PostgreSQL). */
+  /** How many runs execute at once (RUN_WORKERS; default 4 on SQLite, 32 on PostgreSQL). */
   runWorkers: number;
   /** How many runs of one workspace execute at once, at most (RUN_WORKERS_PER_WORKSPACE). */
   runWorkersPerWorkspace: number;
@@ -187,10 +187,11 @@ function nonEmpty(env: Env, name: string, fallback: string, pattern: RegExp, rul
 
 // Workers a process runs by default. On SQLite a run's writes are in-process and its worker is busy
 // on this CPU; on PostgreSQL a worker mostly waits for the database's replies, so more runs in flight
-// are what keeps the CPU busy: 4 → 16 workers took a 3-step workflow's executions from 106 to 232–286/s
-// (docs/benchmarks.md, issue 25). Each worker holds at most one run's state and step outputs (docs/runs.md).
+// are what keeps the CPU busy: 4 → 16 workers took a 3-step workflow's executions from 106 to 232–286/s,
+// and 16 → 32, once an acceptance claimed its run for a free worker (whom it holds from then), 665 →
+// 787/s (docs/benchmarks.md, issue 25). Each worker holds at most one run's state and step outputs (docs/runs.md).
 const SQLITE_RUN_WORKERS = 4;
-const PG_RUN_WORKERS = 16;
+const PG_RUN_WORKERS = 32;
 
 export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);

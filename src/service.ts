@@ -159,7 +159,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     rateLimits: createRateLimiter(config.rateLimits, store.quotas, metrics.rateLimited),
     webhookRatePerMinute: config.webhookRatePerMinute,
     notifyRunQueued: runner.notify,
-    runWorkerIdle: runner.idleWorker,
+    reserveRunWorker: runner.reserveWorker,
     requestRunStop: runner.requestStop,
     runEvents: createRunEventFeed(store, logger, { perCaller: config.eventStreamsPerCaller, streamsOpen: metrics.streamsOpen }),
     eventsHeartbeatMs: config.eventsHeartbeatMs,

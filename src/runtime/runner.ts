@@ -18,7 +18,7 @@ import { ExecutingRuns } from './runner/executing-runs';
 import { HandOffQueue, HAND_OFF_LIMIT } from './runner/hand-off-queue';
 import { createLeaseKeeper, DEFAULT_LEASE_MS, newLease } from './runner/lease-keeper';
 import type { QueuedRun } from './runner/queued-run';
-import { createWorkerPool } from './runner/worker-pool';
+import { createWorkerPool, type WorkerReservation } from './runner/worker-pool';
 import type { HttpToolOptions } from './tools/types';
 import { NO_METRICS, type Metrics } from '../metrics';
 
@@ -26,6 +26,7 @@ export { DEFAULT_APPROVAL_TIMEOUT_MS, PROGRESS_INTERVAL_MS } from './runner/cred
 export { HAND_OFF_LIMIT } from './runner/hand-off-queue';
 export { DEFAULT_LEASE_MS, INTERRUPTED, SHUT_DOWN } from './runner/lease-keeper';
 export type { QueuedRun } from './runner/queued-run';
+export type { WorkerReservation } from './runner/worker-pool';
 
 /** How often idle workers look at the database's queue anyway (runs left waiting by a workspace's cap, or queued by another process). */
 export const QUEUE_POLL_MS = 1000;
@@ -57,8 +58,12 @@ export interface Runner {
    * from memory; without, the workers look in the database's queue.
    */
   notify(run?: QueuedRun): void;
-  /** Whether a run handed over now would be taken at once: a worker is free and no other run waits for one here. */
-  idleWorker(): boolean;
+  /**
+   * A worker for a run about to be accepted, when one is free and no other run waits for one here:
+   * the acceptance claims the run for it in the same write (NewRun.claim), then has it execute the
+   * run, or releases it. Null otherwise.
+   */
+  reserveWorker(): WorkerReservation | null;
   /** Stops claiming runs and waits (at most `graceMs`) for the ones executing. */
   stop(graceMs: number): Promise<void>;
   /** Resolves when no run is queued or executing (tests). */
@@ -97,7 +102,7 @@ export function createRunner(opts: RunnerOptions): Runner {
       poller.unref();
     },
     notify: (run) => pool.notify(run),
-    idleWorker: () => pool.hasRoom() && !queue.handedOver && !queue.unaccounted,
+    reserveWorker: () => pool.reserve(),
     async stop(graceMs) {
       if (poller) clearInterval(poller);
       await pool.drain(graceMs);

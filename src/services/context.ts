@@ -1,7 +1,7 @@
 // What every use case receives: the store, the workspace limits, and who is asking.
 import type { Principal } from '../domain/principal';
 import type { CatalogModel, WorkspaceLimits } from '../domain/types';
-import type { QueuedRun } from '../runtime/runner';
+import type { QueuedRun, WorkerReservation } from '../runtime/runner';
 import type { Store } from '../store/port';
 import type { RunEventFeed } from './run-event-feed';
 import type { Metrics } from '../metrics';
@@ -31,8 +31,8 @@ export interface ServiceContext {
   webhookRatePerMinute: number;
   /** Hands a run just queued to the run workers; without one, they look for queued runs in the store. */
   notifyRunQueued: (run?: QueuedRun) => void;
-  /** Whether an idle run worker here would take a run queued now at once (see NewRun.takenHere). */
-  runWorkerIdle: () => boolean;
+  /** A run worker here for a run about to be accepted, which the acceptance claims for it (see Runner.reserveWorker); null when none is free. */
+  reserveRunWorker: () => WorkerReservation | null;
   /** Asks a run executing in this process to stop: resolves once its end is recorded; null when it does not execute here. */
   requestRunStop: (runId: string) => Promise<void> | null;
   /** The runs' event streams. */

@@ -10,6 +10,7 @@ import { activeTraceparent } from '../tracing';
 import type { AcceptOutcome, RunRow } from '../store/port';
 import type { AgentRunState } from '../runtime/agent-loop';
 import type { WorkflowRunState } from '../runtime/workflow-executor';
+import type { QueuedRun } from '../runtime/runner';
 import { findAgent } from './agents';
 import type { Principal, ServiceContext } from './context';
 import { rejectProblems } from './references';
@@ -34,8 +35,9 @@ export const refusalMessage = (minimumCost: number, balance: number) =>
 
 /**
  * Records the run (queued with its minimum cost reserved, or refused) in one write and hands a
- * queued one to the workers. Returns its id and the store's outcome (a repeated webhook delivery
- * writes nothing and names the first delivery's run instead).
+ * queued one to the workers: when a worker here is free, the write claims the run for it, which
+ * executes it at once; otherwise the run goes to the workers' queue. Returns its id and the store's
+ * outcome (a repeated webhook delivery writes nothing and names the first delivery's run instead).
  */
 export async function acceptRun(ctx: ServiceContext, run: RunToAccept): Promise<{ id: string; outcome: AcceptOutcome }> {
   const id = uuidV7(); // time-ordered: a new run's key is appended to the runs' index, not put on a random page of it
@@ -43,31 +45,41 @@ export async function acceptRun(ctx: ServiceContext, run: RunToAccept): Promise<
   const traceParent = activeTraceparent(); // the run's span continues the trace that queued it
   const { snapshot, stepAgents, ...row } = run;
   const stepAgentsJson = stepAgents && JSON.stringify(stepAgents);
+  const worker = ctx.reserveRunWorker();
+  const claim = worker ? { lease: worker.lease, cap: worker.cap } : undefined;
   const outcome = await ctx.store.runs
-    .accept({ ...row, id, snapshotJson: snapshot.json, stepAgentsJson, initialCredits: ctx.defaultCredits, traceParent, takenHere: ctx.runWorkerIdle() }, (balance) => refusalMessage(run.minimumCost, balance))
+    .accept({ ...row, id, snapshotJson: snapshot.json, stepAgentsJson, initialCredits: ctx.defaultCredits, traceParent, claim }, (balance) => refusalMessage(run.minimumCost, balance))
     .catch((err: unknown) => {
+      worker?.release();
       // It may have committed without reaching the disk (a failed fsync): the workers look in the table.
       ctx.notifyRunQueued();
       throw err;
     });
   if (outcome.status === 'queued' || outcome.status === 'refused') ctx.metrics.runAccepted(run.kind, run.source, outcome.status);
-  if (outcome.status !== 'queued') return { id, outcome };
-  ctx.notifyRunQueued({
-    id,
-    kind: run.kind,
-    workspaceId: run.workspaceId,
-    snapshot: snapshot.document,
-    ...(stepAgents && { stepAgents }),
-    request: run.request,
-    state: run.state,
-    creditsReserved: run.minimumCost,
-    creditsSpent: 0,
-    source: run.source,
-    acceptedAt,
-    traceParent,
-  });
+  if (outcome.status === 'queued' && outcome.claimed && worker) {
+    worker.execute(queuedRun(id, run, acceptedAt, traceParent));
+    return { id, outcome };
+  }
+  worker?.release();
+  if (outcome.status === 'queued') ctx.notifyRunQueued(queuedRun(id, run, acceptedAt, traceParent));
   return { id, outcome };
 }
+
+/** A run just accepted, as the workers execute it (its documents as the acceptance parsed them). */
+const queuedRun = (id: string, run: RunToAccept, acceptedAt: string, traceParent: string | null): QueuedRun => ({
+  id,
+  kind: run.kind,
+  workspaceId: run.workspaceId,
+  snapshot: run.snapshot.document,
+  ...(run.stepAgents && { stepAgents: run.stepAgents }),
+  request: run.request,
+  state: run.state,
+  creditsReserved: run.minimumCost,
+  creditsSpent: 0,
+  source: run.source,
+  acceptedAt,
+  traceParent,
+});
 
 async function accept(ctx: ServiceContext, run: RunToAccept): Promise<Accepted> {
   const { id, outcome } = await acceptRun(ctx, run);

@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Store } from '../../src/store/port';
+import type { NewRun, Store } from '../../src/store/port';
 import { openSqliteStore } from '../../src/store/sqlite';
 import type { QueuedRun } from '../../src/runtime/runner';
 import { initialAgentState } from '../../src/runtime/agent-loop';
@@ -53,6 +53,8 @@ export interface QueueOptions {
   initialCredits?: number;
   /** The agent run's prompt (default 'hi'). */
   prompt?: string;
+  /** A worker the acceptance claims the run for (NewRun.claim). */
+  claim?: NewRun['claim'];
 }
 
 /** Queues a run of `target` (a workflow, or an agent) as an accepted run is, and returns it as handed over. */
@@ -68,6 +70,7 @@ export async function queueRun(store: Store, target: Workflow | Agent, opts: Que
       id, kind: isWorkflow ? 'workflow' : 'agent', workspaceId, startedBy: 'user-1', targetId: 'target-1', targetVersion: 1, source: 'test',
       request, snapshotJson: JSON.stringify(target), state, minimumCost, initialCredits: opts.initialCredits ?? 100,
       ...(!isWorkflow && { agent: { slug: (target as Agent).slug, name: target.name } }),
+      ...(opts.claim && { claim: opts.claim }),
     },
     () => 'refused',
   );

@@ -257,6 +257,9 @@ describe('fire records are bounded', () => {
 
 describe('fair across workspaces', () => {
   test("one workspace's slow detectors do not delay another workspace's schedule; they run a few at a time, and one past its budget is recorded as failed", async () => {
+    // Every schedule below is due at the next minute of when it was written: write them all within one minute.
+    const intoMinute = Date.now() % MINUTE;
+    if (intoMinute > MINUTE - 15_000) await new Promise((resolve) => setTimeout(resolve, MINUTE - intoMinute + 100));
     // Workspace `noisy`: 30 poll triggers whose detector sleeps 3 s, all due each minute.
     const noisy = t.token({ workspace: 'noisy' });
     const triggers = Array.from({ length: 20 }, (_, i) => ({ kind: 'poll' as const, name: `Slow ${i}`, tool: 'core.sleep', args: { ms: 3000 }, cron: '* * * * *', timezone: 'UTC' }));
@@ -292,5 +295,5 @@ describe('fair across workspaces', () => {
     );
     await scheduler.stop();
     await t.service.runner.idle();
-  });
+  }, 40_000); // with up to 15 s of waiting for a minute's start
 });

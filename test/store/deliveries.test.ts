@@ -15,15 +15,15 @@ describe.each(adapters)('$name: deliveries', (adapter) => {
     const ws = workspace();
     const trigger = unique('trigger');
     const first = unique('run');
-    expect(await store.runs.accept(delivered(first, ws, trigger, 'msg-1', { minimumCost: 2 }), () => 'refused')).toEqual({ status: 'queued' });
+    expect(await store.runs.accept(delivered(first, ws, trigger, 'msg-1', { minimumCost: 2 }), () => 'refused')).toEqual({ status: 'queued', claimed: false });
     expect(await store.webhooks.delivery(trigger, 'msg-1', minuteAgo())).toEqual({ runId: first, httpStatus: 202 });
     const repeat = unique('run');
     expect(await store.runs.accept(delivered(repeat, ws, trigger, 'msg-1', { minimumCost: 2 }), () => 'refused')).toEqual({ status: 'repeated', runId: first, httpStatus: 202 });
     expect(await store.runs.find(repeat)).toBeNull();
     expect(await store.workspaces.credits(ws, 0)).toBe(998); // charged once
     // Another key, or the same key on another trigger, is another delivery.
-    expect(await store.runs.accept(delivered(unique('run'), ws, trigger, 'msg-2'), () => 'refused')).toEqual({ status: 'queued' });
-    expect(await store.runs.accept(delivered(unique('run'), ws, unique('trigger'), 'msg-1'), () => 'refused')).toEqual({ status: 'queued' });
+    expect(await store.runs.accept(delivered(unique('run'), ws, trigger, 'msg-2'), () => 'refused')).toEqual({ status: 'queued', claimed: false });
+    expect(await store.runs.accept(delivered(unique('run'), ws, unique('trigger'), 'msg-1'), () => 'refused')).toEqual({ status: 'queued', claimed: false });
   });
 
   test('concurrent deliveries of one key: one run, the others repeated with its id and reply', async () => {
@@ -45,7 +45,7 @@ describe.each(adapters)('$name: deliveries', (adapter) => {
     await store.runs.accept(delivered(first, ws, trigger, 'k'), () => 'refused');
     const later = unique('run');
     const since = new Date(Date.now() + 1000).toISOString(); // the first one is older than this window
-    expect(await store.runs.accept(newRun(later, { workspaceId: ws, source: 'webhook', triggerId: trigger, delivery: { key: 'k', since } }), () => 'refused')).toEqual({ status: 'queued' });
+    expect(await store.runs.accept(newRun(later, { workspaceId: ws, source: 'webhook', triggerId: trigger, delivery: { key: 'k', since } }), () => 'refused')).toEqual({ status: 'queued', claimed: false });
     expect(await store.webhooks.delivery(trigger, 'k', minuteAgo())).toEqual({ runId: later, httpStatus: 202 });
   });
 
@@ -81,7 +81,7 @@ describe.each(adapters)('$name: deliveries', (adapter) => {
     const rate = { window: 100, limit: 3 };
     const copy = (id: string) => delivered(id, ws, trigger, 'same', { rate });
     const first = unique('run');
-    expect(await store.runs.accept(copy(first), () => 'refused')).toEqual({ status: 'queued' });
+    expect(await store.runs.accept(copy(first), () => 'refused')).toEqual({ status: 'queued', claimed: false });
     expect(await store.runs.accept(copy(unique('run')), () => 'refused')).toEqual({ status: 'repeated', runId: first, httpStatus: 202 });
     const distinct = Array.from({ length: 4 }, (_, i) => delivered(unique('run'), ws, trigger, `d${i}`, { rate }));
     const outcomes = [];
@@ -90,7 +90,7 @@ describe.each(adapters)('$name: deliveries', (adapter) => {
     // A limited delivery left no row and no run: sent again in the next window, it starts one.
     expect(await store.runs.find(distinct[2]!.id)).toBeNull();
     expect(await store.webhooks.delivery(trigger, 'd2', minuteAgo())).toBeNull();
-    expect(await store.runs.accept({ ...distinct[2]!, rate: { window: 101, limit: 3 } }, () => 'refused')).toEqual({ status: 'queued' });
+    expect(await store.runs.accept({ ...distinct[2]!, rate: { window: 101, limit: 3 } }, () => 'refused')).toEqual({ status: 'queued', claimed: false });
     expect(await store.webhooks.delivery(trigger, 'd2', minuteAgo())).toEqual({ runId: distinct[2]!.id, httpStatus: 202 });
     expect(await store.workspaces.credits(ws, 0)).toBe(1000 - 4);
   });
@@ -134,6 +134,6 @@ describe.each(adapters)('$name: deliveries’ retention', (adapter) => {
     expect(await store.webhooks.pruneDeliveries(later, 2)).toBe(1);
     expect(await store.webhooks.pruneDeliveries(later, 2)).toBe(0);
     for (let i = 0; i < 3; i++) expect(await store.webhooks.delivery(trigger, `d${i}`, since)).toBeNull();
-    expect(await store.runs.accept({ ...runs[0]!, id: unique('run') }, () => 'refused')).toEqual({ status: 'queued' });
+    expect(await store.runs.accept({ ...runs[0]!, id: unique('run') }, () => 'refused')).toEqual({ status: 'queued', claimed: false });
   });
 });

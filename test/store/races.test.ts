@@ -272,7 +272,7 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
     for (let i = 0; i < 3; i++) {
       const before = await Promise.all(range(5).map(() => B.schedules.statusVersion(doc.id)));
       const outcome = await A.runs.accept(newRun(unique('run'), { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'webhook', triggerId: unique('t') }), () => 'refused');
-      expect(outcome).toEqual({ status: 'queued' });
+      expect(outcome).toEqual({ status: 'queued', claimed: false });
       const after = await Promise.all(range(5).map(() => B.schedules.statusVersion(doc.id)));
       for (const v of after) expect(v).toBeGreaterThan(before[0]!);
     }
@@ -392,17 +392,19 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
     await until(() => queuedB > 0, 2000);
   });
 
-  test('a run an idle worker of the accepting replica takes (takenHere) wakes no other replica; the next one, not so marked, does', async () => {
+  test('a run the acceptance claims for a worker of its replica (claim) wakes no other replica, nor one it offered a worker and left queued at its cap; a run offered none does', async () => {
     let queuedB = 0;
     B.runs.onQueued(() => queuedB++);
     await sleep(200); // a "look again" of a listener still connecting is heard before the accepts
     queuedB = 0;
     const ws = workspace();
-    await queue(A, { ...newRun(unique('taken-here'), { workspaceId: ws }), takenHere: true });
+    const claim = { lease: lease('a'), cap: 1 };
+    expect(await A.runs.accept({ ...newRun(unique('claimed'), { workspaceId: ws }), claim }, () => 'refused')).toEqual({ status: 'queued', claimed: true });
+    expect(await A.runs.accept({ ...newRun(unique('at-cap'), { workspaceId: ws }), claim }, () => 'refused')).toEqual({ status: 'queued', claimed: false });
     await sleep(300);
     expect(queuedB).toBe(0);
     await queue(A, newRun(unique('for-anyone'), { workspaceId: ws }));
-    await until(() => queuedB > 0, 2000); // the same path heard: the silence above was the mark's
+    await until(() => queuedB > 0, 2000); // the same path heard: the silence above was the claim's
   });
 
   test('a dropped listening connection reconnects, says "look again", and hears again', async () => {

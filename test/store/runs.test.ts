@@ -137,6 +137,37 @@ describe.each(adapters)('$name: runs', (adapter) => {
       for (const id of [a, b, c]) expect(await eventTypes(store, id)).toEqual(['run.queued', 'run.started']);
     });
 
+    test('an acceptance that offers a worker (claim) claims its run for it in the same write, under the workspace’s cap; at the cap, or refused, the run is not claimed', async () => {
+      const ws = workspace();
+      const worker = lease(unique('w'));
+      const [a, b, c, d] = [unique('a'), unique('b'), unique('c'), unique('d')];
+      expect(await store.runs.accept(newRun(a, { workspaceId: ws, minimumCost: 2, initialCredits: 10, claim: { lease: worker, cap: 2 } }), () => 'refused')).toEqual({ status: 'queued', claimed: true });
+      const claimed = (await store.runs.find(a))!;
+      expect(claimed).toMatchObject({ status: 'running', credits_reserved: 2, started_at: expect.stringMatching(ISO_MS) });
+      expect(claimed.started_at! >= claimed.accepted_at).toBe(true);
+      expect((await store.runs.events(a, 0, 10)).map((e) => [e.seq, e.type, JSON.parse(e.data)])).toEqual([[1, 'run.queued', { status: 'queued' }], [2, 'run.started', { status: 'running' }]]);
+      // Held under the worker's lease: it renews it, another owner does not; no queue claim finds it.
+      expect(await store.runs.renewLeases(worker, [a])).toEqual([a]);
+      expect(await store.runs.renewLeases(lease('someone-else'), [a])).toEqual([]);
+      expect(await store.runs.claim(a, lease('w'), 64)).toBe(false);
+      // A trigger's run (the acceptance's whole transaction) is claimed alike.
+      expect(await store.runs.accept(newRun(b, { workspaceId: ws, source: 'webhook', triggerId: unique('trigger'), claim: { lease: worker, cap: 2 } }), () => 'refused')).toEqual({ status: 'queued', claimed: true });
+      expect(await eventTypes(store, b)).toEqual(['run.queued', 'run.started']);
+      // Two running: at the cap, the next is queued, not claimed, and waits for the queue's claims.
+      expect(await store.runs.accept(newRun(c, { workspaceId: ws, claim: { lease: worker, cap: 2 } }), () => 'refused')).toEqual({ status: 'queued', claimed: false });
+      expect(await store.runs.find(c)).toMatchObject({ status: 'queued', started_at: null });
+      expect(await eventTypes(store, c)).toEqual(['run.queued']);
+      expect(await store.runs.renewLeases(worker, [a, b, c])).toEqual([a, b]);
+      // A refused run is not claimed, and nothing is reserved.
+      expect(await store.runs.accept(newRun(d, { workspaceId: ws, minimumCost: 100, claim: { lease: worker, cap: 64 } }), (left) => `only ${left}`)).toEqual({ status: 'refused', balance: 6 });
+      expect(await store.runs.find(d)).toMatchObject({ status: 'refused', started_at: null });
+      expect(await balance(store, ws)).toBe(6);
+      // The claimed run ends as any claimed run does, its reservation settled.
+      expect(await store.runs.finish(a, 'succeeded', null, {}, 1, now())).toBe(true);
+      expect(await balance(store, ws)).toBe(7);
+      expect(await store.runs.claim(c, lease('w'), 2)).toBe(true);
+    });
+
     test('of concurrent claims of one run, one wins; concurrent claimNext calls take different runs', async () => {
       const ws = workspace();
       const one = unique('one');

@@ -187,7 +187,7 @@ describe.each(adapters)('$name: schedules and fires', (adapter) => {
       const v2 = await store.schedules.statusVersion(doc.id);
       expect(v2).toBeGreaterThan(v1);
       const outcome = await store.runs.accept(newRun(unique('run'), { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'webhook', triggerId: unique('t') }), () => 'refused');
-      expect(outcome).toEqual({ status: 'queued' });
+      expect(outcome).toEqual({ status: 'queued', claimed: false });
       expect(await store.schedules.statusVersion(doc.id)).toBeGreaterThan(v2);
     });
   });
@@ -201,7 +201,7 @@ describe.each(adapters)('$name: schedules and fires', (adapter) => {
       await moveTo(id, 60_000);
       const fire: ScheduledFire = { kind: 'schedule', claim: { id, expectedDue: 60_000, next: 120_000, fires: [] }, dueAt: 60_000 };
       const runId = unique('run');
-      expect(await store.runs.accept(newRun(runId, { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'schedule', fire }), () => 'refused')).toEqual({ status: 'queued' });
+      expect(await store.runs.accept(newRun(runId, { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'schedule', fire }), () => 'refused')).toEqual({ status: 'queued', claimed: false });
       expect(await store.schedules.fires(id)).toEqual([{ due_at: 60_000, outcome: 'fired', run_id: runId, detail: null }]);
       expect(await store.schedules.find(id)).toMatchObject({ next_due_at: 120_000, last_run_id: runId, last_fired_at: expect.any(String) });
       const again = unique('run');
@@ -234,7 +234,7 @@ describe.each(adapters)('$name: schedules and fires', (adapter) => {
       expect(await store.schedules.advance({ id, expectedDue: 1000, next: 2000, fires: [{ dueAt: 1000, outcome: 'polling' }] })).toBe(true);
       const fire: ScheduledFire = { kind: 'poll', scheduleId: id, dueAt: 1000, seenHash: null, newHash: 'out-1' };
       const runId = unique('run');
-      expect(await store.runs.accept(newRun(runId, { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'poll', triggerId: pollId, fire }), () => 'refused')).toEqual({ status: 'queued' });
+      expect(await store.runs.accept(newRun(runId, { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'poll', triggerId: pollId, fire }), () => 'refused')).toEqual({ status: 'queued', claimed: false });
       expect(await store.schedules.fires(id)).toEqual([{ due_at: 1000, outcome: 'fired', run_id: runId, detail: null }]);
       expect(await store.schedules.find(id)).toMatchObject({ last_output_hash: 'out-1', last_run_id: runId, failures: 0 });
       expect(await store.runs.accept(newRun(unique('run'), { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'poll', triggerId: pollId, fire }), () => 'refused')).toEqual({ status: 'raced' });

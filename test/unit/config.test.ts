@@ -72,8 +72,8 @@ test('DATABASE_URL selects PostgreSQL (unset: the SQLite file); a refused value 
   expect(() => loadConfig({ DATABASE_URL: 'mysql://build:s3cret@db/build' })).toThrow(expect.objectContaining({ message: expect.not.stringContaining('s3cret') }));
 });
 
-test('RUN_WORKERS defaults to 4 on SQLite and 16 on PostgreSQL (whose workers mostly wait for the database); one less per workspace', () => {
+test('RUN_WORKERS defaults to 4 on SQLite and 32 on PostgreSQL (whose workers mostly wait for the database); one less per workspace', () => {
   expect(loadConfig({})).toMatchObject({ runWorkers: 4, runWorkersPerWorkspace: 3 });
-  expect(loadConfig({ DATABASE_URL: 'postgres://db/build' })).toMatchObject({ runWorkers: 16, runWorkersPerWorkspace: 15 });
+  expect(loadConfig({ DATABASE_URL: 'postgres://db/build' })).toMatchObject({ runWorkers: 32, runWorkersPerWorkspace: 31 });
   expect(loadConfig({ DATABASE_URL: 'postgres://db/build', RUN_WORKERS: '6' })).toMatchObject({ runWorkers: 6, runWorkersPerWorkspace: 5 });
 });

@@ -96,6 +96,49 @@ test("a workspace at its cap waits in the table while others' runs go; its run g
   await workers.idle();
 });
 
+test('a reserved worker executes the run its acceptance claimed and goes on; a released one lets a run notified meanwhile go; none is reserved while no worker is free or a run waits here', async () => {
+  const claims: string[] = [];
+  const runs = { claim: (id: string, l: typeof lease, cap: number) => (claims.push(id), t.store.runs.claim(id, l, cap)), claimNext: t.store.runs.claimNext };
+  const r = recorder(true);
+  const workers = pool({ runs, workers: 2, perWorkspace: 3, execute: r.execute });
+  const first = workers.reserve()!;
+  expect(first).toMatchObject({ lease, cap: 3 });
+  const second = workers.reserve()!;
+  expect(workers.reserve()).toBeNull(); // both workers reserved
+  const claimed = await queueRun(t.store, workflow, { claim: { lease: first.lease, cap: first.cap } });
+  expect((await t.store.runs.find(claimed.id))!.status).toBe('running');
+  first.execute(claimed);
+  await r.settle();
+  expect(r.started).toEqual([claimed.id]);
+  expect(claims).toEqual([]); // the acceptance claimed it: the worker claims nothing
+  const late = await queueRun(t.store, workflow);
+  workers.notify(late); // no worker free: it waits in memory
+  await r.settle();
+  expect(r.started).toEqual([claimed.id]);
+  second.release();
+  await r.settle();
+  expect(r.started).toEqual([claimed.id, late.id]);
+  expect(claims).toEqual([late.id]);
+  while (r.waiting()) {
+    r.releaseOne();
+    await r.settle();
+  }
+  await workers.idle();
+  expect(workers.hasRoom()).toBe(true);
+  // A run this process was told of and has not looked for goes first: no worker is reserved past it.
+  const waiting = await queueRun(t.store, workflow);
+  workers.notify();
+  expect(workers.reserve()).toBeNull();
+  await r.settle();
+  expect(r.started).toContain(waiting.id);
+  r.releaseOne();
+  await workers.idle();
+  // Released unused, a reservation leaves the pool as it was.
+  workers.reserve()!.release();
+  await workers.idle();
+  expect(workers.hasRoom()).toBe(true);
+});
+
 test('a claim that fails sends the next worker to the table, where the run still waits', async () => {
   let failures = 0;
   const runs = { claim: (id: string, l: typeof lease, cap: number) => (failures++ ? t.store.runs.claim(id, l, cap) : Promise.reject(new Error('database is locked'))), claimNext: t.store.runs.claimNext };

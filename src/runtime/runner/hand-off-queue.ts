@@ -57,6 +57,11 @@ export class HandOffQueue {
     return this.handed.length;
   }
 
+  /** Whether a run waits here for a worker: handed over, or counted and not yet looked for. */
+  get waiting(): boolean {
+    return this.handed.length > 0 || this.unaccounted > 0;
+  }
+
   /** A look in the database to make, or null when the looks under way cover every run counted. */
   startLook(): Look | null {
     if (this.unaccounted <= this.looking) return null;

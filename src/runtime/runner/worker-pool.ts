@@ -3,7 +3,9 @@
 // oldest claimable run is claimed from the database's queue. The database's queue is the truth: a
 // run is claimed by exactly one worker of any process, whatever was handed over where. A claim is
 // refused for a run whose workspace already has `perWorkspace` runs executing: one workspace cannot
-// take every worker.
+// take every worker. A worker can also be reserved by a run's acceptance, which claims its run for
+// it in the same write (NewRun.claim): the worker starts with that run, or is let go when the
+// acceptance did not claim it.
 import type { Logger } from '../../log';
 import type { Lease, RunQueue } from '../../store/port';
 import type { HandOffQueue, Look } from './hand-off-queue';
@@ -22,6 +24,17 @@ export interface WorkerPoolOptions {
   logger: Logger;
 }
 
+/** A worker reserved for a run being accepted, with what the acceptance's claim needs. */
+export interface WorkerReservation {
+  readonly lease: Lease;
+  /** Runs of one workspace executing at once, at most: the acceptance claims under it. */
+  readonly cap: number;
+  /** The acceptance claimed `run`: the reserved worker executes it, then goes on as any worker. */
+  execute(run: QueuedRun): void;
+  /** The acceptance did not claim a run (refused, at its workspace's cap, failed): the worker is let go. */
+  release(): void;
+}
+
 export interface WorkerPool {
   /**
    * A run was queued: adds a worker unless all are busy (each queued run notifies once, so busy
@@ -31,23 +44,33 @@ export interface WorkerPool {
   notify(run?: QueuedRun): void;
   /** Whether a worker could be added. */
   hasRoom(): boolean;
+  /**
+   * A worker for a run about to be accepted, if one is free and no run waits here for a worker (it
+   * would go first); null otherwise. It must be executed or released.
+   */
+  reserve(): WorkerReservation | null;
   /** Stops claiming runs and waits (at most `graceMs`) for the workers to end. */
   drain(graceMs: number): Promise<void>;
   /** Resolves when no worker is working. */
   idle(): Promise<void>;
 }
 
-/** The workers working, and who waits for there to be none. */
+/** The workers working (each counted until it calls leave), their work until it ends, and who waits for there to be none. */
 class ActiveWorkers {
   private count = 0;
   private waiters: (() => void)[] = [];
+  private readonly works = new Set<Promise<void>>();
 
   get value(): number {
     return this.count;
   }
 
-  enter(): void {
+  /** Counts a worker active, then starts its work (which calls leave when it ends). */
+  start(work: () => Promise<void>): void {
     this.count++;
+    const started = work();
+    this.works.add(started);
+    void started.finally(() => this.works.delete(started));
   }
 
   leave(): void {
@@ -62,15 +85,36 @@ class ActiveWorkers {
   none(): Promise<void> {
     return this.count === 0 ? Promise.resolve() : new Promise((resolve) => this.waiters.push(resolve));
   }
+
+  /** Resolves when the work of every worker started so far has ended, or after `graceMs`. */
+  async ended(graceMs: number): Promise<void> {
+    await Promise.race([Promise.all([...this.works]), new Promise((resolve) => setTimeout(resolve, graceMs).unref())]);
+  }
 }
 
+/**
+ * A worker counted active now, for a run being accepted: given the run the acceptance claimed, it
+ * works from there; released, it leaves, then calls `released`.
+ */
+function reservedWorker(active: ActiveWorkers, claim: { lease: Lease; cap: number }, work: (first: QueuedRun) => Promise<void>, released: () => void): WorkerReservation {
+  let handOver!: (run: QueuedRun | null) => void;
+  active.start(async () => {
+    const run = await new Promise<QueuedRun | null>((resolve) => (handOver = resolve));
+    if (run) return work(run);
+    active.leave();
+    released();
+  });
+  return { ...claim, execute: (run) => handOver(run), release: () => handOver(null) };
+}
+
+// This function is long because its parts share one state, read and changed with no await between:
+// the workers counted active, the runs executing, and whether the pool is stopping.
 export function createWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   const { runs, queue, lease, logger } = opts;
   const cap = opts.perWorkspace;
   let executing = 0;
   const active = new ActiveWorkers();
   let stopping = false;
-  const workers = new Set<Promise<void>>();
 
   /** Executes a claimed run; when it ends, runs left waiting by a workspace's cap may go. */
   async function ranOne(run: QueuedRun): Promise<void> {
@@ -102,9 +146,10 @@ export function createWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     await ranOne(fromRow(row));
   }
 
-  async function work(): Promise<void> {
-    active.enter();
+  /** A worker (counted active by active.start); it starts with `first` when given one. */
+  async function work(first?: QueuedRun): Promise<void> {
     try {
+      if (first) await ranOne(first);
       // The checks that end the loop take no await: a run handed over while a worker is leaving
       // finds it still counted active, so the worker must see that run before it leaves.
       while (!stopping) {
@@ -127,18 +172,26 @@ export function createWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     }
   }
 
+  const hasRoom = () => active.value < opts.workers;
+  /** Adds a worker, unless stopping or every worker is busy. */
+  const addWorker = () => {
+    if (!stopping && hasRoom()) active.start(() => work());
+  };
+
   return {
     notify(run) {
       queue.add(run);
-      if (stopping || active.value >= opts.workers) return;
-      const worker = work(); // counts itself active before its first await
-      workers.add(worker);
-      void worker.finally(() => workers.delete(worker));
+      addWorker();
     },
-    hasRoom: () => active.value < opts.workers,
+    hasRoom,
+    reserve() {
+      if (stopping || !hasRoom() || queue.waiting) return null;
+      // A run notified while this worker was reserved may have found no room: let go, it makes room for one.
+      return reservedWorker(active, { lease, cap }, work, () => queue.waiting && addWorker());
+    },
     async drain(graceMs) {
       stopping = true;
-      await Promise.race([Promise.all([...workers]), new Promise((resolve) => setTimeout(resolve, graceMs).unref())]);
+      await active.ended(graceMs);
     },
     idle: () => active.none(),
   };

@@ -126,15 +126,18 @@ export interface NewRun {
   /** The `traceparent` of the request or trigger that queues it, when tracing. */
   traceParent?: string | null;
   /**
-   * An idle worker of the accepting process takes the run at once: other processes are not woken
-   * for it (their queue poll still finds it, should this process not). Without it, a queued run
-   * wakes every process's workers.
+   * A worker of the accepting process that is free to execute the run now: the acceptance claims the
+   * run for it in the same write (running under `lease`, its `run.started` event after `run.queued`)
+   * when its workspace has fewer than `cap` runs executing; otherwise the run is queued. Either way
+   * no other process is woken for it (their queue poll finds it, should it wait). Without it, a
+   * queued run wakes every process's workers.
    */
-  takenHere?: boolean;
+  claim?: { lease: Lease; cap: number };
 }
 
 export type AcceptOutcome =
-  | { status: 'queued' }
+  /** `claimed`: running under the acceptance's `claim` (see NewRun.claim), rather than queued. */
+  | { status: 'queued'; claimed: boolean }
   | { status: 'refused'; balance: number }
   /** The delivery was received before (since `delivery.since`): nothing was written; its run and reply. */
   | { status: 'repeated'; runId: string; httpStatus: number }

@@ -60,8 +60,9 @@ export type PgRunEvents = ReturnType<typeof pgRunEvents>;
  * event given none. Its parameters (by name: shared/statements.ts, numbered) are the write's, and
  * @event_types, @event_data, @event_at (arrays, one element per event) and @events_limit. The
  * statement returns the written rows, each with `added`: how many events were kept (the writer
- * tells the other replicas once it committed: notifier.ts). `more`: CTEs the write reads (`before`), and further
- * writes that read what it returned (`after`).
+ * tells the other replicas once it committed: notifier.ts). `more`: CTEs the write reads (`before`), further
+ * writes that read what it returned (`after`), and a condition on a written row `w` and an event `e`
+ * (`e.ord` its place, from 1) that keeps the event only for some rows (`keep`).
  *
  * The events are numbered after the run's last one as the statement's snapshot has it. The write
  * locks the run's row; when it had to wait for another transaction that appended to the run and
@@ -69,14 +70,14 @@ export type PgRunEvents = ReturnType<typeof pgRunEvents>;
  * (run_id, seq) rather than number twice: `isStaleAppend` says so, and the statement is simply sent
  * again (its new snapshot sees them).
  */
-export function withEventsAppended(write: string, more: { before?: string; after?: string } = {}): string {
+export function withEventsAppended(write: string, more: { before?: string; after?: string; keep?: string } = {}): string {
   return `WITH ${more.before ? `${more.before},` : ''} written AS (${write}), ${more.after ? `${more.after},` : ''}
     kept AS (
       SELECT w.id, n.last, e.type, e.data, COALESCE(e.at, w.at) AS at, row_number() OVER (PARTITION BY w.id ORDER BY e.ord) AS k
       FROM written AS w
       CROSS JOIN LATERAL (SELECT COALESCE(MAX(seq), 0) AS last FROM run_events WHERE run_id = w.id) AS n
       CROSS JOIN unnest(@event_types::text[], @event_data::text[], @event_at::text[]) WITH ORDINALITY AS e (type, data, at, ord)
-      WHERE n.last + e.ord <= @events_limit OR e.type = '${FINAL_EVENT}'),
+      WHERE (n.last + e.ord <= @events_limit OR e.type = '${FINAL_EVENT}')${more.keep ? ` AND (${more.keep})` : ''}),
     added AS (INSERT INTO run_events (run_id, seq, type, data, at) SELECT id, last + k, type, data, at FROM kept RETURNING run_id)
     SELECT w.*, (SELECT COUNT(*) FROM added AS a WHERE a.run_id = w.id) AS added
     FROM written AS w`;

@@ -107,6 +107,8 @@ export interface AcceptanceSteps {
   bumpAgentStatus(agentId: string): void;
   /** The run is written: the adapter's last words (PostgreSQL tells the replicas of a queued run; SQLite keeps it for polls). */
   accepted(row: AcceptedRun): void;
+  /** The claim of the queued run for the accepting worker (as RunQueue.claim, with its run.started event). False: its workspace is at `cap`. */
+  claimAccepted(runId: string, claim: NonNullable<NewRun['claim']>): boolean;
 }
 
 const step = stepsOf<AcceptanceSteps>();
@@ -116,7 +118,8 @@ const step = stepsOf<AcceptanceSteps>();
  * writes nothing), counted against its trigger's rate only once known to be new (past the limit the
  * whole write is undone, the delivery's row with it), the schedule's due time taken before the
  * debit (a raced one writes nothing), then the run is queued with its minimum cost reserved, or
- * refused and recorded with the balance that could not cover it.
+ * refused and recorded with the balance that could not cover it. A queued run is claimed at once for
+ * the accepting process's free worker, when it offered one and the workspace's cap allows.
  */
 export function* acceptance(run: NewRun, refusal: (balance: number) => string): Decisions<AcceptanceSteps, AcceptOutcome> {
   const now = yield* step('begin', run);
@@ -132,7 +135,8 @@ export function* acceptance(run: NewRun, refusal: (balance: number) => string): 
   if (run.fire) yield* step('recordFired', run.fire, left === null ? 'fired' : 'refused', run.id, row.error, now);
   if (run.triggerId) yield* step('bumpAgentStatus', run.targetId); // its trigger's last_fired_at
   yield* step('accepted', row);
-  return left === null ? { status: 'queued' } : { status: 'refused', balance: left };
+  if (left !== null) return { status: 'refused', balance: left };
+  return { status: 'queued', claimed: run.claim ? yield* step('claimAccepted', run.id, run.claim) : false };
 }
 
 /**

@@ -4,7 +4,7 @@
 // rows, a repeat that writes nothing. The rate's count is one conditional upsert: a second upsert
 // of the row (any replica) waits for the first to commit, then judges the count it left.
 import type { NewRun, RunAcceptance } from '../../port';
-import { acceptance, acceptedRun, QUEUED_EVENT, rateLimited, type AcceptanceSteps } from '../../shared/runs';
+import { acceptance, acceptedRun, QUEUED_EVENT, rateLimited, STARTED_EVENT, type AcceptanceSteps } from '../../shared/runs';
 import { CLAIM_DELIVERY, COUNT_DELIVERY_SQL, INSERT_RUN, numbered, PRIOR_DELIVERY, SET_DELIVERY_STATUS } from '../../shared/statements';
 import { driveAsync, type Awaited } from '../../shared/steps';
 import { retried } from '../database';
@@ -12,6 +12,7 @@ import { appendedEvents, DB_NOW, withEventsAppended } from '../run-events';
 import { recordFired, takeFire } from '../schedule-writes';
 import { bumpAgentStatus } from '../trigger-status';
 import { debit, type PgRunContext, type Tx } from './context';
+import { CLAIM_IF_FAIR, leaseEnd } from './queue';
 
 const claimDelivery = numbered(CLAIM_DELIVERY);
 const priorDelivery = numbered(PRIOR_DELIVERY);
@@ -22,24 +23,35 @@ const insertRun = numbered(INSERT_RUN);
 /**
  * The common acceptance in one statement, committed on its own: a run that no trigger started and
  * that claims no delivery, rate or fire (a test run, a run the API starts), in a workspace whose row
- * exists. The debit, then, only if it took the credits, the queued run (accepted by the database's
- * clock) with its first event. When the debit took nothing (too few credits, or no row yet) nothing
- * is written, and the whole acceptance decides in its transaction (it refuses the run, or creates
- * the row). The run's row is new, so its first event is numbered 1 with no lock; the workspace's row
- * is locked from the debit to the commit only, not across round trips.
+ * exists. The debit, then, only if it took the credits, the run (accepted by the database's clock)
+ * with its first event: queued, or, when the acceptance offers a worker (@cap above 0) and the
+ * workspace has fewer than @cap running, claimed for it under its lease, with its run.started event
+ * (the claim's writes, as queue.ts's). When the debit took nothing (too few credits, or no row yet)
+ * nothing is written, and the whole acceptance decides in its transaction (it refuses the run, or
+ * creates the row). The run's row is new, so its first events are numbered from 1 with no lock; the
+ * workspace's row is locked from the debit to the commit only, not across round trips.
  */
 const [RUN_COLUMNS, RUN_VALUES] = INSERT_RUN.split('VALUES (') as [string, string]; // its values' list ends the text, with its ')'
-const QUEUED_FROM_DEBIT = `${RUN_COLUMNS}SELECT ${RUN_VALUES.slice(0, -1)} FROM debited CROSS JOIN clock`
+const claimedThen = (value: string) => `CASE WHEN room.claimed THEN ${value} END`;
+const ACCEPTED_FROM_DEBIT = `${RUN_COLUMNS.replace('trace_parent)', 'trace_parent, started_at, lease_owner, lease_expires_at)')}SELECT ${RUN_VALUES.slice(0, -1)},
+    ${claimedThen('clock.now')}, ${claimedThen('@owner::text')}, ${claimedThen(leaseEnd('@ms'))}
+  FROM debited CROSS JOIN clock CROSS JOIN room`
+  .replace('@status', "CASE WHEN room.claimed THEN 'running' ELSE 'queued' END")
   .replace('@accepted_at', 'clock.now')
   // In a SELECT, a parameter takes its type from its cast, not from the column it fills.
   .replace('@target_version', '@target_version::integer')
   .replace('@credits_reserved', '@credits_reserved::bigint');
-const acceptQueued = numbered(
-  withEventsAppended(`${QUEUED_FROM_DEBIT} RETURNING id, accepted_at AS at`, {
+const acceptInOneStatement = numbered(
+  withEventsAppended(`${ACCEPTED_FROM_DEBIT} RETURNING id, accepted_at AS at, status`, {
     before: `clock AS (SELECT ${DB_NOW} AS now),
-      debited AS (UPDATE workspaces SET credits = credits - @credits_reserved WHERE id = @workspace_id AND credits >= @credits_reserved RETURNING id)`,
+      debited AS (UPDATE workspaces SET credits = credits - @credits_reserved WHERE id = @workspace_id AND credits >= @credits_reserved RETURNING id),
+      room AS (SELECT @cap::integer > 0 AND (SELECT COUNT(*) FROM runs WHERE status = 'running' AND workspace_id = @workspace_id) < @cap::integer AS claimed)`,
+    keep: `e.ord = 1 OR w.status = 'running'`, // run.queued, and run.started only when claimed
   }),
 );
+/** Its events: the first always, the second when it claimed the run. */
+const ACCEPTED_EVENTS = [QUEUED_EVENT, STARTED_EVENT];
+const claimInTransaction = numbered(CLAIM_IF_FAIR);
 const acceptsInOneStatement = (run: NewRun): boolean => !run.delivery && !run.rate && !run.fire && !run.triggerId;
 
 function acceptanceSteps(tx: Tx, run: NewRun): Awaited<AcceptanceSteps> {
@@ -67,7 +79,7 @@ function acceptanceSteps(tx: Tx, run: NewRun): Awaited<AcceptanceSteps> {
     balance: async (workspace) => ((await tx.row<{ credits: number }>('SELECT credits FROM workspaces WHERE id = $1', [workspace])) as { credits: number }).credits,
     insert: async (row) => {
       await tx.count(insertRun.text, insertRun.values({ ...row }));
-      if (row.status === 'queued' && !run.takenHere) tx.queued();
+      if (row.status === 'queued' && !run.claim) tx.queued();
     },
     append: (runId, events, now) => tx.append(runId, events, now),
     setDeliveryStatus: async (run, status) => void (await tx.count(setDeliveryStatus.text, setDeliveryStatus.values({ status, trigger: run.triggerId, key: run.delivery?.key }))),
@@ -75,6 +87,11 @@ function acceptanceSteps(tx: Tx, run: NewRun): Awaited<AcceptanceSteps> {
     bumpAgentStatus: (agentId) => bumpAgentStatus(tx, agentId),
     // A queued run's insert said so (tx.queued).
     accepted: async () => undefined,
+    claimAccepted: async (runId, { lease, cap }) => {
+      if ((await tx.count(claimInTransaction.text, claimInTransaction.values({ id: runId, owner: lease.owner, ms: lease.ms, cap }))) !== 1) return false;
+      await tx.append(runId, [STARTED_EVENT], null);
+      return true;
+    },
   };
 }
 
@@ -84,11 +101,13 @@ export function pgRunAcceptance(ctx: PgRunContext): RunAcceptance {
     accept: async (run, refusal) => {
       if (acceptsInOneStatement(run)) {
         const row = acceptedRun(run, '', null); // accepted_at: the statement's clock
-        const params = acceptQueued.values({ ...row, ...appendedEvents([QUEUED_EVENT], ctx.events.limit) });
-        if (await retried(() => ctx.db.row(acceptQueued.text, params))) {
+        const claim = { cap: run.claim?.cap ?? 0, owner: run.claim?.lease.owner ?? null, ms: run.claim?.lease.ms ?? null };
+        const params = acceptInOneStatement.values({ ...row, ...claim, ...appendedEvents(ACCEPTED_EVENTS, ctx.events.limit) });
+        const accepted = await retried(() => ctx.db.row<{ status: string }>(acceptInOneStatement.text, params));
+        if (accepted) {
           ctx.eventsAdded(run.id);
-          if (!run.takenHere) ctx.queued();
-          return { status: 'queued' };
+          if (!run.claim) ctx.queued();
+          return { status: 'queued', claimed: accepted.status === 'running' };
         }
       }
       return inTransaction(run, refusal);

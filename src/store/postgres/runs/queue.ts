@@ -15,7 +15,7 @@ const runColumns = (t: string) => RUN_COLUMNS.map((c) => `${t}.${c}`).join(', ')
  * of the statement, not now(), its transaction's start, so that a claim never starts shorter. The
  * checks compare with now(), which is earlier still: a lease is taken over late rather than early.
  */
-const leaseEnd = (ms: string) => `clock_timestamp() + ${ms}::float8 * interval '1 millisecond'`;
+export const leaseEnd = (ms: string) => `clock_timestamp() + ${ms}::float8 * interval '1 millisecond'`;
 
 /** A claim's writes: running, under @owner's lease for @ms, started now (each claim: a resumed run's start is its last). */
 const CLAIMED = `status = 'running', started_at = ${DB_NOW}, lease_owner = @owner, lease_expires_at = ${leaseEnd('@ms')}`;
@@ -60,14 +60,12 @@ const claimNext = numbered(
   ),
 );
 
-/** The claim of a run handed over in memory: conditional on its status and on its workspace's cap (see above). */
-const claimById = numbered(
-  withEventsAppended(
-    `UPDATE runs SET ${CLAIMED} WHERE id = @id AND status = 'queued'
-       AND (SELECT COUNT(*) FROM runs AS r WHERE r.status = 'running' AND r.workspace_id = runs.workspace_id) < @cap
-     RETURNING id, started_at AS at`,
-  ),
-);
+/** The claim of run @id: conditional on its status and on its workspace's cap (see above). */
+export const CLAIM_IF_FAIR = `UPDATE runs SET ${CLAIMED} WHERE id = @id AND status = 'queued'
+  AND (SELECT COUNT(*) FROM runs AS r WHERE r.status = 'running' AND r.workspace_id = runs.workspace_id) < @cap`;
+
+/** The claim of a run handed over in memory, with its run.started event. */
+const claimById = numbered(withEventsAppended(`${CLAIM_IF_FAIR} RETURNING id, started_at AS at`));
 
 /** What a claim's statement is given besides its own parameters: its run.started event. */
 const started = (ctx: PgRunContext) => appendedEvents([STARTED_EVENT], ctx.events.limit);

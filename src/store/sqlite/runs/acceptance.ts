@@ -6,6 +6,7 @@ import { CLAIM_DELIVERY, COUNT_DELIVERY_SQL, INSERT_RUN, PRIOR_DELIVERY, SET_DEL
 import { drive } from '../../shared/steps';
 import { scheduleWrites } from '../schedules';
 import { triggerStatusVersions } from '../trigger-status';
+import { sqliteClaims } from './claims';
 import type { RunContext } from './context';
 
 export function sqliteRunAcceptance(ctx: RunContext): RunAcceptance {
@@ -19,6 +20,7 @@ export function sqliteRunAcceptance(ctx: RunContext): RunAcceptance {
   const countDelivery = db.prepare(COUNT_DELIVERY_SQL);
   const schedules = scheduleWrites(db, commit);
   const statusVersions = triggerStatusVersions(db, commit);
+  const claims = sqliteClaims(ctx);
 
   const steps: AcceptanceSteps = {
     begin: (run) => {
@@ -45,6 +47,7 @@ export function sqliteRunAcceptance(ctx: RunContext): RunAcceptance {
       const held: RunRow = { ...columns, snapshot, step_agents: null, credits_spent: 0, started_at: null, cancel_requested_at: null, cancelled_by: null, approval_expires_at: null };
       recent.keep(held);
     },
+    claimAccepted: (runId, claim) => claims.claimIfFair(runId, claim.lease, claim.cap),
   };
 
   return {

@@ -1,8 +1,9 @@
 // The workers' side of the SQLite queue: claims under a lease, renewal, and the failure of runs no
 // live worker holds (at start, after a crash, at shutdown).
 import type { Lease, RunQueue, RunRow } from '../../port';
-import { finalEvent, STARTED_EVENT } from '../../shared/runs';
+import { finalEvent } from '../../shared/runs';
 import { RUN_COLUMNS } from '../../shared/statements';
+import { sqliteClaims } from './claims';
 import type { RunContext } from './context';
 
 /**
@@ -20,21 +21,13 @@ export const NEXT_QUEUED_SQL = `SELECT id FROM runs WHERE status = 'queued' AND 
 export const ABANDONED_SQL = `SELECT id, workspace_id, credits_reserved, credits_spent FROM runs WHERE status = 'running'
   AND (lease_expires_at IS NULL OR lease_expires_at < @now OR (@self IS NOT NULL AND lease_owner IS NOT @self))`;
 
-/** A queued run's claim by a worker, under its lease. */
-const CLAIM = `UPDATE runs SET status = 'running', started_at = @now, lease_owner = @owner, lease_expires_at = @until WHERE id = @id AND status = 'queued'`;
-
 type RunningCredits = Pick<RunRow, 'id' | 'workspace_id' | 'credits_reserved' | 'credits_spent'>;
-
-/** The lease columns of a claim made now. */
-const leaseOf = (lease: Lease, now: string) => ({ owner: lease.owner, until: new Date(Date.parse(now) + lease.ms).toISOString() });
 
 export function sqliteRunQueue(ctx: RunContext): RunQueue {
   const { db, commit, events, recent } = ctx;
   const byId = db.prepare(`SELECT ${RUN_COLUMNS.join(', ')} FROM runs WHERE id = ?`);
   const nextQueued = db.prepare(NEXT_QUEUED_SQL).pluck();
-  const markRunning = db.prepare(CLAIM);
-  // The claim of a run handed over in memory: conditional on its status and on its workspace's cap.
-  const claimIfFair = db.prepare(`${CLAIM} AND (SELECT COUNT(*) FROM runs AS r WHERE r.status = 'running' AND r.workspace_id = runs.workspace_id) < @cap`);
+  const claims = sqliteClaims(ctx);
   const renew = db.prepare(`UPDATE runs SET lease_expires_at = @until WHERE id = @id AND status = 'running' AND lease_owner = @owner`);
   const abandoned = db.prepare(ABANDONED_SQL);
   const heldBy = db.prepare(`SELECT id, workspace_id, credits_reserved, credits_spent FROM runs WHERE status = 'running' AND lease_owner = ?`);
@@ -43,25 +36,11 @@ export function sqliteRunQueue(ctx: RunContext): RunQueue {
        lease_owner = NULL, lease_expires_at = NULL WHERE id = @id AND status = 'running'`,
   );
 
-  const started = (id: string, now: string) => {
-    events.append(id, [STARTED_EVENT], now);
-    recent.amend(id, () => ({ status: 'running', started_at: now }));
-  };
-
   const claimNextTx = (lease: Lease, cap: number): RunRow | null => {
     const id = nextQueued.get({ cap }) as string | undefined;
     if (!id) return null;
-    const now = new Date().toISOString();
-    markRunning.run({ id, now, ...leaseOf(lease, now) });
-    started(id, now);
+    claims.claimChosen(id, lease);
     return byId.get(id) as RunRow;
-  };
-
-  const claimTx = (id: string, lease: Lease, cap: number): boolean => {
-    const now = new Date().toISOString();
-    if (claimIfFair.run({ id, now, cap, ...leaseOf(lease, now) }).changes !== 1) return false;
-    started(id, now);
-    return true;
   };
 
   /** Fails these running runs with `message`, their unspent reservations returned; the ids it ended. */
@@ -95,7 +74,8 @@ export function sqliteRunQueue(ctx: RunContext): RunQueue {
       if (row) ctx.announce(row.id);
       return row;
     },
-    claim: (id, lease, cap) => ctx.announcing(id, commit.run(() => claimTx(id, lease, cap), 'visible')),
+    // The claim of a run handed over in memory: conditional on its status and on its workspace's cap.
+    claim: (id, lease, cap) => ctx.announcing(id, commit.run(() => claims.claimIfFair(id, lease, cap), 'visible')),
     renewLeases: (lease, ids) =>
       commit.run(() => {
         const until = new Date(Date.now() + lease.ms).toISOString();
