@@ -1,7 +1,7 @@
 // Concurrent writers against one real server process: optimistic concurrency holds, stamps and
 // versions are exact, slugs stay unique, and credits are never overspent.
 import { minimalAgent, replaceBody } from '../helpers/fixtures';
-import { storedRows, storedValue, storedWrite } from '../helpers/stored';
+import { setStoredBalance, storedRows, storedValue } from '../helpers/stored';
 import { parseStampMicros } from '../../src/domain/stamps';
 import { startServer, type ServerProcess } from './server';
 
@@ -71,7 +71,7 @@ test('concurrent creates with one slug: one 201, the rest 409, one row', async (
 
 test('concurrent test runs against a small balance: never more spent than the balance; every refusal recorded', async () => {
   const created = await s.client().PUT('/api/build/agents', { body: { ...minimalAgent('Spender'), max_steps: 5, tools: { apps: ['core'], connections: 'all', disabled_tools: [], approval: 'destructive' } } });
-  await storedWrite(s, 'INSERT INTO workspaces (id, credits, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET credits = excluded.credits', ['ws-1', 10, new Date().toISOString()]);
+  await setStoredBalance(s, 'ws-1', 10);
   // Each run wants 3 model steps (two calls and an answer): 10 credits cannot pay for all of them.
   const prompt = '/call core.echo {}\n/call core.echo {}';
   const starts = await Promise.all(
@@ -89,7 +89,7 @@ test('concurrent test runs against a small balance: never more spent than the ba
     rows = await storedRows<{ status: string; credits_spent: number }>(s, 'SELECT status, credits_spent FROM runs WHERE workspace_id = ?', ['ws-1']);
   } while (rows.some((r) => r.status === 'queued' || r.status === 'running') && Date.now() < deadline);
   const spent = rows.reduce((sum, r) => sum + r.credits_spent, 0);
-  const balance = (await storedValue<number>(s, 'SELECT credits FROM workspaces WHERE id = ?', ['ws-1']))!;
+  const balance = (await storedValue<number>(s, 'SELECT credits FROM workspace_balances WHERE id = ?', ['ws-1']))!;
   expect(spent).toBeLessThanOrEqual(10);
   expect(spent + balance).toBe(10);
   expect(balance).toBeGreaterThanOrEqual(0);

@@ -196,7 +196,7 @@ async function verifyDatabase(restartedAt: string): Promise<{ interrupted: numbe
   // bigint, as PostgreSQL's SUM of one is a numeric, which would come back as text.
   const [{ balance, held }] = (await storedRows<{ balance: number | null; held: number }>(
     s,
-    'SELECT (SELECT credits FROM workspaces WHERE id = ?) AS balance, CAST((SELECT COALESCE(SUM(credits_reserved), 0) FROM runs WHERE workspace_id = ?) AS BIGINT) AS held',
+    'SELECT (SELECT credits FROM workspace_balances WHERE id = ?) AS balance, CAST((SELECT COALESCE(SUM(credits_reserved), 0) FROM runs WHERE workspace_id = ?) AS BIGINT) AS held',
     ['ws-1', 'ws-1'],
   )) as [{ balance: number | null; held: number }];
   if (balance !== null) expect(balance + held).toBe(INITIAL_CREDITS);

@@ -185,7 +185,7 @@ test('1,000 test runs accepted across the replicas: each executed exactly once, 
   expect(await count(`SELECT COUNT(*) AS n FROM (SELECT run_id FROM run_events WHERE run_id = ANY($1) GROUP BY run_id HAVING MAX(seq) != COUNT(*)) g`, [runIds])).toBe(0);
   const spent = await count(`SELECT SUM(credits_spent) AS n FROM runs WHERE workspace_id = $1`, [workspace]);
   expect(spent).toBe(1000);
-  expect(await count('SELECT credits AS n FROM workspaces WHERE id = $1', [workspace])).toBe(INITIAL_CREDITS - spent);
+  expect(await count('SELECT credits AS n FROM workspace_balances WHERE id = $1', [workspace])).toBe(INITIAL_CREDITS - spent);
 });
 
 test('a run executing on one replica is streamed by another as it happens', async () => {
@@ -292,6 +292,6 @@ test('a replica killed mid-run: another fails its runs once their lease passes, 
   }
   expect(rows.filter((r) => r.status === 'succeeded').length).toBeGreaterThan(0);
   const spent = rows.reduce((sum, r) => sum + Number(r.credits_spent), 0);
-  expect(await count('SELECT credits AS n FROM workspaces WHERE id = $1', [workspace])).toBe(INITIAL_CREDITS - spent);
+  expect(await count('SELECT credits AS n FROM workspace_balances WHERE id = $1', [workspace])).toBe(INITIAL_CREDITS - spent);
   await victim.restart();
 });

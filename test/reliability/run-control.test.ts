@@ -73,7 +73,7 @@ test('1,000 runs paged through while 100 more are inserted: none twice, none of 
 test('cancels racing the runs\' ends: exactly one outcome each, credits exact', async () => {
   const slug = await createAgent('Raced');
   // The balance as stored (the API does not show it): read from the server's database.
-  const balance = async () => (await storedValue<number>(s, "SELECT credits FROM workspaces WHERE id = 'ws-1'"))!;
+  const balance = async () => (await storedValue<number>(s, "SELECT credits FROM workspace_balances WHERE id = 'ws-1'"))!;
   const before = await balance();
   const runs = await Promise.all(Array.from({ length: 60 }, (_, i) => start(slug, Array.from({ length: 1 + (i % 4) }, () => '/call core.sleep {"ms":30}').join('\n'))));
   const answers = await Promise.all(

@@ -62,6 +62,39 @@ describe.each(adapters)('$name: runs', (adapter) => {
       expect(await balance(store, ws)).toBe(0);
     });
 
+    test('debits are exact whatever the balance’s layout (PostgreSQL spreads it over rows): one no part covers alone takes from the whole, one the whole cannot cover is refused naming the whole; refunds and a set balance count', async () => {
+      const ws = workspace();
+      await queue(store, newRun(unique('run'), { workspaceId: ws, minimumCost: 1, initialCredits: 16 }));
+      expect(await balance(store, ws)).toBe(15);
+      await queue(store, newRun(unique('run'), { workspaceId: ws, minimumCost: 10 })); // more than any eighth of 15
+      expect(await balance(store, ws)).toBe(5);
+      expect(await store.runs.accept(newRun(unique('run'), { workspaceId: ws, minimumCost: 6 }), (b) => `only ${b}`)).toEqual({ status: 'refused', balance: 5 });
+      const id = unique('run');
+      await running(store, newRun(id, { workspaceId: ws, minimumCost: 5 }));
+      expect(await balance(store, ws)).toBe(0);
+      expect(await store.runs.reserveMore(id, 1)).toBe(false);
+      expect(await store.runs.finish(id, 'succeeded', null, {}, 2, now())).toBe(true); // 3 back
+      expect(await balance(store, ws)).toBe(3);
+      expect(await store.runs.reserveMore(id, 1)).toBe(false); // ended
+      await store.workspaces.setCredits(ws, 7);
+      expect(await balance(store, ws)).toBe(7);
+      await queue(store, newRun(unique('run'), { workspaceId: ws, minimumCost: 7 }));
+      expect(await balance(store, ws)).toBe(0);
+    });
+
+    test('of 120 concurrent acceptances of mixed costs against a small balance, each refusal saw less than its cost, and what was taken is exactly what left the balance', async () => {
+      const ws = workspace();
+      const costs = range(120).map((i) => 1 + (i % 3));
+      const outcomes = await Promise.all(costs.map((minimumCost) => store.runs.accept(newRun(unique('run'), { workspaceId: ws, minimumCost, initialCredits: 150 }), () => 'refused')));
+      const taken = outcomes.reduce((sum, o, i) => sum + (o.status === 'queued' ? costs[i]! : 0), 0);
+      outcomes.forEach((o, i) => {
+        if (o.status === 'refused') expect(o.balance).toBeLessThan(costs[i]!);
+        else expect(o.status).toBe('queued');
+      });
+      expect(await balance(store, ws)).toBe(150 - taken);
+      expect(150 - taken).toBeLessThan(3); // the refusals saw less than their cost: at most 2 can be left
+    });
+
     test('a run id accepted again is a fault (it rejects) and charges nothing', async () => {
       const ws = workspace();
       const id = unique('run');

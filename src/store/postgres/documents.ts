@@ -15,6 +15,7 @@ import { chooseSlug, listedName, newVersion, stamped, StoredVersion, versionOfRo
 import { RowCache } from '../shared/row-cache';
 import type { NumberedStatement } from '../shared/statements';
 import { CoalescedLookup } from './coalesced-lookup';
+import { BALANCE, setBalance } from './credits';
 import { isUniqueViolation, retried, type PgDatabase, type Sql } from './database';
 import { agentList, workflowList } from './document-lists';
 import { documentStatements, scheduleFollower, triggerFollower, writeKeys, type Follower } from './document-writes';
@@ -245,14 +246,8 @@ export function pgWorkspaceRepository(db: PgDatabase): WorkspaceRepository {
       // Two statements, not one: a row another replica inserted after this statement's snapshot is
       // skipped by DO NOTHING and would be invisible to a SELECT in the same statement.
       await db.count('INSERT INTO workspaces (id, credits, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING', [workspaceId, initial, new Date().toISOString()]);
-      return (await db.row<{ credits: number }>('SELECT credits FROM workspaces WHERE id = $1', [workspaceId]))!.credits;
+      return (await db.row<{ credits: number }>(BALANCE, [workspaceId]))!.credits;
     },
-    setCredits: async (workspaceId, amount) => {
-      await db.count(
-        `INSERT INTO workspaces (id, credits, created_at) VALUES ($1, $2, $3)
-         ON CONFLICT (id) DO UPDATE SET credits = excluded.credits`,
-        [workspaceId, amount, new Date().toISOString()],
-      );
-    },
+    setCredits: (workspaceId, amount) => db.transaction((sql) => setBalance(sql, workspaceId, amount)),
   };
 }

@@ -7,6 +7,7 @@ import type { NewRun, RunAcceptance } from '../../port';
 import { acceptance, acceptedRun, QUEUED_EVENT, rateLimited, STARTED_EVENT, type AcceptanceSteps } from '../../shared/runs';
 import { CLAIM_DELIVERY, COUNT_DELIVERY_SQL, INSERT_RUN, numbered, PRIOR_DELIVERY, SET_DELIVERY_STATUS } from '../../shared/statements';
 import { driveAsync, type Awaited } from '../../shared/steps';
+import { BALANCE, debitSlotSql, randomSlot } from '../credits';
 import { retried } from '../database';
 import { appendedEvents, DB_NOW, withEventsAppended } from '../run-events';
 import { recordFired, takeFire } from '../schedule-writes';
@@ -22,14 +23,15 @@ const insertRun = numbered(INSERT_RUN);
 
 /**
  * The common acceptance in one statement, committed on its own: a run that no trigger started and
- * that claims no delivery, rate or fire (a test run, a run the API starts), in a workspace whose row
- * exists. The debit, then, only if it took the credits, the run (accepted by the database's clock)
- * with its first event: queued, or, when the acceptance offers a worker (@cap above 0) and the
- * workspace has fewer than @cap running, claimed for it under its lease, with its run.started event
- * (the claim's writes, as queue.ts's). When the debit took nothing (too few credits, or no row yet)
- * nothing is written, and the whole acceptance decides in its transaction (it refuses the run, or
- * creates the row). The run's row is new, so its first events are numbered from 1 with no lock; the
- * workspace's row is locked from the debit to the commit only, not across round trips.
+ * that claims no delivery, rate or fire (a test run, a run the API starts), in a workspace whose
+ * credit slots exist (credits.ts). The debit of one slot, then, only if it took the credits, the
+ * run (accepted by the database's clock) with its first event: queued, or, when the acceptance
+ * offers a worker (@cap above 0) and the workspace has fewer than @cap running, claimed for it
+ * under its lease, with its run.started event (the claim's writes, as queue.ts's). When the debit
+ * took nothing (the slot too low, or no slots yet) nothing is written, and the whole acceptance
+ * decides in its transaction (the exact debit refuses the run, or spreads the balance over the
+ * slots). The run's row is new, so its first events are numbered from 1 with no lock; the slot is
+ * locked from the debit to the commit only, not across round trips.
  */
 const [RUN_COLUMNS, RUN_VALUES] = INSERT_RUN.split('VALUES (') as [string, string]; // its values' list ends the text, with its ')'
 const claimedThen = (value: string) => `CASE WHEN room.claimed THEN ${value} END`;
@@ -44,7 +46,7 @@ const ACCEPTED_FROM_DEBIT = `${RUN_COLUMNS.replace('trace_parent)', 'trace_paren
 const acceptInOneStatement = numbered(
   withEventsAppended(`${ACCEPTED_FROM_DEBIT} RETURNING id, accepted_at AS at, status`, {
     before: `clock AS (SELECT ${DB_NOW} AS now),
-      debited AS (UPDATE workspaces SET credits = credits - @credits_reserved WHERE id = @workspace_id AND credits >= @credits_reserved RETURNING id),
+      debited AS (${debitSlotSql({ amount: '@credits_reserved', workspace: '@workspace_id', slot: '@credit_slot' })}),
       room AS (SELECT @cap::integer > 0 AND (SELECT COUNT(*) FROM runs WHERE status = 'running' AND workspace_id = @workspace_id) < @cap::integer AS claimed)`,
     keep: `e.ord = 1 OR w.status = 'running'`, // run.queued, and run.started only when claimed
   }),
@@ -76,7 +78,7 @@ function acceptanceSteps(tx: Tx, run: NewRun): Awaited<AcceptanceSteps> {
     countDelivery: async (run) => (await tx.count(countDelivery.text, countDelivery.values({ id: run.triggerId, ...run.rate }))) === 1,
     takeFire: (fire, now) => takeFire(tx, fire, now),
     debit: (workspace, amount) => debit(tx, workspace, amount),
-    balance: async (workspace) => ((await tx.row<{ credits: number }>('SELECT credits FROM workspaces WHERE id = $1', [workspace])) as { credits: number }).credits,
+    balance: async (workspace) => ((await tx.row<{ credits: number }>(BALANCE, [workspace])) as { credits: number }).credits,
     insert: async (row) => {
       await tx.count(insertRun.text, insertRun.values({ ...row }));
       if (row.status === 'queued' && !run.claim) tx.queued();
@@ -102,7 +104,7 @@ export function pgRunAcceptance(ctx: PgRunContext): RunAcceptance {
       if (acceptsInOneStatement(run)) {
         const row = acceptedRun(run, '', null); // accepted_at: the statement's clock
         const claim = { cap: run.claim?.cap ?? 0, owner: run.claim?.lease.owner ?? null, ms: run.claim?.lease.ms ?? null };
-        const params = acceptInOneStatement.values({ ...row, ...claim, ...appendedEvents(ACCEPTED_EVENTS, ctx.events.limit) });
+        const params = acceptInOneStatement.values({ ...row, ...claim, credit_slot: randomSlot(), ...appendedEvents(ACCEPTED_EVENTS, ctx.events.limit) });
         const accepted = await retried(() => ctx.db.row<{ status: string }>(acceptInOneStatement.text, params));
         if (accepted) {
           ctx.eventsAdded(run.id);

@@ -9,6 +9,7 @@
 import type { RunEventInput, RunRow } from '../../port';
 import type { Ack } from '../../shared/ack';
 import type { PgDatabase, Sql } from '../database';
+export { credit, debit } from '../credits';
 import type { Notifications } from '../notifications';
 import { Notifier, NOTIFY_ALL } from '../notifier';
 import { isStaleAppend, pgRunEvents, RUN_EVENTS_CHANNEL, type PgRunEvents } from '../run-events';
@@ -71,15 +72,6 @@ const MAX_STALE_APPENDS = 5;
 /** A run's row, locked until the transaction ends (the latest committed version, READ COMMITTED). */
 export const lockRun = (sql: Sql, id: string) =>
   sql.row<LockedRun>('SELECT status, workspace_id, credits_reserved, credits_spent, cancel_requested_at FROM runs WHERE id = $1 FOR UPDATE', [id]);
-
-/** Returns `amount` (when above zero) to the workspace's balance. */
-export const credit = async (sql: Sql, workspace: string, amount: number) => {
-  if (amount > 0) await sql.count('UPDATE workspaces SET credits = credits + $1 WHERE id = $2', [amount, workspace]);
-};
-
-/** The one debit of a balance: conditional, so it never goes below zero, whatever the concurrency. */
-export const debit = async (sql: Sql, workspace: string, amount: number) =>
-  (await sql.count('UPDATE workspaces SET credits = credits - $1 WHERE id = $2 AND credits >= $1', [amount, workspace])) === 1;
 
 export function pgRunContext(db: PgDatabase, notifications: Notifications, eventsLimit?: number): PgRunContext {
   const events = pgRunEvents(eventsLimit);
