@@ -37,6 +37,11 @@ export interface Config {
   host: string;
   /** The Prometheus metrics listener's port on `host` (METRICS_PORT); 0: no metrics. */
   metricsPort: number;
+  /**
+   * Whether METRICS_PORT was set: a port set that cannot be listened on stops the start; the
+   * default one, taken, leaves metrics off (see serve).
+   */
+  metricsPortSet: boolean;
   /** After SIGTERM, how long /readyz answers 503 while requests are still served, before the listener closes (DRAIN_SECONDS). */
   drainMs: number;
   /** The SQLite file (DATABASE_PATH), used unless databaseUrl is set. */
@@ -212,6 +217,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     port,
     host,
     metricsPort: integer(env, 'METRICS_PORT', DEFAULT_METRICS_PORT, 0, 65_535),
+    metricsPortSet: Boolean(env.METRICS_PORT),
     drainMs: integer(env, 'DRAIN_SECONDS', 5, 0, 300) * 1000,
     databasePath,
     dataDir: path.dirname(databasePath),

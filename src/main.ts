@@ -5,7 +5,8 @@ import fs from 'node:fs';
 import type { Server, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { loadConfig, ConfigError, type Config } from './config';
-import { createLogger } from './log';
+import { createLogger, type Logger } from './log';
+import type { Registry } from 'prom-client';
 import { createService, StoreUnavailableError } from './service';
 import { createHttpServer } from './http/server';
 import { createMetricsServer } from './http/metrics-server';
@@ -19,10 +20,12 @@ const SHUTDOWN_GRACE_MS = 10_000;
 export async function serve(config: Config = loadConfig()): Promise<Server> {
   const tracing = startTracing(process.env, packageVersion());
   const logger = createLogger(config.logLevel);
-  const service = await createService(config, logger, { processMetrics: true });
+  // The metrics port first: whether metrics are on is decided before the service records any.
+  let registry: Registry | null = null;
+  const metricsServer = config.metricsPort ? await metricsListener(createMetricsServer(() => registry, logger), config, logger) : null;
+  const service = await createService(metricsServer ? config : { ...config, metricsPort: 0 }, logger, { processMetrics: true });
+  registry = service.ctx.metrics.registry ?? null;
   const server = await listening(createHttpServer(service.app, config.connections), config.host, config.port, 'PORT');
-  const registry = service.ctx.metrics.registry;
-  const metricsServer = registry && config.metricsPort ? await listening(createMetricsServer(registry, logger), config.host, config.metricsPort, 'METRICS_PORT') : null;
   logger.info(
     {
       address: server.address(),
@@ -104,7 +107,31 @@ function packageVersion(): string {
 }
 
 /** The listener could not be opened: the address is taken, not permitted, or not this machine's. */
-export class ListenError extends Error {}
+export class ListenError extends Error {
+  /** The system's code (EADDRINUSE, EACCES, …). */
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The metrics listener on METRICS_PORT; null when that port is the default one and another process
+ * holds it (another service on this machine, or an exporter: 9464 is OpenTelemetry's): the service
+ * starts with metrics off and says so, since metrics are not what it is started for. A port set in
+ * METRICS_PORT that cannot be listened on stops the start, as PORT does.
+ */
+async function metricsListener(server: Server, config: Config, logger: Logger): Promise<Server | null> {
+  try {
+    return await listening(server, config.host, config.metricsPort, 'METRICS_PORT');
+  } catch (err) {
+    if (config.metricsPortSet || !(err instanceof ListenError) || err.code !== 'EADDRINUSE') throw err;
+    logger.warn(`metrics off: ${err.message}`);
+    return null;
+  }
+}
 
 /** `server` listening on host:port, or the ListenError that names the variable to change. */
 async function listening<S extends Server>(server: S, host: string, port: number, variable: string): Promise<S> {
@@ -118,8 +145,8 @@ async function listening<S extends Server>(server: S, host: string, port: number
 
 function listenError(err: NodeJS.ErrnoException, host: string, port: number, variable: string): ListenError {
   const where = `${host}:${port}`;
-  if (err.code === 'EADDRINUSE') return new ListenError(`cannot listen on ${where}: the address is in use (another process serves it; set ${variable} or HOST)`);
-  if (err.code === 'EACCES') return new ListenError(`cannot listen on ${where}: permission denied (ports below 1024 need privileges; set ${variable})`);
-  if (err.code === 'EADDRNOTAVAIL') return new ListenError(`cannot listen on ${where}: the address is not one of this machine's (set HOST)`);
-  return new ListenError(`cannot listen on ${where}: ${err.message}`);
+  if (err.code === 'EADDRINUSE') return new ListenError(`cannot listen on ${where}: the address is in use (another process serves it; set ${variable} or HOST)`, err.code);
+  if (err.code === 'EACCES') return new ListenError(`cannot listen on ${where}: permission denied (ports below 1024 need privileges; set ${variable})`, err.code);
+  if (err.code === 'EADDRNOTAVAIL') return new ListenError(`cannot listen on ${where}: the address is not one of this machine's (set HOST)`, err.code);
+  return new ListenError(`cannot listen on ${where}: ${err.message}`, err.code);
 }

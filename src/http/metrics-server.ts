@@ -1,16 +1,22 @@
 // The metrics listener (METRICS_PORT): GET /metrics in Prometheus's text exposition format, on a
 // port of its own so that it can be kept off the network the API is served on (a scraper inside
 // the cluster, no token). Anything else is 404; a scrape that fails (the store unreachable for the
-// queue gauges) is 503 with one line saying why.
+// queue gauges), or one before the service has started, is 503 with one line saying why.
 import http from 'node:http';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log';
 
-export function createMetricsServer(registry: Registry, logger: Logger): http.Server {
+/** `registryOf()`: the service's registry, null until the service has started (the port is opened first). */
+export function createMetricsServer(registryOf: () => Registry | null, logger: Logger): http.Server {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
     if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found: GET /metrics\n');
+      return;
+    }
+    const registry = registryOf();
+    if (!registry) {
+      res.writeHead(503, { 'Content-Type': 'text/plain' }).end('metrics unavailable: the service is starting\n');
       return;
     }
     registry.metrics().then(

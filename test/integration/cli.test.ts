@@ -1,8 +1,10 @@
 // The `build-api` command as an operator runs it (needs `npm run build`, which `npm test` does first).
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { DEFAULT_METRICS_PORT } from '../../src/config';
 import { projectRoot } from '../../src/paths';
 import { minimalAgent } from '../helpers/fixtures';
 import { startService, type TestService } from '../helpers/service';
@@ -93,7 +95,7 @@ describe('every start-up failure is one line naming its cause, and exit status 1
     oneLine(serve({ PORT: taken }), new RegExp(`^build-api: cannot listen on 127\\.0\\.0\\.1:${taken}: the address is in use`));
   });
   test("an address that is not this machine's", () => {
-    oneLine(serve({ HOST: '192.0.2.1' }), /cannot listen on 192\.0\.2\.1:0: the address is not one of this machine's/);
+    oneLine(serve({ HOST: '192.0.2.1' }), /cannot listen on 192\.0\.2\.1:\d+: the address is not one of this machine's \(set HOST\)/); // the metrics' port is opened first
   });
   test('a directory that cannot be made: a part of the path is a file', () => {
     fs.writeFileSync(path.join(dir, 'plain-file'), 'x');
@@ -116,6 +118,46 @@ describe('every start-up failure is one line naming its cause, and exit status 1
     if (t.config.databaseUrl) return; // the service under test holds no SQLite file
     oneLine(serve({ DATABASE_PATH: t.config.databasePath }), /already/);
   });
+});
+
+test("the default metrics port held by another process: serve starts with metrics off and says why; METRICS_PORT set to it stops the start", async () => {
+  // Holds the default port, unless another process of this machine already does: taken either way.
+  const holder = net.createServer();
+  await new Promise<void>((resolve) => holder.once('error', () => resolve()).listen(DEFAULT_METRICS_PORT, '127.0.0.1', resolve));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-metrics-'));
+  const { METRICS_PORT: _unset, ...withoutMetricsPort } = env;
+  const serveEnv = { ...withoutMetricsPort, DATABASE_URL: '', DATABASE_PATH: path.join(dir, 'b.db'), PORT: '0' };
+  try {
+    const refused = spawnSync(process.execPath, [bin, 'serve'], { env: { ...serveEnv, METRICS_PORT: String(DEFAULT_METRICS_PORT) }, encoding: 'utf8' });
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toBe(`build-api: cannot listen on 127.0.0.1:${DEFAULT_METRICS_PORT}: the address is in use (another process serves it; set METRICS_PORT or HOST)\n`);
+
+    const child = spawn(process.execPath, [bin, 'serve'], { env: serveEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const lines: Record<string, unknown>[] = [];
+      await new Promise<void>((resolve, reject) => {
+        let buffer = '';
+        child.stdout.on('data', (chunk: Buffer) => {
+          buffer += chunk.toString('utf8');
+          for (let end = buffer.indexOf('\n'); end >= 0; end = buffer.indexOf('\n')) {
+            lines.push(JSON.parse(buffer.slice(0, end)) as Record<string, unknown>);
+            buffer = buffer.slice(end + 1);
+            if (lines.at(-1)!.msg === 'build-api listening') resolve();
+          }
+        });
+        child.once('exit', (code) => reject(new Error(`serve exited ${code}`)));
+      });
+      expect(lines.map((l) => l.msg)).toContain(`metrics off: cannot listen on 127.0.0.1:${DEFAULT_METRICS_PORT}: the address is in use (another process serves it; set METRICS_PORT or HOST)`);
+      const listening = lines.find((l) => l.msg === 'build-api listening') as { metrics: string; address: { port: number } };
+      expect(listening.metrics).toBe('off');
+      expect((await fetch(`http://127.0.0.1:${listening.address.port}/healthz`)).status).toBe(200);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  } finally {
+    holder.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('DATABASE_PATH: the parent directory is created', () => {
