@@ -10,7 +10,7 @@
 import type { Sql } from './database';
 
 /** The slots a workspace's credits are spread over. */
-export const CREDIT_SLOTS = 8;
+const CREDIT_SLOTS = 8;
 
 /** A slot to debit, at random: concurrent debits of one workspace mostly take different rows. */
 export const randomSlot = (): number => Math.floor(Math.random() * CREDIT_SLOTS);
@@ -29,9 +29,10 @@ const SPREAD = `WITH emptied AS (UPDATE workspaces SET credits = 0 WHERE id = $1
   FROM generate_series(0, $3::integer - 1) AS s
   ON CONFLICT (workspace_id, slot) DO UPDATE SET credits = excluded.credits`;
 
+const DEBIT_SLOT = debitSlotSql({ amount: '$1', workspace: '$2', slot: '$3' });
+
 /** Debits `amount` from one slot chosen at random, if it covers it. */
-const debitSlot = async (sql: Sql, workspace: string, amount: number): Promise<boolean> =>
-  (await sql.count(debitSlotSql({ amount: '$1', workspace: '$2', slot: '$3' }), [amount, workspace, randomSlot()])) === 1;
+const debitSlot = async (sql: Sql, workspace: string, amount: number): Promise<boolean> => (await sql.count(DEBIT_SLOT, [amount, workspace, randomSlot()])) === 1;
 
 /** The exact path (inside the caller's transaction): the whole balance locked, debited if it covers `amount`, the rest spread. */
 async function debitExactly(sql: Sql, workspace: string, amount: number): Promise<boolean> {
