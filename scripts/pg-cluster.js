@@ -7,6 +7,10 @@
 //   node scripts/pg-cluster.js start [--durable]   prints DATABASE_URL=… and PG_CLUSTER_DIR=…, leaves it running
 //   node scripts/pg-cluster.js stop <dir>
 //
+// PG_CLUSTER_CPUS (a `taskset -c` list, say `1`) starts the server on those CPUs only: with the
+// benchmark pinned elsewhere (`taskset -c 0 node scripts/bench.js …`), the database has cores of
+// its own, as in a deployment, instead of sharing them with the service and the load generator.
+//
 // As a module: `const cluster = await startCluster(); … await cluster.stop();`
 'use strict';
 const { execFileSync } = require('node:child_process');
@@ -30,10 +34,11 @@ function binDir() {
 }
 
 /** Runs a PostgreSQL binary as the `postgres` user when this process is root (initdb refuses root). */
-function asPostgres(bin, args) {
+function asPostgres(bin, args, { cpus } = {}) {
   const file = path.join(binDir(), bin);
   const [cmd, argv] = process.getuid && process.getuid() === 0 ? ['runuser', ['-u', 'postgres', '--', file, ...args]] : [file, args];
-  return execFileSync(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+  const [pinnedCmd, pinnedArgv] = cpus ? ['taskset', ['-c', cpus, cmd, ...argv]] : [cmd, argv];
+  return execFileSync(pinnedCmd, pinnedArgv, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
 }
 
 /**
@@ -49,7 +54,7 @@ async function startCluster({ durable = false } = {}) {
   asPostgres('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale=C.UTF-8']);
   const fast = durable ? '' : ' -c fsync=off -c full_page_writes=off -c synchronous_commit=off';
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200${fast}`;
-  asPostgres('pg_ctl', ['-D', data, '-o', options, '-l', path.join(dir, 'server.log'), '-w', '-t', '30', 'start']);
+  asPostgres('pg_ctl', ['-D', data, '-o', options, '-l', path.join(dir, 'server.log'), '-w', '-t', '30', 'start'], { cpus: process.env.PG_CLUSTER_CPUS });
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     dir,
