@@ -173,7 +173,12 @@ async function verifyDatabase(restartedAt: string): Promise<{ interrupted: numbe
       db.close();
     }
   }
-  const agents = await storedRows<{ id: string; document: string }>(s, 'SELECT a.id, v.document FROM agents AS a JOIN agent_versions AS v ON v.document_id = a.id AND v.version = a.version');
+  // Each agent's current version's text: SQLite keeps it in a table of its own (migration 016).
+  const currentText =
+    storeUnderTest === 'sqlite'
+      ? 'SELECT a.id, t.document FROM agents AS a JOIN agent_versions AS v ON v.document_id = a.id AND v.version = a.version JOIN agent_version_texts AS t ON t.id = v.text_id'
+      : 'SELECT a.id, v.document FROM agents AS a JOIN agent_versions AS v ON v.document_id = a.id AND v.version = a.version';
+  const agents = await storedRows<{ id: string; document: string }>(s, currentText);
   for (const agent of agents) {
     const doc = JSON.parse(agent.document) as { triggers: { id: string; kind: string; secret_prefix?: string | null }[] };
     const rows = await storedRows<{ id: string; kind: string; secret_hash: string | null; secret_prefix: string | null }>(

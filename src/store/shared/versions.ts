@@ -16,16 +16,16 @@ export interface VersionRow {
   document?: string;
 }
 
-/** The statements of one versions table. Parameters by name. */
+/**
+ * The statements of one versions table that read or delete its rows' own columns, alike in both
+ * stores (where each keeps a version's text differs: SQLite in a table of its own, migration 016).
+ * Parameters by name.
+ */
 export function versionStatements(table: DocumentTable) {
   const versions = versionTable(table);
   return {
-    /** Kept by a write, after the document's own row (the foreign key): @id, @version, @stamp, @author, @changes, @document. */
-    keep: `INSERT INTO ${versions} (document_id, version, stamp_us, author, changes, document) VALUES (@id, @version, @stamp, @author, @changes, @document)`,
     /** A page, newest first, by the primary key: @id, @before, @limit. */
     list: `SELECT version, stamp_us, author, changes FROM ${versions} WHERE document_id = @id AND version < @before ORDER BY version DESC LIMIT @limit`,
-    /** One version with its document: @id, @version. */
-    get: `SELECT version, stamp_us, author, changes, document FROM ${versions} WHERE document_id = @id AND version = @version`,
     /**
      * Up to @limit versions older than their document's newest @keep that no run names, deleted.
      * Each document's old versions are a range of the primary key; runs_by_target answers whether a

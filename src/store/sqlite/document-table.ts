@@ -12,7 +12,7 @@ import { chooseSlug, newVersion, stamped, StoredVersion, versionOfRow, type Docu
 import { ListCache } from '../shared/list-cache';
 import { RowCache } from '../shared/row-cache';
 import { versionTable } from '../shared/versions';
-import { sqliteVersions } from './versions';
+import { sqliteVersions, versionTextJoin } from './versions';
 
 type Statement = SqliteStatement;
 
@@ -41,9 +41,9 @@ export interface DocumentTableSpec<T extends { slug?: string; updated_at?: strin
 function documentStatements(db: Db, spec: Pick<DocumentTableSpec<never>, 'table' | 'columns' | 'listSql'>) {
   const { table } = spec;
   const extra = Object.keys(spec.columns);
-  // The document's text is its current version's (migrations/013): kept once, by the version's write.
-  const selectFrom = `SELECT d.id, d.workspace_id, d.slug, d.version, d.stamp_us, v.document FROM ${table} AS d
-    JOIN ${versionTable(table)} AS v ON v.document_id = d.id AND v.version = d.version`;
+  // The document's text is its current version's (migrations 013 and 016): kept once, by the version's write.
+  const selectFrom = `SELECT d.id, d.workspace_id, d.slug, d.version, d.stamp_us, t.document FROM ${table} AS d
+    JOIN ${versionTable(table)} AS v ON v.document_id = d.id AND v.version = d.version ${versionTextJoin(table)}`;
   const byId = db.prepare(`${selectFrom} WHERE d.workspace_id = ? AND d.id = ?`);
   const bySlug = db.prepare(`${selectFrom} WHERE d.workspace_id = ? AND d.slug = ?`);
   // What a replace checks (a document's stamp) without reading the document itself.
