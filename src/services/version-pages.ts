@@ -6,6 +6,13 @@
 // above that line. A write makes a new current version: the next list names other pages, and the
 // old ones go as the budget needs room. Across replicas the current version is the one the request
 // read, which the store confirms against other replicas' writes.
+//
+// A page read once (a client walking the cursor down) is built from runs of VERSION_RUN consecutive
+// versions, each read whole by one query the first time a page needs it and held as its items'
+// JSON: the next pages of the walk need no query. A run is held only when it is complete (all of it
+// at or below the current version) and above the prune line, for the reasons above; its key names
+// no current version, as a complete run never changes until pruning can reach it, which every use
+// checks again.
 import type { DocumentVersionPage } from '../domain/types';
 import { BudgetedMap } from '../store/shared/budgeted-map';
 import type { Page } from './pages';
@@ -21,18 +28,70 @@ export interface BuiltVersionPage {
 /** What the held pages may take: their JSON text and the encoded replies kept with them (http/app.ts). */
 export const VERSION_PAGES_BYTES = 8 * 1024 * 1024;
 
+/** How many versions a held run spans: a page (at most 100 and the one after) spans at most three runs. */
+export const VERSION_RUN = 100;
+
+/** What the held runs may take (their items' JSON). */
+export const VERSION_RUNS_BYTES = 8 * 1024 * 1024;
+
+/** One version as a list's item: its number and its JSON. */
+export interface ListedVersion {
+  version: number;
+  json: string;
+}
+
 /** What an entry holds besides its JSON: its key, the objects and the map's slot. */
 const ENTRY_OVERHEAD_BYTES = 256;
 
+const runBytes = (run: ListedVersion[]) => run.reduce((sum, v) => sum + 2 * v.json.length + 64, ENTRY_OVERHEAD_BYTES);
+
 export class VersionPages {
   private readonly pages: BudgetedMap<string, VersionPage>;
+  private readonly runs: BudgetedMap<string, ListedVersion[]>;
 
   /** `versionsKept`: the VERSIONS_KEPT every replica prunes to. */
   constructor(
     private readonly versionsKept: number,
     maxBytes = VERSION_PAGES_BYTES,
+    runsMaxBytes = VERSION_RUNS_BYTES,
   ) {
     this.pages = new BudgetedMap<string, VersionPage>(maxBytes, (page) => 2 * page.json.length + ENTRY_OVERHEAD_BYTES);
+    this.runs = new BudgetedMap<string, ListedVersion[]>(runsMaxBytes, runBytes);
+  }
+
+  /**
+   * The `count` versions below `before`, newest first, as `read` lists them (`read(before, count)`):
+   * from the held runs when every run they span can be held (see above), each run read whole the
+   * first time; otherwise as `read` answers now.
+   */
+  async below(documentId: string, currentVersion: number, before: number, count: number, read: (before: number, count: number) => Promise<ListedVersion[]>): Promise<ListedVersion[]> {
+    const top = Math.min(before - 1, currentVersion);
+    const bottom = Math.max(1, top - count + 1);
+    const [highest, lowest] = [runOf(top), runOf(bottom)];
+    const holdable = (run: number) => (run + 1) * VERSION_RUN <= currentVersion && run * VERSION_RUN + 1 > currentVersion - this.versionsKept;
+    if (top < 1 || !holdable(highest) || !holdable(lowest)) return read(before, count);
+    const listed: ListedVersion[] = [];
+    for (let run = highest; run >= lowest; run--) {
+      const versions = await this.run(documentId, run, read);
+      // A version missing where none can be (another replica pruning to fewer): as the store lists them.
+      if (!versions) return read(before, count);
+      // A whole run is newest first: version v at ((run + 1) × VERSION_RUN − v).
+      const runTop = (run + 1) * VERSION_RUN;
+      listed.push(...versions.slice(runTop - Math.min(top, runTop), runTop - Math.max(bottom, run * VERSION_RUN + 1) + 1));
+    }
+    return listed;
+  }
+
+  /** Run `run` of the document's versions, newest first: held, or read now and held; null when it is not whole. */
+  private async run(documentId: string, run: number, read: (before: number, count: number) => Promise<ListedVersion[]>): Promise<ListedVersion[] | null> {
+    const key = `${documentId} ${run}`;
+    const held = this.runs.get(key);
+    if (held) return held;
+    const versions = await read((run + 1) * VERSION_RUN + 1, VERSION_RUN);
+    // Whole: every version of the run, and none below it (a version missing would bring one).
+    if (versions.length !== VERSION_RUN || versions[VERSION_RUN - 1]!.version !== run * VERSION_RUN + 1) return null;
+    this.runs.set(key, versions);
+    return versions;
   }
 
   /** The page held for this document version, cursor and limit, or the one `build` makes now (held when pruning cannot reach it). */
@@ -45,3 +104,6 @@ export class VersionPages {
     return page;
   }
 }
+
+/** The run version `version` is in (versions are numbered from 1). */
+const runOf = (version: number) => Math.floor((version - 1) / VERSION_RUN);

@@ -9,7 +9,7 @@ import type { DocumentVersionPage, JsonPatchOperation } from '../domain/types';
 import { badRequest, notFound } from '../errors';
 import type { DocumentRecord, KeptVersion, Serialized, VersionEntry, VersionRepository } from '../store/port';
 import { DEFAULT_PAGE, decodeCursor, pageOf } from './pages';
-import type { VersionPage, VersionPages } from './version-pages';
+import type { ListedVersion, VersionPage, VersionPages } from './version-pages';
 
 export interface VersionedKind<T> {
   /** 'agent' or 'workflow', in messages. */
@@ -53,14 +53,18 @@ export async function keptVersion<T>(versions: VersionRepository<T>, record: Doc
 export function listVersions<T>(kind: VersionedKind<T>, pages: VersionPages, record: DocumentRecord<T>, limitParam: number | string | undefined, cursor: string | undefined): Promise<VersionPage> {
   const limit = limitParam === undefined ? DEFAULT_PAGE : Number(limitParam);
   const before = cursor === undefined ? record.version + 1 : decodeVersionCursor(cursor);
+  const listed = (from: number, count: number): Promise<ListedVersion[]> =>
+    kind.versions.list(record.id, from, count).then((entries) => entries.map((e) => ({ version: e.version, json: itemJson(record.id, e) })));
   return pages.get(record.id, record.version, before, limit, async () => {
-    const entries = await kind.versions.list(record.id, before, limit + 1);
-    const item = (e: VersionEntry) =>
-      `{"version":${e.version},"version_id":${JSON.stringify(versionId(record.id, e.version))},"updated_at":"${formatStamp(e.stampMicros)}","author":${JSON.stringify(e.author)},"changes":${e.changesJson}}`;
-    const page = pageOf<VersionEntry, DocumentVersionPage>(entries, limit, item, (last) => ({ v: last.version }));
-    return { page, lowestRead: entries[entries.length - 1]?.version ?? null };
+    const versions = await pages.below(record.id, record.version, before, limit + 1, listed);
+    const page = pageOf<ListedVersion, DocumentVersionPage>(versions, limit, (v) => v.json, (last) => ({ v: last.version }));
+    return { page, lowestRead: versions[versions.length - 1]?.version ?? null };
   });
 }
+
+/** A version as a list's item. */
+const itemJson = (documentId: string, e: VersionEntry) =>
+  `{"version":${e.version},"version_id":${JSON.stringify(versionId(documentId, e.version))},"updated_at":"${formatStamp(e.stampMicros)}","author":${JSON.stringify(e.author)},"changes":${e.changesJson}}`;
 
 /** The version a version list's cursor names: the page continues below it. */
 const decodeVersionCursor = (cursor: string): number => decodeCursor(cursor, ({ v }) => (typeof v === 'number' && Number.isInteger(v) && v >= 1 ? v : undefined));
