@@ -12,7 +12,8 @@ import { storedBytes, storedValue } from '../helpers/stored';
 type Agent = components['schemas']['Agent'];
 let t: TestService;
 beforeAll(async () => {
-  t = await startService();
+  // Versions kept well above what a test writes, so that the runs of 100 a walk reads are held (services/version-pages.ts).
+  t = await startService({ VERSIONS_KEPT: '1000' });
 });
 afterAll(() => t.close());
 
@@ -99,6 +100,33 @@ test('pages of versions neither repeat nor skip while writes land; Link names th
   }
   expect(seen).toEqual(Array.from({ length: top }, (_, i) => top - i));
   expect((await versionsOf(doc.id, { cursor: 'not-a-cursor' })).response.status).toBe(400);
+});
+
+test('a walk down more than two runs of 100 versions lists each version once, as the first walk listed it, while writes land', async () => {
+  const { doc } = await createAgent();
+  for (let i = 0; i < 250; i++) expect((await replaceAgent(doc.id, () => ({ description: `bulk ${i}` }))).response.status).toBe(200);
+  const walk = async () => {
+    const items: unknown[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 100; page++) {
+      const res = await versionsOf(doc.id, { limit: 9, ...(cursor && { cursor }) });
+      expect(res.response.status).toBe(200);
+      items.push(...res.data!.data);
+      await replaceAgent(doc.id, () => ({ description: `during page ${page}` }));
+      if (!res.data!.next_cursor) break;
+      cursor = res.data!.next_cursor;
+    }
+    return items as { version: number; updated_at: string; changes: string[] }[];
+  };
+  const first = await walk(); // builds the runs of versions 1–200 as the pages reach them
+  const top = first[0]!.version;
+  expect(first.map((v) => v.version)).toEqual(Array.from({ length: top }, (_, i) => top - i));
+  const again = await walk(); // starts higher (the writes of the first walk), then the same versions from the held runs
+  expect(again.slice(again.length - top)).toEqual(first);
+  const sample = first.find((v) => v.version === 150)!;
+  const read = await versionOf(doc.id, '150');
+  expect(sample.updated_at).toBe(read.data!.data.updated_at);
+  expect(sample.changes).toEqual(['description changed']);
 });
 
 test('a diff is an RFC 6902 patch that another library applies to give the other version exactly', async () => {
