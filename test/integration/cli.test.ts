@@ -1,5 +1,5 @@
 // The `build-api` command as an operator runs it (needs `npm run build`, which `npm test` does first).
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -8,6 +8,7 @@ import { DEFAULT_METRICS_PORT } from '../../src/config';
 import { projectRoot } from '../../src/paths';
 import { minimalAgent } from '../helpers/fixtures';
 import { startService, type TestService } from '../helpers/service';
+import { startServer } from '../reliability/server';
 
 const bin = path.join(projectRoot, 'bin', 'build-api.js');
 let t: TestService;
@@ -132,27 +133,15 @@ test("the default metrics port held by another process: serve starts with metric
     expect(refused.status).toBe(1);
     expect(refused.stderr).toBe(`build-api: cannot listen on 127.0.0.1:${DEFAULT_METRICS_PORT}: the address is in use (another process serves it; set METRICS_PORT or HOST)\n`);
 
-    const child = spawn(process.execPath, [bin, 'serve'], { env: serveEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    // METRICS_PORT empty: unset, the default port.
+    const server = await startServer({ METRICS_PORT: '' });
     try {
-      const lines: Record<string, unknown>[] = [];
-      await new Promise<void>((resolve, reject) => {
-        let buffer = '';
-        child.stdout.on('data', (chunk: Buffer) => {
-          buffer += chunk.toString('utf8');
-          for (let end = buffer.indexOf('\n'); end >= 0; end = buffer.indexOf('\n')) {
-            lines.push(JSON.parse(buffer.slice(0, end)) as Record<string, unknown>);
-            buffer = buffer.slice(end + 1);
-            if (lines.at(-1)!.msg === 'build-api listening') resolve();
-          }
-        });
-        child.once('exit', (code) => reject(new Error(`serve exited ${code}`)));
-      });
+      const lines = server.logs.filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
       expect(lines.map((l) => l.msg)).toContain(`metrics off: cannot listen on 127.0.0.1:${DEFAULT_METRICS_PORT}: the address is in use (another process serves it; set METRICS_PORT or HOST)`);
-      const listening = lines.find((l) => l.msg === 'build-api listening') as { metrics: string; address: { port: number } };
-      expect(listening.metrics).toBe('off');
-      expect((await fetch(`http://127.0.0.1:${listening.address.port}/healthz`)).status).toBe(200);
+      expect(lines.find((l) => l.msg === 'build-api listening')?.metrics).toBe('off');
+      expect((await fetch(`${server.baseUrl}/healthz`)).status).toBe(200);
     } finally {
-      child.kill('SIGKILL');
+      await server.dispose();
     }
   } finally {
     holder.close();
