@@ -4,9 +4,9 @@
 import fs from 'node:fs';
 import type { Server, ServerResponse } from 'node:http';
 import path from 'node:path';
+import type { Registry } from 'prom-client';
 import { loadConfig, ConfigError, type Config } from './config';
 import { createLogger, type Logger } from './log';
-import type { Registry } from 'prom-client';
 import { createService, StoreUnavailableError } from './service';
 import { createHttpServer } from './http/server';
 import { createMetricsServer } from './http/metrics-server';

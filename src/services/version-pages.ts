@@ -43,7 +43,10 @@ export interface ListedVersion {
 /** What an entry holds besides its JSON: its key, the objects and the map's slot. */
 const ENTRY_OVERHEAD_BYTES = 256;
 
-const runBytes = (run: ListedVersion[]) => run.reduce((sum, v) => sum + 2 * v.json.length + 64, ENTRY_OVERHEAD_BYTES);
+/** What a held run's item takes besides its JSON: its object and its slot in the run's array. */
+const ITEM_OVERHEAD_BYTES = 64;
+
+const runBytes = (run: ListedVersion[]) => run.reduce((sum, v) => sum + 2 * v.json.length + ITEM_OVERHEAD_BYTES, ENTRY_OVERHEAD_BYTES);
 
 export class VersionPages {
   private readonly pages: BudgetedMap<string, VersionPage>;
@@ -66,10 +69,13 @@ export class VersionPages {
    */
   async below(documentId: string, currentVersion: number, before: number, count: number, read: (before: number, count: number) => Promise<ListedVersion[]>): Promise<ListedVersion[]> {
     const top = Math.min(before - 1, currentVersion);
+    if (top < 1) return read(before, count);
     const bottom = Math.max(1, top - count + 1);
-    const [highest, lowest] = [runOf(top), runOf(bottom)];
+    const highest = runOf(top);
+    const lowest = runOf(bottom);
+    // The runs between are held if these two are: complete, and above the prune line.
     const holdable = (run: number) => (run + 1) * VERSION_RUN <= currentVersion && run * VERSION_RUN + 1 > currentVersion - this.versionsKept;
-    if (top < 1 || !holdable(highest) || !holdable(lowest)) return read(before, count);
+    if (!holdable(highest) || !holdable(lowest)) return read(before, count);
     const listed: ListedVersion[] = [];
     for (let run = highest; run >= lowest; run--) {
       const versions = await this.run(documentId, run, read);

@@ -53,9 +53,9 @@ export async function keptVersion<T>(versions: VersionRepository<T>, record: Doc
 export function listVersions<T>(kind: VersionedKind<T>, pages: VersionPages, record: DocumentRecord<T>, limitParam: number | string | undefined, cursor: string | undefined): Promise<VersionPage> {
   const limit = limitParam === undefined ? DEFAULT_PAGE : Number(limitParam);
   const before = cursor === undefined ? record.version + 1 : decodeVersionCursor(cursor);
-  const listed = (from: number, count: number): Promise<ListedVersion[]> =>
-    kind.versions.list(record.id, from, count).then((entries) => entries.map((e) => ({ version: e.version, json: itemJson(record.id, e) })));
   return pages.get(record.id, record.version, before, limit, async () => {
+    const listed = async (from: number, count: number): Promise<ListedVersion[]> =>
+      (await kind.versions.list(record.id, from, count)).map((e) => ({ version: e.version, json: itemJson(record.id, e) }));
     const versions = await pages.below(record.id, record.version, before, limit + 1, listed);
     const page = pageOf<ListedVersion, DocumentVersionPage>(versions, limit, (v) => v.json, (last) => ({ v: last.version }));
     return { page, lowestRead: versions[versions.length - 1]?.version ?? null };
