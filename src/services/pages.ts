@@ -35,6 +35,16 @@ export function decodeCursor<V>(cursor: string, read: (position: Record<string, 
 export function pageOf<R, T>(rows: R[], limit: number, item: (row: R) => string, positionOf: (last: R) => Record<string, unknown>): Page<T> {
   const shown = rows.slice(0, limit);
   const last = shown[shown.length - 1];
-  const nextCursor = rows.length > limit && last !== undefined ? encodeCursor(positionOf(last)) : null;
-  return { json: `{"data":[${shown.map(item).join(',')}],"next_cursor":${JSON.stringify(nextCursor)}}` as Serialized<T>, nextCursor };
+  return pageOfItems(shown.map(item), rows.length > limit && last !== undefined ? positionOf(last) : null);
+}
+
+/**
+ * The page whose items' JSON, in order, `items` holds (each may be several items joined by commas);
+ * `next`: where the next page starts (null: this is the last page).
+ */
+export function pageOfItems<T>(items: string[], next: Record<string, unknown> | null): Page<T> {
+  const nextCursor = next && encodeCursor(next);
+  // Joined into one new string: a page that is held keeps none of the strings it was made from (the
+  // runs' text, version-pages.ts) alive.
+  return { json: ['{"data":[', items.join(','), `],"next_cursor":${JSON.stringify(nextCursor)}}`].join('') as Serialized<T>, nextCursor };
 }

@@ -5,11 +5,11 @@
 // the form runs' `workflow_version_id` takes.
 import { compare } from 'fast-json-patch';
 import { formatStamp } from '../domain/stamps';
-import type { DocumentVersionPage, JsonPatchOperation } from '../domain/types';
+import type { JsonPatchOperation } from '../domain/types';
 import { badRequest, notFound } from '../errors';
 import type { DocumentRecord, KeptVersion, Serialized, VersionEntry, VersionRepository } from '../store/port';
-import { DEFAULT_PAGE, decodeCursor, pageOf } from './pages';
-import type { ListedVersion, VersionPage, VersionPages } from './version-pages';
+import { DEFAULT_PAGE, decodeCursor } from './pages';
+import type { VersionPage, VersionPages, VersionRead } from './version-pages';
 
 export interface VersionedKind<T> {
   /** 'agent' or 'workflow', in messages. */
@@ -53,13 +53,8 @@ export async function keptVersion<T>(versions: VersionRepository<T>, record: Doc
 export function listVersions<T>(kind: VersionedKind<T>, pages: VersionPages, record: DocumentRecord<T>, limitParam: number | string | undefined, cursor: string | undefined): Promise<VersionPage> {
   const limit = limitParam === undefined ? DEFAULT_PAGE : Number(limitParam);
   const before = cursor === undefined ? record.version + 1 : decodeVersionCursor(cursor);
-  return pages.get(record.id, record.version, before, limit, async () => {
-    const listed = async (from: number, count: number): Promise<ListedVersion[]> =>
-      (await kind.versions.list(record.id, from, count)).map((e) => ({ version: e.version, json: itemJson(record.id, e) }));
-    const versions = await pages.below(record.id, record.version, before, limit + 1, listed);
-    const page = pageOf<ListedVersion, DocumentVersionPage>(versions, limit, (v) => v.json, (last) => ({ v: last.version }));
-    return { page, lowestRead: versions[versions.length - 1]?.version ?? null };
-  });
+  const listed: VersionRead = async (from, count) => (await kind.versions.list(record.id, from, count)).map((e) => ({ version: e.version, json: itemJson(record.id, e) }));
+  return pages.get(record.id, record.version, before, limit, () => pages.build(record.id, record.version, before, limit, listed));
 }
 
 /** A version as a list's item. */
