@@ -1,5 +1,7 @@
 // The version lists' held pages (services/version-pages.ts): a page is held only while pruning cannot
 // reach it, and a document's new version names new pages.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { VERSION_PAGES_BYTES, VersionPages, type BuiltVersionPage, type ListedVersion } from '../../src/services/version-pages';
 import type { Serialized } from '../../src/store/port';
 import type { DocumentVersionPage } from '../../src/domain/types';
@@ -147,5 +149,25 @@ describe('runs of versions for the pages read once', () => {
     await pages.build('doc', 1_000, 51, 4, store.read);
     await pages.build('doc', 1_000, 51, 4, store.read);
     expect(store.queries()).toBe(2);
+  });
+
+  test("a held page keeps none of a run's text alive once the run has gone", async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const filler = 'x'.repeat(200);
+    const documents = 400; // each run's text ~21 KB: ~8 MB if every page kept its run's
+    const pages = new VersionPages(10_000, VERSION_PAGES_BYTES, 50_000); // two runs held at most
+    const read = async (before: number, count: number): Promise<ListedVersion[]> => {
+      const listed: ListedVersion[] = [];
+      for (let v = before - 1; v >= 1 && listed.length < count; v--) listed.push({ version: v, json: `{"version":${v},"text":"${filler}"}` });
+      return listed;
+    };
+    gc();
+    const heapBefore = process.memoryUsage().heapUsed;
+    for (let d = 0; d < documents; d++) await pages.get(`doc ${d}`, 200, 51, 1, () => pages.build(`doc ${d}`, 200, 51, 1, read));
+    gc();
+    const grown = process.memoryUsage().heapUsed - heapBefore;
+    expect(grown).toBeLessThan(2_000_000); // the pages (~230 bytes each, and their keys) and two runs
+    expect(JSON.parse((await pages.get('doc 0', 200, 51, 1, () => Promise.reject(new Error('not held')))).json).data[0].version).toBe(50);
   });
 });
