@@ -53,9 +53,14 @@ export async function keptVersion<T>(versions: VersionRepository<T>, record: Doc
 export function listVersions<T>(kind: VersionedKind<T>, pages: VersionPages, record: DocumentRecord<T>, limitParam: number | string | undefined, cursor: string | undefined): Promise<VersionPage> {
   const limit = limitParam === undefined ? DEFAULT_PAGE : Number(limitParam);
   const before = cursor === undefined ? record.version + 1 : decodeVersionCursor(cursor);
-  const listed: VersionRead = async (from, count) => (await kind.versions.list(record.id, from, count)).map((e) => ({ version: e.version, json: itemJson(record.id, e) }));
-  return pages.get(record.id, record.version, before, limit, () => pages.build(record.id, record.version, before, limit, listed));
+  return pages.get(record.id, record.version, before, limit, () => pages.build(record.id, record.version, before, limit, storeRead(kind, record.id)));
 }
+
+/** The document's versions as the store lists them, each as a list's item. */
+const storeRead =
+  <T>(kind: VersionedKind<T>, documentId: string): VersionRead =>
+  async (before, count) =>
+    (await kind.versions.list(documentId, before, count)).map((e) => ({ version: e.version, json: itemJson(documentId, e) }));
 
 /** A version as a list's item. */
 const itemJson = (documentId: string, e: VersionEntry) =>
