@@ -266,7 +266,9 @@ export interface paths {
          * Compare agent versions
          * @description An RFC 6902 JSON Patch that turns the document of `{version}` into the document of `to`
          *     (default: the current version): applied to the first with any RFC 6902 implementation, it
-         *     gives the second exactly. Objects are compared member by member and arrays item by item.
+         *     gives the second exactly. Objects are compared member by member and arrays item by item,
+         *     except that no path goes through a member named `constructor` or `prototype` (which some
+         *     implementations refuse): the object that holds one is replaced whole.
          */
         get: operations["diffAgentVersions"];
         put?: never;
@@ -524,7 +526,9 @@ export interface paths {
          * Compare workflow versions
          * @description An RFC 6902 JSON Patch that turns the document of `{version}` into the document of `to`
          *     (default: the current version): applied to the first with any RFC 6902 implementation, it
-         *     gives the second exactly. Objects are compared member by member and arrays item by item.
+         *     gives the second exactly. Objects are compared member by member and arrays item by item,
+         *     except that no path goes through a member named `constructor` or `prototype` (which some
+         *     implementations refuse): the object that holds one is replaced whole.
          */
         get: operations["diffWorkflowVersions"];
         put?: never;

@@ -4,8 +4,8 @@
 //                    passes a limit (a value that shares one object many times can be small in
 //                    memory and huge as text);
 //   exceedsDepth     whether it nests deeper than a limit (parseJsonWithin: JSON text, unless deeper);
-//   nulPath          where it holds U+0000, which PostgreSQL's text cannot store (withoutNul
-//                    replaces it in texts a run writes).
+//   refusedTextIn    where it holds U+0000, which PostgreSQL's text cannot store (withoutNul
+//                    replaces it in texts a run writes), or a member named __proto__.
 
 /** UTF-8 bytes of `value` as JSON (escapes inside strings not counted), or null when over `limit`. */
 export function jsonBytesWithin(value: unknown, limit: number): number | null {
@@ -71,19 +71,31 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** The path of member `key` below `base`, as errors name it: `base.key`, or `base["odd key"]`. */
 export const memberPath = (base: string, key: string): string => (IDENTIFIER.test(key) ? `${base}.${key}` : `${base}[${JSON.stringify(key)}]`);
 
-/** The path (`base.a[0].b`) of the first string or member name in `value` holding U+0000, or null. */
-export function nulPath(value: unknown, base: string): string | null {
+/** Where a value holds what no request may carry, and the rule it breaks. */
+export interface RefusedText {
+  path: string;
+  rule: string;
+}
+
+const NUL_RULE = 'must not contain the character U+0000 (NUL)';
+// As fastify's JSON parser refuses it by default (secure-json-parse): a client or library that
+// copies such a member by assignment sets the copy's prototype instead.
+const PROTO_RULE = 'the member name __proto__ is refused (it names the prototype of every JavaScript object)';
+
+/** The first string or member name in `value` holding U+0000, or member named `__proto__`, with its path (`base.a[0].b`); or null. */
+export function refusedTextIn(value: unknown, base: string): RefusedText | null {
   const stack: [unknown, string][] = [[value, base]];
   while (stack.length) {
     const [node, path] = stack.pop() as [unknown, string];
     if (typeof node === 'string') {
-      if (node.includes('\u0000')) return path;
+      if (node.includes('\u0000')) return { path, rule: NUL_RULE };
     } else if (Array.isArray(node)) {
       for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], `${path}[${i}]`]);
     } else if (node !== null && typeof node === 'object') {
       for (const [key, child] of Object.entries(node).reverse()) {
         const at = memberPath(path, key);
-        if (key.includes('\u0000')) return at;
+        if (key.includes('\u0000')) return { path: at, rule: NUL_RULE };
+        if (key === '__proto__') return { path: at, rule: PROTO_RULE };
         stack.push([child, at]);
       }
     }

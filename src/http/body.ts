@@ -3,7 +3,7 @@
 // 4xx that says what to send instead.
 import type { Request } from 'express';
 import type { Operation } from 'openapi-backend';
-import { exceedsDepth, JSON_DEPTH_LIMIT, nulPath } from '../domain/json-limits';
+import { exceedsDepth, JSON_DEPTH_LIMIT, refusedTextIn, type RefusedText } from '../domain/json-limits';
 import { ApiError } from '../errors';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -69,7 +69,7 @@ function isJsonMediaType(contentType: string): boolean {
 }
 
 /** U+0000 in a request's text: no field needs it, and PostgreSQL's text cannot store it, so neither store accepts it. */
-export const nulRefused = (path: string) => new ApiError(400, `${path}: must not contain the character U+0000 (NUL)`);
+export const textRefused = ({ path, rule }: RefusedText) => new ApiError(400, `${path}: ${rule}`);
 
 const declaredBody = (operation: Operation) => operation.requestBody as { required?: boolean } | undefined;
 
@@ -121,18 +121,18 @@ export async function readJsonBody(req: Request, operation: Operation): Promise<
 export function checkParsedBody(body: unknown): unknown {
   if (exceedsDepth(body, JSON_DEPTH_LIMIT)) throw depthError;
   if (Buffer.byteLength(JSON.stringify(body)) > BODY_LIMIT_BYTES) throw tooLargeError;
-  return withoutNul(body);
+  return withoutRefusedText(body);
 }
 
 const depthError = new ApiError(400, `body: nested deeper than ${JSON_DEPTH_LIMIT} levels`);
 
 function withinJsonLimits(body: unknown): unknown {
   if (exceedsDepth(body, JSON_DEPTH_LIMIT)) throw depthError;
-  return withoutNul(body);
+  return withoutRefusedText(body);
 }
 
-function withoutNul(body: unknown): unknown {
-  const nul = nulPath(body, 'body');
-  if (nul) throw nulRefused(nul);
+function withoutRefusedText(body: unknown): unknown {
+  const refused = refusedTextIn(body, 'body');
+  if (refused) throw textRefused(refused);
   return body;
 }

@@ -7,10 +7,10 @@
 import OpenAPIBackend, { type Operation } from 'openapi-backend';
 import addFormats from 'ajv-formats';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { nulPath } from '../domain/json-limits';
+import { refusedTextIn } from '../domain/json-limits';
 import { ApiError } from '../errors';
 import { decodedSegment } from '../log';
-import { nulRefused } from './body';
+import { textRefused } from './body';
 import type { Principal, ServiceContext } from '../services/context';
 import type { EventStream, Handlers, OperationId } from './handlers/types';
 import type { LoadedSpec } from './spec';
@@ -98,6 +98,8 @@ export interface Operations {
   dispatch(match: Extract<Match, { operation: Operation }>, request: { method: string; path: string; headers: Record<string, unknown>; query: Record<string, unknown>; body: unknown }, principal: Principal): Promise<Reply>;
 }
 
+const DECIMAL_INTEGER = /^-?[0-9]+$/;
+
 /**
  * The operation's compiled validators (its body's, then its parameters') applied to the request as
  * openapi-backend's validateRequest applies them, without re-parsing a request that is parsed
@@ -138,12 +140,10 @@ export async function createOperations(spec: LoadedSpec, handlers: Handlers, ctx
   const validators = new Map(routes.map(({ operation: { operationId } }) => [operationId, (api.validator.getRequestValidatorsForOperation(operationId as string) ?? []) as ValidateFunction[]]));
   const validatorsOf = (operation: Operation) => validators.get(operation.operationId) as ValidateFunction[];
   // Each operation's query parameters whose schema is an array (form style, exploded: repeatable).
-  const arrayQueryOf = new Map(
-    routes.map(({ operation }) => [
-      operation.operationId as string,
-      ((operation.parameters ?? []) as { in?: string; name?: string; schema?: { type?: string } }[]).filter((p) => p.in === 'query' && p.schema?.type === 'array').map((p) => p.name as string),
-    ]),
-  );
+  const queryParametersOf = (operation: Operation, type: string) =>
+    ((operation.parameters ?? []) as { in?: string; name?: string; schema?: { type?: string } }[]).filter((p) => p.in === 'query' && p.schema?.type === type).map((p) => p.name as string);
+  const arrayQueryOf = new Map(routes.map(({ operation }) => [operation.operationId as string, queryParametersOf(operation, 'array')]));
+  const integerQueryOf = new Map(routes.map(({ operation }) => [operation.operationId as string, queryParametersOf(operation, 'integer')]));
 
   return {
     api,
@@ -163,8 +163,13 @@ export async function createOperations(spec: LoadedSpec, handlers: Handlers, ctx
       return allowed.length ? { allowed } : null;
     },
     async dispatch({ operation, params }, request, principal) {
-      const nul = nulPath(params, 'path') ?? nulPath(request.query, 'query');
-      if (nul) throw nulRefused(nul);
+      const refused = refusedTextIn(params, 'path') ?? refusedTextIn(request.query, 'query');
+      if (refused) throw textRefused(refused);
+      // The validator would coerce any text JavaScript reads as a number ('1e1', '0x10', ' 5').
+      for (const name of integerQueryOf.get(operation.operationId as string) ?? []) {
+        const value = request.query[name];
+        if (typeof value === 'string' && !DECIMAL_INTEGER.test(value)) throw new ApiError(400, `query.${name}: must be an integer written in decimal digits`);
+      }
       const errors = requestErrors(validatorsOf(operation), params, request, arrayQueryOf.get(operation.operationId as string) ?? []);
       if (errors.length) {
         if (isOnlyMissingIfMatch(errors)) throw new ApiError(428, 'If-Match: required; send the ETag of your last read of this document (or *)');

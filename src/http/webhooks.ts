@@ -6,7 +6,7 @@ import type express from 'express';
 import type { Logger } from '../log';
 import type { ServiceContext } from '../services/context';
 import { deliverWebhook } from '../services/webhook-deliveries';
-import { nulPath } from '../domain/json-limits';
+import { refusedTextIn } from '../domain/json-limits';
 import { ApiError } from '../errors';
 import { readBodyBytes } from './body';
 import type { Operations } from './openapi';
@@ -25,7 +25,7 @@ export function webhookRequests(operations: Operations, ctx: ServiceContext, log
     const done = () => logRequest(logger, req, res, ctx.metrics, 'unmatched');
     const match = operations.match(req.method, path);
     // A U+0000 in the URL names no trigger (and PostgreSQL's text could not be asked about it).
-    if (!match || ('params' in match && nulPath(match.params, 'path'))) {
+    if (!match || ('params' in match && refusedTextIn(match.params, 'path'))) {
       replyWithError(new ApiError(404, 'no webhook at this URL'), req, res, logger);
       return done();
     }

@@ -4,6 +4,7 @@
 // run's (runs.ts). A version is named by its number or by its version id, `<document id>@<number>`,
 // the form runs' `workflow_version_id` takes.
 import { compare } from 'fast-json-patch';
+import { applicableEverywhere } from '../domain/json-patch';
 import { formatStamp } from '../domain/stamps';
 import type { JsonPatchOperation } from '../domain/types';
 import { badRequest, notFound } from '../errors';
@@ -83,8 +84,10 @@ export async function readVersion<T>(kind: VersionedKind<T>, record: DocumentRec
 export async function diffVersions<T>(kind: VersionedKind<T>, record: DocumentRecord<T>, fromRef: string, toRef = 'current'): Promise<{ from: number; to: number; patch: JsonPatchOperation[] }> {
   const from = await keptVersion(kind.versions, record, fromRef, kind.noun);
   const to = toRef === 'current' ? { version: record.version, json: record.json } : await keptVersion(kind.versions, record, toRef, kind.noun, 'to');
+  const target = JSON.parse(to.json) as object;
   // compare makes add, remove and replace operations only (no test: not invertible).
-  return { from: from.version, to: to.version, patch: compare(JSON.parse(from.json) as object, JSON.parse(to.json) as object) as JsonPatchOperation[] };
+  const patch = compare(JSON.parse(from.json) as object, target) as JsonPatchOperation[];
+  return { from: from.version, to: to.version, patch: applicableEverywhere(patch, target) };
 }
 
 /** What a run of kept version `ref` executes: the document as that version kept it (a test run's `version`). */

@@ -34,6 +34,27 @@ test('U+0000 in a document, a member name, a path or a query parameter: 400 nami
   expect(listed.data!.data.filter((a) => a.name.includes('\u0000'))).toEqual([]);
 });
 
+test('a member named __proto__, however escaped, anywhere in a body: 400 naming where, nothing written', async () => {
+  const workflow = (args: string) =>
+    `{"kind":"service.workflow/v1","slug":"proto-member","name":"P","steps":[{"id":"a","kind":"tool","tool":"core.echo","args":${args}}]}`;
+  for (const member of ['"__proto__"', '"\\u005f_proto__"']) {
+    const res = await fetch(`${t.baseUrl}/api/build/workflows`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${t.token()}`, 'content-type': 'application/json' },
+      body: workflow(`{"deep":[{${member}:{"polluted":true}}]}`),
+    });
+    expect([res.status, await res.json()]).toEqual([400, { error: 'body.steps[0].args.deep[0].__proto__: the member name __proto__ is refused (it names the prototype of every JavaScript object)' }]);
+  }
+  expect((await t.client().GET('/api/build/workflows/{ref}', { params: { path: { ref: 'proto-member' } } })).response.status).toBe(404);
+  // The other names a prototype answers to are a document's to use (a diff's patch folds them: domain/json-patch.ts).
+  const res = await fetch(`${t.baseUrl}/api/build/workflows`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${t.token()}`, 'content-type': 'application/json' },
+    body: workflow('{"constructor":{"x":1},"prototype":2}'),
+  });
+  expect(res.status).toBe(201);
+});
+
 test("a NUL a run makes (a tool's error) is kept inside the run's JSON, and as U+FFFD in its error text, on either store", async () => {
   const created = await t.client().PUT('/api/build/agents', {
     body: { ...minimalAgent('Failer'), slug: 'failer', max_steps: 3, tools: { apps: ['core'], connections: 'all', disabled_tools: [], approval: 'destructive' } },

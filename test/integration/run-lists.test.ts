@@ -80,6 +80,10 @@ test('a bad cursor or filter is 400 naming the parameter', async () => {
   expect(await get('cursor=not-a-cursor')).toEqual([400, 'cursor: not a cursor of this list; pass the next_cursor of the previous page as it was given']);
   expect((await get('limit=0'))[0]).toBe(400);
   expect((await get('limit=0'))[1]).toMatch(/limit/);
+  // Numbers JavaScript would read from text, but not integers as the spec writes them.
+  for (const limit of ['1e1', '10.0', '0x10', '%2B5', '%205', '5%20', ''])
+    expect([limit, ...(await get(`limit=${limit}`))]).toEqual([limit, 400, 'query.limit: must be an integer written in decimal digits']);
+  expect((await get('limit=010'))[0]).toBe(200);
   expect((await get('status=done'))[1]).toMatch(/status/);
   expect((await get('source=email'))[1]).toMatch(/source/);
   expect((await get('started_after=yesterday'))[1]).toMatch(/started_after/);

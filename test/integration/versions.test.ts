@@ -81,6 +81,15 @@ test('each write is a version: listed newest first with its id, stamp, author an
   expect((await t.client(elsewhere).GET('/api/build/agents/{ref}/versions/{version}', { params: { path: { ref: doc.id, version: '1' } } })).response.status).toBe(404);
 });
 
+test('a limit outside 1..100 or not written in decimal digits is 400 naming it', async () => {
+  const { doc } = await createAgent();
+  for (const limit of ['0', '101', '1e1', '10.0', '0x10', 'abc']) {
+    const res = await fetch(`${t.baseUrl}/api/build/agents/${doc.id}/versions?limit=${limit}`, { headers: { authorization: `Bearer ${t.token()}` } });
+    expect([limit, res.status]).toEqual([limit, 400]);
+    expect((await res.json()) as { error: string }).toEqual({ error: expect.stringMatching(/^query\.limit: /) });
+  }
+});
+
 test('pages of versions neither repeat nor skip while writes land; Link names the next page', async () => {
   const { doc } = await createAgent();
   for (let i = 0; i < 12; i++) expect((await replaceAgent(doc.id, () => ({ description: `write ${i}` }))).response.status).toBe(200);
@@ -252,6 +261,29 @@ test('workflows: versions kept, restored and run; deleting the workflow deletes 
   expect((await t.client().DELETE('/api/build/workflows/{ref}', { params: { path: { ref: 'versioned-flow' } } })).response.status).toBe(200);
   expect((await t.client().GET('/api/build/workflows/{ref}/versions', { params: { path: { ref: id } } })).response.status).toBe(404);
   expect(Number(await storedValue(t.config, 'SELECT COUNT(*) FROM workflow_versions WHERE document_id = ?', [id]))).toBe(0);
+});
+
+test("a workflow diff through members named constructor or prototype applies with rfc6902, which refuses such paths", async () => {
+  const step = (args: Record<string, unknown>) => [{ id: 'say', kind: 'tool' as const, tool: 'core.echo', args }];
+  const created = await t.client().PUT('/api/build/workflows', {
+    body: { kind: 'service.workflow/v1', slug: 'prototype-args', name: 'Flow', steps: step({ constructor: { x: 1 }, prototype: [1], value: 'a' }) },
+  });
+  expect(created.response.status).toBe(201);
+  const replaced = await t.client().PUT('/api/build/workflows/{ref}', {
+    params: { path: { ref: 'prototype-args' }, header: { 'If-Match': created.response.headers.get('etag')! } },
+    body: { ...created.data!.data.document, name: 'Flow 2', steps: step({ constructor: { x: 2 }, value: 'b' }) } as never,
+  });
+  expect(replaced.response.status).toBe(200);
+  const kept = async (v: string) => (await t.client().GET('/api/build/workflows/{ref}/versions/{version}', { params: { path: { ref: 'prototype-args', version: v } } })).data!.data;
+  for (const [from, to] of [['1', '2'], ['2', '1']] as const) {
+    const res = await t.client().GET('/api/build/workflows/{ref}/versions/{version}/diff', { params: { path: { ref: 'prototype-args', version: from }, query: { to } } });
+    expect(res.response.status).toBe(200);
+    const patched = structuredClone(await kept(from));
+    // Parsed again here: rfc6902 tells an array by its constructor, and the client's JSON was parsed in another realm than jest's.
+    const patch = JSON.parse(JSON.stringify(res.data!.data.patch)) as unknown[];
+    expect(applyPatch(patched, patch as never)).toEqual(patch.map(() => null));
+    expect(patched).toEqual(await kept(to));
+  }
 });
 
 test('no version holds a webhook secret, a signing secret or a secret’s hash', async () => {

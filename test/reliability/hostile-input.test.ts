@@ -179,11 +179,13 @@ describe('garbage', () => {
 
     const proto = '{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}},"kind":"service.workflow/v1","slug":"p","name":"P","steps":[{"id":"a","kind":"tool","tool":"core.echo","args":{"__proto__":{"polluted":true}}}]}';
     const error = await expectError(await request('POST', '/api/build/workflows/validate', proto), [400]);
-    expect(error).toContain('body.__proto__: not allowed here');
-    const inArgs = '{"kind":"service.workflow/v1","slug":"p","name":"P","steps":[{"id":"a","kind":"tool","tool":"core.echo","args":{"__proto__":{"polluted":true},"constructor":1}}]}';
-    const ok = await request('POST', '/api/build/workflows/validate', inArgs);
+    expect(error).toBe('body.__proto__: the member name __proto__ is refused (it names the prototype of every JavaScript object)');
+    const inArgs = (args: string) => `{"kind":"service.workflow/v1","slug":"p","name":"P","steps":[{"id":"a","kind":"tool","tool":"core.echo","args":${args}}]}`;
+    const escaped = await expectError(await request('POST', '/api/build/workflows/validate', inArgs('{"constructor":1,"\\u005f_proto__":{"polluted":true}}')), [400]);
+    expect(escaped).toBe('body.steps[0].args.__proto__: the member name __proto__ is refused (it names the prototype of every JavaScript object)');
+    const ok = await request('POST', '/api/build/workflows/validate', inArgs('{"constructor":1,"prototype":{"polluted":true}}'));
     expect(ok.status).toBe(200);
-    expect(((await ok.json()) as { data: { document: { steps: { args: Record<string, unknown> }[] } } }).data.document.steps[0]!.args).toEqual(JSON.parse('{"__proto__":{"polluted":true},"constructor":1}'));
+    expect(((await ok.json()) as { data: { document: { steps: { args: Record<string, unknown> }[] } } }).data.document.steps[0]!.args).toEqual({ constructor: 1, prototype: { polluted: true } });
 
     expect(await expectError(await request('POST', '/api/build/agents/validate', JSON.stringify(minimalAgent('Num')).replace('"max_steps":1', '"max_steps":1e400')), [400])).toBe('body.max_steps: must be <= 40');
     expect(await expectError(await request('POST', '/api/build/agents/validate', JSON.stringify(minimalAgent('Num')).replace('"max_steps":1', '"max_steps":123456789012345678901234567890')), [400])).toBe('body.max_steps: must be <= 40');
