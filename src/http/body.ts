@@ -68,7 +68,7 @@ function isJsonMediaType(contentType: string): boolean {
   return params.every((p) => !p.startsWith('charset=') || p === 'charset=utf-8' || p === 'charset="utf-8"');
 }
 
-/** U+0000 in a request's text: no field needs it, and PostgreSQL's text cannot store it, so neither store accepts it. */
+/** What no request may carry (domain/json-limits.ts, refusedTextIn): U+0000, which no field needs and PostgreSQL cannot store; a member named __proto__. */
 export const textRefused = ({ path, rule }: RefusedText) => new ApiError(400, `${path}: ${rule}`);
 
 const declaredBody = (operation: Operation) => operation.requestBody as { required?: boolean } | undefined;
@@ -117,7 +117,7 @@ export async function readJsonBody(req: Request, operation: Operation): Promise<
   return withinJsonLimits(body);
 }
 
-/** A body that arrived parsed (an MCP tool's `body`) held to the limits a body sent as text is: its size as JSON, its depth, no NUL. */
+/** A body that arrived parsed (an MCP tool's `body`) held to the limits a body sent as text is: its size as JSON, its depth, no NUL, no member named __proto__. */
 export function checkParsedBody(body: unknown): unknown {
   if (exceedsDepth(body, JSON_DEPTH_LIMIT)) throw depthError;
   if (Buffer.byteLength(JSON.stringify(body)) > BODY_LIMIT_BYTES) throw tooLargeError;
