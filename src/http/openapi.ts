@@ -100,6 +100,14 @@ export interface Operations {
 
 const DECIMAL_INTEGER = /^-?[0-9]+$/;
 
+/** Integer query parameters written in decimal digits: the validator would coerce any text JavaScript reads as a number ('1e1', '0x10', ' 5'). */
+function checkIntegerQuery(query: Record<string, unknown>, names: readonly string[]): void {
+  for (const name of names) {
+    const value = query[name];
+    if (typeof value === 'string' && !DECIMAL_INTEGER.test(value)) throw new ApiError(400, `query.${name}: must be an integer written in decimal digits`);
+  }
+}
+
 /**
  * The operation's compiled validators (its body's, then its parameters') applied to the request as
  * openapi-backend's validateRequest applies them, without re-parsing a request that is parsed
@@ -165,11 +173,7 @@ export async function createOperations(spec: LoadedSpec, handlers: Handlers, ctx
     async dispatch({ operation, params }, request, principal) {
       const refused = refusedTextIn(params, 'path') ?? refusedTextIn(request.query, 'query');
       if (refused) throw textRefused(refused);
-      // The validator would coerce any text JavaScript reads as a number ('1e1', '0x10', ' 5').
-      for (const name of integerQueryOf.get(operation.operationId as string) ?? []) {
-        const value = request.query[name];
-        if (typeof value === 'string' && !DECIMAL_INTEGER.test(value)) throw new ApiError(400, `query.${name}: must be an integer written in decimal digits`);
-      }
+      checkIntegerQuery(request.query, integerQueryOf.get(operation.operationId as string) ?? []);
       const errors = requestErrors(validatorsOf(operation), params, request, arrayQueryOf.get(operation.operationId as string) ?? []);
       if (errors.length) {
         if (isOnlyMissingIfMatch(errors)) throw new ApiError(428, 'If-Match: required; send the ETag of your last read of this document (or *)');
