@@ -18,7 +18,7 @@ export function sendJson(res: Response, status: number, headers: Record<string, 
   res.setHeader('Content-Type', 'application/json');
   res.setHeader('Content-Length', bytes.length);
   res.end(bytes);
-  if (!res.req.complete) closeIfBodyStalls(res.req);
+  if (!res.req.complete && hasBody(res.req)) closeIfBodyStalls(res.req);
 }
 
 /** A reply without a body (204). */
@@ -32,16 +32,37 @@ export function sendEmpty(res: Response, status: number, headers: Record<string,
 export const UNREAD_BODY_MS = 10_000;
 
 /**
+ * Whether a request has a body to read (RFC 9112 §6.3: one without Content-Length or
+ * Transfer-Encoding has none). A reply sent synchronously, as a 401 is, comes before node has
+ * marked even a bodiless request complete: its end arrives in the same read, with nothing to wait for.
+ */
+function hasBody(req: Response['req']): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/**
  * A request answered before its body arrived (401, 404, 413 …): node reads and drops the rest to
  * keep the connection, waiting up to its keep-alive time (65 s) with neither the request nor the
  * idle timeout counting. A body that stops for good would hold the connection that long: it is
- * closed once UNREAD_BODY_MS pass without the body's end.
+ * closed once UNREAD_BODY_MS pass without the body's end. Whichever comes first — the body's end,
+ * the connection's close, the deadline — removes the other two: a keep-alive connection carries
+ * many requests, and nothing of one may outlive it on the socket.
  */
 function closeIfBodyStalls(req: Response['req']): void {
-  const timer = setTimeout(() => req.socket.destroy(), UNREAD_BODY_MS);
+  const socket = req.socket;
+  const settle = () => {
+    clearTimeout(timer);
+    req.removeListener('end', settle); // (not 'close': node emits it as the reply finishes)
+    socket.removeListener('close', settle);
+  };
+  const timer = setTimeout(() => {
+    settle();
+    socket.destroy();
+  }, UNREAD_BODY_MS);
   timer.unref();
-  req.once('end', () => clearTimeout(timer)); // (not 'close': node emits it as the reply finishes)
-  req.socket.once('close', () => clearTimeout(timer));
+  req.once('end', settle);
+  socket.once('close', settle);
 }
 
 /** An ApiError as the API's error body; anything else is logged and answered as a 500 that names the request id. */

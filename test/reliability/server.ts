@@ -50,7 +50,11 @@ export interface LoopStats {
  * `env.DATABASE_URL` or `env.DATABASE_PATH`: that database (several servers may share a PostgreSQL
  * one); otherwise a fresh database of the store under test (test/helpers/database.ts).
  */
-export async function startServer(env: Record<string, string> = {}, opts: { watch?: boolean } = {}): Promise<ServerProcess> {
+/**
+ * `watch`: load loop-watch.js (loopStats). `keepRequestLines: false`: leave the access-log lines out
+ * of `logs`, for a test that sends hundreds of thousands of requests.
+ */
+export async function startServer(env: Record<string, string> = {}, opts: { watch?: boolean; keepRequestLines?: boolean } = {}): Promise<ServerProcess> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-reliability-'));
   const databasePath = path.join(dataDir, 'build.db');
   const database = env.DATABASE_URL || env.DATABASE_PATH ? null : await freshDatabase();
@@ -69,7 +73,7 @@ export async function startServer(env: Record<string, string> = {}, opts: { watc
       let buffered = '';
       const timer = setTimeout(() => reject(new Error(`server did not start:\n${logs.slice(-10).join('\n')}`)), 20_000);
       const onLine = (line: string) => {
-        logs.push(line);
+        if (opts.keepRequestLines !== false || !line.includes('"msg":"request"')) logs.push(line);
         if (!line.includes('"build-api listening"')) return;
         const { address } = JSON.parse(line) as { address: { port: number } };
         clearTimeout(timer);
