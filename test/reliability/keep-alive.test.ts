@@ -20,8 +20,10 @@ jest.setTimeout(300_000);
 const REQUESTS = 200_000;
 const CONNECTIONS = 4;
 const MiB = 1024 * 1024;
-/** What the server may grow by over the whole flood. */
+/** What the server may keep of the flood (its memory after a full collection, before and after). */
 const RSS_GROWTH_BYTES = 50 * MiB;
+/** What it may grow by at any moment of the flood, garbage included (the leak grew it by a gigabyte). */
+const PEAK_GROWTH_BYTES = 128 * MiB;
 /** /healthz must answer within this throughout. */
 const HEALTH_MS = 100;
 
@@ -42,8 +44,8 @@ interface FloodResult {
   timeouts: number;
 }
 
-function flood(requests: object[]): Promise<FloodResult> {
-  const options = JSON.stringify({ url: s.baseUrl, connections: CONNECTIONS, amount: REQUESTS, requests });
+function flood(requests: object[], amount = REQUESTS): Promise<FloodResult> {
+  const options = JSON.stringify({ url: s.baseUrl, connections: CONNECTIONS, amount, requests });
   const child = spawn(process.execPath, [path.join(__dirname, 'keep-alive-flood.js'), options], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
@@ -122,11 +124,17 @@ test(`${REQUESTS.toLocaleString('en-US')} requests over ${CONNECTIONS} keep-aliv
     return [...first, ...(await completed.replied(2)).slice(1)];
   })();
 
-  const before = await s.loopStats();
+  // A first tenth, unmeasured: code compiled and caches filled under this load are not what
+  // outlives a request. Then memory is read after a full collection on both sides, so that what
+  // is compared is what the process keeps, not garbage the collector has yet to reclaim (on
+  // PostgreSQL the heap grows some 60 MB under this load before a full collection gives it back).
+  await flood(requests, REQUESTS / 10);
+  const before = await s.loopStats({ collected: true });
   const health = timeHealth();
   const result = await flood(requests);
   const { slowest, failures, probes } = await health();
   const after = await s.loopStats();
+  const retained = await s.loopStats({ collected: true });
 
   expect(result.errors + result.timeouts).toBe(0);
   expect(result.sent).toBeGreaterThanOrEqual(REQUESTS);
@@ -136,7 +144,8 @@ test(`${REQUESTS.toLocaleString('en-US')} requests over ${CONNECTIONS} keep-aliv
   expect(result.statuses['200']).toBeGreaterThanOrEqual(perKind - CONNECTIONS);
   expect(Object.keys(result.statuses).sort()).toEqual(['200', '400', '401']);
 
-  expect(after.peakRss - before.rss).toBeLessThan(RSS_GROWTH_BYTES);
+  expect(retained.rss - before.rss).toBeLessThan(RSS_GROWTH_BYTES);
+  expect(after.peakRss - before.rss).toBeLessThan(PEAK_GROWTH_BYTES);
   expect([failures, probes > 10]).toEqual([0, true]);
   expect(slowest).toBeLessThan(HEALTH_MS);
   expect(s.logs.filter((line) => line.includes('MaxListenersExceededWarning'))).toEqual([]);

@@ -34,9 +34,10 @@ export interface ServerProcess {
   dispose(): Promise<void>;
   /**
    * With `watch`: the longest event-loop delay and the peak resident memory since the last call
-   * (loop-watch.js in the server process).
+   * (loop-watch.js in the server process). `collected`: after a full garbage collection, so that
+   * `rss` is what the process keeps.
    */
-  loopStats(): Promise<LoopStats>;
+  loopStats(opts?: { collected?: boolean }): Promise<LoopStats>;
 }
 
 export interface LoopStats {
@@ -127,11 +128,11 @@ export async function startServer(env: Record<string, string> = {}, opts: { watc
         child.kill(signal);
       }),
     restart: launch,
-    loopStats: () =>
+    loopStats: ({ collected = false } = {}) =>
       new Promise<LoopStats>((resolve, reject) => {
         if (!opts.watch) return reject(new Error('startServer(env, { watch: true }) watches the loop'));
         child.once('message', (stats) => resolve(stats as LoopStats));
-        child.send('loop-stats');
+        child.send(collected ? 'loop-stats-collected' : 'loop-stats');
       }),
     dispose: async () => {
       await server.kill('SIGTERM');
