@@ -13,11 +13,13 @@
 //
 //   node scripts/bench.js [--seconds 10] [--connections 32] [--smoke]
 //                         [--only <scenario prefix>] [--cpu-prof <dir>] [--stores sqlite,postgres,postgres-2 | --stores none]
-//                         [--against <other checkout> [--rounds 5]]
+//                         [--against <other checkout> [--rounds 5] [--startup]]
 // --only runs the baselines and the scenarios whose names start with the prefix (no doc update);
 // --cpu-prof runs the service under `node --cpu-prof` and writes its profile to <dir> on exit
 // (summarise it with scripts/profile-summary.js); --against compares another built checkout's
-// service with this one in alternating rounds (see compare()), on the first store --stores names.
+// service with this one in alternating rounds (see compare()), on the first store --stores names;
+// --startup adds the start-up times of both. `npm run bench:compare -- <ref>` (bench-compare.js)
+// builds a commit to compare against and runs this.
 'use strict';
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -28,7 +30,7 @@ const { parseArgs } = require('node:util');
 const autocannon = require('autocannon');
 
 const root = path.resolve(__dirname, '..');
-const { values } = parseArgs({ options: { seconds: { type: 'string' }, connections: { type: 'string', default: '32' }, smoke: { type: 'boolean', default: false }, only: { type: 'string' }, 'cpu-prof': { type: 'string' }, against: { type: 'string' }, rounds: { type: 'string', default: '5' }, stores: { type: 'string', default: 'sqlite,postgres,postgres-2' } } });
+const { values } = parseArgs({ options: { seconds: { type: 'string' }, connections: { type: 'string', default: '32' }, smoke: { type: 'boolean', default: false }, only: { type: 'string' }, 'cpu-prof': { type: 'string' }, against: { type: 'string' }, rounds: { type: 'string', default: '5' }, startup: { type: 'boolean', default: false }, stores: { type: 'string', default: 'sqlite,postgres,postgres-2' } } });
 const SMOKE = values.smoke;
 const SECONDS = Number(values.seconds ?? (SMOKE ? 1 : 10));
 const CONNECTIONS = Number(values.connections);
@@ -80,7 +82,9 @@ const { freePort } = require('./free-port');
 function startProcess(args, env, portOf, logFile) {
   return new Promise((resolve, reject) => {
     const stdout = logFile ? fs.openSync(logFile, 'w') : 'pipe';
-    const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', stdout, 'inherit'] });
+    // Compared services answer bench-probe.js's messages on an IPC channel.
+    const stdio = ['ignore', stdout, 'inherit', ...(AGAINST ? ['ipc'] : [])];
+    const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio });
     if (logFile) fs.closeSync(stdout);
     let found = false;
     const look = (text) => {
@@ -105,6 +109,23 @@ function startProcess(args, env, portOf, logFile) {
     }
     child.once('exit', (code) => !found && reject(new Error(`${args.join(' ')} exited with ${code}`)));
   });
+}
+
+/** Loaded into compared services: their own process.cpuUsage() on request (cpuMicrosOf). */
+const PROBE = path.join(__dirname, 'bench-probe.js');
+
+/** The CPU time (µs) a compared service's processes have used, as each reports it (bench-probe.js). */
+async function cpuMicrosOf(children) {
+  const each = await Promise.all(
+    children.map(
+      (child) =>
+        new Promise((resolve) => {
+          child.once('message', (m) => resolve(m.cpuMicros));
+          child.send('cpu-usage');
+        }),
+    ),
+  );
+  return each.reduce((a, b) => a + b, 0);
 }
 
 const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
@@ -235,7 +256,7 @@ async function startService(dir, dataDir, databaseUrl = null, replicas = 1) {
   for (let i = 0; i < replicas; i++) {
     processes.push(
       await startProcess(
-        [...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []), path.join(dir, 'bin', 'build-api.js'), 'serve'],
+        [...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []), ...(AGAINST ? ['--require', PROBE] : []), path.join(dir, 'bin', 'build-api.js'), 'serve'],
         // Metrics on, as deployed: each process on a port of its own.
         { ...env, METRICS_PORT: String(await freePort()) },
         (line) => line.includes('"build-api listening"') && JSON.parse(line).address.port,
@@ -243,7 +264,7 @@ async function startService(dir, dataDir, databaseUrl = null, replicas = 1) {
       ),
     );
   }
-  const service = { child: processes[0].child, url: processes[0].url, urls: processes.map((p) => p.url), pids: processes.map((p) => p.child.pid) };
+  const service = { child: processes[0].child, url: processes[0].url, urls: processes.map((p) => p.url), pids: processes.map((p) => p.child.pid), children: processes.map((p) => p.child) };
   const issuer = databaseUrl ? localIssuerFromKey(await storedKey(databaseUrl), PUBLIC_BASE_URL) : openLocalIssuer(dataDir, PUBLIC_BASE_URL);
   const token = issuer.mint({ sub: 'bench', audience: 'build-api', claims: { workspace: 'bench', scope: 'build' }, ttlSeconds: 86400 });
   const auth = { authorization: `Bearer ${token}` };
@@ -762,10 +783,12 @@ function expressRow(runs) {
 
 /**
  * --against <checkout>: the service built there (A) and this one (B), both running, measured in
- * alternating rounds per scenario so that a noisy machine moves both alike; prints each round's
- * server CPU per operation and the medians (on PostgreSQL, the database's CPU per operation beside
- * them: the cluster's, during the round, which only the side measured loads). For deciding whether
- * a change is worth keeping.
+ * alternating rounds per scenario so that a noisy machine moves both alike. Each round gives B's
+ * rate and its CPU per operation (each service's own process.cpuUsage(): bench-probe.js) as
+ * ratios to A's in that round; the read and the 401 are also measured against bare node:http
+ * answering the read's bytes in the same rounds, the ratio the issues quote. Prints each ratio's
+ * median and spread (lowest–highest), then (--startup) the start-up times, then the table for
+ * docs/benchmarks.md. On PostgreSQL, the database's CPU per operation beside the service's.
  */
 async function compare(otherRoot) {
   // The first of --stores: `--stores postgres` compares the two on PostgreSQL (a database each on
@@ -777,33 +800,136 @@ async function compare(otherRoot) {
   const services = [await startService(otherRoot, dirs[0], urls[0], store.replicas), await startService(root, dirs[1], urls[1], store.replicas)];
   const scenarios = services.map(scenariosOf);
   const databaseCpu = cluster && (() => clusterCpu(cluster.dir));
-  const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
-  console.log(`A: ${otherRoot}  B: ${root}  store: ${store.name}`);
+  // Bare node:http answering the read's bytes (A's: both answer the same document).
+  const bodyFile = path.join(dirs[0], 'baseline-body.json');
+  fs.writeFileSync(bodyFile, services[0].readBytes);
+  const bare = await startProcess([path.join(__dirname, 'bench-baseline.js'), 'http', bodyFile], {}, (line) => JSON.parse(line).port);
+  const bareRead = async (seconds) => summarise(await cannon({ url: `${bare.url}${services[0].readPath}`, duration: seconds }));
+  const rows = [];
+  console.log(`A: ${otherRoot}  B: ${root}  store: ${store.name}; ${ROUNDS} rounds of ${SECONDS} s`);
   try {
     for (let s = 0; s < scenarios[0].length; s++) {
-      if (!selected(scenarios[0][s][0])) continue;
-      const cpu = [[], []];
-      const rps = [[], []];
-      const dbCpu = [[], []];
+      const name = scenarios[0][s][0];
+      const withBare = name.startsWith('read agent') || name.startsWith('401');
+      const sides = { a: [], b: [], http: [] };
       for (let round = 0; round < ROUNDS; round++) {
-        for (const side of round % 2 ? [1, 0] : [0, 1]) {
-          const { result, cpuPerOp, databaseCpuPerOp } = await measure(services[side].pids, scenarios[side][s][1], round === 0, SECONDS, databaseCpu);
-          cpu[side].push(cpuPerOp);
-          rps[side].push(result.rps);
-          if (databaseCpu) dbCpu[side].push(databaseCpuPerOp);
+        const order = round % 2 ? ['b', 'a'] : ['a', 'b'];
+        if (withBare) order.splice(round % 3, 0, 'http');
+        for (const side of order) {
+          if (side === 'http') {
+            const { result } = await measure(bare.child.pid, bareRead, round === 0);
+            sides.http.push({ rps: result.rps });
+            continue;
+          }
+          const service = services[side === 'a' ? 0 : 1];
+          if (round === 0 && WARMUP_SECONDS) await scenarios[side === 'a' ? 0 : 1][s][1](WARMUP_SECONDS);
+          const cpuBefore = await cpuMicrosOf(service.children);
+          const databaseBefore = databaseCpu?.();
+          const result = await scenarios[side === 'a' ? 0 : 1][s][1](SECONDS);
+          const ops = Math.max(1, result.count);
+          sides[side].push({ rps: result.rps, cpuPerOp: ((await cpuMicrosOf(service.children)) - cpuBefore) / ops, ...(databaseCpu && { databaseCpuPerOp: (1e6 * (databaseCpu() - databaseBefore)) / ops }), non2xx: result.non2xx, expected: result.expected });
+          await settled(service.pids[0]); // runs and fsyncs still in flight would slow the other side
         }
       }
-      const [a, b] = cpu.map(median);
-      const [ra, rb] = rps.map(median);
-      console.log(`${scenarios[0][s][0]}: server CPU µs/op A ${cpu[0].map(Math.round).join(' ')} | B ${cpu[1].map(Math.round).join(' ')}`);
-      if (databaseCpu) console.log(`  database CPU µs/op A ${dbCpu[0].map(Math.round).join(' ')} | B ${dbCpu[1].map(Math.round).join(' ')}; medians A ${Math.round(median(dbCpu[0]))}, B ${Math.round(median(dbCpu[1]))}`);
-      console.log(`  median A ${Math.round(a)} µs/op (${Math.round(ra)}/s)  B ${Math.round(b)} µs/op (${Math.round(rb)}/s)  B vs A: CPU ${(((b - a) / a) * 100).toFixed(1)}%, rate ${(((rb - ra) / ra) * 100).toFixed(1)}%`);
+      const row = compareRow(name, sides);
+      rows.push(row);
+      console.log(compareLine(row));
     }
+    if (values.startup) rows.startup = await startupTimes(otherRoot);
   } finally {
+    bare.child.kill('SIGTERM');
     for (const service of services) await service.stop();
     await cluster?.stop();
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   }
+  console.log(`\n${compareTable(rows, otherRoot, store)}`);
+}
+
+const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+/** A list's median with its spread: `1.02 (0.97–1.06)`. */
+const spreadOf = (xs, digits = 2) => {
+  const sorted = [...xs].sort((x, y) => x - y);
+  const f = (n) => n.toFixed(digits);
+  return `${f(median(sorted))} (${f(sorted[0])}–${f(sorted[sorted.length - 1])})`;
+};
+
+/** A scenario's rounds as ratios: each round's B over that round's A, and each side over bare node:http. */
+function compareRow(name, { a, b, http }) {
+  const per = (side, key) => side.map((m) => m[key]);
+  const ratios = (key) => b.map((m, i) => m[key] / a[i][key]);
+  const ofHttp = (side) => (http.length ? side.map((m, i) => m.rps / http[i].rps) : null);
+  const unexpected = [...a, ...b].reduce((n, m) => n + (m.expected ? 0 : m.non2xx), 0);
+  return { name, rateRatio: ratios('rps'), cpuRatio: ratios('cpuPerOp'), cpuA: per(a, 'cpuPerOp'), cpuB: per(b, 'cpuPerOp'), rpsA: per(a, 'rps'), rpsB: per(b, 'rps'), httpA: ofHttp(a), httpB: ofHttp(b), databaseA: a[0].databaseCpuPerOp === undefined ? null : per(a, 'databaseCpuPerOp'), databaseB: b[0].databaseCpuPerOp === undefined ? null : per(b, 'databaseCpuPerOp'), unexpected };
+}
+
+function compareLine(row) {
+  const lines = [
+    `${row.name}`,
+    `  rate B/A ${spreadOf(row.rateRatio)}; CPU/op B/A ${spreadOf(row.cpuRatio)}; CPU µs/op A ${spreadOf(row.cpuA, 0)}, B ${spreadOf(row.cpuB, 0)}; rate A ${Math.round(median(row.rpsA))}/s, B ${Math.round(median(row.rpsB))}/s`,
+  ];
+  if (row.httpA) lines.push(`  × bare node:http: A ${spreadOf(row.httpA)}, B ${spreadOf(row.httpB)}`);
+  if (row.databaseA) lines.push(`  database CPU µs/op A ${spreadOf(row.databaseA, 0)}, B ${spreadOf(row.databaseB, 0)}`);
+  if (row.unexpected) lines.push(`  ${row.unexpected} responses with an unexpected status`);
+  return lines.join('\n');
+}
+
+/** How long from spawning the server to its first /healthz 200, on a new data directory each time (ms). */
+async function timeToHealthy(command, args, cwd, env) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-bench-start-'));
+  const port = await freePort();
+  const started = performance.now();
+  const child = spawn(command, args, { cwd, stdio: 'ignore', detached: true, env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', METRICS_PORT: '', DRAIN_SECONDS: '0', DATABASE_PATH: path.join(dataDir, 'build.db'), PUBLIC_BASE_URL, ...env } });
+  try {
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`${command} ${args.join(' ')} exited with ${child.exitCode}`);
+      const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status === 200, () => false);
+      if (ok) return performance.now() - started;
+      if (performance.now() - started > 60_000) throw new Error(`${command} ${args.join(' ')}: no /healthz within 60 s`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } finally {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    process.kill(-child.pid, 'SIGTERM'); // npm and the server it started
+    await exited;
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** The server process's start-up, and `npm start`'s on a checkout whose build is current, for A and B in alternating rounds. */
+async function startupTimes(otherRoot) {
+  const roots = { a: otherRoot, b: root };
+  const times = { server: { a: [], b: [] }, npmStart: { a: [], b: [] } };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const side of round % 2 ? ['b', 'a'] : ['a', 'b']) {
+      times.server[side].push(await timeToHealthy(process.execPath, [path.join(roots[side], 'bin', 'build-api.js'), 'serve'], roots[side]));
+      times.npmStart[side].push(await timeToHealthy('npm', ['start'], roots[side]));
+    }
+  }
+  const ms = (xs) => spreadOf(xs, 0);
+  console.log(`start-up, ms to the first /healthz 200 on a new data directory: server process A ${ms(times.server.a)}, B ${ms(times.server.b)}; npm start A ${ms(times.npmStart.a)}, B ${ms(times.npmStart.b)}`);
+  return times;
+}
+
+/** The comparison as docs/benchmarks.md keeps it, one table per issue. */
+function compareTable(rows, otherRoot, store) {
+  const cpu = os.cpus()[0];
+  const ref = (dir) => {
+    try {
+      return require('node:child_process').execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: dir, encoding: 'utf8' }).trim();
+    } catch {
+      return path.basename(dir);
+    }
+  };
+  const lines = [
+    `A = ${ref(otherRoot)}, B = ${ref(root)}; ${store.name}; ${ROUNDS} alternating rounds of ${SECONDS} s, ${CONNECTIONS} connections, on ${cpu.model} × ${os.cpus().length}, node ${process.version}. Each figure: median (lowest–highest) of the rounds; B/A is each round's B over that round's A; CPU is each service's own process.cpuUsage() per operation.`,
+    '',
+    '| path | rate B/A | CPU per op B/A | CPU µs/op A | CPU µs/op B | A × bare node:http | B × bare node:http |',
+    '|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.name} | ${spreadOf(r.rateRatio)} | ${spreadOf(r.cpuRatio)} | ${spreadOf(r.cpuA, 0)} | ${spreadOf(r.cpuB, 0)} | ${r.httpA ? spreadOf(r.httpA) : '–'} | ${r.httpB ? spreadOf(r.httpB) : '–'} |`),
+  ];
+  const t = rows.startup;
+  if (t) lines.push(`| start-up: server process to /healthz, ms | | | ${spreadOf(t.server.a, 0)} | ${spreadOf(t.server.b, 0)} | | |`, `| start-up: npm start to /healthz (build current), ms | | | ${spreadOf(t.npmStart.a, 0)} | ${spreadOf(t.npmStart.b, 0)} | | |`);
+  return lines.join('\n');
 }
 
 /** The non-2xx column: a scenario that expects a status says whether every response had it. */
