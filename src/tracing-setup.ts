@@ -6,13 +6,10 @@
 // compression themselves, the batch processor OTEL_BSP_*, and the provider OTEL_TRACES_SAMPLER[_ARG].
 // The service's name is `build-api` unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say
 // otherwise.
-import { W3CBaggagePropagator, W3CTraceContextPropagator, CompositePropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node';
+// The SDK itself (tracing-sdk.ts) is loaded only when tracing is on: a service that does not trace
+// does not spend its start-up loading it.
 import { ConfigError } from './config';
-import { setTracingOn } from './tracing';
+import type { ExporterKind } from './tracing-sdk';
 
 type Env = Record<string, string | undefined>;
 
@@ -24,18 +21,18 @@ export interface TracingSetup {
 }
 
 /** The exporter OTEL_* configure, or null when tracing is off. */
-function exporterOf(env: Env): { exporter: SpanExporter; describe: string } | null {
+function exporterOf(env: Env): { kind: ExporterKind; describe: string } | null {
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return null;
   const named = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase();
   const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT;
   const kind = named || (endpoint ? 'otlp' : 'none');
   if (kind === 'none') return null;
-  if (kind === 'console') return { exporter: new ConsoleSpanExporter(), describe: 'console' };
+  if (kind === 'console') return { kind: 'console', describe: 'console' };
   if (kind !== 'otlp') throw new ConfigError(`OTEL_TRACES_EXPORTER: must be otlp, console or none, got '${kind}'`);
   const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf').trim();
   const where = withoutCredentials(endpoint || 'http://localhost:4318');
-  if (protocol === 'http/protobuf') return { exporter: new OtlpProtobufExporter(), describe: `otlp http/protobuf to ${where}` };
-  if (protocol === 'http/json') return { exporter: new OtlpJsonExporter(), describe: `otlp http/json to ${where}` };
+  if (protocol === 'http/protobuf') return { kind: 'otlp-protobuf', describe: `otlp http/protobuf to ${where}` };
+  if (protocol === 'http/json') return { kind: 'otlp-json', describe: `otlp http/json to ${where}` };
   throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL: must be http/protobuf or http/json (grpc is not supported), got '${protocol}'`);
 }
 
@@ -55,18 +52,7 @@ export function withoutCredentials(endpoint: string): string {
 export function startTracing(env: Env = process.env, version = 'unknown'): TracingSetup | null {
   const chosen = exporterOf(env);
   if (!chosen) return null;
-  // The service's own name and version, unless the environment names them (its attributes win).
-  const resource = defaultResource()
-    .merge(resourceFromAttributes({ 'service.name': 'build-api', 'service.version': version }))
-    .merge(detectResources({ detectors: [envDetector] }));
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(chosen.exporter)] });
-  provider.register({ propagator: new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }) });
-  setTracingOn(true);
-  return {
-    describe: chosen.describe,
-    shutdown: async () => {
-      setTracingOn(false);
-      await provider.shutdown();
-    },
-  };
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { startSdk } = require('./tracing-sdk') as typeof import('./tracing-sdk');
+  return { describe: chosen.describe, shutdown: startSdk(chosen.kind, version) };
 }
