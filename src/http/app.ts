@@ -77,10 +77,6 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
     return this.send(Buffer.from(JSON.stringify(body)));
   };
 
-  if (opts.validateResponses) app.use(contractCheck(operations));
-
-  // The API first: most requests are API calls, and express tries its layers in order.
-  app.use(apiRequests(operations, opts.authenticate, opts.logger, opts.ctx));
   app.use(webhookRequests(operations, opts.ctx, opts.logger));
   if (opts.beside) app.use(opts.beside(operations));
   app.use(otherRequests(opts.logger, opts.ctx.metrics));
@@ -125,7 +121,31 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
     next(new ApiError(404, `no route ${req.method} ${loggablePath(req.originalUrl)}; the API is described at /openapi.yaml`));
   });
   app.use(errorHandler(opts.logger));
-  return app;
+  return apiFirst(app, apiRequests(operations, opts.authenticate, opts.logger, opts.ctx), opts.validateResponses ? contractCheck(operations) : null);
+}
+
+/** Whether a request's URL is under the API's root (`/api/build`, then `/`, `?` or nothing). */
+function isApiUrl(url: string): boolean {
+  return url.startsWith(API_ROOT) && (url.length === API_ROOT.length || url[API_ROOT.length] === '/' || url[API_ROOT.length] === '?');
+}
+
+/**
+ * The app as the server calls it: an API request goes straight to the API's layer, anything else
+ * to express's router. The API is most of the traffic, and express's app and router cost every
+ * request a walk of their own before its first layer runs (docs/benchmarks.md). Requests and
+ * responses already have the app's prototypes (server.ts), and the API's layer uses node's own
+ * response methods; `originalUrl` is set as express's router would. The function has the app as
+ * its prototype, so it is the app to everything else (its settings, `request`, `response`).
+ */
+function apiFirst(app: express.Express, api: (req: Request, res: Response) => void, contract: express.RequestHandler | null): express.Express {
+  const front = (req: Request, res: Response) => {
+    if (!isApiUrl(req.url)) return app(req, res);
+    req.originalUrl = req.url;
+    if (contract) contract(req, res, () => undefined);
+    api(req, res);
+  };
+  Object.setPrototypeOf(front, app);
+  return front as unknown as express.Express;
 }
 
 function send(res: Response, reply: Reply): void {
@@ -165,7 +185,7 @@ const API_ROOT = '/api/build';
  * operation first, so unknown paths are 404 and wrong methods 405; then the token; then the body,
  * the request's validation and the handler (operations.dispatch).
  */
-function apiRequests(operations: Operations, authenticate: Authenticate, logger: Logger, ctx: ServiceContext): express.RequestHandler {
+function apiRequests(operations: Operations, authenticate: Authenticate, logger: Logger, ctx: ServiceContext): (req: Request, res: Response) => void {
   // Errors are answered here: passing them to next() makes express's router walk every later layer
   // looking for an error handler, on every refusal. Each reply is logged as it is written, rather
   // than by a 'finish' listener on every response, which would add a listener and an event to
@@ -181,9 +201,8 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
     send(res, await replyTo(operations, ctx, route, { method: req.method, path, headers: req.headers, query, body }, principal));
     logRequest(logger, req, res, ctx.metrics);
   };
-  return (req, res, next) => {
+  const serve = (req: Request, res: Response) => {
     const url = req.originalUrl;
-    if (!url.startsWith(API_ROOT) || (url.length > API_ROOT.length && !'/?'.includes(url[API_ROOT.length] as string))) return next();
     identify(req, res);
     const queryAt = url.indexOf('?');
     const path = queryAt < 0 ? url : url.slice(0, queryAt);
@@ -207,6 +226,14 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
       if (principal instanceof Promise) principal.then(principalKnown).catch(fail(req, res));
       else principalKnown(principal).catch(fail(req, res));
     });
+  };
+  // No router around this layer (apiFirst) to catch what it throws: a throw is answered here.
+  return (req, res) => {
+    try {
+      serve(req, res);
+    } catch (err) {
+      fail(req, res)(err);
+    }
   };
 }
 
