@@ -42,6 +42,9 @@ export function decodedSegment(segment: string): string {
 export function loggablePath(url: string): string {
   const queryAt = url.indexOf('?');
   const path = queryAt < 0 ? url : url.slice(0, queryAt);
+  // A segment that reads `hooks` is spelled with those letters or percent-encoded: a path with
+  // neither (every API request's) is returned without being split and decoded segment by segment.
+  if (!path.includes('%') && !path.toLowerCase().includes('hooks')) return path;
   const segments = path.split('/');
   const hooks = segments.findIndex((s) => decodedSegment(s).toLowerCase() === 'hooks');
   if (hooks < 0) return path;
