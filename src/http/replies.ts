@@ -4,7 +4,7 @@ import type { Request, Response } from 'express';
 import { ApiError } from '../errors';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
-import { loggablePath } from '../log';
+import { logAccess, loggablePath } from '../log';
 import { BODY_LIMIT_BYTES } from './body';
 
 /**
@@ -106,15 +106,5 @@ export function identify(req: Request, res: Response): void {
 export function logRequest(logger: Logger, req: Request, res: Response, metrics: Metrics, operation?: string): void {
   const ms = performance.now() - (req.startedAt as number);
   metrics.httpRequest(req.matched?.operation.operationId ?? operation ?? 'other', res.statusCode, ms / 1000);
-  logger.info(
-    {
-      reqId: req.id,
-      method: req.method,
-      path: loggablePath(req.originalUrl),
-      status: res.statusCode,
-      ms,
-      workspace: req.principal?.workspaceId,
-    },
-    'request',
-  );
+  logAccess(logger, { reqId: req.id as string, method: req.method, path: loggablePath(req.originalUrl), status: res.statusCode, ms, workspace: req.principal?.workspaceId });
 }

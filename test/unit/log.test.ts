@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { createLogger, loggablePath } from '../../src/log';
+import { createLogger, logAccess, loggablePath, type AccessLine } from '../../src/log';
 
 test('a logged path has no query string, and a webhook path has its secret masked', () => {
   expect(loggablePath('/api/build/agents/a?access_token=secret')).toBe('/api/build/agents/a');
@@ -40,4 +40,26 @@ test('log lines carry an ISO 8601 UTC time of when they were written', async () 
     expect(Date.parse(time)).toBeLessThanOrEqual(after);
   }
   expect(Date.parse(times[1]!)).toBeGreaterThan(Date.parse(times[0]!)); // not a stale cached time
+});
+
+test("a request's access line is the line pino writes for the same fields (built by hand: src/log.ts logAccess)", () => {
+  const lines: string[] = [];
+  const sink = new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) });
+  const logger = createLogger('info', sink);
+  const cases: AccessLine[] = [
+    { reqId: '0190a0c4-5f1e-7cc2-8e51-3c1b4f1d2a11', method: 'GET', path: '/api/build/agents/support', status: 200, ms: 1.2345678901234, workspace: 'acme' },
+    { reqId: 'caller.chosen-id_1', method: 'POST', path: '/api/build/agents/caf%C3%A9/x"y\\z', status: 401, ms: 0.05, workspace: undefined },
+    { reqId: 'r', method: 'PUT', path: '/api/build/agents/a', status: 409, ms: 12, workspace: 'ws "quoted" \\ é \u2028 \u00ff' },
+  ];
+  const withoutTime = (line: string) => line.replace(/,"time":"[^"]*"/, '');
+  for (const fields of cases) {
+    logger.info({ ...fields }, 'request');
+    logAccess(logger, fields);
+    const [byPino, byHand] = lines.splice(0, 2);
+    expect(withoutTime(byHand!)).toBe(withoutTime(byPino!));
+    expect(JSON.parse(byHand!)).toMatchObject({ level: 30, msg: 'request', service: 'build-api' });
+  }
+  // Below info, nothing is written.
+  logAccess(createLogger('warn', sink), cases[0]!);
+  expect(lines).toEqual([]);
 });
