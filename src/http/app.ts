@@ -181,9 +181,9 @@ function openStream(res: Response, reply: Extract<Reply, { stream: unknown }>): 
 const API_ROOT = '/api/build';
 
 /**
- * Every request under /api/build, in one layer (each express layer costs its router a turn): the
- * operation first, so unknown paths are 404 and wrong methods 405; then the token; then the body,
- * the request's validation and the handler (operations.dispatch).
+ * Every request under /api/build, handed over by apiFirst without express's router: the operation
+ * first, so unknown paths are 404 and wrong methods 405; then the token; then the body, the
+ * request's validation and the handler (operations.dispatch).
  */
 function apiRequests(operations: Operations, authenticate: Authenticate, logger: Logger, ctx: ServiceContext): (req: Request, res: Response) => void {
   // Errors are answered here: passing them to next() makes express's router walk every later layer

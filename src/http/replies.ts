@@ -2,9 +2,8 @@
 import crypto from 'node:crypto';
 import type { Request, Response } from 'express';
 import { ApiError } from '../errors';
-import type { Logger } from '../log';
+import { logAccess, loggablePath, type Logger } from '../log';
 import type { Metrics } from '../metrics';
-import { logAccess, loggablePath } from '../log';
 import { BODY_LIMIT_BYTES } from './body';
 
 /**
