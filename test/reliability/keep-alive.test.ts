@@ -10,7 +10,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { UNREAD_BODY_MS } from '../../src/http/replies';
 import { minimalAgent } from '../helpers/fixtures';
-import { startServer, type ServerProcess } from './server';
+import { startServer, watchHealth, type ServerProcess } from './server';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { QUOTAS_ABOVE_ANY_LOAD } = require('../../scripts/quotas') as { QUOTAS_ABOVE_ANY_LOAD: Record<string, string> };
@@ -52,30 +52,6 @@ function flood(requests: object[], amount = REQUESTS): Promise<FloodResult> {
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as FloodResult) : reject(new Error(`the flood exited with ${code}: ${out}`))));
   });
-}
-
-/** Times /healthz every 50 ms on a connection of its own until stopped. */
-function timeHealth() {
-  let stop = false;
-  let slowest = 0;
-  let failures = 0;
-  let probes = 0;
-  const done = (async () => {
-    while (!stop) {
-      const started = performance.now();
-      const res = await fetch(`${s.baseUrl}/healthz`).catch(() => null);
-      if (res?.status !== 200) failures++;
-      await res?.arrayBuffer();
-      slowest = Math.max(slowest, performance.now() - started);
-      probes++;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  })();
-  return async () => {
-    stop = true;
-    await done;
-    return { slowest, failures, probes };
-  };
 }
 
 /** A raw connection, and every byte it has received. */
@@ -130,7 +106,7 @@ test(`${REQUESTS.toLocaleString('en-US')} requests over ${CONNECTIONS} keep-aliv
   // PostgreSQL the heap grows some 60 MB under this load before a full collection gives it back).
   await flood(requests, REQUESTS / 10);
   const before = await s.loopStats({ collected: true });
-  const health = timeHealth();
+  const health = watchHealth(s);
   const result = await flood(requests);
   const { slowest, failures, probes } = await health();
   const after = await s.loopStats();
@@ -151,7 +127,9 @@ test(`${REQUESTS.toLocaleString('en-US')} requests over ${CONNECTIONS} keep-aliv
   expect(s.logs.filter((line) => line.includes('MaxListenersExceededWarning'))).toEqual([]);
 
   // The stalled bodies' connections: answered 401, then closed within UNREAD_BODY_MS (and a margin).
-  const closedIn = await Promise.race([Promise.all(stalled.map((c) => c.closed)).then(() => 'closed'), new Promise((r) => setTimeout(() => r('still open'), UNREAD_BODY_MS + 5000))]);
+  let deadline: NodeJS.Timeout | undefined;
+  const closedIn = await Promise.race([Promise.all(stalled.map((c) => c.closed)).then(() => 'closed'), new Promise((r) => (deadline = setTimeout(() => r('still open'), UNREAD_BODY_MS + 5000)))]);
+  clearTimeout(deadline);
   expect([closedIn, stalled.map((c) => c.replies())]).toEqual(['closed', stalled.map(() => [401])]);
   // The connection whose body arrived was not closed by the bound: it answered again after it.
   expect(await kept).toEqual([401, 200]);

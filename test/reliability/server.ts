@@ -157,3 +157,36 @@ export async function storedTables(s: ServerProcess, tables: (keyof typeof ORDER
   for (const table of tables) all.push(await storedRows(s, `SELECT * FROM ${table} ORDER BY ${s.databaseUrl ? ORDER_KEYS[table] : 'rowid'}`));
   return JSON.stringify(all);
 }
+
+/**
+ * Polls `server`'s /healthz every 50 ms (and, with `other`, that token's list of agents: another
+ * workspace being served) until the returned function is called: the slowest answer, the failures
+ * and how many polls were made.
+ */
+export function watchHealth(server: ServerProcess, other?: string) {
+  let stop = false;
+  let slowest = 0;
+  let failures = 0;
+  let probes = 0;
+  const done = (async () => {
+    while (!stop) {
+      const started = performance.now();
+      const health = await fetch(`${server.baseUrl}/healthz`).catch(() => null);
+      if (health?.status !== 200) failures++;
+      await health?.arrayBuffer();
+      if (other) {
+        const listed = await fetch(`${server.baseUrl}/api/build/agents`, { headers: { authorization: `Bearer ${other}` } }).catch(() => null);
+        if (listed?.status !== 200) failures++;
+        await listed?.arrayBuffer();
+      }
+      slowest = Math.max(slowest, performance.now() - started);
+      probes++;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
+  return async () => {
+    stop = true;
+    await done;
+    return { slowest, failures, probes };
+  };
+}

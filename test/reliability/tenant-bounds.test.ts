@@ -8,7 +8,7 @@
 import net from 'node:net';
 import { UNREAD_BODY_MS } from '../../src/http/replies';
 import { minimalAgent } from '../helpers/fixtures';
-import { startServer, type ServerProcess } from './server';
+import { startServer, watchHealth, type ServerProcess } from './server';
 
 jest.setTimeout(300_000);
 
@@ -136,31 +136,6 @@ test('pathological text in every string field of every body never blocks the eve
   expect(worst.length).toBeGreaterThan(300);
 });
 
-/** Polls /healthz (and, with `other`, another workspace's list) until stopped: the slowest answer. */
-function watchHealth(other?: string, server: ServerProcess = s) {
-  let stop = false;
-  let slowest = 0;
-  let failures = 0;
-  const done = (async () => {
-    while (!stop) {
-      const started = performance.now();
-      const health = await fetch(`${server.baseUrl}/healthz`).catch(() => null);
-      if (health?.status !== 200) failures++;
-      if (other) {
-        const listed = await fetch(`${server.baseUrl}/api/build/agents`, { headers: { authorization: `Bearer ${other}` } }).catch(() => null);
-        if (listed?.status !== 200) failures++;
-      }
-      slowest = Math.max(slowest, performance.now() - started);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  })();
-  return async () => {
-    stop = true;
-    await done;
-    return { slowest, failures };
-  };
-}
-
 test('amplifying workflows and agents at the default limits fail naming a limit; memory stays bounded and another workspace is served', async () => {
   const api = s.client(token);
   // The issue's workflow: a template repeating its input 4,000 times, a step tripling that, eight echoes of it.
@@ -180,7 +155,7 @@ test('amplifying workflows and agents at the default limits fail naming a limit;
   });
   expect(created.response.status).toBe(201);
   const before = await s.loopStats();
-  const health = watchHealth(s.token({ workspace: 'bystander' }));
+  const health = watchHealth(s, s.token({ workspace: 'bystander' }));
   const runIds: string[] = [];
   for (let i = 0; i < 4; i++) {
     const started = await api.POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'amplifier' } }, body: { input: { text: 'x'.repeat(60_000) } } });
@@ -219,7 +194,7 @@ test('hundreds of streams and half-sent requests: refused past the per-caller li
     if ((await api.GET('/api/build/runs/{runId}', { params: { path: { runId } } })).data!.data.status === 'awaiting_approval') break;
     await new Promise((r) => setTimeout(r, 20));
   }
-  const health = watchHealth(s.token({ workspace: 'bystander' }));
+  const health = watchHealth(s, s.token({ workspace: 'bystander' }));
 
   const controllers: AbortController[] = [];
   const statuses = await Promise.all(
@@ -260,7 +235,7 @@ test('a tenant far beyond its quota: 5,000 requests, the quota admitted and the 
   try {
     const flooder = limited.token({ user: 'flooder', workspace: 'flood' });
     await limited.loopStats();
-    const health = watchHealth(limited.token({ workspace: 'bystander' }), limited);
+    const health = watchHealth(limited, limited.token({ workspace: 'bystander' }));
     const statuses: number[] = [];
     for (let round = 0; round < 100; round++) {
       const replies = await Promise.all(
