@@ -21,7 +21,7 @@
 // --startup adds the start-up times of both. `npm run bench:compare -- <ref>` (bench-compare.js)
 // builds a commit to compare against and runs this.
 'use strict';
-const { spawn } = require('node:child_process');
+const { execFileSync, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -821,11 +821,12 @@ async function compare(otherRoot) {
             sides.http.push({ rps: result.rps });
             continue;
           }
-          const service = services[side === 'a' ? 0 : 1];
-          if (round === 0 && WARMUP_SECONDS) await scenarios[side === 'a' ? 0 : 1][s][1](WARMUP_SECONDS);
+          const i = side === 'a' ? 0 : 1;
+          const [service, run] = [services[i], scenarios[i][s][1]];
+          if (round === 0 && WARMUP_SECONDS) await run(WARMUP_SECONDS);
           const cpuBefore = await cpuMicrosOf(service.children);
           const databaseBefore = databaseCpu?.();
-          const result = await scenarios[side === 'a' ? 0 : 1][s][1](SECONDS);
+          const result = await run(SECONDS);
           const ops = Math.max(1, result.count);
           sides[side].push({ rps: result.rps, cpuPerOp: ((await cpuMicrosOf(service.children)) - cpuBefore) / ops, ...(databaseCpu && { databaseCpuPerOp: (1e6 * (databaseCpu() - databaseBefore)) / ops }), non2xx: result.non2xx, expected: result.expected });
           await settled(service.pids[0]); // runs and fsyncs still in flight would slow the other side
@@ -915,7 +916,7 @@ function compareTable(rows, otherRoot, store) {
   const cpu = os.cpus()[0];
   const ref = (dir) => {
     try {
-      return require('node:child_process').execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: dir, encoding: 'utf8' }).trim();
+      return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: dir, encoding: 'utf8' }).trim();
     } catch {
       return path.basename(dir);
     }

@@ -45,7 +45,7 @@ const { streamSym, chindingsSym } = pino.symbols;
 export function logAccess(logger: Logger, line: AccessLine): void {
   if (!logger.isLevelEnabled('info')) return;
   if (tracingOn()) {
-    logger.info({ ...line }, 'request');
+    logger.info(line, 'request');
     return;
   }
   const internals = logger as unknown as Record<symbol, unknown>;
