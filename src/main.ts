@@ -26,18 +26,6 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
   const service = await createService(metricsServer ? config : { ...config, metricsPort: 0 }, logger, { processMetrics: true });
   registry = service.ctx.metrics.registry ?? null;
   const server = await listening(createHttpServer(service.app, config.connections), config.host, config.port, 'PORT');
-  logger.info(
-    {
-      address: server.address(),
-      // The PostgreSQL URL is not logged: it may carry a password.
-      database: config.databaseUrl ? 'postgresql' : config.databasePath,
-      issuer: config.auth.issuer ?? `${config.publicBaseUrl} (built-in)`,
-      docs: `${config.publicBaseUrl}/docs`,
-      metrics: metricsServer ? `http://${config.host}:${config.metricsPort}/metrics` : 'off',
-      traces: tracing?.describe ?? 'off',
-    },
-    'build-api listening',
-  );
 
   // SIGTERM: drain, then stop. Draining, /readyz answers 503 while everything is still served, so
   // that a balancer polling readiness takes this replica out before it stops listening; responses
@@ -79,6 +67,20 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // Announced only now: a supervisor that signals as soon as it reads this line finds the handlers in place
+  // (announced before them, a SIGTERM could still meet node's default action and kill the process undrained).
+  logger.info(
+    {
+      address: server.address(),
+      // The PostgreSQL URL is not logged: it may carry a password.
+      database: config.databaseUrl ? 'postgresql' : config.databasePath,
+      issuer: config.auth.issuer ?? `${config.publicBaseUrl} (built-in)`,
+      docs: `${config.publicBaseUrl}/docs`,
+      metrics: metricsServer ? `http://${config.host}:${config.metricsPort}/metrics` : 'off',
+      traces: tracing?.describe ?? 'off',
+    },
+    'build-api listening',
+  );
   return server;
 }
 

@@ -89,3 +89,14 @@ test('a second signal exits at once, whatever is left of the drain', async () =>
   expect(ms).toBeLessThan(2000);
   await s.dispose();
 });
+
+test('a SIGTERM sent the moment the server says it is listening drains it (the handlers are in place first)', async () => {
+  // The race is a few microseconds wide: repeated, so that announcing before the handlers fails here.
+  for (let attempt = 0; attempt < 12; attempt++) {
+    const s = await startServer({ DRAIN_SECONDS: '30' });
+    process.kill(s.pid(), 'SIGTERM');
+    await sleep(100);
+    expect({ attempt, ready: await status(`${s.baseUrl}/readyz`) }).toEqual({ attempt, ready: 503 });
+    await s.dispose();
+  }
+});
