@@ -2,9 +2,10 @@
 // The regression guard: `npm run bench:compare -- <ref> [bench options]` builds <ref> (a commit, a
 // branch, a tag) in a worktree of its own under the system's temporary directory (kept, so that a
 // second comparison with the same commit starts at once), builds this checkout, and runs
-// `scripts/bench.js --against` on the two: the hot paths (read, 401, validate, replace, a workflow
-// run, the realistic mix) in alternating rounds on SQLite, then the start-up times. Options after
-// the ref go to bench.js and override these defaults (--only, --rounds, --seconds, --stores).
+// `scripts/bench.js --against` on the two: the hot paths (read, 401, validate, replace on 32
+// connections and on one, a workflow run, the realistic mix) in alternating rounds on SQLite, then
+// the start-up times. Options after the ref go to bench.js and override these defaults (--only,
+// --rounds, --seconds, --stores).
 'use strict';
 const { execFileSync, spawnSync } = require('node:child_process');
 const fs = require('node:fs');

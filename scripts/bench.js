@@ -70,6 +70,7 @@ const { openSqlite } = require(path.join(root, 'dist/src/sqlite-driver'));
 const pg = require('pg');
 const { startCluster } = require('./pg-cluster');
 const { mixScenario, MIX_NAME } = require('./bench-mix');
+const { agentDocument, workflowDocument } = require('./bench-documents');
 const http = require('node:http');
 const { freePort } = require('./free-port');
 
@@ -201,32 +202,6 @@ const summarise = (r) => ({
   rps: r.requests.average, count: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts,
   statuses: Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, { count }]) => [code, count])),
 });
-
-function agentDocument(i) {
-  const paragraph = 'Read each incoming request, decide its category, and file it with kv.set under a key that names the category and the ticket. ';
-  return {
-    kind: 'service.agent/v1', slug: `bench-agent-${i}`, name: `Bench agent ${i}`, description: 'An agent of realistic size for benchmarks.', icon: 'inbox',
-    space: { team: null }, folder: 'bench/agents', instructions: paragraph.repeat(52).slice(0, 6500), model: 'builtin/scripted', max_steps: 8, reasoning_effort: 'low',
-    tools: { apps: ['kv', 'core', 'time'], connections: 'all', disabled_tools: ['core.fail'], approval: 'destructive' },
-    skills: ['triage', 'filing'], workspace_skills: [], workflows: [], schedule: { enabled: true, cron: '0 7 * * 1-5', timezone: 'Europe/Berlin', prompt: 'Morning sweep.' },
-    email: { enabled: false }, whatsapp: { enabled: false },
-    triggers: [{ kind: 'webhook', name: 'Inbound' }, { kind: 'poll', name: 'Sweep', tool: 'kv.list', args: { prefix: 'ticket:' }, cron: '*/15 * * * *', timezone: 'UTC' }],
-    eval_criteria: ['Every request is stored under its category.', 'Nothing is deleted.'],
-  };
-}
-
-function workflowDocument(slug, steps) {
-  return {
-    kind: 'service.workflow/v1', slug, name: slug, inputs: { topic: { default: 'billing' } },
-    steps: Array.from({ length: steps }, (_, i) => ({
-      id: `s${i}`, kind: 'tool', tool: i % 2 ? 'core.echo' : 'kv.set',
-      args: i % 2 ? { topic: '{{inputs.topic}}', previous: i ? `{{steps.s${i - 1}.output}}` : null } : { key: `${slug}:${i}`, value: '{{inputs.topic}}' },
-      after: i ? [`s${i - 1}`] : [],
-    })),
-    output: `{{steps.s${steps - 1}.output}}`,
-  };
-}
-
 
 /**
  * The service built in `dir` (a checkout after `npm run build`), on a fresh database: the SQLite
@@ -453,43 +428,45 @@ function scenariosOf(service) {
   const { id: _id, slug: _slug, status: _status, updated_at: _u, ...draft } = agents[1];
   const latest = [...agents]; // each agent as its last replace left it
   let writes = 0;
+  /** Durable replaces on `connections` connections, each writing an agent of its own. */
+  const replaceScenario = (connections) => async (seconds) => {
+    // A run ends with writes in flight whose replies it drops: start from what is stored.
+    for (const [i, agent] of latest.entries()) latest[i] = (await service.api('GET', `/api/build/agents/${agent.id}`)).body.data;
+    let owners = 0;
+    const result = await statefulCannon(
+      {
+        url: everyReplica,
+        duration: seconds,
+        connections,
+        requests: [
+          {
+            setupRequest: (req, state) => {
+              const doc = latest[state.owner ?? 0]; // autocannon builds a first request before setupClient gives the state
+              const body = JSON.stringify({ ...doc, description: `write ${++writes}` });
+              return { ...req, method: 'PUT', path: `/api/build/agents/${doc.id}`, headers: { ...json, 'if-match': `"${doc.updated_at}"` }, body };
+            },
+            onResponse: (status, body, state) => {
+              if (status === 200) latest[state.owner] = JSON.parse(body).data.document;
+              // A write of the previous call still in flight when it ended may land after its
+              // reply was dropped: go on from the stored version, as a client would.
+              else if (status === 409) latest[state.owner] = JSON.parse(body).current ?? latest[state.owner];
+            },
+          },
+        ],
+      },
+      () => ({ owner: owners++ }),
+    );
+    return { ...summarise(result), unit: 'writes/s' };
+  };
   return [
     ['read agent', cannonScenario({ url: at(readPath), headers: auth })],
     ['list agents', cannonScenario({ url: at('/api/build/agents'), headers: auth })],
     ['validate agent', cannonScenario({ url: at('/api/build/agents/validate'), method: 'POST', headers: { ...json }, body: JSON.stringify(draft) })],
-    [
-      // Each connection owns one agent and carries its stamp from write to write (across rounds too).
-      'replace agent (durable write)',
-      async (seconds) => {
-        // A run ends with writes in flight whose replies it drops: start from what is stored.
-        for (const [i, agent] of latest.entries()) latest[i] = (await service.api('GET', `/api/build/agents/${agent.id}`)).body.data;
-        let owners = 0;
-        const result = await statefulCannon(
-          {
-            url: everyReplica,
-            duration: seconds,
-            connections: Math.min(CONNECTIONS, agents.length),
-            requests: [
-              {
-                setupRequest: (req, state) => {
-                  const doc = latest[state.owner ?? 0]; // autocannon builds a first request before setupClient gives the state
-                  const body = JSON.stringify({ ...doc, description: `write ${++writes}` });
-                  return { ...req, method: 'PUT', path: `/api/build/agents/${doc.id}`, headers: { ...json, 'if-match': `"${doc.updated_at}"` }, body };
-                },
-                onResponse: (status, body, state) => {
-                  if (status === 200) latest[state.owner] = JSON.parse(body).data.document;
-                  // A write of the previous call still in flight when it ended may land after its
-                  // reply was dropped: go on from the stored version, as a client would.
-                  else if (status === 409) latest[state.owner] = JSON.parse(body).current ?? latest[state.owner];
-                },
-              },
-            ],
-          },
-          () => ({ owner: owners++ }),
-        );
-        return { ...summarise(result), unit: 'writes/s' };
-      },
-    ],
+    // Each connection owns one agent and carries its stamp from write to write (across rounds too).
+    ['replace agent (durable write)', replaceScenario(Math.min(CONNECTIONS, agents.length))],
+    // One client writing one agent, each write after the last one's reply: a write's whole latency
+    // (its fsync included), the row issue 41 quotes against a bare fsync'd SQLite write.
+    ['replace agent, one connection (sequential durable write)', replaceScenario(1)],
     [
       // Each connection starts a run, polls it until it ends, and starts the next.
       'workflow test run, 3 steps, created and polled to its end',
