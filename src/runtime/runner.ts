@@ -87,7 +87,7 @@ export function createRunner(opts: RunnerOptions): Runner {
   let poller: NodeJS.Timeout | null = null;
 
   function pollQueue(): void {
-    if (pool.hasRoom() && !queue.handedOver) pool.notify();
+    if (pool.hasRoom() && !queue.handedOver) pool.notifyBacklog(1);
     store.runs.expireApprovals(APPROVAL_EXPIRED, new Date().toISOString()).catch((err: unknown) => logger.error({ err }, 'could not expire runs waiting for approval'));
     leases.recover().catch((err: unknown) => logger.error({ err }, 'could not recover abandoned runs'));
   }
@@ -97,7 +97,7 @@ export function createRunner(opts: RunnerOptions): Runner {
       await leases.recover(true);
       leases.startRenewing();
       store.runs.onQueued(() => pool.notify()); // another replica queued a run
-      for (let i = 0; i < opts.workers; i++) pool.notify(); // runs queued before this start
+      pool.notifyBacklog(); // runs queued before this start
       poller = setInterval(pollQueue, QUEUE_POLL_MS);
       poller.unref();
     },

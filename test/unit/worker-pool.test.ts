@@ -176,3 +176,60 @@ test('a claimed row becomes the run a worker executes; a damaged document become
   expect(fromRow({ ...row, snapshot: '{"cut off', step_agents: '{}' })).toMatchObject({ snapshot: undefined, stepAgents: {} });
   expect(fromRow({ ...row, step_agents: null })).not.toHaveProperty('stepAgents');
 });
+
+test('a backlog nobody announced is drained by every worker, each going on while it finds runs, oldest first in a workspace', async () => {
+  const r = recorder();
+  const claims: number[] = [];
+  const runs = {
+    claim: t.store.runs.claim.bind(t.store.runs),
+    claimNext: async (l: typeof lease, cap: number) => {
+      const row = await t.store.runs.claimNext(l, cap);
+      claims.push(row ? 1 : 0);
+      return row;
+    },
+  };
+  const queued = [];
+  for (let i = 0; i < 30; i++) queued.push(await queueRun(t.store, workflow, { workspaceId: `ws-${i % 2}` }));
+  const workers = pool({ runs, workers: 3, perWorkspace: 2, execute: r.execute });
+  workers.notifyBacklog();
+  await workers.idle();
+  expect([...r.started].sort()).toEqual(queued.map((run) => run.id).sort());
+  for (const ws of ['ws-0', 'ws-1']) {
+    const ofWorkspace = queued.filter((run) => run.workspaceId === ws).map((run) => run.id);
+    expect(r.started.filter((id) => ofWorkspace.includes(id))).toEqual(ofWorkspace);
+  }
+  // Every run claimed by a look; the looks that found nothing are few (each worker's last), not one per run.
+  expect(claims.filter(Boolean)).toHaveLength(30);
+  expect(claims.length - 30).toBeLessThanOrEqual(2 * 3);
+});
+
+test("a single look that finds a backlog brings in the other free workers (the queue poll's)", async () => {
+  const r = recorder(true);
+  for (let i = 0; i < 6; i++) await queueRun(t.store, workflow, { workspaceId: `ws-${i}` });
+  const workers = pool({ workers: 3, execute: r.execute });
+  workers.notifyBacklog(1);
+  await r.settle();
+  expect(r.started).toHaveLength(3); // one look found a run, and each find added a worker
+  while (r.waiting()) {
+    r.releaseOne();
+    await r.settle();
+  }
+  await workers.idle();
+  expect(r.started).toHaveLength(6);
+});
+
+test('a backlog held back by its workspace cap goes on as runs end here, without waiting for the poll', async () => {
+  const r = recorder(true);
+  const queued = [];
+  for (let i = 0; i < 5; i++) queued.push(await queueRun(t.store, workflow, { workspaceId: 'ws-capped' }));
+  const workers = pool({ workers: 3, perWorkspace: 1, execute: r.execute });
+  workers.notifyBacklog();
+  await r.settle();
+  expect(r.started).toEqual([queued[0]!.id]); // the cap: one at a time, the other looks found nothing claimable
+  while (r.waiting()) {
+    r.releaseOne();
+    await r.settle();
+  }
+  await workers.idle();
+  expect(r.started).toEqual(queued.map((run) => run.id));
+});

@@ -9,6 +9,11 @@
 // ration, every worker looked again whenever any run had been counted meanwhile: under a steady
 // stream of runs (another replica's notifications, say) idle workers claimed in a loop, most
 // claims finding nothing (issue 25, docs/benchmarks.md).
+//
+// A backlog (runs queued before this start, or found by the queue poll) has no count: while one is
+// declared, a look that claims a run accounts for none, so each worker goes on claiming as soon as
+// its run ends, until a look begun after the declaration finds nothing claimable. Counted one run at
+// a time instead, a backlog drained at the poll's pace, one run a second (issue 42).
 import type { QueuedRun } from './queued-run';
 
 /** Runs handed over in memory and not yet claimed, at most; beyond, the database's queue holds them. */
@@ -29,6 +34,8 @@ export class HandOffQueue {
   private looking = 0;
   // A run left queued because its workspace was at its cap: when any run ends, the workers look again.
   private deferred = false;
+  // A backlog declared (see above): the count of runs when it was, or null when none is.
+  private backlogFrom: number | null = null;
 
   constructor(private readonly limit = HAND_OFF_LIMIT) {}
 
@@ -62,6 +69,20 @@ export class HandOffQueue {
     return this.handed.length > 0 || this.unaccounted > 0;
   }
 
+  /**
+   * The database may hold any number of queued runs nobody counted (at start; at the queue poll):
+   * `workers` looks begin at once, and each worker that claims one looks again when its run ends.
+   */
+  declareBacklog(workers: number): void {
+    this.counted += workers;
+    this.backlogFrom = this.counted;
+  }
+
+  /** Whether a backlog is declared and no look begun since has found it empty. */
+  get inBacklog(): boolean {
+    return this.backlogFrom !== null;
+  }
+
   /** A look in the database to make, or null when the looks under way cover every run counted. */
   startLook(): Look | null {
     if (this.unaccounted <= this.looking) return null;
@@ -72,7 +93,7 @@ export class HandOffQueue {
   /** The look claimed a run: one run accounted for. */
   found(): void {
     this.looking--;
-    if (this.accounted < this.counted) this.accounted++;
+    if (this.backlogFrom === null && this.accounted < this.counted) this.accounted++;
   }
 
   /**
@@ -84,6 +105,11 @@ export class HandOffQueue {
   foundNone(look: Look, executingHere: number): void {
     this.looking--;
     this.accounted = Math.max(this.accounted, look.countedBefore);
+    if (this.backlogFrom !== null && look.countedBefore >= this.backlogFrom) {
+      // What is left of the backlog may wait for its workspaces' caps, which runs ending here free.
+      this.backlogFrom = null;
+      if (executingHere > 0) this.deferred = true;
+    }
     if (executingHere === 0) this.deferred = false;
   }
 

@@ -42,6 +42,12 @@ export interface WorkerPool {
    * workers look in the database's queue.
    */
   notify(run?: QueuedRun): void;
+  /**
+   * Runs may wait in the database that nobody announced (at start, at the queue poll): `looks` free
+   * workers (default: all) look, each goes on while it finds some, and each find brings in another
+   * free worker.
+   */
+  notifyBacklog(looks?: number): void;
   /** Whether a worker could be added. */
   hasRoom(): boolean;
   /**
@@ -143,6 +149,11 @@ export function createWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     });
     if (!row) return queue.foundNone(look, executing);
     queue.found();
+    // A backlog found: one more free worker joins in, so a poll's single look grows to every worker.
+    if (queue.inBacklog && hasRoom()) {
+      queue.declareBacklog(1);
+      addWorker();
+    }
     await ranOne(fromRow(row));
   }
 
@@ -182,6 +193,12 @@ export function createWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     notify(run) {
       queue.add(run);
       addWorker();
+    },
+    notifyBacklog(looks = opts.workers) {
+      const added = Math.min(looks, opts.workers - active.value);
+      if (stopping || added <= 0) return;
+      queue.declareBacklog(added);
+      for (let i = 0; i < added; i++) addWorker();
     },
     hasRoom,
     reserve() {
