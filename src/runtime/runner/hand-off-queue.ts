@@ -34,8 +34,10 @@ export class HandOffQueue {
   private looking = 0;
   // A run left queued because its workspace was at its cap: when any run ends, the workers look again.
   private deferred = false;
-  // A backlog declared (see above): the count of runs when it was, or null when none is.
+  // A backlog declared (see above): the count of runs when it was, or null when none is; and
+  // whether a look has claimed a run of it.
   private backlogFrom: number | null = null;
+  private backlogFound = false;
 
   constructor(private readonly limit = HAND_OFF_LIMIT) {}
 
@@ -75,6 +77,7 @@ export class HandOffQueue {
    */
   declareBacklog(workers: number): void {
     this.counted += workers;
+    if (this.backlogFrom === null) this.backlogFound = false;
     this.backlogFrom = this.counted;
   }
 
@@ -90,10 +93,11 @@ export class HandOffQueue {
     return { countedBefore: this.counted };
   }
 
-  /** The look claimed a run: one run accounted for. */
+  /** The look claimed a run: one run accounted for (none in a backlog, which has no count). */
   found(): void {
     this.looking--;
-    if (this.backlogFrom === null && this.accounted < this.counted) this.accounted++;
+    if (this.backlogFrom !== null) this.backlogFound = true;
+    else if (this.accounted < this.counted) this.accounted++;
   }
 
   /**
@@ -106,9 +110,9 @@ export class HandOffQueue {
     this.looking--;
     this.accounted = Math.max(this.accounted, look.countedBefore);
     if (this.backlogFrom !== null && look.countedBefore >= this.backlogFrom) {
-      // What is left of the backlog may wait for its workspaces' caps, which runs ending here free.
+      // What is left of a backlog that was one may wait for its workspaces' caps, which runs ending here free.
       this.backlogFrom = null;
-      if (executingHere > 0) this.deferred = true;
+      if (this.backlogFound && executingHere > 0) this.deferred = true;
     }
     if (executingHere === 0) this.deferred = false;
   }
