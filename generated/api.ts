@@ -2296,8 +2296,9 @@ export interface components {
         /**
          * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
          *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
-         *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
-         *     with a different body is 422; a repeat while the first is still being handled is 409. What a
+         *     same body (and path) gets that reply again (status, headers, body) and does nothing; bodies are
+         *     compared as canonical JSON (RFC 8785), so the order of members and whitespace do not matter. The
+         *     same key with a different body is 422; a repeat while the first is still being handled is 409. What a
          *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
          *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
          *     rotate a trigger for a new URL if the first reply was lost.
@@ -2494,8 +2495,9 @@ export interface operations {
                 /**
                  * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
                  *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
-                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
-                 *     with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; bodies are
+                 *     compared as canonical JSON (RFC 8785), so the order of members and whitespace do not matter. The
+                 *     same key with a different body is 422; a repeat while the first is still being handled is 409. What a
                  *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
                  *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
                  *     rotate a trigger for a new URL if the first reply was lost.
@@ -2666,8 +2668,9 @@ export interface operations {
                 /**
                  * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
                  *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
-                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
-                 *     with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; bodies are
+                 *     compared as canonical JSON (RFC 8785), so the order of members and whitespace do not matter. The
+                 *     same key with a different body is 422; a repeat while the first is still being handled is 409. What a
                  *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
                  *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
                  *     rotate a trigger for a new URL if the first reply was lost.
@@ -3024,8 +3027,9 @@ export interface operations {
                 /**
                  * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
                  *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
-                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
-                 *     with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; bodies are
+                 *     compared as canonical JSON (RFC 8785), so the order of members and whitespace do not matter. The
+                 *     same key with a different body is 422; a repeat while the first is still being handled is 409. What a
                  *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
                  *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
                  *     rotate a trigger for a new URL if the first reply was lost.
@@ -3223,8 +3227,9 @@ export interface operations {
                 /**
                  * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
                  *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
-                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
-                 *     with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; bodies are
+                 *     compared as canonical JSON (RFC 8785), so the order of members and whitespace do not matter. The
+                 *     same key with a different body is 422; a repeat while the first is still being handled is 409. What a
                  *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
                  *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
                  *     rotate a trigger for a new URL if the first reply was lost.
@@ -3623,8 +3628,9 @@ export interface operations {
                 /**
                  * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
                  *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
-                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
-                 *     with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; bodies are
+                 *     compared as canonical JSON (RFC 8785), so the order of members and whitespace do not matter. The
+                 *     same key with a different body is 422; a repeat while the first is still being handled is 409. What a
                  *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
                  *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
                  *     rotate a trigger for a new URL if the first reply was lost.
@@ -3809,8 +3815,9 @@ export interface operations {
                 /**
                  * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
                  *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
-                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; the same key
-                 *     with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; bodies are
+                 *     compared as canonical JSON (RFC 8785), so the order of members and whitespace do not matter. The
+                 *     same key with a different body is 422; a repeat while the first is still being handled is 409. What a
                  *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
                  *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
                  *     rotate a trigger for a new URL if the first reply was lost.

@@ -1,12 +1,13 @@
 // Idempotent requests (IETF draft "The Idempotency-Key HTTP Header Field"): a request with a key is
 // handled once per (workspace, user, operation, key) within IDEMPOTENCY_WINDOW_MS; a repeat with the
-// same fingerprint (path, query and body) gets the first reply again, a different one is 422, and a
-// repeat while the first is in flight is 409. Replies of 4xx are kept like successes (the request
+// same fingerprint (path, query and body, as canonical JSON: RFC 8785) gets the first reply again,
+// a different one is 422, and a repeat while the first is in flight is 409. Replies of 4xx are kept like successes (the request
 // was decided); a failure of the service (5xx) forgets the key, so a retry is handled again.
 //
 // A request whose process dies while it is in flight keeps its key locked for IDEMPOTENCY_LOCK_MS;
 // a repeat after that is handled again (the first may or may not have taken effect).
 import crypto from 'node:crypto';
+import canonicalize from 'canonicalize';
 import { ApiError } from '../errors';
 import type { IdempotencyKey, StoredReply } from '../store/port';
 import type { Principal, ServiceContext } from './context';
@@ -24,9 +25,31 @@ export const IDEMPOTENT_OPERATIONS: ReadonlyMap<string, Record<string, unknown>>
   ['cancelWorkflowRun', {}],
 ]);
 
-/** What makes two requests the same request: the method, path, query and body. */
-export function fingerprintOf(method: string, path: string, query: unknown, body: unknown): string {
-  return crypto.createHash('sha256').update(JSON.stringify([method, path, query, body ?? null])).digest('base64url');
+/** What makes two requests the same request, and what a key's first request stored before the canonical form (accepted as the same). */
+export interface Fingerprint {
+  canonical: string;
+  legacy: string;
+}
+
+const sha256 = (text: string) => crypto.createHash('sha256').update(text).digest('base64url');
+
+/**
+ * What makes two requests the same request: the method, path, query and body as canonical JSON
+ * (RFC 8785: members sorted, no whitespace), so a retry whose members come in another order is the
+ * same request. (A number JSON cannot hold, such as 1e400 parsed as Infinity, has no canonical
+ * form: such a body is compared as JSON.stringify writes it.) `legacy`: the fingerprint keys stored
+ * before, in the order the members came, matched for a retry of a request sent before an upgrade.
+ */
+export function fingerprintOf(method: string, path: string, query: unknown, body: unknown): Fingerprint {
+  const request = [method, path, query, body ?? null];
+  const legacy = sha256(JSON.stringify(request));
+  let canonical: string | undefined;
+  try {
+    canonical = canonicalize(request);
+  } catch {
+    canonical = undefined;
+  }
+  return { canonical: canonical === undefined ? legacy : sha256(canonical), legacy };
 }
 
 /**
@@ -38,7 +61,7 @@ export async function idempotently(
   who: Principal,
   operation: string,
   key: string,
-  fingerprint: string,
+  { canonical: fingerprint, legacy }: Fingerprint,
   handle: () => Promise<StoredReply>,
 ): Promise<StoredReply> {
   const id: IdempotencyKey = { workspaceId: who.workspaceId, userId: who.userId, operation, key };
@@ -51,7 +74,7 @@ export async function idempotently(
     new Date(nowMs - IDEMPOTENCY_WINDOW_MS).toISOString(),
   );
   if (begun.outcome === 'held') {
-    if (begun.fingerprint !== fingerprint) {
+    if (begun.fingerprint !== fingerprint && begun.fingerprint !== legacy) {
       throw new ApiError(422, 'Idempotency-Key: this key was used within 24 hours for a different request (another body or path); use a new key');
     }
     if (!begun.reply) {

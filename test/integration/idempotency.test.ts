@@ -2,6 +2,8 @@
 import { startService, type TestService } from '../helpers/service';
 import { minimalAgent } from '../helpers/fixtures';
 import { waitForAgentRun } from '../helpers/runs';
+import { storedWrite } from '../helpers/stored';
+import { fingerprintOf } from '../../src/services/idempotency';
 
 let t: TestService;
 beforeAll(async () => {
@@ -71,6 +73,37 @@ test('a repeated create answers the same 201 with the same ETag and Location and
   const refused = await bad();
   expect(refused.response.status).toBe(409);
   expect((await bad()).error).toEqual(refused.error);
+});
+
+test('a retry is the same request whatever the order of its members and its whitespace (RFC 8785); another value is not', async () => {
+  const body = { ...minimalAgent('Reordered'), description: 'first' };
+  const send = (text: string) =>
+    fetch(`${t.baseUrl}/api/build/agents`, { method: 'PUT', headers: { authorization: `Bearer ${t.token()}`, 'content-type': 'application/json', 'idempotency-key': 'reordered-1' }, body: text });
+  const first = await send(JSON.stringify(body));
+  expect(first.status).toBe(201);
+  const created = await first.json();
+  // The same members, each object's in reverse order, pretty-printed.
+  const reversed = (value: unknown): unknown =>
+    Array.isArray(value) ? value.map(reversed) : value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).reverse().map(([k, v]) => [k, reversed(v)])) : value;
+  const again = await send(JSON.stringify(reversed(body), null, 2));
+  expect(again.status).toBe(201);
+  expect(await again.json()).toEqual(created);
+  const other = await send(JSON.stringify({ ...body, description: 'second' }));
+  expect(other.status).toBe(422);
+  const list = (await t.client().GET('/api/build/agents')).data!.data;
+  expect(list.filter((a) => a.name === 'Reordered')).toHaveLength(1);
+});
+
+test('a key stored before the canonical fingerprint (members in the order sent) still replays its retry', async () => {
+  const body = { ...minimalAgent('Kept across an upgrade') };
+  const create = () => t.client().PUT('/api/build/agents', { params: { header: { 'Idempotency-Key': 'legacy-1' } }, body });
+  const first = await create();
+  expect(first.response.status).toBe(201);
+  const { legacy } = fingerprintOf('PUT', '/api/build/agents', {}, body);
+  expect(await storedWrite(t.config, "UPDATE idempotency_keys SET fingerprint = ? WHERE key = 'legacy-1'", [legacy])).toBe(1);
+  const again = await create();
+  expect(again.response.status).toBe(201);
+  expect(again.data).toEqual(first.data);
 });
 
 test('a repeated cancel answers the same reply; keys past 24 hours are forgotten', async () => {
