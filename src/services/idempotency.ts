@@ -1,8 +1,9 @@
 // Idempotent requests (IETF draft "The Idempotency-Key HTTP Header Field"): a request with a key is
 // handled once per (workspace, user, operation, key) within IDEMPOTENCY_WINDOW_MS; a repeat with the
 // same fingerprint (path, query and body, as canonical JSON: RFC 8785) gets the first reply again,
-// a different one is 422, and a repeat while the first is in flight is 409. Replies of 4xx are kept like successes (the request
-// was decided); a failure of the service (5xx) forgets the key, so a retry is handled again.
+// a different one is 422, and a repeat while the first is in flight is 409. Replies of 4xx are kept
+// like successes (the request was decided); a failure of the service (5xx) forgets the key, so a
+// retry is handled again.
 //
 // A request whose process dies while it is in flight keeps its key locked for IDEMPOTENCY_LOCK_MS;
 // a repeat after that is handled again (the first may or may not have taken effect).

@@ -110,7 +110,7 @@ export class HandOffQueue {
     this.looking--;
     this.accounted = Math.max(this.accounted, look.countedBefore);
     if (this.backlogFrom !== null && look.countedBefore >= this.backlogFrom) {
-      // What is left of a backlog that was one may wait for its workspaces' caps, which runs ending here free.
+      // What a backlog that found runs left behind may wait for its workspaces' caps, which runs ending here free.
       this.backlogFrom = null;
       if (this.backlogFound && executingHere > 0) this.deferred = true;
     }
