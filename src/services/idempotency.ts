@@ -44,13 +44,17 @@ const sha256 = (text: string) => crypto.createHash('sha256').update(text).digest
 export function fingerprintOf(method: string, path: string, query: unknown, body: unknown): Fingerprint {
   const request = [method, path, query, body ?? null];
   const legacy = sha256(JSON.stringify(request));
-  let canonical: string | undefined;
+  const canonical = canonicalOrNull(request);
+  return { canonical: canonical === null ? legacy : sha256(canonical), legacy };
+}
+
+/** RFC 8785's form of `value`, or null when it has none (a non-finite number). */
+function canonicalOrNull(value: unknown): string | null {
   try {
-    canonical = canonicalize(request);
+    return canonicalize(value) ?? null;
   } catch {
-    canonical = undefined;
+    return null;
   }
-  return { canonical: canonical === undefined ? legacy : sha256(canonical), legacy };
 }
 
 /**

@@ -150,10 +150,7 @@ export function createWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     if (!row) return queue.foundNone(look, executing);
     queue.found();
     // A backlog found: one more free worker joins in, so a poll's single look grows to every worker.
-    if (queue.inBacklog && hasRoom()) {
-      queue.declareBacklog(1);
-      addWorker();
-    }
+    if (queue.inBacklog) addBacklogLooks(1);
     await ranOne(fromRow(row));
   }
 
@@ -188,18 +185,20 @@ export function createWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   const addWorker = () => {
     if (!stopping && hasRoom()) active.start(() => work());
   };
+  /** Declares a backlog for up to `looks` free workers and adds them. */
+  const addBacklogLooks = (looks: number) => {
+    const added = Math.min(looks, opts.workers - active.value);
+    if (stopping || added <= 0) return;
+    queue.declareBacklog(added);
+    for (let i = 0; i < added; i++) addWorker();
+  };
 
   return {
     notify(run) {
       queue.add(run);
       addWorker();
     },
-    notifyBacklog(looks = opts.workers) {
-      const added = Math.min(looks, opts.workers - active.value);
-      if (stopping || added <= 0) return;
-      queue.declareBacklog(added);
-      for (let i = 0; i < added; i++) addWorker();
-    },
+    notifyBacklog: (looks = opts.workers) => addBacklogLooks(looks),
     hasRoom,
     reserve() {
       if (stopping || !hasRoom() || queue.waiting) return null;
