@@ -1018,6 +1018,12 @@ export interface components {
          * @description ISO 8601 date-time with the `Z` suffix.
          */
         WorkflowStamp: string;
+        /**
+         * @description A display name: 1 to 80 characters, none of them a control character (U+0000-U+001F,
+         *     U+007F-U+009F: tabs and newlines included), a line or paragraph separator (U+2028, U+2029) or a
+         *     bidirectional embedding, override or isolate (U+202A-U+202E, U+2066-U+2069), which would make
+         *     it display as other than it is.
+         */
         Name: string;
         Slug160: string;
         Description: string | null;
@@ -1084,6 +1090,7 @@ export interface components {
             allowed_senders?: components["schemas"]["EmailPattern"][];
             /** @description Addresses (`name@example.org`) or domains (`@example.org`) the agent may mail. */
             allowed_recipients?: components["schemas"]["EmailPattern"][];
+            /** @description The display name of the agent's mail, held to the rules of a `Name`. */
             from_name?: string;
             locale?: string;
         };

@@ -2,6 +2,7 @@
 // caller supplies ids and stamps.
 import type { Agent, AgentDraft, AgentReplace, AgentStatus, Problem, Trigger, TriggerInput } from './types';
 import { trimBoth, trimEnd } from './text';
+import { transliterate } from 'transliteration';
 
 export interface Normalised<T> {
   document: T;
@@ -221,11 +222,9 @@ export function storedAgentShape(draft: AgentDraft, owned: { id?: string; slug: 
 
 /** A slug from a display name: lowercase ASCII letters and digits joined by single hyphens. */
 export function slugFromName(name: string, maxLength = 160): string {
-  const words = name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-');
+  // Transliterated first (a maintained table of every script: `straße` → `strasse`, `Привет` →
+  // `privet`, `你好` → `ni-hao`), so that a name in any script gives a slug that still says it.
+  const words = transliterate(name).toLowerCase().replace(/[^a-z0-9]+/g, '-');
   const slug = trimEnd(trimBoth(words, '-').slice(0, maxLength), '-');
   return slug || 'agent';
 }

@@ -78,24 +78,45 @@ export interface RefusedText {
 }
 
 const NUL_RULE = 'must not contain the character U+0000 (NUL)';
+// JSON.parse accepts an escaped half of a surrogate pair on its own (`"\ud800"`); no UTF-8 text can
+// hold it, so each store would write something else (U+FFFD, or another key's bytes).
+const SURROGATE_RULE = 'must not contain a lone surrogate (a \\uD800-\\uDFFF escape without its pair): the text must be valid Unicode';
 // As fastify's JSON parser refuses it by default (secure-json-parse): a client or library that
 // copies such a member by assignment sets the copy's prototype instead.
 const PROTO_RULE = 'the member name __proto__ is refused (it names the prototype of every JavaScript object)';
 
-/** The first string or member name in `value` holding U+0000, or member named `__proto__`, with its path (`base.a[0].b`); or null. */
-export function refusedTextIn(value: unknown, base: string): RefusedText | null {
+/** Which of the rules refusedTextIn holds a value to. */
+export interface TextRules {
+  nul: boolean;
+  proto: boolean;
+}
+/** What a request may not carry: every rule. */
+const REQUEST_RULES: TextRules = { nul: true, proto: true };
+/**
+ * What no tool is given: a lone surrogate only. A run keeps U+0000 inside its JSON (withoutNul
+ * replaces it where it becomes text), and a tool copies no member by assignment.
+ */
+export const TOOL_ARGUMENT_RULES: TextRules = { nul: false, proto: false };
+
+/**
+ * The first string or member name in `value` holding a lone surrogate, or (by `rules`) U+0000, or a
+ * member named `__proto__`, with its path (`base.a[0].b`); or null.
+ */
+export function refusedTextIn(value: unknown, base: string, rules: TextRules = REQUEST_RULES): RefusedText | null {
   const stack: [unknown, string][] = [[value, base]];
   while (stack.length) {
     const [node, path] = stack.pop() as [unknown, string];
     if (typeof node === 'string') {
-      if (node.includes('\u0000')) return { path, rule: NUL_RULE };
+      if (rules.nul && node.includes('\u0000')) return { path, rule: NUL_RULE };
+      if (!node.isWellFormed()) return { path, rule: SURROGATE_RULE };
     } else if (Array.isArray(node)) {
       for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], `${path}[${i}]`]);
     } else if (node !== null && typeof node === 'object') {
       for (const [key, child] of Object.entries(node).reverse()) {
         const at = memberPath(path, key);
-        if (key.includes('\u0000')) return { path: at, rule: NUL_RULE };
-        if (key === '__proto__') return { path: at, rule: PROTO_RULE };
+        if (rules.nul && key.includes('\u0000')) return { path: at, rule: NUL_RULE };
+        if (!key.isWellFormed()) return { path: at, rule: SURROGATE_RULE };
+        if (rules.proto && key === '__proto__') return { path: at, rule: PROTO_RULE };
         stack.push([child, at]);
       }
     }

@@ -9,6 +9,8 @@ const PATTERN_WORDS: Record<string, string> = {
   Z$: 'a UTC date-time ending in Z',
   '^"[^"]+"$': 'a quoted entity tag',
   '^(\\*|"[^"]*"(\\s*,\\s*"[^"]*")*)$': '* or the quoted updated_at of your last read (the ETag)',
+  '^[^\\u0000-\\u001F\\u007F-\\u009F\\u2028\\u2029\\u202A-\\u202E\\u2066-\\u2069]*$':
+    'text without control characters (tabs and newlines included), line or paragraph separators, or bidirectional overrides, embeddings or isolates (U+202A-U+202E, U+2066-U+2069)',
 };
 
 const HEADER_NAMES: Record<string, string> = { 'if-match': 'If-Match' };

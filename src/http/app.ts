@@ -12,14 +12,13 @@ import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
 import { loggablePath } from '../log';
 import type { Principal, ServiceContext } from '../services/context';
-import { quotaRefusal, type Admission } from '../services/rate-limits';
 import type { Store } from '../store/port';
 import { BUILD_SCOPE, type Authenticate } from '../auth/bearer';
 import type { Jwks } from '../auth/local-issuer';
 import { generatedDocsDir } from '../paths';
 import { readJsonBody, takesBody } from './body';
 import { replyBytes, replyTo } from './calls';
-import { setRateLimitFields } from './rate-limit-fields';
+import { admitWithinQuota } from './rate-limit-fields';
 import { inServerSpan } from './tracing';
 import { identify, logRequest, replyWithError, sendEmpty, sendJson } from './replies';
 import { webhookRequests } from './webhooks';
@@ -235,24 +234,6 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
       fail(req, res)(err);
     }
   };
-}
-
-/**
- * Counts the request against its quotas (services/rate-limits.ts) before its body is read, and
- * answers with the RateLimit fields whatever follows; beyond a quota, 429 (thrown, or the promise
- * rejects). Synchronous (undefined) unless the units must be taken from the store first.
- */
-function admitWithinQuota(ctx: ServiceContext, res: Response, principal: Principal, operationId: string): Promise<void> | undefined {
-  const policies = ctx.rateLimits.policiesOf(operationId);
-  if (!policies.length) return undefined;
-  const answered = (admission: Admission) => {
-    setRateLimitFields(res, policies, admission);
-    if (!admission.admitted) throw quotaRefusal(admission);
-  };
-  const admission = ctx.rateLimits.admit(principal, operationId);
-  if (admission instanceof Promise) return admission.then(answered);
-  answered(admission);
-  return undefined;
 }
 
 function routingError(method: string, path: string, allowed: string[], res: Response): ApiError {

@@ -4,6 +4,7 @@
 import type { Request } from 'express';
 import type { Operation } from 'openapi-backend';
 import { exceedsDepth, JSON_DEPTH_LIMIT, refusedTextIn, type RefusedText } from '../domain/json-limits';
+import { inexactJsonIn } from '../domain/json-exact';
 import { ApiError } from '../errors';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -19,26 +20,26 @@ export const DISCARD_LIMIT_BYTES = 16 * 1024 * 1024;
 const tooLargeError = new ApiError(413, `body is over the ${BODY_LIMIT_BYTES}-byte limit`);
 
 /** The 413 for this request, whose body's rest is read and dropped (up to DISCARD_LIMIT_BYTES) while the reply goes out. */
-function tooLarge(req: Request): ApiError {
+function tooLarge(req: Request, limit: number): ApiError {
   let discarded = 0;
   req.on('data', (chunk: Buffer) => {
     discarded += chunk.length;
     if (discarded > DISCARD_LIMIT_BYTES) req.socket.destroy();
   });
-  return tooLargeError;
+  return limit === BODY_LIMIT_BYTES ? tooLargeError : new ApiError(413, `body is over the ${limit}-byte limit`);
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
-function readRaw(req: Request): Promise<Buffer> {
+function readRaw(req: Request, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > BODY_LIMIT_BYTES) {
+      if (size > limit) {
         cleanup();
-        reject(tooLarge(req));
+        reject(tooLarge(req, limit));
         return;
       }
       chunks.push(chunk);
@@ -68,7 +69,11 @@ function isJsonMediaType(contentType: string): boolean {
   return params.every((p) => !p.startsWith('charset=') || p === 'charset=utf-8' || p === 'charset="utf-8"');
 }
 
-/** What no request may carry (domain/json-limits.ts, refusedTextIn): U+0000, which no field needs and PostgreSQL cannot store; a member named __proto__. */
+/**
+ * What no request may carry: U+0000, which no field needs and PostgreSQL cannot store; a lone
+ * surrogate; a member named __proto__ (domain/json-limits.ts, refusedTextIn); and what JSON.parse
+ * would change: a repeated member name, a number no double holds as sent (domain/json-exact.ts).
+ */
 export const textRefused = ({ path, rule }: RefusedText) => new ApiError(400, `${path}: ${rule}`);
 
 const declaredBody = (operation: Operation) => operation.requestBody as { required?: boolean } | undefined;
@@ -78,22 +83,22 @@ export function takesBody(operation: Operation): boolean {
   return declaredBody(operation) !== undefined;
 }
 
-/** The body's bytes, whatever their media type: 413 from Content-Length before a byte is read, or past the limit while reading. */
-export function readBodyBytes(req: Request): Promise<Buffer> {
+/** The body's bytes, whatever their media type: 413 from Content-Length before a byte is read, or past `limit` while reading. */
+export function readBodyBytes(req: Request, limit = BODY_LIMIT_BYTES): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > BODY_LIMIT_BYTES) return Promise.reject(tooLarge(req));
-  return readRaw(req);
+  if (Number.isFinite(declared) && declared > limit) return Promise.reject(tooLarge(req, limit));
+  return readRaw(req, limit);
 }
 
 /** The parsed JSON body of a request to an operation that takes one, or undefined when an optional one was not sent. */
 export async function readJsonBody(req: Request, operation: Operation): Promise<unknown> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > BODY_LIMIT_BYTES) throw tooLarge(req);
+  if (Number.isFinite(declared) && declared > BODY_LIMIT_BYTES) throw tooLarge(req, BODY_LIMIT_BYTES);
   const encoding = req.headers['content-encoding'];
   if (encoding && encoding.toLowerCase() !== 'identity') {
     throw new ApiError(415, `Content-Encoding: '${encoding}' is not supported; send the body uncompressed`);
   }
-  const raw = await readRaw(req);
+  const raw = await readRaw(req, BODY_LIMIT_BYTES);
   if (raw.length === 0) {
     if (declaredBody(operation)?.required) throw new ApiError(400, 'body: required; send a JSON document with Content-Type: application/json');
     return undefined;
@@ -114,6 +119,8 @@ export async function readJsonBody(req: Request, operation: Operation): Promise<
   } catch (err) {
     throw new ApiError(400, `body: malformed JSON (${(err as Error).message})`);
   }
+  const inexact = inexactJsonIn(text, 'body');
+  if (inexact) throw textRefused(inexact);
   return withinJsonLimits(body);
 }
 

@@ -5,7 +5,8 @@
 //   RateLimit-Policy: "workspace";q=60000;w=60, "caller";q=30000;w=60
 //   RateLimit: "workspace";r=59873;t=42, "caller";r=29990;t=42
 import type { Response } from 'express';
-import type { Admission, PolicyState, QuotaPolicy } from '../services/rate-limits';
+import type { Principal, ServiceContext } from '../services/context';
+import { quotaRefusal, type Admission, type PolicyState, type QuotaPolicy } from '../services/rate-limits';
 
 // Policy names are the service's own (`workspace`, `caller-runs`, …): no escaping is needed.
 const policyFields = new WeakMap<readonly QuotaPolicy[], string>();
@@ -28,4 +29,22 @@ export function setRateLimitFields(res: Response, policies: readonly QuotaPolicy
   if (!policies.length) return;
   res.setHeader('RateLimit-Policy', policyField(policies));
   res.setHeader('RateLimit', rateLimitField(admission.states, admission.resetSeconds));
+}
+
+/**
+ * Counts the request against its quotas (services/rate-limits.ts) before its body is read, and
+ * answers with the RateLimit fields whatever follows; beyond a quota, 429 (thrown, or the promise
+ * rejects). Synchronous (undefined) unless the units must be taken from the store first.
+ */
+export function admitWithinQuota(ctx: ServiceContext, res: Response, principal: Principal, operationId: string): Promise<void> | undefined {
+  const policies = ctx.rateLimits.policiesOf(operationId);
+  if (!policies.length) return undefined;
+  const answered = (admission: Admission) => {
+    setRateLimitFields(res, policies, admission);
+    if (!admission.admitted) throw quotaRefusal(admission);
+  };
+  const admission = ctx.rateLimits.admit(principal, operationId);
+  if (admission instanceof Promise) return admission.then(answered);
+  answered(admission);
+  return undefined;
 }

@@ -13,7 +13,9 @@ import { createMcpHandler, ProtocolError, ProtocolErrorCode, Server, type AuthIn
 import { BUILD_SCOPE, type Authenticate } from '../auth/bearer';
 import type { Principal as ServicePrincipal, ServiceContext } from '../services/context';
 import type { Logger } from '../log';
-import { BODY_LIMIT_BYTES } from '../http/body';
+import { BODY_LIMIT_BYTES, readBodyBytes } from '../http/body';
+import { admitWithinQuota } from '../http/rate-limit-fields';
+import { inexactJsonIn } from '../domain/json-exact';
 import { identify, logRequest, replyWithError } from '../http/replies';
 import { inServerSpan } from '../http/tracing';
 import type { Operations } from '../http/openapi';
@@ -89,6 +91,8 @@ export function createMcpEndpoint(opts: McpOptions) {
     resource_documentation: `${opts.publicBaseUrl}/docs`,
   };
 
+  const serveCaller = callerServer(opts.ctx, node);
+
   /** Requests to /mcp and to its metadata; anything else goes on. */
   const handler: express.RequestHandler = (req, res, next) => {
     const url = req.originalUrl;
@@ -112,20 +116,65 @@ export function createMcpEndpoint(opts: McpOptions) {
         return refuse(err);
       }
       if (principal instanceof ApiError) return refuse(principal);
-      const serve = (who: ServicePrincipal) => {
-        req.principal = who;
-        // The SDK takes the verified caller from `req.auth` (the token itself is not passed on).
-        // A caller that goes away ends what its call waits for (a stateless server gets no cancel
-        // notification for it: that would come as another request, to any replica).
-        const gone = new AbortController();
-        res.once('close', () => gone.abort());
-        const authInfo: AuthInfo = { token: '', clientId: who.userId, scopes: [BUILD_SCOPE], extra: { principal: who, signal: gone.signal } satisfies CallerInfo };
-        return node(Object.assign(req as IncomingMessage, { auth: authInfo }) as never, res);
-      };
-      Promise.resolve(principal).then(serve).catch(refuse);
+      Promise.resolve(principal)
+        .then((who) => serveCaller(req, res, who))
+        .catch(refuse);
     });
   };
   return { handler, tools, close: () => mcp.close() };
+}
+
+/** Serves a request of a verified caller: counted, then handed to the SDK's handler. */
+function callerServer(ctx: ServiceContext, node: ReturnType<typeof toNodeHandler>) {
+  return async (req: express.Request, res: express.Response, who: ServicePrincipal) => {
+    req.principal = who;
+    const message = req.method === 'POST' ? await readMessage(req) : undefined;
+    if (message && 'refused' in message) return refuseParse(res, message.refused);
+    // Discovery and the session's other messages count as a request of the caller, as any REST
+    // request does; a tool call counts as its operation's request (calls.ts), not twice.
+    if (!message || !onlyToolCalls(message.parsed)) await admitWithinQuota(ctx, res, who, MCP_REQUEST_OPERATION);
+    // The SDK takes the verified caller from `req.auth` (the token itself is not passed on).
+    // A caller that goes away ends what its call waits for (a stateless server gets no cancel
+    // notification for it: that would come as another request, to any replica).
+    const gone = new AbortController();
+    res.once('close', () => gone.abort());
+    const authInfo: AuthInfo = { token: '', clientId: who.userId, scopes: [BUILD_SCOPE], extra: { principal: who, signal: gone.signal } satisfies CallerInfo };
+    return node(Object.assign(req as IncomingMessage, { auth: authInfo }) as never, res, message?.parsed);
+  };
+}
+
+/** The operation id an MCP request other than a tool call is counted as (services/rate-limits.ts: the `requests` quotas). */
+const MCP_REQUEST_OPERATION = 'mcpRequest';
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The JSON-RPC message(s) of a POST, read here rather than by the SDK so that what they are decides
+ * how they are counted: within MCP_REQUEST_LIMIT_BYTES (413 beyond), and refused when it is not JSON
+ * or is JSON that parsing would change (a repeated member, a number no double holds: json-exact.ts).
+ */
+async function readMessage(req: express.Request): Promise<{ parsed: unknown } | { refused: string }> {
+  const raw = await readBodyBytes(req, MCP_REQUEST_LIMIT_BYTES);
+  let text: string;
+  let parsed: unknown;
+  try {
+    text = utf8.decode(raw);
+    parsed = JSON.parse(text);
+  } catch (err) {
+    return { refused: `the body is not UTF-8 JSON (${(err as Error).message})` };
+  }
+  const inexact = inexactJsonIn(text, 'request');
+  return inexact ? { refused: `${inexact.path}: ${inexact.rule}` } : { parsed };
+}
+
+/** JSON-RPC's answer to a message it cannot read: HTTP 400, code -32700, no id (none could be read). */
+function refuseParse(res: express.Response, why: string): void {
+  res.status(400).json({ jsonrpc: '2.0', id: null, error: { code: -32700, message: `Parse error: ${why}` } });
+}
+
+function onlyToolCalls(parsed: unknown): boolean {
+  const messages = Array.isArray(parsed) ? parsed : [parsed];
+  return messages.length > 0 && messages.every((m) => (m as { method?: unknown } | null)?.method === 'tools/call');
 }
 
 /** A tool as tools/list shows it. */

@@ -7,7 +7,8 @@
 import crypto from 'node:crypto';
 import querystring from 'node:querystring';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
-import { NOT_JSON, parseJsonWithin } from '../domain/json-limits';
+import { parseExactJsonWithin } from '../domain/json-exact';
+import { NOT_JSON } from '../domain/json-limits';
 import type { Agent, Trigger } from '../domain/types';
 import { ApiError } from '../errors';
 import { agentRun } from './run-builders';
@@ -62,8 +63,9 @@ export function deliveryInput(delivery: Delivery): DeliveryInput {
   const text = delivery.body.toString('utf8');
   let body: unknown = delivery.body.length ? text : null;
   if (delivery.body.length && (type === 'application/json' || type.endsWith('+json'))) {
-    // Not JSON after all, or deeper than any API body may be: the run gets the text.
-    const parsed = parseJsonWithin(text);
+    // Not JSON after all, deeper than any API body may be, or JSON that parsing would change (a
+    // repeated member, a number no double holds): the run gets the text, as sent.
+    const parsed = parseExactJsonWithin(text);
     if (parsed !== NOT_JSON) body = parsed;
   } else if (type === 'application/x-www-form-urlencoded') {
     body = { ...querystring.parse(text) };

@@ -322,6 +322,13 @@ describe('hostile requests', () => {
     const malformed = await post('{"jsonrpc":"2.0","id":1,"method":');
     expect(malformed.status).toBe(400);
     expect(await malformed.text()).toContain('Parse error');
+    // JSON that parsing would change is refused as the REST API refuses it, naming where.
+    const twice = await post('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"validate_agent","arguments":{"body":{"name":"a","name":"b"}}}}');
+    expect(twice.status).toBe(400);
+    expect(((await twice.json()) as { error: { code: number; message: string } }).error).toEqual({
+      code: -32700,
+      message: 'Parse error: request.params.arguments.body.name: is a duplicate member name (each member may appear once in an object, as RFC 7493 requires)',
+    });
     expect(lagged()).toBeLessThan(500);
     const client = await connect('v2 client, 2025-11-25');
     expect((await client.listTools()).tools.length).toBeGreaterThan(30);

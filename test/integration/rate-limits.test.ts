@@ -3,7 +3,7 @@
 // request (parsed with an RFC 8941 parser of its own, structured-headers), 429 with Retry-After
 // beyond a quota, nothing carried out when refused, lower quotas for run starts and validations,
 // callers and workspaces counted apart, a new window, concurrent requests never admitted beyond the
-// quota, MCP tool calls counted, and quotas turned off.
+// quota, MCP requests and tool calls counted, and quotas turned off.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startService, type TestService } from '../helpers/service';
 import { minimalAgent } from '../helpers/fixtures';
@@ -132,15 +132,23 @@ describe('small quotas', () => {
     expect(forbidden.headers.get('ratelimit')).toBeNull();
   });
 
-  test('an MCP tool call counts as its request: the sixth is a 429 tool error with Retry-After', async () => {
+  test('an MCP request counts as a request, a tool call as its own: beyond the quota a 429 tool error with Retry-After', async () => {
     const token = t.token({ user: 'assistant', workspace: 'ws-mcp' });
+    // Every HTTP request the client makes is counted here: connecting and listing cost as much as calls.
+    let requests = 0;
+    const counting: typeof fetch = (input, init) => {
+      requests++;
+      return fetch(input, init);
+    };
     const client = new Client({ name: 'rate-limit-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${t.baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${t.baseUrl}/mcp`), { fetch: counting, requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
     try {
+      const before = requests;
+      expect(before).toBeLessThan(5);
       const results = [];
-      for (let i = 0; i < 6; i++) results.push(await client.callTool({ name: 'list_agents', arguments: {} }));
-      expect(results.slice(0, 5).every((r) => !r.isError)).toBe(true);
-      const refused = results[5]!;
+      for (let i = 0; i < 6 - before; i++) results.push(await client.callTool({ name: 'list_agents', arguments: {} }));
+      expect(results.slice(0, 5 - before).every((r) => !r.isError)).toBe(true);
+      const refused = results[5 - before]!;
       expect(refused.isError).toBe(true);
       const text = (refused.content as { text: string }[]).map((c) => c.text).join('\n');
       expect(text).toMatch(/^429: \{"error":"rate limit 'caller'/);
@@ -149,6 +157,30 @@ describe('small quotas', () => {
     } finally {
       await client.close();
     }
+  });
+
+  test('MCP discovery (initialize, tools/list) counts against the quota like any request: 429 with Retry-After beyond it', async () => {
+    const token = t.token({ user: 'lister', workspace: 'ws-discovery' });
+    const rpc = (id: number, method: string, params: Record<string, unknown> = {}) =>
+      fetch(`${t.baseUrl}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
+        body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+      });
+    const initialized = await rpc(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } });
+    expect(initialized.status).toBe(200);
+    expect(fields(initialized.headers.get('ratelimit')).caller).toMatchObject({ r: 4 });
+    await initialized.text();
+    const answers = [];
+    for (let i = 2; i <= 6; i++) {
+      const res = await rpc(i, 'tools/list');
+      answers.push({ status: res.status, remaining: res.status === 200 ? fields(res.headers.get('ratelimit')).caller!.r : null, retryAfter: res.headers.get('retry-after') });
+      await res.text();
+    }
+    expect(answers.slice(0, 4).map((a) => [a.status, a.remaining])).toEqual([[200, 3], [200, 2], [200, 1], [200, 0]]);
+    expect(answers[4]!.status).toBe(429);
+    expect(Number(answers[4]!.retryAfter)).toBeGreaterThan(0);
+    expect((await call(t, '/agents', { token })).status).toBe(429);
   });
 });
 

@@ -27,7 +27,7 @@ const slugArbitrary = (max: number) =>
   fc.array(SLUG_PART, { minLength: 1, maxLength: 3 }).map((parts) => parts.join('-').slice(0, max).replace(/-+$/, '') || 'x');
 // Plain text that holds no template braces (a stray `{{steps...}}` would be a semantic error).
 const text = (min: number, max: number) =>
-  fc.string({ minLength: min, maxLength: Math.min(max, 24), unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz ÄéЖ中🙂-_.,:/'.split('')) });
+  fc.string({ minLength: min, maxLength: Math.min(max, 24), unit: fc.constantFrom(...Array.from('abcdefghijklmnopqrstuvwxyz ÄéЖ中🙂-_.,:/')) });
 const jsonLeaf = fc.oneof(fc.boolean(), fc.integer(), fc.constant(null), text(0, 12));
 
 function stringArbitrary(schema: Schema): fc.Arbitrary<unknown> {
@@ -38,6 +38,8 @@ function stringArbitrary(schema: Schema): fc.Arbitrary<unknown> {
   if (schema.pattern === '^[a-z0-9]+(-[a-z0-9]+)*$') return slugArbitrary(max);
   // A kept version's ref (VersionRef): its number, or `<document id>@<number>`.
   if (String(schema.pattern).startsWith('^([1-9][0-9]{0,8}|')) return fc.oneof(fc.integer({ min: 1, max: 999 }).map(String), fc.tuple(fc.uuid({ version: 4 }), fc.integer({ min: 1, max: 999 })).map(([id, n]) => `${id}@${n}`));
+  // A display name (Name): `text` holds no control or bidirectional character.
+  if (String(schema.pattern).startsWith('^[^\\u0000-')) return text(Math.max(min, 0), max);
   if (schema.pattern) throw new Error(`no generator for pattern ${String(schema.pattern)}`);
   return text(Math.max(min, 0), max);
 }

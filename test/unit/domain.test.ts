@@ -11,6 +11,11 @@ describe('slugs', () => {
     ['Support triage', 'support-triage'],
     ['  Ünïcode -- Name!! ', 'unicode-name'],
     ['***', 'agent'],
+    ['straße', 'strasse'],
+    ['Привет мир', 'privet-mir'],
+    ['你好 世界', 'ni-hao-shi-jie'],
+    ['Ångström Ærø', 'angstrom-aero'],
+    ['🙂', 'agent'],
     ['a'.repeat(200), 'a'.repeat(160)],
   ])('%j → %j', (name, slug) => expect(slugFromName(name)).toBe(slug));
 

@@ -4,7 +4,7 @@
 import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { CATALOG_TOOLS } from '../../domain/catalog';
-import { jsonBytesWithin } from '../../domain/json-limits';
+import { jsonBytesWithin, refusedTextIn, TOOL_ARGUMENT_RULES } from '../../domain/json-limits';
 import { RenderLimitError } from '../../domain/templates';
 import { describeValidationErrors } from '../../domain/validation-errors';
 import { coreTools } from './core';
@@ -57,6 +57,10 @@ async function invoke(slug: string, args: unknown, ctx: ToolContext): Promise<To
     const errors = (validate.errors ?? []).map((e) => ({ ...e, instancePath: `/args${e.instancePath}` }));
     return { ok: false, error: `invalid arguments for ${slug}: ${describeValidationErrors(errors, () => [])}` };
   }
+  // Run data can hold a lone surrogate (escaped in a webhook's JSON, in a model's arguments): no
+  // tool is given text that its store or its peer would change.
+  const refused = refusedTextIn(args, 'args', TOOL_ARGUMENT_RULES);
+  if (refused) return { ok: false, error: `invalid arguments for ${slug}: ${refused.path}: ${refused.rule}` };
   try {
     const answer = await withinTime(implementation(args as Record<string, unknown>, ctx), ctx.limits.toolTimeoutMs);
     if (!answer.done) return { ok: false, error: limitErrors.toolTime(slug, ctx.limits) };
