@@ -968,7 +968,8 @@ export interface paths {
          *       dropped, or a secret a rotation replaced: 410 (disable the endpoint).
          *     - Only an `active` agent and an `enabled` trigger fire: otherwise 409 naming why.
          *     - Body: any content type, at most 64 KiB (413, checked before anything else). JSON is passed
-         *       to the run parsed (when it nests at most 64 levels deep; deeper JSON is passed as text),
+         *       to the run parsed (when it nests at most 64 levels deep and parsing changes nothing: a
+         *       repeated member or a number no double holds leaves it text; so does deeper JSON),
          *       `application/x-www-form-urlencoded` as an object, anything else as text;
          *       the run's input also carries the query string and the headers `content-type`,
          *       `user-agent` and `webhook-id`.
@@ -1996,6 +1997,11 @@ export interface components {
         /** @description The run was durably queued (or, for a repeated delivery id, the reply to the first delivery). */
         WebhookAccepted: {
             headers: {
+                /**
+                 * @description The path of the run: a member of the workspace reads it there with a token (the URL's secret reads nothing).
+                 * @example /api/build/runs/5d0c1a7e-2b9f-4e3a-9c1d-7f2e8a6b4c3d
+                 */
+                Location?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -2247,6 +2253,30 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /**
+         * @description The request's `If-None-Match` names the current `ETag` (or is `*`): the representation the
+         *     caller holds is current. No body.
+         */
+        NotModified: {
+            headers: {
+                /** @description The current entity tag. */
+                ETag?: string;
+                "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description The request's `Accept` admits none of the media types this operation answers with (`application/json`; an event stream's also `text/event-stream`). */
+        NotAcceptable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The body is not `application/json`. */
         UnsupportedMediaType: {
             headers: {
@@ -2455,6 +2485,20 @@ export interface components {
          */
         ETag: string;
         /**
+         * @description What a cache may do with the reply. Reads are `private, no-cache`: a private cache may keep
+         *     them and must revalidate (`If-None-Match` gets a 304 without the body while nothing changed).
+         *     A kept version named by its document's id (`/agents/{id}/versions/3`, or a version
+         *     `{id}@3`) is `private, max-age=31536000, immutable`: it never changes. Writes and errors
+         *     are `no-store`; event streams `no-cache, no-transform`.
+         * @example private, no-cache
+         */
+        CacheControl: string;
+        /**
+         * @description A digest of the run's projection as a strong entity tag; it changes whenever the run does.
+         * @example "q3dH0vFZ1m3c2PqJmXwq8r5eY1VnZkL"
+         */
+        RunETag: string;
+        /**
          * @description The path of the created document.
          * @example /api/build/agents/3f6c1d2e-4b5a-4c7d-8e9f-0a1b2c3d4e5f
          */
@@ -2481,6 +2525,7 @@ export interface operations {
             /** @description The agents of the workspace. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2491,6 +2536,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2537,6 +2583,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["CreateConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2572,6 +2619,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
@@ -2596,6 +2644,7 @@ export interface operations {
             /** @description The agent. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     ETag: components["headers"]["ETag"];
@@ -2605,9 +2654,11 @@ export interface operations {
                     "application/json": components["schemas"]["AgentResponse"];
                 };
             };
+            304: components["responses"]["NotModified"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2660,6 +2711,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["AgentConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2703,6 +2755,11 @@ export interface operations {
             /** @description The run was accepted and queued. */
             202: {
                 headers: {
+                    /**
+                     * @description The path of the run started: an agent run (`/api/build/runs/{runId}`).
+                     * @example /api/build/runs/5d0c1a7e-2b9f-4e3a-9c1d-7f2e8a6b4c3d
+                     */
+                    Location?: string;
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2715,6 +2772,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["RunRefused"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2758,6 +2816,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["StateConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2807,6 +2866,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["AgentConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2844,6 +2904,7 @@ export interface operations {
             /** @description One page of versions. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["NextLink"];
@@ -2857,6 +2918,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2884,6 +2946,7 @@ export interface operations {
             /** @description The agent as it was. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     ETag: components["headers"]["ETag"];
@@ -2893,10 +2956,12 @@ export interface operations {
                     "application/json": components["schemas"]["AgentResponse"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2930,6 +2995,7 @@ export interface operations {
             /** @description The patch from one version to the other. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -2942,6 +3008,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2995,6 +3062,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["AgentConflict"];
             428: components["responses"]["PreconditionRequired"];
             429: components["responses"]["RateLimited"];
@@ -3013,6 +3081,7 @@ export interface operations {
             /** @description The workflows of the workspace. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -3023,6 +3092,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3069,6 +3139,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["CreateConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -3104,6 +3175,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
@@ -3128,6 +3200,7 @@ export interface operations {
             /** @description The workflow. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     ETag: components["headers"]["ETag"];
@@ -3137,9 +3210,11 @@ export interface operations {
                     "application/json": components["schemas"]["WorkflowResponse"];
                 };
             };
+            304: components["responses"]["NotModified"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3186,6 +3261,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["WorkflowConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -3223,6 +3299,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3262,6 +3339,11 @@ export interface operations {
             /** @description The run was accepted and queued. */
             202: {
                 headers: {
+                    /**
+                     * @description The path of the run started: a workflow run (`/api/build/workflow-runs/{runId}`).
+                     * @example /api/build/runs/5d0c1a7e-2b9f-4e3a-9c1d-7f2e8a6b4c3d
+                     */
+                    Location?: string;
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -3274,6 +3356,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["RunRefused"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -3311,6 +3394,7 @@ export interface operations {
             /** @description One page of versions. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["NextLink"];
@@ -3324,6 +3408,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3351,6 +3436,7 @@ export interface operations {
             /** @description The workflow as it was. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     ETag: components["headers"]["ETag"];
@@ -3360,10 +3446,12 @@ export interface operations {
                     "application/json": components["schemas"]["WorkflowResponse"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3397,6 +3485,7 @@ export interface operations {
             /** @description The patch from one version to the other. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -3409,6 +3498,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3456,6 +3546,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["WorkflowConflict"];
             428: components["responses"]["PreconditionRequired"];
             429: components["responses"]["RateLimited"];
@@ -3512,6 +3603,7 @@ export interface operations {
             /** @description One page of runs. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["NextLink"];
@@ -3524,6 +3616,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3578,6 +3671,7 @@ export interface operations {
             /** @description One page of runs. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["NextLink"];
@@ -3590,6 +3684,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3612,6 +3707,8 @@ export interface operations {
             /** @description The run. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    ETag: components["headers"]["RunETag"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -3620,10 +3717,12 @@ export interface operations {
                     "application/json": components["schemas"]["AgentRunResponse"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3682,6 +3781,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["RunFinished"];
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
@@ -3727,6 +3827,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["ApprovalConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -3758,6 +3859,7 @@ export interface operations {
             /** @description The event stream. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -3777,6 +3879,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyStreams"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3799,6 +3902,8 @@ export interface operations {
             /** @description The run. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    ETag: components["headers"]["RunETag"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -3807,10 +3912,12 @@ export interface operations {
                     "application/json": components["schemas"]["WorkflowRunResponse"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3869,6 +3976,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             409: components["responses"]["RunFinished"];
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
@@ -3899,6 +4007,7 @@ export interface operations {
             /** @description The event stream. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -3918,6 +4027,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyStreams"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3934,6 +4044,7 @@ export interface operations {
             /** @description The catalog. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -3944,6 +4055,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3966,6 +4078,7 @@ export interface operations {
             /** @description The app. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -3977,6 +4090,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3993,6 +4107,7 @@ export interface operations {
             /** @description The connections. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -4003,6 +4118,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };

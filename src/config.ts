@@ -54,6 +54,11 @@ export interface Config {
   /** How long a worker's claim on a run lasts unless renewed (RUN_LEASE_SECONDS): after it, another replica may take the run over. */
   runLeaseMs: number;
   publicBaseUrl: string;
+  /**
+   * The origins whose browser applications may call the API (CORS_ALLOWED_ORIGINS: a comma-separated
+   * list of `scheme://host[:port]`, or `*`); empty: none, no CORS fields are sent.
+   */
+  corsAllowedOrigins: string[] | '*';
   auth: AuthConfig;
   defaultCredits: number;
   logLevel: string;
@@ -124,6 +129,25 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
  * An absolute http(s) URL. `trimSlash`: drop trailing slashes (a base URL that paths are appended
  * to). An issuer identifier is kept exactly as given: tokens' `iss` is compared with it verbatim.
  */
+/** CORS_ALLOWED_ORIGINS: `*`, or origins exactly as a browser sends them (`https://app.example.org`, no path). */
+function corsOrigins(env: Env): string[] | '*' {
+  const raw = (env.CORS_ALLOWED_ORIGINS ?? '').trim();
+  if (raw === '*') return '*';
+  const origins = raw.split(',').map((o) => o.trim()).filter(Boolean);
+  for (const origin of origins) {
+    let url: URL | null = null;
+    try {
+      url = new URL(origin);
+    } catch {
+      // reported below
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== origin) {
+      throw new ConfigError(`CORS_ALLOWED_ORIGINS: '${origin}' is not an origin; write scheme://host[:port] with no path or trailing slash (or * alone)`);
+    }
+  }
+  return origins;
+}
+
 function httpUrl(env: Env, name: string, fallback: string | null, trimSlash = true): string | null {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -225,6 +249,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     pgPoolSize: integer(env, 'PG_POOL_SIZE', 10, 1, 1000),
     runLeaseMs: integer(env, 'RUN_LEASE_SECONDS', 30, 2, 3600) * 1000,
     publicBaseUrl,
+    corsAllowedOrigins: corsOrigins(env),
     auth: {
       issuer,
       jwksUri,

@@ -121,6 +121,7 @@ async function webLayers(config: Config, logger: Logger, opts: ServiceOptions, c
     localJwks: localIssuer?.jwks,
     validateResponses: opts.validateResponses,
     readiness,
+    corsAllowedOrigins: config.corsAllowedOrigins,
     beside: (operations) => {
       mcp = createMcpEndpoint({ operations, ctx, logger, authenticate: createBearerAuth({ ...bearer, resourceMetadataUrl: mcpResourceMetadataUrl(config.publicBaseUrl), scopeInEveryChallenge: true }), publicBaseUrl: config.publicBaseUrl, issuer });
       return mcp.handler;

@@ -17,6 +17,9 @@ import { BUILD_SCOPE, type Authenticate } from '../auth/bearer';
 import type { Jwks } from '../auth/local-issuer';
 import { generatedDocsDir } from '../paths';
 import { readJsonBody, takesBody } from './body';
+import { cacheControlOf, digestedRead, digestTag, matchesNoneMatch } from './caching';
+import { notAcceptable, producedMediaTypes } from './media-types';
+import { compressing, crossOrigin } from './transport';
 import { replyBytes, replyTo } from './calls';
 import { admitWithinQuota } from './rate-limit-fields';
 import { inServerSpan } from './tracing';
@@ -41,6 +44,8 @@ export interface AppOptions {
   validateResponses?: boolean;
   /** Whether the process is draining (SIGTERM): /readyz then answers 503 so that balancers stop sending to it. */
   readiness?: Readiness;
+  /** The origins whose browser applications may call the service (CORS); none by default. */
+  corsAllowedOrigins?: string[] | '*';
   /** Requests served beside the API by another carrier of its operations (the MCP endpoint): given them, it answers its own paths and passes the rest on. */
   beside?: (operations: Operations) => express.RequestHandler;
 }
@@ -120,7 +125,8 @@ export async function createApp(opts: AppOptions): Promise<express.Express> {
     next(new ApiError(404, `no route ${req.method} ${loggablePath(req.originalUrl)}; the API is described at /openapi.yaml`));
   });
   app.use(errorHandler(opts.logger));
-  return apiFirst(app, apiRequests(operations, opts.authenticate, opts.logger, opts.ctx), opts.validateResponses ? contractCheck(operations) : null);
+  const api = apiRequests(operations, producedMediaTypes(spec), opts.authenticate, opts.logger, opts.ctx);
+  return apiFirst(app, api, opts.validateResponses ? contractCheck(operations) : null, opts.corsAllowedOrigins ?? []);
 }
 
 /** Whether a request's URL is under the API's root (`/api/build`, then `/`, `?` or nothing). */
@@ -129,28 +135,52 @@ function isApiUrl(url: string): boolean {
 }
 
 /**
- * The app as the server calls it: an API request goes straight to the API's layer, anything else
- * to express's router. The API is most of the traffic, and express's app and router cost every
- * request a walk of their own before its first layer runs (docs/benchmarks.md). Requests and
- * responses already have the app's prototypes (server.ts), and the API's layer uses node's own
- * response methods; `originalUrl` is set as express's router would. The function has the app as
- * its prototype, so it is the app to everything else (its settings, `request`, `response`).
+ * The app as the server calls it: CORS and compression first (transport.ts), for every request;
+ * then an API request goes straight to the API's layer, anything else to express's router. The API
+ * is most of the traffic, and express's app and router cost every request a walk of their own
+ * before its first layer runs (docs/benchmarks.md). Requests and responses already have the app's
+ * prototypes (server.ts), and the API's layer uses node's own response methods; `originalUrl` is
+ * set as express's router would. The function has the app as its prototype, so it is the app to
+ * everything else (its settings, `request`, `response`).
  */
-function apiFirst(app: express.Express, api: (req: Request, res: Response) => void, contract: express.RequestHandler | null): express.Express {
-  const front = (req: Request, res: Response) => {
+function apiFirst(app: express.Express, api: (req: Request, res: Response) => void, contract: express.RequestHandler | null, corsOrigins: string[] | '*'): express.Express {
+  const cors = crossOrigin(corsOrigins);
+  const compress = compressing();
+  const route = (req: Request, res: Response) => {
     if (!isApiUrl(req.url)) return app(req, res);
     req.originalUrl = req.url;
+    // After compression's layer, so that the check reads the reply before it is compressed.
     if (contract) contract(req, res, () => undefined);
     api(req, res);
   };
+  const compressed = (req: Request, res: Response) => compress(req, res, () => route(req, res));
+  const front = (req: Request, res: Response) => (cors ? cors(req, res, () => compressed(req, res)) : compressed(req, res));
   Object.setPrototypeOf(front, app);
   return front as unknown as express.Express;
 }
 
-function send(res: Response, reply: Reply): void {
-  if ('stream' in reply) return openStream(res, reply);
+function send(req: Request, res: Response, route: Matched, reply: Reply): void {
+  if ('stream' in reply) return req.method === 'HEAD' ? headOfStream(res, reply) : openStream(res, reply);
   if ('noContent' in reply) return sendEmpty(res, reply.status, reply.headers);
-  sendJson(res, reply.status, reply.headers, replyBytes(reply));
+  const bytes = replyBytes(reply);
+  if (reply.status === 200 && (req.method === 'GET' || req.method === 'HEAD')) {
+    const operationId = route.operation.operationId as string;
+    res.setHeader('Cache-Control', cacheControlOf(req.method, operationId, route.params));
+    let etag = reply.headers?.ETag;
+    if (etag === undefined && digestedRead(operationId)) res.setHeader('ETag', (etag = digestTag(bytes)));
+    if (etag !== undefined && matchesNoneMatch(req.headers['if-none-match'], etag)) return sendEmpty(res, 304, reply.headers);
+  } else res.setHeader('Cache-Control', 'no-store');
+  sendJson(res, reply.status, reply.headers, bytes);
+}
+
+/** HEAD of an event stream: the stream's fields, no events (the stream starts and stops at once, releasing its slot). */
+function headOfStream(res: Response, reply: Extract<Reply, { stream: unknown }>): void {
+  res.statusCode = reply.status;
+  res.setHeader('Content-Type', 'text/event-stream');
+  res.setHeader('Cache-Control', 'no-cache, no-transform');
+  for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+  res.end();
+  reply.stream({ write: () => undefined, end: () => undefined, closed: Promise.resolve() });
 }
 
 /**
@@ -184,7 +214,7 @@ const API_ROOT = '/api/build';
  * first, so unknown paths are 404 and wrong methods 405; then the token; then the body, the
  * request's validation and the handler (operations.dispatch).
  */
-function apiRequests(operations: Operations, authenticate: Authenticate, logger: Logger, ctx: ServiceContext): (req: Request, res: Response) => void {
+function apiRequests(operations: Operations, produced: Map<string, string[]>, authenticate: Authenticate, logger: Logger, ctx: ServiceContext): (req: Request, res: Response) => void {
   // Errors are answered here: passing them to next() makes express's router walk every later layer
   // looking for an error handler, on every refusal. Each reply is logged as it is written, rather
   // than by a 'finish' listener on every response, which would add a listener and an event to
@@ -197,7 +227,7 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
     const quota = admitWithinQuota(ctx, res, principal, route.operation.operationId as string);
     if (quota) await quota; // only when this process takes more units from the store
     const body = takesBody(route.operation) ? await readJsonBody(req, route.operation) : undefined;
-    send(res, await replyTo(operations, ctx, route, { method: req.method, path, headers: req.headers, query, body }, principal));
+    send(req, res, route, await replyTo(operations, ctx, route, { method: req.method, path, headers: req.headers, query, body }, principal));
     logRequest(logger, req, res, ctx.metrics);
   };
   const serve = (req: Request, res: Response) => {
@@ -206,7 +236,12 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
     const queryAt = url.indexOf('?');
     const path = queryAt < 0 ? url : url.slice(0, queryAt);
     const match = operations.match(req.method, path);
-    if (!match || !('operation' in match)) return fail(req, res)(routingError(req.method, path, match?.allowed ?? [], res));
+    if (!match || !('operation' in match)) {
+      if (match && req.method === 'OPTIONS') return answerOptions(req, res, match.allowed);
+      return fail(req, res)(routingError(req.method, path, match?.allowed ?? [], res));
+    }
+    const unacceptable = notAcceptable(req, produced.get(match.operation.operationId as string) as string[]);
+    if (unacceptable) return fail(req, res)(unacceptable);
     req.matched = match;
     inServerSpan(req, res, match.operation.operationId as string, match.operation.path, () => {
       // Parsed once, as express's 'simple' query parser would (its req.query getter parses on every read).
@@ -225,6 +260,12 @@ function apiRequests(operations: Operations, authenticate: Authenticate, logger:
       if (principal instanceof Promise) principal.then(principalKnown).catch(fail(req, res));
       else principalKnown(principal).catch(fail(req, res));
     });
+  };
+  /** OPTIONS (RFC 9110 §9.3.7): the methods of the path. A CORS preflight never gets here (transport.ts). */
+  const answerOptions = (req: Request, res: Response, allowed: string[]) => {
+    res.setHeader('Allow', allowed.join(', '));
+    sendEmpty(res, 204, undefined);
+    logRequest(logger, req, res, ctx.metrics, 'unmatched');
   };
   // No router around this layer (apiFirst) to catch what it throws: a throw is answered here.
   return (req, res) => {

@@ -63,9 +63,14 @@ function readRaw(req: Request, limit: number): Promise<Buffer> {
   });
 }
 
+/**
+ * Whether a body is `application/json` (UTF-8): what every operation of the API takes. Another JSON
+ * type says another meaning (`application/merge-patch+json` is a partial update, which a whole
+ * document's PUT is not), so it is 415 too.
+ */
 function isJsonMediaType(contentType: string): boolean {
   const [type = '', ...params] = contentType.split(';').map((p) => p.trim().toLowerCase());
-  if (type !== 'application/json' && !/^application\/[a-z0-9.+-]+\+json$/.test(type)) return false;
+  if (type !== 'application/json') return false;
   return params.every((p) => !p.startsWith('charset=') || p === 'charset=utf-8' || p === 'charset="utf-8"');
 }
 

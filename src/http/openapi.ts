@@ -106,7 +106,7 @@ export type Match = { operation: Operation; params: Record<string, string> } | {
 export interface Operations {
   /** The backend, for validating replies against the spec (tests, contract hooks). */
   api: OpenAPIBackend;
-  /** The operation a method and path name, or the methods the path allows (405), or null (404). */
+  /** The operation a method and path name (HEAD names the GET), or the methods the path allows (405; OPTIONS), or null (404). */
   match(method: string, path: string): Match | null;
   /** Validates the request against the operation's schemas (ajv) and calls its handler. */
   dispatch(match: Extract<Match, { operation: Operation }>, request: { method: string; path: string; headers: Record<string, unknown>; query: Record<string, unknown>; body: unknown }, principal: Principal): Promise<Reply>;
@@ -167,7 +167,8 @@ export async function createOperations(spec: LoadedSpec, handlers: Handlers, ctx
   return {
     api,
     match(method, path) {
-      const verb = method.toLowerCase();
+      // HEAD is GET without the body (RFC 9110 §9.3.2): node sends no body for it.
+      const verb = method === 'HEAD' ? 'get' : method.toLowerCase();
       const allowed: string[] = [];
       for (const route of routes) {
         const found = route.pattern.exec(path);
@@ -178,8 +179,9 @@ export async function createOperations(spec: LoadedSpec, handlers: Handlers, ctx
           return { operation: route.operation, params };
         }
         allowed.push(route.operation.method.toUpperCase());
+        if (route.operation.method === 'get') allowed.push('HEAD');
       }
-      return allowed.length ? { allowed } : null;
+      return allowed.length ? { allowed: [...allowed, 'OPTIONS'] } : null;
     },
     async dispatch({ operation, params }, request, principal) {
       const refused = refusedTextIn(params, 'path') ?? refusedTextIn(request.query, 'query');

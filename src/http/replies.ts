@@ -82,6 +82,8 @@ export function replyWithError(err: unknown, req: Request, res: Response, logger
     res.end();
     return;
   }
+  // A refusal is an answer to this request at this moment (a 404 is heuristically cacheable otherwise).
+  res.setHeader('Cache-Control', 'no-store');
   sendJson(res, error.status, error.headers, error.encoded());
 }
 

@@ -11,7 +11,7 @@ import { ApiError } from '../errors';
 import { readBodyBytes } from './body';
 import type { Operations } from './openapi';
 import { inServerSpan } from './tracing';
-import { identify, logRequest, replyWithError, sendJson } from './replies';
+import { identify, logRequest, replyWithError, sendEmpty, sendJson } from './replies';
 
 const HOOKS_ROOT = '/hooks/';
 
@@ -31,6 +31,10 @@ export function webhookRequests(operations: Operations, ctx: ServiceContext, log
     }
     if (!('operation' in match)) {
       res.setHeader('Allow', match.allowed.join(', '));
+      if (req.method === 'OPTIONS') {
+        sendEmpty(res, 204, undefined);
+        return done();
+      }
       replyWithError(new ApiError(405, `method ${req.method} is not allowed on a webhook URL; allowed: ${match.allowed.join(', ')}`), req, res, logger);
       return done();
     }
@@ -46,7 +50,11 @@ export function webhookRequests(operations: Operations, ctx: ServiceContext, log
             body,
           }),
         )
-        .then((accepted) => sendJson(res, 202, undefined, Buffer.from(JSON.stringify({ data: { run_id: accepted.runId, status: accepted.status } }))))
+        .then((accepted) => {
+          // Where the run can be followed, by a member of the workspace (the URL's secret reads nothing).
+          const location = accepted.runId ? { Location: `/api/build/runs/${accepted.runId}` } : undefined;
+          sendJson(res, 202, location, Buffer.from(JSON.stringify({ data: { run_id: accepted.runId, status: accepted.status } })));
+        })
         .catch((err: unknown) => replyWithError(err, req, res, logger))
         .finally(done);
     });

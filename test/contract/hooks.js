@@ -49,6 +49,8 @@ const withRef = (uri, ref) => uri.replace(/\/(agents|workflows)\/[^/?]+/, `/$1/$
 /** Rewrites the request so the server answers the transaction's documented status. */
 async function prepare(t) {
   const { summary, status } = parse(t.name);
+  if (status === 304) return prepareNotModified(t);
+  if (status === 406) return prepareNotAcceptable(t);
   if (summary.startsWith('Deliver webhook')) return prepareDelivery(t, status);
   if (status === 429 && !summary.startsWith('Follow')) return prepareQuotaSpent(t);
   if (summary.startsWith('List') && summary.endsWith('runs')) return prepareRunList(t, status);
@@ -105,6 +107,32 @@ async function prepare(t) {
       if (summary === 'Read workflow run') return setUri(t, t.request.uri.replace(/[0-9a-f-]{36}$/, started.workflow));
       await carryStamp(t, summary);
   }
+}
+
+// ---------------------------------------------------------------- conditional reads, negotiation
+/** A read's 304: the request its 200 makes, with If-None-Match naming the ETag a read just got. */
+async function prepareNotModified(t) {
+  const name = t.name;
+  t.name = name.replace(/ > 304$/, ' > 200');
+  try {
+    await prepare(t);
+  } finally {
+    t.name = name;
+  }
+  t.skip = false;
+  const res = await fetch(`${baseUrl}${t.fullPath}`, { headers: { authorization: t.request.headers.Authorization } });
+  if (res.status !== 200 || !res.headers.get('etag')) throw new Error(`${t.fullPath}: ${res.status}, ETag ${res.headers.get('etag')}`);
+  t.request.headers['If-None-Match'] = res.headers.get('etag');
+  delete t.expected.body;
+  delete t.expected.bodySchema;
+}
+
+/** Any operation's 406: a request that accepts only XML (checked before the token, the body or the path's document). */
+function prepareNotAcceptable(t) {
+  t.skip = false;
+  for (const name of Object.keys(t.request.headers)) if (/^(idempotency-key|accept)$/i.test(name)) delete t.request.headers[name];
+  t.request.headers.Accept = 'application/xml';
+  t.request.headers.Authorization = `Bearer ${token}`;
 }
 
 // ---------------------------------------------------------------- request quotas

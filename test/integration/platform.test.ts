@@ -29,8 +29,8 @@ test('an unknown path is 404 and a wrong method 405 with Allow, both { error }',
   expect(await call('GET', '/elsewhere')).toMatchObject({ status: 404 });
   const wrong = await call('DELETE', '/api/build/agents/some-agent');
   expect(wrong.status).toBe(405);
-  expect(wrong.headers.get('allow')).toBe('GET, PUT');
-  expect(wrong.body).toEqual({ error: 'method DELETE is not allowed on /api/build/agents/some-agent; allowed: GET, PUT' });
+  expect(wrong.headers.get('allow')).toBe('GET, HEAD, PUT, OPTIONS');
+  expect(wrong.body).toEqual({ error: 'method DELETE is not allowed on /api/build/agents/some-agent; allowed: GET, HEAD, PUT, OPTIONS' });
 });
 
 test('a body over 64 KiB is 413 before it is parsed; nothing is written', async () => {

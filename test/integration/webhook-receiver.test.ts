@@ -96,7 +96,7 @@ describe('refusals', () => {
     }
     const get = await fetch(url);
     expect(get.status).toBe(405);
-    expect(get.headers.get('allow')!.split(', ').sort()).toEqual(['POST', 'PUT']);
+    expect(get.headers.get('allow')!.split(', ').sort()).toEqual(['OPTIONS', 'POST', 'PUT']);
   });
 
   test('a rotated-away secret and a dropped trigger are 410; the new URL works', async () => {

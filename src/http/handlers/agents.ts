@@ -58,10 +58,10 @@ export const agentHandlers: Pick<
     return agentWriteReply(await agents.setAgentStatus(ctx, principal, params.ref, headers['if-match'] as string, body.status));
   },
 
-  testAgent: async ({ ctx, principal, params, body }) => ({
-    status: 202,
-    body: { data: await runs.testAgent(ctx, principal, params.ref, body.prompt, body.version) },
-  }),
+  testAgent: async ({ ctx, principal, params, body }) => {
+    const started = await runs.testAgent(ctx, principal, params.ref, body.prompt, body.version);
+    return { status: 202, headers: { Location: `/api/build/runs/${started.run_id}` }, body: { data: started } };
+  },
 
   rotateWebhook: async ({ ctx, principal, params, body }) => {
     const { record, secret } = await agents.rotateWebhook(ctx, principal, params.ref, body.trigger_id);

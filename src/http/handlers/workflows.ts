@@ -52,8 +52,8 @@ export const workflowHandlers: Pick<
     return { status: 200, rawData: withDocumentJson<components['schemas']['WorkflowValidationResponse']['data']>(documentJson, result) };
   },
 
-  testWorkflow: async ({ ctx, principal, params, body }) => ({
-    status: 202,
-    body: { data: await runs.testWorkflow(ctx, principal, params.ref, body?.input ?? {}, body?.version) },
-  }),
+  testWorkflow: async ({ ctx, principal, params, body }) => {
+    const started = await runs.testWorkflow(ctx, principal, params.ref, body?.input ?? {}, body?.version);
+    return { status: 202, headers: { Location: `/api/build/workflow-runs/${started.run_id}` }, body: { data: started } };
+  },
 };
