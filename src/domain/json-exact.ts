@@ -63,9 +63,14 @@ export function inexactJsonIn(text: string, base: string): RefusedText | null {
       i++;
     } else if (c === MINUS || (c >= 0x30 && c <= 0x39)) {
       const end = numberEnd(text, i);
-      const rule = inexactNumber(text.slice(i, end));
-      if (rule) return { path: pathHere(), rule };
-      i = end;
+      // Up to 15 characters of digits, sign and point, with no exponent: every such decimal survives
+      // a double's round trip, and such an integer is below 2^53. Most numbers of a document end here.
+      if (end - i > 15 || end < 0) {
+        const literal = text.slice(i, end < 0 ? -end : end);
+        const rule = inexactNumber(literal);
+        if (rule) return { path: pathHere(), rule };
+      }
+      i = end < 0 ? -end : end;
     } else i++; // whitespace, ':', and the letters of true, false and null
   }
   return null;
@@ -101,13 +106,17 @@ function decodeName(text: string, start: number, end: number): string {
   return raw.includes('\\') ? (JSON.parse(text.slice(start, end + 1)) as string) : raw;
 }
 
+/** Where the number starting at `start` ends; negated when it has an exponent (JSON.parse has checked its grammar). */
 function numberEnd(text: string, start: number): number {
   let at = start + 1;
+  let exponent = false;
   for (;;) {
     const c = text.charCodeAt(at);
-    // digits, '.', 'e', 'E', '+', '-': JSON.parse has checked their order
-    if ((c >= 0x30 && c <= 0x39) || c === 0x2e || c === 0x65 || c === 0x45 || c === 0x2b || c === MINUS) at++;
-    else return at;
+    if ((c >= 0x30 && c <= 0x39) || c === 0x2e || c === 0x2b || c === MINUS) at++;
+    else if (c === 0x65 || c === 0x45) {
+      exponent = true;
+      at++;
+    } else return exponent ? -at : at;
   }
 }
 
@@ -115,10 +124,7 @@ export const MAX_EXACT_INTEGER = Number.MAX_SAFE_INTEGER;
 
 /** Why a JSON number literal is not held exactly by a double, or null when it is. */
 export function inexactNumber(literal: string): string | null {
-  const digitsOnly = literal.charCodeAt(0) === MINUS ? literal.length - 1 : literal.length;
-  // Up to 15 significant digits and no exponent: every such decimal survives a double's round trip,
-  // and such an integer is below 2^53. Most numbers of a document end here.
-  if (digitsOnly <= 15 && !/[eE]/.test(literal)) return null;
+  if (literal.length <= 15 && !/[eE]/.test(literal)) return null; // as inexactJsonIn's own shortcut
   const value = Number(literal);
   const sent = significantDigits(literal);
   if (!Number.isFinite(value)) return `${quoted(literal)} is beyond the range of a double (±1.7976931348623157e308)`;
@@ -127,6 +133,7 @@ export function inexactNumber(literal: string): string | null {
   if (!/[.eE]/.test(literal) && Math.abs(value) > MAX_EXACT_INTEGER) {
     return `${quoted(literal)} is an integer beyond ±${MAX_EXACT_INTEGER} (2^53−1), which not every JSON reader holds exactly; send it as a string`;
   }
+  if (String(value) === literal) return null; // as JavaScript writes it: the shortest text of that double
   const kept = significantDigits(String(Math.abs(value)));
   if (kept !== sent) return `${quoted(literal)} has more significant digits than a double keeps: it would be stored as ${value}; send it as a string or round it`;
   return null;

@@ -1,6 +1,6 @@
 // Builds the HTTP application from its parts. The order of checks under /api/build is the one
-// docs/errors.md documents: route (404/405), token (401/503), scope (403), body size (413), media type (415),
-// JSON (400), schema (400/428) — none of which reads stored data — then the handler, which asks
+// docs/errors.md documents: route (404/405), Accept (406), token (401/503), scope (403), quota (429),
+// body size (413), media type (415), JSON (400), schema (400/428) — none of which reads stored data — then the handler, which asks
 // the store (404, 409, 400 against the stored document).
 import fs from 'node:fs';
 import path from 'node:path';

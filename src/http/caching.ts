@@ -27,7 +27,7 @@ export const digestedRead = (operationId: string): boolean => DIGESTED_READS.has
 
 /** A strong entity tag of exactly these bytes. */
 export function digestTag(bytes: Buffer): string {
-  return `"${crypto.createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"`;
+  return `"${crypto.hash('sha256', bytes, 'base64url').slice(0, 27)}"`;
 }
 
 /**

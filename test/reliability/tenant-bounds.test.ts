@@ -195,6 +195,11 @@ test('hundreds of streams and half-sent requests: refused past the per-caller li
     await new Promise((r) => setTimeout(r, 20));
   }
   const health = watchHealth(s, s.token({ workspace: 'bystander' }));
+  // What the machine alone holds a process's loop up by in this window (other suites run beside this
+  // one in CI): an idle server of its own, watched over the same time.
+  const idle = await startServer({}, { watch: true });
+  await idle.loopStats();
+  await s.loopStats();
 
   const controllers: AbortController[] = [];
   const statuses = await Promise.all(
@@ -227,7 +232,9 @@ test('hundreds of streams and half-sent requests: refused past the per-caller li
   const { slowest, failures } = await health();
   expect(failures).toBe(0);
   expect(slowest).toBeLessThan(HEALTH_MS);
-  expect((await s.loopStats()).maxDelayMs).toBeLessThan(LOOP_BLOCK_MS);
+  const [served, machine] = [await s.loopStats(), await idle.loopStats()];
+  await idle.dispose();
+  expect(served.maxDelayMs).toBeLessThan(LOOP_BLOCK_MS + machine.maxDelayMs);
 });
 
 test('a tenant far beyond its quota: 5,000 requests, the quota admitted and the rest refused (429) without blocking the loop; another workspace is served', async () => {
