@@ -13,7 +13,8 @@ export interface paths {
         };
         /**
          * List agents
-         * @description Every agent of the caller's workspace, ordered by slug. No pagination.
+         * @description Every agent of the caller's workspace that the caller's spaces hold (see Spaces), ordered by
+         *     slug, optionally only those of one space or folder. No pagination.
          */
         get: operations["listAgents"];
         /**
@@ -326,7 +327,8 @@ export interface paths {
         };
         /**
          * List workflows
-         * @description Every workflow of the caller's workspace, ordered by slug. No pagination.
+         * @description Every workflow of the caller's workspace that the caller's spaces hold (see Spaces), ordered
+         *     by slug, optionally only those of one space. No pagination.
          */
         get: operations["listWorkflows"];
         /**
@@ -1029,7 +1031,7 @@ export interface components {
         Slug160: string;
         Description: string | null;
         Space: {
-            /** @description A team slug, or null for the workspace space. */
+            /** @description A team slug, or null for the workspace space. Only the team's members and workspace administrators see a team's documents (see Spaces). */
             team: string | null;
         };
         Prompt: string;
@@ -1340,6 +1342,8 @@ export interface components {
             eval_criteria: components["schemas"]["EvalCriteria"];
         };
         AgentListItem: {
+            space: components["schemas"]["Space"];
+            folder: string | null;
             /** Format: uuid */
             id: string;
             slug: string;
@@ -1556,6 +1560,7 @@ export interface components {
             output: components["schemas"]["WorkflowOutput"];
         };
         WorkflowListItem: {
+            space: components["schemas"]["Space"];
             slug: string;
             name: string;
             enabled: boolean;
@@ -2358,6 +2363,16 @@ export interface components {
          */
         AppSlug: string;
         /**
+         * @description Only the documents of this space: `workspace` (the workspace's own, `team` null) or a team's slug. A space the caller does not see lists nothing.
+         * @example finance
+         */
+        SpaceFilter: string;
+        /**
+         * @description Only the documents in this folder or below it, segment by segment: `payroll` lists `payroll` and `payroll/monthly`, not `payroll2`.
+         * @example payroll
+         */
+        FolderFilter: string;
+        /**
          * @description The document's current `updated_at` as a quoted entity tag (the `ETag` of the last read or
          *     write), or `*`. Missing: 428. Not the current stamp: 409 with the current document.
          * @example "2026-11-21T10:00:00.123456Z"
@@ -2515,7 +2530,18 @@ export type $defs = Record<string, never>;
 export interface operations {
     listAgents: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Only the documents of this space: `workspace` (the workspace's own, `team` null) or a team's slug. A space the caller does not see lists nothing.
+                 * @example finance
+                 */
+                space?: components["parameters"]["SpaceFilter"];
+                /**
+                 * @description Only the documents in this folder or below it, segment by segment: `payroll` lists `payroll` and `payroll/monthly`, not `payroll2`.
+                 * @example payroll
+                 */
+                folder?: components["parameters"]["FolderFilter"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3071,7 +3097,13 @@ export interface operations {
     };
     listWorkflows: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Only the documents of this space: `workspace` (the workspace's own, `team` null) or a team's slug. A space the caller does not see lists nothing.
+                 * @example finance
+                 */
+                space?: components["parameters"]["SpaceFilter"];
+            };
             header?: never;
             path?: never;
             cookie?: never;

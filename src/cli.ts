@@ -9,7 +9,7 @@ import { BUILD_SCOPE } from './auth/bearer';
 
 const USAGE = `usage:
   build-api serve
-  build-api token --user U --workspace W [--scope "${BUILD_SCOPE}"] [--ttl SECONDS]
+  build-api token --user U --workspace W [--team T]... [--admin] [--scope "${BUILD_SCOPE}"] [--ttl SECONDS]
   build-api connections add --workspace W --app A --ref R [--label L] [--status connected|disconnected|expired]
   build-api connections list --workspace W
   build-api credits set --workspace W --amount N
@@ -32,10 +32,22 @@ function wholeNumber(text: string, name: string, max: number): number {
   return Number(text);
 }
 
+function teamsOf(teams: string[]): string[] {
+  for (const team of teams) if (!SLUG.test(team) || team.length > 80) throw new UsageError(`--team: '${team}' is not a team slug (lowercase letters and digits joined by single hyphens)`);
+  return [...new Set(teams)];
+}
+
 async function token(config: Config, args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
-    options: { user: { type: 'string' }, workspace: { type: 'string' }, scope: { type: 'string' }, ttl: { type: 'string' } },
+    options: {
+      user: { type: 'string' },
+      workspace: { type: 'string' },
+      team: { type: 'string', multiple: true },
+      admin: { type: 'boolean' },
+      scope: { type: 'string' },
+      ttl: { type: 'string' },
+    },
   });
   if (config.auth.issuer) {
     throw new UsageError(`AUTH_ISSUER is set (${config.auth.issuer}): tokens come from that issuer, not from build-api token`);
@@ -46,7 +58,12 @@ async function token(config: Config, args: string[]): Promise<void> {
   const jwt = issuer.mint({
     sub: required(values, 'user'),
     audience: config.auth.audience,
-    claims: { [config.auth.workspaceClaim]: required(values, 'workspace'), scope: values.scope ?? BUILD_SCOPE },
+    claims: {
+      [config.auth.workspaceClaim]: required(values, 'workspace'),
+      [config.auth.teamsClaim]: teamsOf(values.team ?? []),
+      // The administrator grant is a scope beside `build` (AUTH_ADMIN_GRANT; docs/auth.md).
+      scope: [values.scope ?? BUILD_SCOPE, ...(values.admin ? [config.auth.adminGrant] : [])].join(' '),
+    },
     ttlSeconds: ttl,
   });
   process.stdout.write(`${jwt}\n`);

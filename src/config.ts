@@ -14,6 +14,14 @@ export interface AuthConfig {
   jwksUri: string | null;
   audience: string;
   workspaceClaim: string;
+  /** The claim that lists the caller's team slugs (AUTH_TEAMS_CLAIM): an array, or a space-separated string. */
+  teamsClaim: string;
+  /**
+   * What makes the caller a workspace administrator (AUTH_ADMIN_GRANT): a scope or permission (in
+   * `scope`, `scp` or `permissions`) or a role (in `roles`, Entra ID's app roles, or
+   * `realm_access.roles`, Keycloak's) of this name.
+   */
+  adminGrant: string;
   /**
    * How long an external issuer's key set is used before it is fetched again, in ms; also the
    * longest a token verified with a key is remembered, so a key the issuer removes stops verifying
@@ -255,6 +263,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       jwksUri,
       audience: nonEmpty(env, 'AUTH_AUDIENCE', 'build-api', /^\S{1,200}$/, 'must be 1..200 characters without spaces'),
       workspaceClaim: nonEmpty(env, 'AUTH_WORKSPACE_CLAIM', 'workspace', /^[A-Za-z0-9_:./-]{1,100}$/, 'must be a claim name'),
+      teamsClaim: nonEmpty(env, 'AUTH_TEAMS_CLAIM', 'teams', /^[A-Za-z0-9_:./-]{1,100}$/, 'must be a claim name'),
+      adminGrant: nonEmpty(env, 'AUTH_ADMIN_GRANT', 'build:admin', /^[A-Za-z0-9_:./-]{1,100}$/, 'must be a scope or role name'),
       jwksCacheMs: integer(env, 'AUTH_JWKS_CACHE_SECONDS', 600, 1, 86_400) * 1000,
     },
     defaultCredits: integer(env, 'DEFAULT_CREDITS', 1000, 0, 1_000_000_000),

@@ -109,7 +109,7 @@ async function webLayers(config: Config, logger: Logger, opts: ServiceOptions, c
   const keySource: KeySource = localIssuer
     ? staticKeySource(localIssuer.jwks)
     : remoteKeySource({ issuer, jwksUri: config.auth.jwksUri, maxAgeMs: config.auth.jwksCacheMs });
-  const bearer = { issuer, audience: config.auth.audience, workspaceClaim: config.auth.workspaceClaim, keySource, rememberMs: config.auth.jwksCacheMs };
+  const bearer = { issuer, audience: config.auth.audience, workspaceClaim: config.auth.workspaceClaim, teamsClaim: config.auth.teamsClaim, adminGrant: config.auth.adminGrant, keySource, rememberMs: config.auth.jwksCacheMs };
   let mcp: ReturnType<typeof createMcpEndpoint> | undefined;
   const app = await createApp({
     ctx,

@@ -17,6 +17,10 @@ export interface BearerOptions {
   issuer: string;
   audience: string;
   workspaceClaim: string;
+  /** The claim listing the caller's teams (config.ts, AUTH_TEAMS_CLAIM). */
+  teamsClaim: string;
+  /** The scope or role that makes the caller a workspace administrator (AUTH_ADMIN_GRANT). */
+  adminGrant: string;
   keySource: KeySource;
   resourceMetadataUrl: string;
   /**
@@ -66,6 +70,34 @@ function grants(claim: unknown): readonly unknown[] {
 /** Build authorization, wherever the issuer puts granted scopes: `scope`, `scp` or `permissions`. */
 function hasBuildScope(payload: Record<string, unknown>): boolean {
   return [payload.scope, payload.scp, payload.permissions].some((claim) => grants(claim).includes(BUILD_SCOPE));
+}
+
+/**
+ * A claim by name: the member of that name, or else a dotted path into nested objects
+ * (`realm_access.roles`). The exact name comes first, as Auth0's namespaced claims are URLs with dots.
+ */
+function claimAt(payload: Record<string, unknown>, name: string): unknown {
+  if (Object.hasOwn(payload, name)) return payload[name];
+  let node: unknown = payload;
+  for (const part of name.split('.')) node = node !== null && typeof node === 'object' ? (node as Record<string, unknown>)[part] : undefined;
+  return node;
+}
+
+/** A team slug as documents name teams (openapi.yaml's Space): others in the claim are ignored. */
+const TEAM_SLUG = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+const MAX_TEAMS = 100;
+
+/** The caller's teams from the teams claim (an array, or a space-separated string); at most MAX_TEAMS. */
+function teamsOf(payload: Record<string, unknown>, claim: string): readonly string[] {
+  const listed = grants(claimAt(payload, claim));
+  const teams = [...new Set(listed.filter((t): t is string => typeof t === 'string' && t.length <= 80 && TEAM_SLUG.test(t)))];
+  return Object.freeze(teams.slice(0, MAX_TEAMS));
+}
+
+/** Whether the token grants the administrator scope or role: in `scope`, `scp`, `permissions`, `roles` or `realm_access.roles`. */
+function isAdmin(payload: Record<string, unknown>, grant: string): boolean {
+  const places = [payload.scope, payload.scp, payload.permissions, payload.roles, claimAt(payload, 'realm_access.roles')];
+  return places.some((claim) => grants(claim).includes(grant));
 }
 
 /**
@@ -229,7 +261,7 @@ export function createBearerAuth(opts: BearerOptions): Authenticate {
     if (typeof workspace !== 'string' || !CLAIM_VALUE.test(workspace)) {
       throw unauthorized(`invalid token: no usable "${opts.workspaceClaim}" claim naming the workspace`, 'invalid_token');
     }
-    const principal = { userId: sub, workspaceId: workspace };
+    const principal: Principal = { userId: sub, workspaceId: workspace, teams: teamsOf(payload, opts.teamsClaim), admin: isAdmin(payload, opts.adminGrant) };
     const build = hasBuildScope(payload);
     verified.set(cacheKey, principal, build, payload.exp, Date.now(), opts.rememberMs);
     if (!build) throw forbidden;

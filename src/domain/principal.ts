@@ -6,4 +6,8 @@
 export interface Principal {
   userId: string;
   workspaceId: string;
+  /** The teams the token names the caller a member of (their slugs): the spaces they see (domain/spaces.ts). */
+  teams: readonly string[];
+  /** A workspace administrator, who sees every space. */
+  admin: boolean;
 }

@@ -141,7 +141,10 @@ export function checkWorkflow(doc: WorkflowDraft, refs: References, storedBytes:
     for (const { path: at, text } of texts) for (const ref of referencesIn(text)) checkReference(ref, at, doc, reachable, stepIds, problems);
     if (step.kind === 'tool') checkTool(`${path}.tool`, step.tool, refs, problems);
     else if (!refs.agents.has(step.agent)) {
-      problems.push({ path: `${path}.agent`, message: `'${step.agent}' is not an agent of this workspace; GET /api/build/agents lists them` });
+      problems.push({
+        path: `${path}.agent`,
+        message: `'${step.agent}' is not an agent this workflow's space can use (the workspace's agents, and its own team's); GET /api/build/agents lists them`,
+      });
     }
   });
   // The output is rendered when the run ends, so it may use any step.

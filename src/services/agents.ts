@@ -10,7 +10,8 @@ import type { AgentRecord, SecretRow } from '../store/port';
 import { assertStampsMatch, staleConflict } from './concurrency';
 import { keptVersion, restoredNote } from './versions';
 import type { Principal, ServiceContext } from './context';
-import { jsonBytes, referencesFor, rejectProblems } from './references';
+import { jsonBytes, referencesFor, rejectProblems, spaceProblems } from './references';
+import { sees } from '../domain/spaces';
 import { mintSecretsForWebhooks, mintWebhookSecret, type WebhookSecret } from './webhooks';
 
 export interface AgentWrite {
@@ -27,9 +28,10 @@ const secretRows = (ctx: ServiceContext, secrets: WebhookSecret[]): SecretRow[] 
 const urlsOf = (secrets: WebhookSecret[]) =>
   secrets.map((s) => ({ trigger_id: s.triggerId, url: s.url, ...(s.signingSecret !== null && { signing_secret: s.signingSecret }) }));
 
+/** The agent `ref` names, if `who` sees its space (domain/spaces.ts); otherwise 404, as for an agent that does not exist. */
 export async function findAgent(ctx: ServiceContext, who: Principal, ref: string): Promise<AgentRecord> {
   const record = await ctx.store.agents.find(who.workspaceId, ref);
-  if (!record) throw notFound(`agent '${ref}' not found in this workspace`);
+  if (!record || !sees(who, record.document.space.team)) throw notFound(`agent '${ref}' not found in this workspace`);
   return record;
 }
 
@@ -43,7 +45,7 @@ type Owned = { id?: string; slug: string; status: Agent['status'] };
  */
 async function prepare(ctx: ServiceContext, who: Principal, body: AgentDraft, stored: StoredTrigger[] | null, owned: Owned) {
   const { document: draft, changes } = normaliseAgent(body);
-  const problems = checkAgent(draft, await referencesFor(ctx, who), jsonBytes(storedAgentShape(draft, owned)));
+  const problems = [...spaceProblems(who, draft.space.team), ...checkAgent(draft, await referencesFor(ctx, who, draft.space.team), jsonBytes(storedAgentShape(draft, owned)))];
   const identified = stored ? assignTriggerIds(draft.triggers, stored, randomUUID) : null;
   rejectProblems([...(identified?.problems ?? []), ...problems]);
   return { draft, changes, triggers: identified?.triggers ?? [] };

@@ -4,6 +4,13 @@ import type { References } from '../domain/semantics';
 import { describeProblems, type Problem } from '../domain/types';
 import { badRequest } from '../errors';
 import type { Principal, ServiceContext } from './context';
+import { mayDependOn, writeRefusal, type Team } from '../domain/spaces';
+
+/** The problem of a write that puts a document in a space its author does not belong to. */
+export function spaceProblems(who: Principal, team: Team): Problem[] {
+  const refusal = writeRefusal(who, team);
+  return refusal ? [{ path: 'body.space.team', message: refusal }] : [];
+}
 
 // The catalog's model ids, built once per model list (it is fixed for the life of the service).
 const modelIdSets = new WeakMap<ServiceContext['models'], ReadonlySet<string>>();
@@ -13,11 +20,17 @@ function modelIds(models: ServiceContext['models']): ReadonlySet<string> {
   return ids;
 }
 
-/** `agentSlugs`: the agents the document names (workflow agent steps); only those are looked up. */
-export async function referencesFor(ctx: ServiceContext, who: Principal, agentSlugs: string[] = []): Promise<References> {
+/**
+ * `agentSlugs`: the agents the document names (workflow agent steps); only those are looked up, and
+ * only those a document in `team`'s space may depend on count (domain/spaces.ts, mayDependOn).
+ */
+export async function referencesFor(ctx: ServiceContext, who: Principal, team: Team, agentSlugs: string[] = []): Promise<References> {
   const connections = await ctx.store.connections.list(who.workspaceId);
   const agents = new Set<string>();
-  for (const slug of new Set(agentSlugs)) if (await ctx.store.agents.find(who.workspaceId, slug)) agents.add(slug);
+  for (const slug of new Set(agentSlugs)) {
+    const agent = await ctx.store.agents.find(who.workspaceId, slug);
+    if (agent && mayDependOn(team, agent.document.space.team)) agents.add(slug);
+  }
   return {
     models: modelIds(ctx.models),
     apps: CATALOG_APPS,

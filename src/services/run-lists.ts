@@ -3,6 +3,7 @@
 // their short projection: see store/shared/run-lists.ts).
 import type { components } from '../../generated/api';
 import { badRequest } from '../errors';
+import { sees } from '../domain/spaces';
 import { isUuid } from '../ids';
 import { type RunKind, type RunListQuery, type RunListRow, type RunStatus } from '../store/port';
 import type { Principal, ServiceContext } from './context';
@@ -63,7 +64,7 @@ const paged = <T>(rows: RunListRow[], limit: number): Page<T> => pageOf(rows, li
 export async function listAgentRuns(ctx: ServiceContext, who: Principal, params: ListParams): Promise<Page<AgentRunListItemPage>> {
   const query = await queryOf('agent', who, params, async (ref) => {
     const agent = await ctx.store.agents.find(who.workspaceId, ref);
-    if (!agent) throw badRequest(`agent: '${ref}' is not an agent of this workspace`);
+    if (!agent || !sees(who, agent.document.space.team)) throw badRequest(`agent: '${ref}' is not an agent of this workspace`);
     return agent.id;
   });
   return paged(await ctx.store.runs.list(query), query.limit - 1);
@@ -73,7 +74,7 @@ export async function listWorkflowRuns(ctx: ServiceContext, who: Principal, para
   const query = await queryOf('workflow', who, params, async (ref) => {
     if (isUuid(ref)) return ref.toLowerCase(); // a deleted workflow's runs stay listed under its id
     const workflow = await ctx.store.workflows.find(who.workspaceId, ref);
-    if (!workflow) throw badRequest(`workflow: '${ref}' is not a workflow of this workspace (a deleted workflow's runs are listed by its id)`);
+    if (!workflow || !sees(who, workflow.document.space.team)) throw badRequest(`workflow: '${ref}' is not a workflow of this workspace (a deleted workflow's runs are listed by its id)`);
     return workflow.id;
   });
   return paged(await ctx.store.runs.list(query), query.limit - 1);

@@ -13,6 +13,7 @@ import type { WorkflowRunState } from '../runtime/workflow-executor';
 import type { QueuedRun } from '../runtime/runner';
 import { findAgent } from './agents';
 import type { Principal, ServiceContext } from './context';
+import { mayDependOn } from '../domain/spaces';
 import { rejectProblems } from './references';
 import { agentRun, workflowRun, type RunToAccept } from './run-builders';
 import { findWorkflow } from './workflows';
@@ -123,7 +124,10 @@ export async function agentsOfSteps(ctx: ServiceContext, workspaceId: string, wo
     if (step.kind !== 'agent' || Object.hasOwn(agents, step.agent)) continue;
     const record = await ctx.store.agents.find(workspaceId, step.agent);
     const at = `steps[${i}] ('${step.id}')`;
-    if (!record) throw refused(`${at}: agent '${step.agent}' is not an agent of this workspace`, null);
+    // An agent moved to a team's space since the workflow was written is out of a workspace workflow's reach.
+    if (!record || !mayDependOn(workflow.space.team, record.document.space.team)) {
+      throw refused(`${at}: agent '${step.agent}' is not an agent this workflow's space can use (the workspace's agents, and its own team's)`, null);
+    }
     if (record.document.status === 'archived') {
       throw refused(`${at}: agent '${step.agent}' is archived; set its status to draft or active, or change the step, to run this workflow`, null);
     }

@@ -9,7 +9,8 @@ import type { Workflow, WorkflowDraft, WorkflowReplace } from '../domain/types';
 import type { WorkflowRecord } from '../store/port';
 import { assertStampsMatch, staleConflict } from './concurrency';
 import type { Principal, ServiceContext } from './context';
-import { jsonBytes, referencesFor, rejectProblems } from './references';
+import { jsonBytes, referencesFor, rejectProblems, spaceProblems } from './references';
+import { sees } from '../domain/spaces';
 import { keptVersion, restoredNote } from './versions';
 
 export interface WorkflowWrite {
@@ -18,9 +19,10 @@ export interface WorkflowWrite {
   changes: string[];
 }
 
+/** The workflow `ref` names, if `who` sees its space (domain/spaces.ts); otherwise 404, as for a workflow that does not exist. */
 export async function findWorkflow(ctx: ServiceContext, who: Principal, ref: string): Promise<WorkflowRecord> {
   const record = await ctx.store.workflows.find(who.workspaceId, ref);
-  if (!record) throw notFound(`workflow '${ref}' not found in this workspace`);
+  if (!record || !sees(who, record.document.space.team)) throw notFound(`workflow '${ref}' not found in this workspace`);
   return record;
 }
 
@@ -34,7 +36,8 @@ async function prepare(ctx: ServiceContext, who: Principal, body: WorkflowDraft)
   const agentSlugs = normalised.document.steps.flatMap((step) => (step.kind === 'agent' ? [step.agent] : []));
   // Measured as stored: defaults filled and the stamp added.
   const bytes = jsonBytes(materialiseWorkflow(normalised.document, STAMP_SIZED));
-  rejectProblems(checkWorkflow(normalised.document, await referencesFor(ctx, who, agentSlugs), bytes));
+  const team = normalised.document.space?.team ?? null;
+  rejectProblems([...spaceProblems(who, team), ...checkWorkflow(normalised.document, await referencesFor(ctx, who, team, agentSlugs), bytes)]);
   return { ...normalised, json: JSON.stringify(normalised.document) };
 }
 

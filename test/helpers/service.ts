@@ -21,7 +21,7 @@ export interface TestService {
   service: Service;
   dataDir: string;
   /** A token the service accepts, for this user and workspace (scope `build` unless given). */
-  token(opts?: { user?: string; workspace?: string; scope?: string; claims?: Record<string, unknown>; ttl?: number; now?: number }): string;
+  token(opts?: { user?: string; workspace?: string; scope?: string; teams?: string[]; admin?: boolean; claims?: Record<string, unknown>; ttl?: number; now?: number }): string;
   /** A typed client that sends `token` (or none when null). */
   client(token?: string | null): ReturnType<typeof createClient<paths>>;
   close(): Promise<void>;
@@ -45,7 +45,12 @@ export async function startService(env: Record<string, string> = {}, mutate?: (c
     service.localIssuer!.mint({
       sub: opts.user ?? 'user-1',
       audience: config.auth.audience,
-      claims: { workspace: opts.workspace ?? 'ws-1', scope: opts.scope ?? 'build', ...opts.claims },
+      claims: {
+        workspace: opts.workspace ?? 'ws-1',
+        scope: [opts.scope ?? 'build', ...(opts.admin ? ['build:admin'] : [])].join(' '),
+        ...(opts.teams && { teams: opts.teams }),
+        ...opts.claims,
+      },
       ttlSeconds: opts.ttl ?? 600,
       now: opts.now,
     });

@@ -132,7 +132,7 @@ describe('read and list agents', () => {
     const { data } = await t.client().GET('/api/build/agents');
     const slugs = data!.data.map((a) => a.slug);
     expect(slugs).toEqual([...slugs].sort());
-    for (const item of data!.data) expect(Object.keys(item).sort()).toEqual(['id', 'name', 'slug', 'status', 'updated_at']);
+    for (const item of data!.data) expect(Object.keys(item).sort()).toEqual(['folder', 'id', 'name', 'slug', 'space', 'status', 'updated_at']);
   });
 
   test('another workspace sees none of these agents and gets 404 for them', async () => {

@@ -42,6 +42,22 @@ test('token prints a JWT the running service accepts, with the scope asked for',
   expect((await t.client(readOnly).GET('/api/build/agents')).response.status).toBe(403);
 });
 
+test('token --team (repeatable) and --admin: the teams claim and the administrator grant; the service reads both', async () => {
+  const teamed = cli(['token', '--user', 'fin', '--workspace', 'cli-ws', '--team', 'finance', '--team', 'ops', '--team', 'finance']);
+  expect(teamed.code).toBe(0);
+  const payload = JSON.parse(Buffer.from(teamed.stdout.trim().split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
+  expect([payload.teams, payload.scope]).toEqual([['finance', 'ops'], 'build']);
+  const admin = cli(['token', '--user', 'boss', '--workspace', 'cli-ws', '--admin']).stdout.trim();
+  expect((JSON.parse(Buffer.from(admin.split('.')[1]!, 'base64url').toString('utf8')) as { scope: string }).scope).toBe('build build:admin');
+  const created = await t.client(teamed.stdout.trim()).PUT('/api/build/agents', { body: { ...minimalAgent('Finance only'), slug: 'finance-only', space: { team: 'finance' } } });
+  expect(created.response.status).toBe(201);
+  expect((await t.client(admin).GET('/api/build/agents/{ref}', { params: { path: { ref: 'finance-only' } } })).response.status).toBe(200);
+  const plain = cli(['token', '--user', 'plain', '--workspace', 'cli-ws']).stdout.trim();
+  expect((await t.client(plain).GET('/api/build/agents/{ref}', { params: { path: { ref: 'finance-only' } } })).response.status).toBe(404);
+  const bad = cli(['token', '--user', 'u', '--workspace', 'w', '--team', 'Finance Team']);
+  expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([2, "build-api: --team: 'Finance Team' is not a team slug (lowercase letters and digits joined by single hyphens)"]);
+});
+
 test('connections add and list work on the service database, and the running service sees them at once', async () => {
   const token = cli(['token', '--user', 'u', '--workspace', 'cli-ws']).stdout.trim();
   const agent = { ...minimalAgent('Uses kv-cli'), tools: { apps: ['kv'], connections: ['kv-cli'], disabled_tools: [], approval: 'write' as const } };

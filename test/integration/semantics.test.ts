@@ -70,7 +70,7 @@ test('a workflow with a cycle, a reference to a step it does not wait for and an
     error: [
       'body.steps: the after lists form a cycle: a → b → a (each step waits for the one before it)',
       "body.steps[2].args.v: {{steps.a.output}}: this step does not wait for step 'a'; add it to after (directly or through another step)",
-      "body.steps[3].agent: 'nobody' is not an agent of this workspace; GET /api/build/agents lists them",
+      "body.steps[3].agent: 'nobody' is not an agent this workflow's space can use (the workspace's agents, and its own team's); GET /api/build/agents lists them",
     ].join('; '),
   };
   const validate = await t.client().POST('/api/build/workflows/validate', { body });

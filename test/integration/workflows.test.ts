@@ -118,6 +118,7 @@ describe('replace workflow', () => {
       enabled: true,
       version: 2,
       updated_at: res.data!.data.document.updated_at,
+      space: { team: null },
     });
   });
 

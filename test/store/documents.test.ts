@@ -153,13 +153,13 @@ describe.each(adapters)('$name: documents', (adapter) => {
       expect((await store.workflows.list(ws)).json).toBe('[]');
     });
 
-    test('agent items: id, slug, name, status, updated_at, ordered by slug byte-wise; names kept exactly (escapes, non-ASCII, U+0000)', async () => {
+    test('agent items: id, slug, name, status, updated_at, space, folder, ordered by slug byte-wise; names kept exactly (escapes, non-ASCII, U+0000)', async () => {
       const ws = workspace();
       const names = ['Plain', 'Quote " and \\ back', 'Tab\tnew\nline \u0001 \u001f', 'Ünïcødé 雪 🙂', 'NUL \u0000 inside', '\ufffd kept'];
       const slugs = ['b', 'a-2', 'a', 'z9', 'a-10', 'c'];
       const records = new Map<string, { id: string; updatedAt: string }>();
       for (const [i, name] of names.entries()) {
-        const record = await createAgent(store, ws, agent(slugs[i]!, { name, status: i % 2 ? 'active' : 'draft' }));
+        const record = await createAgent(store, ws, agent(slugs[i]!, { name, status: i % 2 ? 'active' : 'draft', space: { team: i % 3 ? null : 'finance' }, folder: i % 2 ? `payroll/${i}` : null }));
         records.set(slugs[i]!, record);
       }
       const json = (await store.agents.list(ws)).json;
@@ -170,26 +170,34 @@ describe.each(adapters)('$name: documents', (adapter) => {
       for (const item of list) {
         const i = slugs.indexOf(item.slug as string);
         const record = records.get(item.slug as string)!;
-        expect(Object.keys(item)).toEqual(['id', 'slug', 'name', 'status', 'updated_at']);
-        expect(item).toEqual({ id: record.id, slug: slugs[i], name: names[i], status: i % 2 ? 'active' : 'draft', updated_at: record.updatedAt });
+        expect(Object.keys(item)).toEqual(['id', 'slug', 'name', 'status', 'updated_at', 'space', 'folder']);
+        expect(item).toEqual({
+          id: record.id,
+          slug: slugs[i],
+          name: names[i],
+          status: i % 2 ? 'active' : 'draft',
+          updated_at: record.updatedAt,
+          space: { team: i % 3 ? null : 'finance' },
+          folder: i % 2 ? `payroll/${i}` : null,
+        });
       }
     });
 
-    test('workflow items: slug, name, enabled, version, updated_at, ordered by slug', async () => {
+    test('workflow items: slug, name, enabled, version, updated_at, space, ordered by slug; a replace moves an item between spaces', async () => {
       const ws = workspace();
       const off = await ok(store.workflows.create(ws, randomUUID(), workflow('b-off', { name: 'Off', enabled: false }), { limit: 10 }, CREATOR));
       const on = await ok(store.workflows.create(ws, randomUUID(), workflow('a-on', { name: 'NUL \u0000 in a workflow' }), { limit: 10 }, CREATOR));
-      const replaced = await ok(store.workflows.replace(ws, on.id, on.stampMicros, { ...on.document, name: 'On, twice' }, WRITER));
+      const replaced = await ok(store.workflows.replace(ws, on.id, on.stampMicros, { ...on.document, name: 'On, twice', space: { team: 'ops' } }, WRITER));
       const json = (await store.workflows.list(ws)).json;
       const list = JSON.parse(json) as Record<string, unknown>[];
       expect(json).toBe(JSON.stringify(list));
       expect(list).toEqual([
-        { slug: 'a-on', name: 'On, twice', enabled: true, version: 2, updated_at: replaced.updatedAt },
-        { slug: 'b-off', name: 'Off', enabled: false, version: 1, updated_at: off.updatedAt },
+        { slug: 'a-on', name: 'On, twice', enabled: true, version: 2, updated_at: replaced.updatedAt, space: { team: 'ops' } },
+        { slug: 'b-off', name: 'Off', enabled: false, version: 1, updated_at: off.updatedAt, space: { team: null } },
       ]);
-      expect(Object.keys(list[0]!)).toEqual(['slug', 'name', 'enabled', 'version', 'updated_at']);
+      expect(Object.keys(list[0]!)).toEqual(['slug', 'name', 'enabled', 'version', 'updated_at', 'space']);
       const nul = await ok(store.workflows.create(ws, randomUUID(), workflow('c-nul', { name: 'NUL \u0000 in a workflow' }), { limit: 10 }, CREATOR));
-      expect((await parsed(store.workflows.list(ws)))[2]).toEqual({ slug: 'c-nul', name: 'NUL \u0000 in a workflow', enabled: true, version: 1, updated_at: nul.updatedAt });
+      expect((await parsed(store.workflows.list(ws)))[2]).toEqual({ slug: 'c-nul', name: 'NUL \u0000 in a workflow', enabled: true, version: 1, updated_at: nul.updatedAt, space: { team: null } });
     });
 
     it('a name with a lone surrogate lists as U+FFFD (no text either database holds); the document keeps it', async () => {

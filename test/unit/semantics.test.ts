@@ -141,7 +141,7 @@ describe('workflow rules', () => {
     ).toEqual([
       "body.steps[0].tool: 'kv.nope' is not a tool of the catalog (GET /api/build/catalog/apps/{app} lists an app's tools)",
       "body.steps[1].prompt: {{inputs.x}} names no declared input; declare 'x' in inputs",
-      "body.steps[1].agent: 'ghost' is not an agent of this workspace; GET /api/build/agents lists them",
+      "body.steps[1].agent: 'ghost' is not an agent this workflow's space can use (the workspace's agents, and its own team's); GET /api/build/agents lists them",
       'body.output: {{steps.zzz.output}} names no step of this workflow',
     ]);
   });

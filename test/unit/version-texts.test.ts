@@ -76,10 +76,34 @@ test('a database written before the split keeps each version’s text, and reads
   const keep = db.prepare('INSERT INTO agent_versions (document_id, version, stamp_us, author, changes, document) VALUES (?, ?, ?, ?, ?, ?)');
   keep.run('agt-1', 1, 1, 'alice', '["created"]', '{"v":1}');
   keep.run('agt-1', 2, 2, 'bob', '["replaced"]', '{"v":2}');
-  expect(migrate(db)).toEqual([16]);
+  expect(migrate(db)).toEqual([16, 17]);
   expect(db.prepare('SELECT v.version, v.author, t.document FROM agent_versions AS v JOIN agent_version_texts AS t ON t.id = v.text_id ORDER BY v.version').all()).toEqual([
     { version: 1, author: 'alice', document: '{"v":1}' },
     { version: 2, author: 'bob', document: '{"v":2}' },
   ]);
+  db.close();
+});
+
+test('migration 017 fills each document’s space and folder from its current version’s text', () => {
+  const before = path.join(dir, 'before-spaces');
+  fs.mkdirSync(before);
+  for (const file of fs.readdirSync(migrationsDir).filter((f) => f.endsWith('.sql') && Number(f.slice(0, 3)) < 17)) fs.copyFileSync(path.join(migrationsDir, file), path.join(before, file));
+  const db = openSqlite(path.join(dir, 'spaces.db'));
+  db.pragma('foreign_keys = ON');
+  migrate(db, before);
+  const text = db.prepare('INSERT INTO agent_version_texts (document) VALUES (?)');
+  const version = db.prepare('INSERT INTO agent_versions (document_id, version, stamp_us, author, changes, text_id) VALUES (?, ?, ?, NULL, ?, ?)');
+  db.prepare(`INSERT INTO agents (id, workspace_id, slug, name, status, version, stamp_us, created_at) VALUES ('agt-1', 'ws', 'moved', 'Moved', 'draft', 2, 2, '2026-01-01T00:00:00Z')`).run();
+  version.run('agt-1', 1, 1, '[]', text.run(JSON.stringify({ space: { team: 'old-team' }, folder: 'old' })).lastInsertRowid);
+  version.run('agt-1', 2, 2, '[]', text.run(JSON.stringify({ space: { team: 'finance' }, folder: 'payroll/monthly' })).lastInsertRowid);
+  db.prepare(`INSERT INTO workflows (id, workspace_id, slug, name, enabled, version, stamp_us, created_at) VALUES ('wf-1', 'ws', 'flow', 'Flow', 1, 1, 1, '2026-01-01T00:00:00Z')`).run();
+  db.prepare('INSERT INTO workflow_versions (document_id, version, stamp_us, author, changes, text_id) VALUES (?, 1, 1, NULL, ?, ?)').run(
+    'wf-1',
+    '[]',
+    db.prepare('INSERT INTO workflow_version_texts (document) VALUES (?)').run(JSON.stringify({ space: { team: null } })).lastInsertRowid,
+  );
+  expect(migrate(db)).toEqual([17]);
+  expect(db.prepare('SELECT team, folder FROM agents').get()).toEqual({ team: 'finance', folder: 'payroll/monthly' });
+  expect(db.prepare('SELECT team FROM workflows').get()).toEqual({ team: null });
   db.close();
 });

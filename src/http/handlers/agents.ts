@@ -7,6 +7,7 @@ import type { components } from '../../../generated/api';
 import { withDocumentJson, type Handlers } from './types';
 import type { Serialized } from '../../store/port';
 import type { Agent } from '../../domain/types';
+import { visibleList } from '../../services/document-lists';
 
 function writeResult(write: AgentWrite) {
   const result = { applied: write.applied, changes: write.changes, version: write.record.version };
@@ -23,8 +24,8 @@ export const agentHandlers: Pick<
   Handlers,
   'listAgents' | 'createAgent' | 'getAgent' | 'replaceAgent' | 'validateAgent' | 'testAgent' | 'rotateWebhook' | 'setAgentStatus'
 > = {
-  listAgents: async ({ ctx, principal }) => {
-    const listed = await ctx.store.agents.list(principal.workspaceId);
+  listAgents: async ({ ctx, principal, query }) => {
+    const listed = visibleList(await ctx.store.agents.list(principal.workspaceId), principal, { space: query.space, folder: query.folder });
     return { status: 200, rawData: listed.json, stable: listed };
   },
 

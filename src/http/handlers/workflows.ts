@@ -5,6 +5,7 @@ import * as workflows from '../../services/workflows';
 import type { WorkflowWrite } from '../../services/workflows';
 import type { components } from '../../../generated/api';
 import { withDocumentJson, type Handlers } from './types';
+import { visibleList } from '../../services/document-lists';
 
 function writeResult(write: WorkflowWrite) {
   return withDocumentJson<components['schemas']['WorkflowWriteResult']>(write.record.json, { applied: write.applied, changes: write.changes, version: write.record.version });
@@ -19,8 +20,8 @@ export const workflowHandlers: Pick<
   Handlers,
   'listWorkflows' | 'createWorkflow' | 'getWorkflow' | 'replaceWorkflow' | 'deleteWorkflow' | 'validateWorkflow' | 'testWorkflow'
 > = {
-  listWorkflows: async ({ ctx, principal }) => {
-    const listed = await ctx.store.workflows.list(principal.workspaceId);
+  listWorkflows: async ({ ctx, principal, query }) => {
+    const listed = visibleList(await ctx.store.workflows.list(principal.workspaceId), principal, { space: query.space });
     return { status: 200, rawData: listed.json, stable: listed };
   },
 

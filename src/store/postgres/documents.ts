@@ -42,7 +42,7 @@ interface DocumentSpec<T, W> {
   table: 'agents' | 'workflows';
   maxSlugLength: number;
   /** Columns besides the common ones, kept in step with the document (for lists and lookups). */
-  columns: Record<string, (doc: T) => string | number>;
+  columns: Record<string, (doc: T) => string | number | null>;
   /** The rows that follow the document, written by its write's statement; `extra` is what the caller passed with the write. */
   followers: Follower<T, W>[];
 }
@@ -197,7 +197,7 @@ export function pgAgentRepository(db: PgDatabase, clock: StampClock): AgentRepos
   const table = documentTable<Agent, SecretRow[]>(db, clock, {
     table: 'agents',
     maxSlugLength: 160,
-    columns: { name: (doc) => nameColumn(doc.name), status: (doc) => doc.status },
+    columns: { name: (doc) => nameColumn(doc.name), status: (doc) => doc.status, team: (doc) => doc.space.team, folder: (doc) => doc.folder },
     followers: [scheduleFollower((_id, doc) => agentSchedules(doc)), triggerFollower],
   });
   return {
@@ -213,7 +213,7 @@ export function pgWorkflowRepository(db: PgDatabase, clock: StampClock): Workflo
   const table = documentTable<Workflow, undefined>(db, clock, {
     table: 'workflows',
     maxSlugLength: 80,
-    columns: { name: (doc) => nameColumn(doc.name), enabled: (doc) => (doc.enabled ? 1 : 0) },
+    columns: { name: (doc) => nameColumn(doc.name), enabled: (doc) => (doc.enabled ? 1 : 0), team: (doc) => doc.space?.team ?? null },
     // The workflow's schedule row follows it, like an agent's.
     followers: [scheduleFollower(workflowSchedules)],
   });

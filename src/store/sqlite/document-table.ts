@@ -30,7 +30,7 @@ export interface DocumentTableSpec<T extends { slug?: string; updated_at?: strin
   listSql: string;
   maxSlugLength: number;
   /** Columns besides the common ones, kept in step with the document (for lists and lookups). */
-  columns: Record<string, (doc: T) => string | number>;
+  columns: Record<string, (doc: T) => string | number | null>;
   /** Further rows that must land in the same transaction as the document (e.g. triggers); `extra` is what the caller passed with the write. */
   afterWrite?: (id: string, doc: T, extra: W | undefined, workspaceId: string) => void;
   /** Rows that go with the document when it is removed (in the same transaction). */

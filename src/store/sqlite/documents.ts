@@ -30,9 +30,10 @@ export function agentRepository(db: Db, commit: GroupCommit, clock: StampClock):
   const table = createDocumentTable<Agent, SecretRow[], AgentListItem[]>(db, commit, clock, {
     table: 'agents',
     maxSlugLength: 160,
-    listSql: `SELECT json_group_array(json_object('id', id, 'slug', slug, 'name', name, 'status', status, 'updated_at', ${STAMP_SQL}))
-      FROM (SELECT id, slug, name, status, stamp_us FROM agents WHERE workspace_id = ? ORDER BY slug)`,
-    columns: { name: (doc) => listedName(doc.name), status: (doc) => doc.status },
+    listSql: `SELECT json_group_array(json_object('id', id, 'slug', slug, 'name', name, 'status', status, 'updated_at', ${STAMP_SQL},
+        'space', json_object('team', team), 'folder', folder))
+      FROM (SELECT id, slug, name, status, stamp_us, team, folder FROM agents WHERE workspace_id = ? ORDER BY slug)`,
+    columns: { name: (doc) => listedName(doc.name), status: (doc) => doc.status, team: (doc) => doc.space.team, folder: (doc) => doc.folder },
     // Trigger rows follow the document (see shared/triggers.ts).
     afterWrite: (agentId, doc, secrets = [], workspaceId) => {
       schedules.sync(workspaceId, agentId, agentSchedules(doc), Date.now());
@@ -66,9 +67,10 @@ export function workflowRepository(db: Db, commit: GroupCommit, clock: StampCloc
   const table = createDocumentTable<Workflow, undefined, WorkflowListItem[]>(db, commit, clock, {
     table: 'workflows',
     maxSlugLength: 80,
-    listSql: `SELECT json_group_array(json_object('slug', slug, 'name', name, 'enabled', json(CASE enabled WHEN 1 THEN 'true' ELSE 'false' END), 'version', version, 'updated_at', ${STAMP_SQL}))
-      FROM (SELECT slug, name, enabled, version, stamp_us FROM workflows WHERE workspace_id = ? ORDER BY slug)`,
-    columns: { name: (doc) => listedName(doc.name), enabled: (doc) => (doc.enabled ? 1 : 0) },
+    listSql: `SELECT json_group_array(json_object('slug', slug, 'name', name, 'enabled', json(CASE enabled WHEN 1 THEN 'true' ELSE 'false' END), 'version', version, 'updated_at', ${STAMP_SQL},
+        'space', json_object('team', team)))
+      FROM (SELECT slug, name, enabled, version, stamp_us, team FROM workflows WHERE workspace_id = ? ORDER BY slug)`,
+    columns: { name: (doc) => listedName(doc.name), enabled: (doc) => (doc.enabled ? 1 : 0), team: (doc) => doc.space?.team ?? null },
     // The workflow's schedule row follows it, like an agent's (see scheduleSync).
     afterWrite: (id, doc, _extra, workspaceId) => schedules.sync(workspaceId, id, workflowSchedules(id, doc), Date.now()),
     afterRemove: (id) => schedules.removeOwner(id),

@@ -1,0 +1,47 @@
+// PostgreSQL only: migration 010 fills each document's space (its team) and folder from the stored
+// text, those jsonb cannot read (U+0000 escaped in a name, from before requests refused it) by
+// pattern; SQLite's 017 is tested in test/unit/version-texts.test.ts.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { migratePg } from '../../src/store/postgres/migrate';
+import { pgMigrationsDir } from '../../src/paths';
+import { createPgDatabase } from '../helpers/database';
+import { openPgDatabase } from './adapters';
+
+test('PostgreSQL: migration 010 fills team and folder, by pattern where jsonb cannot read the text', async () => {
+  const database = await createPgDatabase();
+  const db = openPgDatabase(database.url, { max: 1 });
+  const before = fs.mkdtempSync(path.join(os.tmpdir(), 'build-pg-migrations-'));
+  try {
+    for (const file of fs.readdirSync(pgMigrationsDir).filter((f) => f.endsWith('.sql') && Number(f.slice(0, 3)) < 10)) {
+      fs.copyFileSync(path.join(pgMigrationsDir, file), path.join(before, file));
+    }
+    await migratePg(db, before);
+    const documents: [string, string, string][] = [
+      ['agents', 'a1', JSON.stringify({ kind: 'service.agent/v1', name: 'Plain', space: { team: 'finance' }, folder: 'payroll/monthly' })],
+      ['agents', 'a2', '{"kind":"service.agent/v1","name":"N\\u0000UL","space":{"team":"ops"},"folder":"reports"}'],
+      ['agents', 'a3', JSON.stringify({ kind: 'service.agent/v1', name: 'Shared', space: { team: null }, folder: null })],
+      ['workflows', 'w1', '{"kind":"service.workflow/v1","name":"N\\u0000UL","space":{"team":"ops"},"steps":[{"args":{"space":{"team":"not-this"}}}]}'],
+    ];
+    for (const [table, id, document] of documents) {
+      const extra = table === 'agents' ? ['status', "'draft'"] : ['enabled', '1'];
+      await db.count(
+        `INSERT INTO ${table} (id, workspace_id, slug, name, ${extra[0]}, version, stamp_us, created_at, document) VALUES ($1, 'ws', $1, 'x', ${extra[1]}, 1, 1, 'now', $2)`,
+        [id, document],
+      );
+    }
+    expect(await migratePg(db)).toEqual([10]);
+    const agents = await db.rows<{ id: string; team: string | null; folder: string | null }>('SELECT id, team, folder FROM agents ORDER BY id');
+    expect(agents).toEqual([
+      { id: 'a1', team: 'finance', folder: 'payroll/monthly' },
+      { id: 'a2', team: 'ops', folder: 'reports' },
+      { id: 'a3', team: null, folder: null },
+    ]);
+    expect(await db.rows('SELECT team FROM workflows')).toEqual([{ team: 'ops' }]);
+  } finally {
+    await db.close();
+    await database.drop();
+    fs.rmSync(before, { recursive: true, force: true });
+  }
+});
