@@ -14,7 +14,9 @@ export interface paths {
         /**
          * List agents
          * @description Every agent of the caller's workspace that the caller's spaces hold (see Spaces), ordered by
-         *     slug, optionally only those of one space or folder. No pagination.
+         *     slug, optionally only those of one space or folder. Without `limit`, the whole list; with it,
+         *     pages cut by a keyset on the slug: `next_cursor` (also in `Link: <…>; rel="next"`) continues
+         *     exactly after the last slug shown.
          */
         get: operations["listAgents"];
         /**
@@ -328,7 +330,7 @@ export interface paths {
         /**
          * List workflows
          * @description Every workflow of the caller's workspace that the caller's spaces hold (see Spaces), ordered
-         *     by slug, optionally only those of one space. No pagination.
+         *     by slug, optionally only those of one space. Pages as agent lists have them.
          */
         get: operations["listWorkflows"];
         /**
@@ -642,7 +644,8 @@ export interface paths {
          * Read agent run
          * @description The projection of an agent run. Visibility: a test run (`source: test`) is readable only by
          *     the user who started it; a run a trigger or schedule started (`webhook`, `schedule`, `poll`)
-         *     by every member of its workspace with Build authorization; anyone else gets 404. Status values:
+         *     by every member of its workspace with Build authorization; both only while the caller sees
+         *     the space of the agent it runs (see Spaces); anyone else gets 404. Status values:
          *     see RunStatus.
          */
         get: operations["getAgentRun"];
@@ -783,7 +786,8 @@ export interface paths {
          * Read workflow run
          * @description The projection of a workflow run. Visibility: a test run (`source: test`) is readable only by
          *     the user who started it; a run its schedule started (`schedule`) by every member of its
-         *     workspace with Build authorization; anyone else gets 404. Status values: see RunStatus.
+         *     workspace with Build authorization; both only while the caller sees the space of the
+         *     workflow it runs (see Spaces); anyone else gets 404. Status values: see RunStatus.
          */
         get: operations["getWorkflowRun"];
         put?: never;
@@ -862,6 +866,28 @@ export interface paths {
          *     `Last-Event-ID` are answered at once as `{ "data": [RunEvent…] }`, for clients that poll.
          */
         get: operations["streamWorkflowRunEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/folders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List folders
+         * @description The folder paths of the agents the caller sees (see Spaces), per space, ordered by space
+         *     (the workspace's first) and path, each with the number of agents in it or below it. A folder
+         *     that holds only subfolders is listed too. Optionally only one space's.
+         */
+        get: operations["listFolders"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1878,6 +1904,19 @@ export interface components {
         };
         AgentListResponse: {
             data: components["schemas"]["AgentListItem"][];
+            /** @description Pass as `cursor` for the next page; null on the last page (always, without `limit`). */
+            next_cursor: string | null;
+        };
+        FolderListResponse: {
+            data: components["schemas"]["Folder"][];
+        };
+        /** @description A folder path of a space, with the agents in it or below it that the caller sees. */
+        Folder: {
+            space: components["schemas"]["Space"];
+            /** @description The folder's path; a folder that holds only subfolders is listed too (`payroll` for `payroll/monthly`). */
+            path: string;
+            /** @description The agents in this folder or below it. */
+            agents: number;
         };
         AgentResponse: {
             data: components["schemas"]["Agent"];
@@ -1910,6 +1949,8 @@ export interface components {
         };
         WorkflowListResponse: {
             data: components["schemas"]["WorkflowListItem"][];
+            /** @description Pass as `cursor` for the next page; null on the last page (always, without `limit`). */
+            next_cursor: string | null;
         };
         WorkflowResponse: {
             data: components["schemas"]["Workflow"];
@@ -2431,6 +2472,11 @@ export interface components {
          */
         StartedBefore: string;
         /**
+         * @description Items per page, 1..500; without it, the whole list.
+         * @example 50
+         */
+        DocumentPageLimit: number;
+        /**
          * @description Items per page, 1..100 (default 20).
          * @example 20
          */
@@ -2541,6 +2587,16 @@ export interface operations {
                  * @example payroll
                  */
                 folder?: components["parameters"]["FolderFilter"];
+                /**
+                 * @description Items per page, 1..500; without it, the whole list.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["DocumentPageLimit"];
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJpZCI6IjAxOWFiMmM0LTVkNmUtN2Y4MC05YTFiLTJjM2Q0ZTVmNmE3YiJ9
+                 */
+                cursor?: components["parameters"]["PageCursor"];
             };
             header?: never;
             path?: never;
@@ -2551,6 +2607,7 @@ export interface operations {
             /** @description The agents of the workspace. */
             200: {
                 headers: {
+                    Link: components["headers"]["NextLink"];
                     "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -2560,6 +2617,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentListResponse"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             406: components["responses"]["NotAcceptable"];
@@ -3103,6 +3161,16 @@ export interface operations {
                  * @example finance
                  */
                 space?: components["parameters"]["SpaceFilter"];
+                /**
+                 * @description Items per page, 1..500; without it, the whole list.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["DocumentPageLimit"];
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJpZCI6IjAxOWFiMmM0LTVkNmUtN2Y4MC05YTFiLTJjM2Q0ZTVmNmE3YiJ9
+                 */
+                cursor?: components["parameters"]["PageCursor"];
             };
             header?: never;
             path?: never;
@@ -3113,6 +3181,7 @@ export interface operations {
             /** @description The workflows of the workspace. */
             200: {
                 headers: {
+                    Link: components["headers"]["NextLink"];
                     "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -3122,6 +3191,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkflowListResponse"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             406: components["responses"]["NotAcceptable"];
@@ -4061,6 +4131,41 @@ export interface operations {
             404: components["responses"]["NotFound"];
             406: components["responses"]["NotAcceptable"];
             429: components["responses"]["TooManyStreams"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listFolders: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only the documents of this space: `workspace` (the workspace's own, `team` null) or a team's slug. A space the caller does not see lists nothing.
+                 * @example finance
+                 */
+                space?: components["parameters"]["SpaceFilter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The folders. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FolderListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

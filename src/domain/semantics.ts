@@ -13,8 +13,10 @@ export interface References {
   tools: ReadonlyMap<string, ToolDefinition>;
   /** The caller's workspace's connections, by ref. */
   connections: ReadonlyMap<string, Connection>;
-  /** The slugs of the caller's workspace's agents that the document names (others are not looked up). */
+  /** The slugs of the caller's workspace's agents that the document names and its space may use (others are not looked up). */
   agents: ReadonlySet<string>;
+  /** The same of the workflows the document names (an agent's `workflows`). */
+  workflows: ReadonlySet<string>;
   limits: WorkspaceLimits;
 }
 
@@ -76,6 +78,14 @@ export function checkAgent(doc: AgentDraft, refs: References, storedBytes: numbe
     if (!refs.apps.has(app)) problems.push({ path: `body.tools.apps[${i}]`, message: `'${app}' is not an app of the catalog; ${CATALOG_HINT}` });
   });
   doc.tools.disabled_tools.forEach((slug, i) => checkTool(`body.tools.disabled_tools[${i}]`, slug, refs, problems));
+  doc.workflows.forEach((slug, i) => {
+    if (!refs.workflows.has(slug)) {
+      problems.push({
+        path: `body.workflows[${i}]`,
+        message: `'${slug}' is not a workflow this agent's space can use (the workspace's workflows, and its own team's); GET /api/build/workflows lists them`,
+      });
+    }
+  });
   if (Array.isArray(doc.tools.connections)) {
     doc.tools.connections.forEach((ref, i) => {
       if (!refs.connections.has(ref)) {

@@ -45,7 +45,7 @@ type Owned = { id?: string; slug: string; status: Agent['status'] };
  */
 async function prepare(ctx: ServiceContext, who: Principal, body: AgentDraft, stored: StoredTrigger[] | null, owned: Owned) {
   const { document: draft, changes } = normaliseAgent(body);
-  const problems = [...spaceProblems(who, draft.space.team), ...checkAgent(draft, await referencesFor(ctx, who, draft.space.team), jsonBytes(storedAgentShape(draft, owned)))];
+  const problems = [...spaceProblems(who, draft.space.team), ...checkAgent(draft, await referencesFor(ctx, who, draft.space.team, { workflows: draft.workflows }), jsonBytes(storedAgentShape(draft, owned)))];
   const identified = stored ? assignTriggerIds(draft.triggers, stored, randomUUID) : null;
   rejectProblems([...(identified?.problems ?? []), ...problems]);
   return { draft, changes, triggers: identified?.triggers ?? [] };

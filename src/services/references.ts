@@ -21,15 +21,21 @@ function modelIds(models: ServiceContext['models']): ReadonlySet<string> {
 }
 
 /**
- * `agentSlugs`: the agents the document names (workflow agent steps); only those are looked up, and
- * only those a document in `team`'s space may depend on count (domain/spaces.ts, mayDependOn).
+ * `named`: the agents (workflow agent steps) and workflows (an agent's `workflows`) the document
+ * names; only those are looked up, and only those a document in `team`'s space may depend on count
+ * (domain/spaces.ts, mayDependOn).
  */
-export async function referencesFor(ctx: ServiceContext, who: Principal, team: Team, agentSlugs: string[] = []): Promise<References> {
+export async function referencesFor(ctx: ServiceContext, who: Principal, team: Team, named: { agents?: string[]; workflows?: string[] } = {}): Promise<References> {
   const connections = await ctx.store.connections.list(who.workspaceId);
   const agents = new Set<string>();
-  for (const slug of new Set(agentSlugs)) {
+  for (const slug of new Set(named.agents)) {
     const agent = await ctx.store.agents.find(who.workspaceId, slug);
     if (agent && mayDependOn(team, agent.document.space.team)) agents.add(slug);
+  }
+  const workflows = new Set<string>();
+  for (const slug of new Set(named.workflows)) {
+    const workflow = await ctx.store.workflows.find(who.workspaceId, slug);
+    if (workflow && mayDependOn(team, workflow.document.space?.team ?? null)) workflows.add(slug);
   }
   return {
     models: modelIds(ctx.models),
@@ -37,6 +43,7 @@ export async function referencesFor(ctx: ServiceContext, who: Principal, team: T
     tools: CATALOG_TOOLS,
     connections: new Map(connections.map((c) => [c.ref, c])),
     agents,
+    workflows,
     limits: ctx.limits,
   };
 }

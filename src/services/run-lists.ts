@@ -49,6 +49,7 @@ async function queryOf(kind: RunKind, who: Principal, params: ListParams, target
     kind,
     workspaceId: who.workspaceId,
     userId: who.userId,
+    ...(!who.admin && { teams: who.teams }),
     ...(ref !== undefined && { targetId: await targetOf(ref) }),
     ...(statuses.length && { statuses }),
     ...(one(params, 'source') !== undefined && { source: one(params, 'source') }),

@@ -13,7 +13,7 @@ import type { WorkflowRunState } from '../runtime/workflow-executor';
 import type { QueuedRun } from '../runtime/runner';
 import { findAgent } from './agents';
 import type { Principal, ServiceContext } from './context';
-import { mayDependOn } from '../domain/spaces';
+import { mayDependOn, sees } from '../domain/spaces';
 import { rejectProblems } from './references';
 import { agentRun, workflowRun, type RunToAccept } from './run-builders';
 import { findWorkflow } from './workflows';
@@ -136,9 +136,13 @@ export async function agentsOfSteps(ctx: ServiceContext, workspaceId: string, wo
   return Object.keys(agents).length ? agents : undefined;
 }
 
-/** Whether `who` may read the run: a test run, its starter; a run a trigger or schedule started, anyone in its workspace. */
-function canRead(run: Pick<RunRow, 'workspace_id' | 'started_by' | 'source'>, who: Principal): boolean {
-  if (run.workspace_id !== who.workspaceId) return false;
+/**
+ * Whether `who` may read the run: one who sees its document's space (domain/spaces.ts), and of a
+ * test run only its starter; a run a trigger or schedule started, anyone of the workspace who sees
+ * its space.
+ */
+function canRead(run: Pick<RunRow, 'workspace_id' | 'started_by' | 'source' | 'team'>, who: Principal): boolean {
+  if (run.workspace_id !== who.workspaceId || !sees(who, run.team)) return false;
   return run.source !== 'test' || run.started_by === who.userId;
 }
 

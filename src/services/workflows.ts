@@ -37,7 +37,7 @@ async function prepare(ctx: ServiceContext, who: Principal, body: WorkflowDraft)
   // Measured as stored: defaults filled and the stamp added.
   const bytes = jsonBytes(materialiseWorkflow(normalised.document, STAMP_SIZED));
   const team = normalised.document.space?.team ?? null;
-  rejectProblems([...spaceProblems(who, team), ...checkWorkflow(normalised.document, await referencesFor(ctx, who, team, agentSlugs), bytes)]);
+  rejectProblems([...spaceProblems(who, team), ...checkWorkflow(normalised.document, await referencesFor(ctx, who, team, { agents: agentSlugs }), bytes)]);
   return { ...normalised, json: JSON.stringify(normalised.document) };
 }
 

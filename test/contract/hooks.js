@@ -54,6 +54,7 @@ async function prepare(t) {
   if (summary.startsWith('Deliver webhook')) return prepareDelivery(t, status);
   if (status === 429 && !summary.startsWith('Follow')) return prepareQuotaSpent(t);
   if (summary.startsWith('List') && summary.endsWith('runs')) return prepareRunList(t, status);
+  if (DOCUMENT_LISTS.has(summary) && (status === 200 || status === 400)) return prepareDocumentList(t, status);
   if (VERSIONED.test(summary)) return prepareVersions(t, summary, status);
   const req = t.request;
   // Idempotency-Key only where a transaction is about it (the 422s): a key shared by transactions would tie them together.
@@ -218,6 +219,19 @@ async function carryStamp(t, summary) {
     const example = JSON.parse(req.body);
     req.body = JSON.stringify({ ...doc, name: example.name });
   }
+}
+
+// ---------------------------------------------------------------- document lists
+const DOCUMENT_LISTS = new Set(['List agents', 'List workflows', 'List folders']);
+
+/** A document list: the whole list (the example's cursor names a run list's position), or a limit out of range for the 400. */
+function prepareDocumentList(t, status) {
+  const path = t.request.uri.split('?')[0];
+  t.request.headers.Authorization = `Bearer ${token}`;
+  if (t.expected.headers) delete t.expected.headers.Link; // present only when a next page exists
+  if (status === 200) return setUri(t, path);
+  t.skip = false;
+  setUri(t, `${path}?space=Not-A-Slug`);
 }
 
 // ---------------------------------------------------------------- run lists

@@ -22,7 +22,7 @@ describe.each(Object.keys(PROVIDERS) as (keyof typeof PROVIDERS)[])('%s-shaped i
     await withProvider(name, async (idp, t) => {
       const ok = await get(t, idp.token());
       expect(ok.status).toBe(200);
-      expect(await ok.json()).toEqual({ data: [] });
+      expect(await ok.json()).toEqual({ data: [], next_cursor: null });
       expect(idp.hits).toContain(idp.shape.metadataPath(idp.shape.issuerPath));
       expect(idp.hits).toContain(idp.shape.jwksPath(idp.shape.issuerPath));
 

@@ -34,7 +34,7 @@ async function call(who: string, method: string, path: string, body?: unknown, h
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, etag: res.headers.get('etag'), body: (text ? JSON.parse(text) : {}) as { error?: string; data?: any } };
+  return { status: res.status, etag: res.headers.get('etag'), body: (text ? JSON.parse(text) : {}) as { error?: string; data?: any; next_cursor?: string | null } };
 }
 
 const SEES: Record<string, string[]> = {
@@ -210,4 +210,117 @@ describe('who belongs where, from the token', () => {
       await namespaced.close();
     }
   });
+});
+
+describe('runs follow the space of the document they run', () => {
+  let runId: string;
+  beforeAll(async () => {
+    const created = await call('alpha', 'PUT', '/api/build/agents', {
+      ...minimalAgent('Hooked alpha'),
+      slug: 'hooked-alpha',
+      space: { team: 'alpha' },
+      triggers: [{ kind: 'webhook', name: 'In' }],
+    });
+    expect(created.status).toBe(201);
+    expect((await call('alpha', 'POST', '/api/build/agents/hooked-alpha/status', { status: 'active' }, { 'if-match': created.etag! })).status).toBe(200);
+    const delivered = await fetch(new URL(created.body.data.webhook_urls[0].url).pathname.replace(/^/, t.baseUrl), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"order":1}',
+    });
+    expect(delivered.status).toBe(202);
+    runId = ((await delivered.json()) as { data: { run_id: string } }).data.run_id;
+  });
+
+  test.each([
+    ['alpha', 200],
+    ['both', 200],
+    ['admin', 200],
+    ['beta', 404],
+    ['none', 404],
+  ])('a webhook run of a team agent, read by a caller of %s: %i; its events and its cancel alike', async (who, status) => {
+    expect((await call(who, 'GET', `/api/build/runs/${runId}`)).status).toBe(status);
+    expect((await call(who, 'GET', `/api/build/runs/${runId}/events`, undefined, { accept: 'application/json' })).status).toBe(status);
+    const listed = await call(who, 'GET', '/api/build/runs?limit=100');
+    expect(listed.body.data.some((r: { id: string }) => r.id === runId)).toBe(status === 200);
+    if (status === 404) expect((await call(who, 'POST', `/api/build/runs/${runId}/cancel`)).status).toBe(404);
+  });
+
+  test('a run filter naming an agent the caller does not see is the 400 of an unknown agent', async () => {
+    const hidden = await call('beta', 'GET', '/api/build/runs?agent=hooked-alpha');
+    const unknown = await call('beta', 'GET', '/api/build/runs?agent=no-such-agent');
+    expect([hidden.status, hidden.body.error]).toEqual([400, unknown.body.error!.replace('no-such-agent', 'hooked-alpha')]);
+  });
+});
+
+describe('pages and folders', () => {
+  test('a list with limit is paged by slug: each page continues after the last, Link names the next; filters and spaces hold on every page', async () => {
+    const seen: string[] = [];
+    let path = '/api/build/agents?limit=2';
+    for (let pages = 0; pages < 20 && path; pages++) {
+      const res = await fetch(`${t.baseUrl}${path}`, { headers: { authorization: `Bearer ${tokens.alpha}` } });
+      const body = (await res.json()) as { data: { slug: string }[]; next_cursor: string | null };
+      expect(body.data.length).toBeLessThanOrEqual(2);
+      seen.push(...body.data.map((a) => a.slug));
+      const link = res.headers.get('link');
+      expect(link === null).toBe(body.next_cursor === null);
+      path = link ? link.slice(1, link.indexOf('>')) : '';
+    }
+    const whole = (await call('alpha', 'GET', '/api/build/agents')).body;
+    expect(whole.next_cursor).toBeNull();
+    expect(seen).toEqual(whole.data.map((a: { slug: string }) => a.slug));
+    expect(seen).not.toContain('beta-agent');
+    const filtered = await call('alpha', 'GET', '/api/build/agents?space=alpha&limit=1');
+    expect(filtered.body.data.map((a: { slug: string }) => a.slug)).toEqual(['alpha-other']);
+    const next = await call('alpha', 'GET', `/api/build/agents?space=alpha&limit=1&cursor=${filtered.body.next_cursor}`);
+    expect(next.body.data.map((a: { slug: string }) => a.slug)).toEqual(['alpha-payroll']);
+    expect((await call('alpha', 'GET', '/api/build/agents?cursor=not-a-cursor')).status).toBe(400);
+    expect((await call('alpha', 'GET', '/api/build/agents?limit=0')).status).toBe(400);
+    const workflows = await call('alpha', 'GET', '/api/build/workflows?limit=1');
+    expect([workflows.body.data.length, typeof workflows.body.next_cursor]).toEqual([1, 'string']);
+  });
+
+  test('folders: each path and those above it, with the agents in or below it that the caller sees, per space', async () => {
+    const deep = await call('alpha', 'PUT', '/api/build/agents', { ...minimalAgent('Deep'), slug: 'deep', space: { team: 'alpha' }, folder: 'payroll/monthly/2026' });
+    expect(deep.status).toBe(201);
+    const mine = await call('alpha', 'GET', '/api/build/folders');
+    expect(mine.body.data).toEqual([
+      { space: { team: 'alpha' }, path: 'payroll', agents: 2 },
+      { space: { team: 'alpha' }, path: 'payroll/monthly', agents: 2 },
+      { space: { team: 'alpha' }, path: 'payroll/monthly/2026', agents: 1 },
+      { space: { team: 'alpha' }, path: 'payroll2', agents: 1 },
+    ]);
+    expect((await call('beta', 'GET', '/api/build/folders')).body.data).toEqual([]);
+    expect((await call('admin', 'GET', '/api/build/folders?space=workspace')).body.data).toEqual([]);
+    expect((await call('admin', 'GET', '/api/build/folders?space=alpha')).body.data).toEqual(mine.body.data);
+  });
+});
+
+test('an invisible agent takes as long to refuse as an unknown one (medians of interleaved reads)', async () => {
+  const timed = async (slug: string) => {
+    const started = performance.now();
+    await call('none', 'GET', `/api/build/agents/${slug}`);
+    return performance.now() - started;
+  };
+  const hidden: number[] = [];
+  const unknown: number[] = [];
+  for (let i = 0; i < 150; i++) {
+    hidden.push(await timed('alpha-payroll'));
+    unknown.push(await timed(`no-such-agent-${i}`));
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  // The lookup is the same; what differs (a row found, then its space checked) is a few microseconds.
+  expect(Math.abs(median(hidden) - median(unknown))).toBeLessThan(Math.max(0.5, 0.5 * median(unknown)));
+});
+
+test("an agent's workflows name workflows of the workspace its space may use", async () => {
+  const agent = (slug: string, team: string | null, workflows: string[]) => ({ ...minimalAgent(slug), slug, space: { team }, workflows });
+  const unknown = await call('alpha', 'PUT', '/api/build/agents', agent('wants-unknown', null, ['no-such-workflow']));
+  expect([unknown.status, unknown.body.error]).toEqual([
+    400,
+    "body.workflows[0]: 'no-such-workflow' is not a workflow this agent's space can use (the workspace's workflows, and its own team's); GET /api/build/workflows lists them",
+  ]);
+  // alpha-own lives in alpha's space: an agent of alpha may use it, one of the workspace's may not.
+  expect((await call('alpha', 'PUT', '/api/build/agents', agent('wants-alpha', null, ['alpha-own']))).status).toBe(400);
+  expect((await call('alpha', 'PUT', '/api/build/agents', agent('alpha-wants-alpha', 'alpha', ['alpha-own']))).status).toBe(201);
 });

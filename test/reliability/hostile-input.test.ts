@@ -34,7 +34,10 @@ function storedState(): Promise<string> {
 }
 
 const anyText = fc.string({ maxLength: 20, unit: fc.constantFrom(...'abc xyz'.split('')) });
+// A document in a space its author belongs to: the workspace's, or a team the fixtures' token names none of (null).
+const spaceHint = fc.constant({ team: null });
 const agentHints: Hints = {
+  '.space': spaceHint,
   '.model': fc.constant('builtin/scripted'),
   '.tools.apps[]': fc.constantFrom('core', 'kv', 'http', 'time'),
   '.tools.disabled_tools[]': fc.constantFrom('kv.delete', 'core.fail', 'http.request'),
@@ -65,6 +68,7 @@ const workflowSteps = fc.integer({ min: 1, max: 4 }).chain((count) =>
   ),
 );
 const workflowHints: Hints = {
+  '.space': spaceHint,
   '.steps': workflowSteps,
   '.schedule': fc.option(fc.record({ cron: fc.constantFrom('0 7 * * 1-5', '30 2 1 * *'), timezone: fc.constantFrom('UTC', 'Asia/Tokyo') }), { nil: null }),
 };

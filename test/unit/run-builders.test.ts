@@ -20,7 +20,7 @@ test('an agent run: the stored version, named by slug and name, one credit reser
   const run = agentRun(agent, { prompt: 'hi' }, { workspaceId: 'ws', startedBy: 'user-1', source: 'test' });
   expect(run).toEqual({
     kind: 'agent', workspaceId: 'ws', startedBy: 'user-1', source: 'test',
-    targetId: 'a-1', targetVersion: 4, request: { prompt: 'hi' }, snapshot: agent,
+    targetId: 'a-1', targetVersion: 4, team: null, request: { prompt: 'hi' }, snapshot: agent,
     agent: { slug: 'helper', name: 'Helper' },
     state: { transcript: [], tool_calls: [], final_text: null, steps: 0 },
     minimumCost: 1,
@@ -42,7 +42,7 @@ test('a workflow run: its resolved input, its step agents, one credit per step, 
   const run = workflowRun(workflow, { n: 3 }, stepAgents, { workspaceId: 'ws', startedBy: 'schedule:s', source: 'schedule' });
   expect(run).toEqual({
     kind: 'workflow', workspaceId: 'ws', startedBy: 'schedule:s', source: 'schedule',
-    targetId: 'w-1', targetVersion: 2, request: { input: { n: 3 } }, snapshot: workflow, stepAgents,
+    targetId: 'w-1', targetVersion: 2, team: null, request: { input: { n: 3 } }, snapshot: workflow, stepAgents,
     state: initialWorkflowState(workflowDoc),
     minimumCost: 2,
   });

@@ -18,6 +18,7 @@ const refs: References = {
     ['web', { ref: 'web', app: 'http', label: null, status: 'connected' }],
   ]),
   agents: new Set(['helper']),
+  workflows: new Set(['refund-order']),
   limits: { ...DEFAULT_LIMITS },
 };
 

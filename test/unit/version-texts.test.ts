@@ -76,7 +76,7 @@ test('a database written before the split keeps each version’s text, and reads
   const keep = db.prepare('INSERT INTO agent_versions (document_id, version, stamp_us, author, changes, document) VALUES (?, ?, ?, ?, ?, ?)');
   keep.run('agt-1', 1, 1, 'alice', '["created"]', '{"v":1}');
   keep.run('agt-1', 2, 2, 'bob', '["replaced"]', '{"v":2}');
-  expect(migrate(db)).toEqual([16, 17]);
+  expect(migrate(db)[0]).toBe(16); // and every migration after it
   expect(db.prepare('SELECT v.version, v.author, t.document FROM agent_versions AS v JOIN agent_version_texts AS t ON t.id = v.text_id ORDER BY v.version').all()).toEqual([
     { version: 1, author: 'alice', document: '{"v":1}' },
     { version: 2, author: 'bob', document: '{"v":2}' },
@@ -102,7 +102,7 @@ test('migration 017 fills each document’s space and folder from its current ve
     '[]',
     db.prepare('INSERT INTO workflow_version_texts (document) VALUES (?)').run(JSON.stringify({ space: { team: null } })).lastInsertRowid,
   );
-  expect(migrate(db)).toEqual([17]);
+  expect(migrate(db)).toContain(17);
   expect(db.prepare('SELECT team, folder FROM agents').get()).toEqual({ team: 'finance', folder: 'payroll/monthly' });
   expect(db.prepare('SELECT team FROM workflows').get()).toEqual({ team: null });
   db.close();

@@ -7,7 +7,8 @@ import type { components } from '../../../generated/api';
 import { withDocumentJson, type Handlers } from './types';
 import type { Serialized } from '../../store/port';
 import type { Agent } from '../../domain/types';
-import { visibleList } from '../../services/document-lists';
+import { foldersOf, listPage, listRequest } from '../../services/document-lists';
+import { nextLink } from './next-link';
 
 function writeResult(write: AgentWrite) {
   const result = { applied: write.applied, changes: write.changes, version: write.record.version };
@@ -22,12 +23,17 @@ export const agentWriteReply = (write: AgentWrite) => ({ status: 200 as const, h
 
 export const agentHandlers: Pick<
   Handlers,
-  'listAgents' | 'createAgent' | 'getAgent' | 'replaceAgent' | 'validateAgent' | 'testAgent' | 'rotateWebhook' | 'setAgentStatus'
+  'listAgents' | 'listFolders' | 'createAgent' | 'getAgent' | 'replaceAgent' | 'validateAgent' | 'testAgent' | 'rotateWebhook' | 'setAgentStatus'
 > = {
   listAgents: async ({ ctx, principal, query }) => {
-    const listed = visibleList(await ctx.store.agents.list(principal.workspaceId), principal, { space: query.space, folder: query.folder });
-    return { status: 200, rawData: listed.json, stable: listed };
+    const page = listPage(await ctx.store.agents.list(principal.workspaceId), principal, listRequest(query));
+    return { status: 200, headers: nextLink('/api/build/agents', query, page.nextCursor), rawBody: page.body, stable: page.stable };
   },
+
+  listFolders: async ({ ctx, principal, query }) => ({
+    status: 200,
+    body: { data: foldersOf(await ctx.store.agents.list(principal.workspaceId), principal, query.space) },
+  }),
 
   createAgent: async ({ ctx, principal, body }) => {
     const write = await agents.createAgent(ctx, principal, body);

@@ -5,7 +5,8 @@ import * as workflows from '../../services/workflows';
 import type { WorkflowWrite } from '../../services/workflows';
 import type { components } from '../../../generated/api';
 import { withDocumentJson, type Handlers } from './types';
-import { visibleList } from '../../services/document-lists';
+import { listPage, listRequest } from '../../services/document-lists';
+import { nextLink } from './next-link';
 
 function writeResult(write: WorkflowWrite) {
   return withDocumentJson<components['schemas']['WorkflowWriteResult']>(write.record.json, { applied: write.applied, changes: write.changes, version: write.record.version });
@@ -21,8 +22,8 @@ export const workflowHandlers: Pick<
   'listWorkflows' | 'createWorkflow' | 'getWorkflow' | 'replaceWorkflow' | 'deleteWorkflow' | 'validateWorkflow' | 'testWorkflow'
 > = {
   listWorkflows: async ({ ctx, principal, query }) => {
-    const listed = visibleList(await ctx.store.workflows.list(principal.workspaceId), principal, { space: query.space });
-    return { status: 200, rawData: listed.json, stable: listed };
+    const page = listPage(await ctx.store.workflows.list(principal.workspaceId), principal, listRequest(query));
+    return { status: 200, headers: nextLink('/api/build/workflows', query, page.nextCursor), rawBody: page.body, stable: page.stable };
   },
 
   createWorkflow: async ({ ctx, principal, body }) => {

@@ -85,6 +85,8 @@ export interface RunRow {
   approval_expires_at: string | null;
   /** The `traceparent` of the request or trigger that queued it (tracing on), in a claimed row only. */
   trace_parent?: string | null;
+  /** The space of the document it runs, when it was accepted: a team's slug, or null for the workspace's (domain/spaces.ts). */
+  team: string | null;
 }
 
 export interface NewRun {
@@ -96,6 +98,8 @@ export interface NewRun {
   targetVersion: number;
   /** `test`, `webhook`, `schedule` or `poll`. */
   source: string;
+  /** The space of the document it runs (its team; null or absent: the workspace's). */
+  team?: string | null;
   /** The trigger that started it (webhook, poll). */
   triggerId?: string;
   /**
@@ -153,6 +157,8 @@ export interface RunListQuery {
   workspaceId: string;
   /** The reader: their own test runs, and every run a trigger or schedule started. */
   userId: string;
+  /** The teams whose spaces the reader sees besides the workspace's; absent: every space (an administrator). */
+  teams?: readonly string[];
   targetId?: string;
   statuses?: RunStatus[];
   source?: string;

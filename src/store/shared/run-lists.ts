@@ -41,6 +41,10 @@ export function runListStatement(q: RunListQuery, json: JsonDialect, key = 'id',
     where.push(condition);
     params[name] = value;
   };
+  // A reader who is no administrator sees the runs of the workspace's space and of their teams'
+  // (domain/spaces.ts): the teams as one text, `,a,b,`, that a team's slug (no commas, no LIKE
+  // wildcards) is found in.
+  if (q.teams !== undefined) add(`(team IS NULL OR @teams LIKE '%,' || team || ',%')`, 'teams', `,${q.teams.join(',')},`);
   if (q.targetId !== undefined) add('target_id = @target', 'target', q.targetId);
   q.statuses?.forEach((status, i) => (params[`status${i}`] = status));
   if (q.statuses?.length) where.push(`status IN (${q.statuses.map((_, i) => `@status${i}`).join(', ')})`);

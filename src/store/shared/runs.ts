@@ -54,6 +54,7 @@ export interface AcceptedRun {
   finished_at: string | null;
   agent_slug: string | null;
   agent_name: string | null;
+  team: string | null;
   trace_parent: string | null;
 }
 
@@ -78,6 +79,7 @@ export function acceptedRun(run: NewRun, now: string, refusal: string | null): A
     accepted_at: now,
     finished_at: refusal === null ? null : now,
     agent_slug: run.agent?.slug ?? null,
+    team: run.team ?? null,
     agent_name: run.agent?.name ?? null,
     trace_parent: run.traceParent ?? null,
   };

@@ -84,9 +84,9 @@ export const SET_DELIVERY_STATUS = `UPDATE webhook_deliveries SET http_status = 
 
 /** A run's row as acceptance writes it (parameters: the members of AcceptedRun, shared/runs.ts). */
 export const INSERT_RUN = `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, trigger_id, request, snapshot,
-    step_agents, state, credits_reserved, error, accepted_at, finished_at, agent_slug, agent_name, trace_parent)
+    step_agents, state, credits_reserved, error, accepted_at, finished_at, agent_slug, agent_name, team, trace_parent)
   VALUES (@id, @kind, @workspace_id, @started_by, @target_id, @target_version, @status, @source, @trigger_id, @request, @snapshot,
-    @step_agents, @state, @credits_reserved, @error, @accepted_at, @finished_at, @agent_slug, @agent_name, @trace_parent)`;
+    @step_agents, @state, @credits_reserved, @error, @accepted_at, @finished_at, @agent_slug, @agent_name, @team, @trace_parent)`;
 
 /** What a run's end sets besides its credits (FINISH_RUN; PostgreSQL's one-statement end, postgres/runs/progress.ts). */
 export const RUN_END = `status = @status, error = @error, state = @state, finished_at = @now, lease_owner = NULL, lease_expires_at = NULL,
@@ -139,6 +139,7 @@ export const RUN_COLUMNS = [
   ...['id', 'kind', 'workspace_id', 'started_by', 'target_id', 'target_version', 'status', 'source', 'trigger_id', 'request', 'snapshot', 'step_agents', 'state'],
   ...['credits_reserved', 'credits_spent', 'error', 'accepted_at', 'started_at', 'finished_at', 'cancel_requested_at', 'cancelled_by', 'approval_expires_at'],
   'trace_parent',
+  'team',
 ] as const;
 
 /** A scheduler's claim of a due time: the schedule moves from @expected to @next; 0 rows when another process moved it first. */
