@@ -17,6 +17,7 @@ export interface paths {
          *     slug, optionally only those of one space or folder. Without `limit`, the whole list; with it,
          *     pages cut by a keyset on the slug: `next_cursor` (also in `Link: <…>; rel="next"`) continues
          *     exactly after the last slug shown.
+         *     Spaces apply (see Spaces).
          */
         get: operations["listAgents"];
         /**
@@ -25,6 +26,7 @@ export interface paths {
          *     the server derives one from `name` (`my-agent`, then `my-agent-2`, ...). New agents are
          *     `draft`; a `status` in the body is ignored. Webhook triggers get a secret whose one-time URL
          *     is returned in `webhook_urls` and never again.
+         *     Spaces apply (see Spaces).
          */
         put: operations["createAgent"];
         post?: never;
@@ -78,6 +80,7 @@ export interface paths {
         /**
          * Read agent
          * @description The whole agent document, every member present. `ETag` carries `updated_at`.
+         *     Spaces apply (see Spaces).
          */
         get: operations["getAgent"];
         /**
@@ -86,6 +89,7 @@ export interface paths {
          *     stored stamp (an equal instant with a numeric offset matches). `id` and `slug`, when present,
          *     must be the stored document's. Omitting an existing webhook trigger is refused with 409 unless
          *     `force=true`, which drops it and ends its URL.
+         *     Spaces apply (see Spaces).
          */
         put: operations["replaceAgent"];
         post?: never;
@@ -119,6 +123,7 @@ export interface paths {
          *     starter can read); an archived agent is 409 with `run_id` null. Tool calls that the agent's
          *     `approval` policy holds are not executed in a test run: they are recorded in `tool_calls` as
          *     `awaiting_approval`.
+         *     Spaces apply (see Spaces).
          */
         post: operations["testAgent"];
         delete?: never;
@@ -149,6 +154,7 @@ export interface paths {
          *     of the document, so rotation is a write: the agent's `updated_at` and version change and the
          *     new stamp is in `ETag`. A `trigger_id` that names no trigger of this agent, or names a trigger
          *     that is not a webhook, gives 404. An archived agent gives 409.
+         *     Spaces apply (see Spaces).
          */
         post: operations["rotateWebhook"];
         delete?: never;
@@ -177,6 +183,7 @@ export interface paths {
          * @description Moves the agent to `draft`, `active` or `archived` (any transition is allowed). Guarded by
          *     `If-Match` like a replace; returns the write result with the new stamp. Archived agents
          *     refuse test runs and webhook rotation.
+         *     Spaces apply (see Spaces).
          */
         post: operations["setAgentStatus"];
         delete?: never;
@@ -206,6 +213,7 @@ export interface paths {
          *     exactly after the last item, so versions written meanwhile are neither shown twice nor
          *     skipped. Older versions may have been pruned (`VERSIONS_KEPT`, docs/documents.md); the
          *     current one never is, nor one a kept run names.
+         *     Spaces apply (see Spaces).
          */
         get: operations["listAgentVersions"];
         put?: never;
@@ -237,6 +245,7 @@ export interface paths {
         /**
          * Read agent version
          * @description The whole agent document as it was read after that version's write. `ETag` carries that version's `updated_at`. A version this agent does not keep is 404.
+         *     Spaces apply (see Spaces).
          */
         get: operations["getAgentVersion"];
         put?: never;
@@ -272,6 +281,7 @@ export interface paths {
          *     gives the second exactly. Objects are compared member by member and arrays item by item,
          *     except that no path goes through a member named `constructor` or `prototype` (which some
          *     implementations refuse): the object that holds one is replaced whole.
+         *     Spaces apply (see Spaces).
          */
         get: operations["diffAgentVersions"];
         put?: never;
@@ -312,6 +322,7 @@ export interface paths {
          *     restore that would drop a current webhook trigger is 409 unless `force=true`. An old
          *     version that no longer validates (an app or connection it names is gone) is 400, as its
          *     replace would be.
+         *     Spaces apply (see Spaces).
          */
         post: operations["restoreAgentVersion"];
         delete?: never;
@@ -331,12 +342,14 @@ export interface paths {
          * List workflows
          * @description Every workflow of the caller's workspace that the caller's spaces hold (see Spaces), ordered
          *     by slug, optionally only those of one space. Pages as agent lists have them.
+         *     Spaces apply (see Spaces).
          */
         get: operations["listWorkflows"];
         /**
          * Create workflow
          * @description Creates a workflow from a document without `updated_at`. A taken slug or the workspace's
          *     workflow limit gives 409.
+         *     Spaces apply (see Spaces).
          */
         put: operations["createWorkflow"];
         post?: never;
@@ -391,18 +404,21 @@ export interface paths {
         /**
          * Read workflow
          * @description The whole workflow document with every member present (tool steps with `args` and `after`). `ETag` carries `updated_at`.
+         *     Spaces apply (see Spaces).
          */
         get: operations["getWorkflow"];
         /**
          * Replace workflow
          * @description Replaces the whole document. `If-Match` and the body's `updated_at` (`Z` suffix only) must both
          *     equal the stored stamp. The `slug` cannot change (400).
+         *     Spaces apply (see Spaces).
          */
         put: operations["replaceWorkflow"];
         post?: never;
         /**
          * Delete workflow
          * @description Deletes the workflow and every version it kept. Its past runs stay readable by their starters.
+         *     Spaces apply (see Spaces).
          */
         delete: operations["deleteWorkflow"];
         options?: never;
@@ -438,6 +454,7 @@ export interface paths {
          *     Agent steps run the agents as they are stored when the run is accepted (later writes to
          *     them do not change the run). An agent step naming an archived agent is 409 with `run_id`
          *     null, and the error names the step.
+         *     Spaces apply (see Spaces).
          */
         post: operations["testWorkflow"];
         delete?: never;
@@ -467,6 +484,7 @@ export interface paths {
          *     exactly after the last item, so versions written meanwhile are neither shown twice nor
          *     skipped. Older versions may have been pruned (`VERSIONS_KEPT`, docs/documents.md); the
          *     current one never is, nor one a kept run names.
+         *     Spaces apply (see Spaces).
          */
         get: operations["listWorkflowVersions"];
         put?: never;
@@ -498,6 +516,7 @@ export interface paths {
         /**
          * Read workflow version
          * @description The whole workflow document as it was read after that version's write. `ETag` carries that version's `updated_at`. A version this workflow does not keep is 404.
+         *     Spaces apply (see Spaces).
          */
         get: operations["getWorkflowVersion"];
         put?: never;
@@ -533,6 +552,7 @@ export interface paths {
          *     gives the second exactly. Objects are compared member by member and arrays item by item,
          *     except that no path goes through a member named `constructor` or `prototype` (which some
          *     implementations refuse): the object that holds one is replaced whole.
+         *     Spaces apply (see Spaces).
          */
         get: operations["diffWorkflowVersions"];
         put?: never;
@@ -569,6 +589,7 @@ export interface paths {
          *     would (same id and slug): `If-Match` must be the current stamp, and the
          *     write result's `changes` start with `restored from version N`. An old
          *     version that no longer validates (an agent it names is gone) is 400, as its replace would be.
+         *     Spaces apply (see Spaces).
          */
         post: operations["restoreWorkflowVersion"];
         delete?: never;
@@ -592,6 +613,7 @@ export interface paths {
          *     header) continues exactly after the last item, so runs inserted meanwhile are neither shown
          *     twice nor skipped (newer ones appear on a new first page). A malformed cursor or filter is 400
          *     naming the parameter.
+         *     Spaces apply (see Spaces).
          */
         get: operations["listAgentRuns"];
         put?: never;
@@ -617,6 +639,7 @@ export interface paths {
          *     header) continues exactly after the last item, so runs inserted meanwhile are neither shown
          *     twice nor skipped (newer ones appear on a new first page). A malformed cursor or filter is 400
          *     naming the parameter.
+         *     Spaces apply (see Spaces).
          */
         get: operations["listWorkflowRuns"];
         put?: never;
@@ -647,6 +670,7 @@ export interface paths {
          *     by every member of its workspace with Build authorization; both only while the caller sees
          *     the space of the agent it runs (see Spaces); anyone else gets 404. Status values:
          *     see RunStatus.
+         *     Spaces apply (see Spaces).
          */
         get: operations["getAgentRun"];
         put?: never;
@@ -684,6 +708,7 @@ export interface paths {
          *     finishing a tool call in flight after a few seconds (it ends `cancelled`; follow it with the
          *     run read or its events). A run that already ended otherwise is 409. Same visibility as the
          *     run read.
+         *     Spaces apply (see Spaces).
          */
         post: operations["cancelAgentRun"];
         delete?: never;
@@ -720,6 +745,7 @@ export interface paths {
          *     the note), and the loop goes on. A call is decided once: a second decision is 409 naming
          *     the first. A run past its `approval_expires_at` has failed; deciding then is 409. Same
          *     visibility as the run read. Answers the run as it is after the decision.
+         *     Spaces apply (see Spaces).
          */
         post: operations["decideToolCall"];
         delete?: never;
@@ -759,6 +785,7 @@ export interface paths {
          *
          *     With `Accept: application/json` (and not `text/event-stream`), the events stored after
          *     `Last-Event-ID` are answered at once as `{ "data": [RunEvent…] }`, for clients that poll.
+         *     Spaces apply (see Spaces).
          */
         get: operations["streamAgentRunEvents"];
         put?: never;
@@ -788,6 +815,7 @@ export interface paths {
          *     the user who started it; a run its schedule started (`schedule`) by every member of its
          *     workspace with Build authorization; both only while the caller sees the space of the
          *     workflow it runs (see Spaces); anyone else gets 404. Status values: see RunStatus.
+         *     Spaces apply (see Spaces).
          */
         get: operations["getWorkflowRun"];
         put?: never;
@@ -825,6 +853,7 @@ export interface paths {
          *     finishing a step in flight after a few seconds (it ends `cancelled`; follow it with the
          *     run read or its events). A run that already ended otherwise is 409. Same visibility as the
          *     run read.
+         *     Spaces apply (see Spaces).
          */
         post: operations["cancelWorkflowRun"];
         delete?: never;
@@ -864,6 +893,7 @@ export interface paths {
          *
          *     With `Accept: application/json` (and not `text/event-stream`), the events stored after
          *     `Last-Event-ID` are answered at once as `{ "data": [RunEvent…] }`, for clients that poll.
+         *     Spaces apply (see Spaces).
          */
         get: operations["streamWorkflowRunEvents"];
         put?: never;
@@ -886,6 +916,7 @@ export interface paths {
          * @description The folder paths of the agents the caller sees (see Spaces), per space, ordered by space
          *     (the workspace's first) and path, each with the number of agents in it or below it. A folder
          *     that holds only subfolders is listed too. Optionally only one space's.
+         *     Spaces apply (see Spaces).
          */
         get: operations["listFolders"];
         put?: never;
