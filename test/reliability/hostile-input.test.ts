@@ -38,6 +38,8 @@ const anyText = fc.string({ maxLength: 20, unit: fc.constantFrom(...'abc xyz'.sp
 const spaceHint = fc.constant({ team: null });
 const agentHints: Hints = {
   '.space': spaceHint,
+  // Workflows of the workspace (the fixture's), as an agent's workflows must name.
+  '.workflows': fc.constantFrom([], ['fixture']),
   '.model': fc.constant('builtin/scripted'),
   '.tools.apps[]': fc.constantFrom('core', 'kv', 'http', 'time'),
   '.tools.disabled_tools[]': fc.constantFrom('kv.delete', 'core.fail', 'http.request'),
