@@ -2,24 +2,16 @@
 //
 // A document lives in the workspace's space (`space.team: null`) or in a team's (`space.team:
 // "finance"`). Every member with Build authorization sees the workspace's space. Only a team's
-// members see a team's space, and a workspace administrator sees every space. A resource that is
-// spaced (SPACED) follows this rule for every operation, reads and writes alike, and what a caller
-// cannot see does not exist for them: 404, as an unknown id is. A resource that is not spaced is
-// the whole workspace's.
+// members see a team's space, and a workspace administrator sees every space. A spaced resource
+// follows this rule for every operation, reads and writes alike, and what a caller cannot see does
+// not exist for them: 404, as an unknown id is. Spaced: agents and workflows, and runs (in the space
+// of the document they run, kept on the run when it is accepted). The whole workspace's: the
+// catalog and connections. A resource added later is one or the other, and if spaced, asks these
+// functions.
 import type { Principal } from './principal';
 
 /** The space of a document: a team's slug, or null for the workspace's own space. */
 export type Team = string | null;
-
-/** Which kinds of resource live in spaces; the others belong to the whole workspace. */
-export const SPACED = {
-  agent: true,
-  workflow: true,
-  /** A run is in the space of the document it runs (kept on the run when it is accepted). */
-  run: true,
-  connection: false,
-  catalog: false,
-} as const;
 
 /** The slug no team may take: list filters name the workspace's own space by it (`space=workspace`). */
 export const RESERVED_TEAM = 'workspace';

@@ -324,3 +324,38 @@ test("an agent's workflows name workflows of the workspace its space may use", a
   expect((await call('alpha', 'PUT', '/api/build/agents', agent('wants-alpha', null, ['alpha-own']))).status).toBe(400);
   expect((await call('alpha', 'PUT', '/api/build/agents', agent('alpha-wants-alpha', 'alpha', ['alpha-own']))).status).toBe(201);
 });
+
+test('every operation on a workflow the caller does not see is the 404 of an unknown workflow, and writes nothing', async () => {
+  const created = await call('alpha', 'PUT', '/api/build/workflows', {
+    kind: 'service.workflow/v1',
+    slug: 'alpha-flow',
+    name: 'Alpha flow',
+    space: { team: 'alpha' },
+    steps: [{ id: 'a', kind: 'tool', tool: 'core.echo', args: {} }],
+  });
+  expect(created.status).toBe(201);
+  const current = await call('alpha', 'GET', '/api/build/workflows/alpha-flow');
+  const ops: [string, string, unknown, Record<string, string>?][] = [
+    ['GET', '/api/build/workflows/alpha-flow', undefined],
+    ['PUT', '/api/build/workflows/alpha-flow', { ...current.body.data, name: 'Hijacked' }, { 'if-match': current.etag! }],
+    ['POST', '/api/build/workflows/alpha-flow/test', {}],
+    ['GET', '/api/build/workflows/alpha-flow/versions', undefined],
+    ['GET', '/api/build/workflows/alpha-flow/versions/1', undefined],
+    ['GET', '/api/build/workflows/alpha-flow/versions/1/diff?to=1', undefined],
+    ['POST', '/api/build/workflows/alpha-flow/versions/1/restore', undefined, { 'if-match': current.etag! }],
+    ['DELETE', '/api/build/workflows/alpha-flow', undefined],
+  ];
+  for (const caller of ['beta', 'none']) {
+    for (const [method, path, body, headers] of ops) {
+      const hidden = await call(caller, method, path, body, headers);
+      const unknown = await call(caller, method, path.replace('alpha-flow', 'no-such-flow'), body, headers);
+      expect([method, path, hidden.status, hidden.body.error]).toEqual([method, path, 404, unknown.body.error!.replace('no-such-flow', 'alpha-flow')]);
+    }
+  }
+  expect((await call('alpha', 'GET', '/api/build/workflows/alpha-flow')).etag).toBe(current.etag);
+  // A workflow run of a team's workflow: its starter and no one outside the team reads it.
+  const run = await call('alpha', 'POST', '/api/build/workflows/alpha-flow/test', {});
+  expect(run.status).toBe(202);
+  expect((await call('alpha', 'GET', `/api/build/workflow-runs/${run.body.data.run_id}`)).status).toBe(200);
+  expect((await call('beta', 'GET', `/api/build/workflow-runs/${run.body.data.run_id}`)).status).toBe(404);
+});
