@@ -24,6 +24,17 @@ const orphans = (db: ReturnType<typeof openDatabase>, kind: 'agent' | 'workflow'
   db.prepare(`SELECT COUNT(*) FROM ${kind}_version_texts WHERE id NOT IN (SELECT text_id FROM ${kind}_versions)`).pluck().get();
 const texts = (db: ReturnType<typeof openDatabase>, kind: 'agent' | 'workflow') => db.prepare(`SELECT COUNT(*) FROM ${kind}_version_texts`).pluck().get();
 
+/** A database migrated up to, not including, migration `version` (as a service older than it left one). */
+function databaseBefore(version: number): ReturnType<typeof openSqlite> {
+  const before = path.join(dir, `before-${version}`);
+  fs.mkdirSync(before);
+  for (const file of fs.readdirSync(migrationsDir).filter((f) => f.endsWith('.sql') && Number(f.slice(0, 3)) < version)) fs.copyFileSync(path.join(migrationsDir, file), path.join(before, file));
+  const db = openSqlite(path.join(dir, `before-${version}.db`));
+  db.pragma('foreign_keys = ON');
+  migrate(db, before);
+  return db;
+}
+
 test('a version list page reads the versions’ rows by their primary key, not their texts', () => {
   const db = openDatabase(path.join(dir, 'plan.db'));
   const plan = (db.prepare(`EXPLAIN QUERY PLAN ${versionStatements('agents').list}`).all({ id: 'a', before: 10, limit: 21 }) as { detail: string }[]).map((r) => r.detail);
@@ -66,12 +77,7 @@ test('each write keeps one text; a pruned version’s text and a deleted workflo
 });
 
 test('a database written before the split keeps each version’s text, and reads it after', () => {
-  const before = path.join(dir, 'before');
-  fs.mkdirSync(before);
-  for (const file of fs.readdirSync(migrationsDir).filter((f) => f.endsWith('.sql') && Number(f.slice(0, 3)) < 16)) fs.copyFileSync(path.join(migrationsDir, file), path.join(before, file));
-  const db = openSqlite(path.join(dir, 'old.db'));
-  db.pragma('foreign_keys = ON');
-  migrate(db, before);
+  const db = databaseBefore(16);
   db.prepare(`INSERT INTO agents (id, workspace_id, slug, name, status, version, stamp_us, created_at) VALUES ('agt-1', 'ws', 'old', 'Old', 'draft', 2, 2, '2026-01-01T00:00:00Z')`).run();
   const keep = db.prepare('INSERT INTO agent_versions (document_id, version, stamp_us, author, changes, document) VALUES (?, ?, ?, ?, ?, ?)');
   keep.run('agt-1', 1, 1, 'alice', '["created"]', '{"v":1}');
@@ -85,12 +91,7 @@ test('a database written before the split keeps each version’s text, and reads
 });
 
 test('migration 017 fills each document’s space and folder from its current version’s text', () => {
-  const before = path.join(dir, 'before-spaces');
-  fs.mkdirSync(before);
-  for (const file of fs.readdirSync(migrationsDir).filter((f) => f.endsWith('.sql') && Number(f.slice(0, 3)) < 17)) fs.copyFileSync(path.join(migrationsDir, file), path.join(before, file));
-  const db = openSqlite(path.join(dir, 'spaces.db'));
-  db.pragma('foreign_keys = ON');
-  migrate(db, before);
+  const db = databaseBefore(17);
   const text = db.prepare('INSERT INTO agent_version_texts (document) VALUES (?)');
   const version = db.prepare('INSERT INTO agent_versions (document_id, version, stamp_us, author, changes, text_id) VALUES (?, ?, ?, NULL, ?, ?)');
   db.prepare(`INSERT INTO agents (id, workspace_id, slug, name, status, version, stamp_us, created_at) VALUES ('agt-1', 'ws', 'moved', 'Moved', 'draft', 2, 2, '2026-01-01T00:00:00Z')`).run();
