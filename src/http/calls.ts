@@ -4,6 +4,7 @@
 import type { Operation } from 'openapi-backend';
 import type { Principal, ServiceContext } from '../services/context';
 import { fingerprintOf, idempotently, IDEMPOTENT_OPERATIONS } from '../services/idempotency';
+import { replayVisibility } from '../services/replay-visibility';
 import type { Operations, Reply } from './openapi';
 
 export interface RoutedRequest {
@@ -29,7 +30,7 @@ export async function replyTo(operations: Operations, ctx: ServiceContext, route
     const handled = await dispatch();
     if ('stream' in handled || 'noContent' in handled) throw new Error('only a JSON reply can be replayed');
     return { status: handled.status, headers: handled.headers ?? {}, body: replyBytes(handled).toString('utf8') };
-  });
+  }, replayVisibility(ctx, principal, operationId, route.params));
   return { status: kept.status, headers: kept.headers, rawBody: kept.body };
 }
 

@@ -68,6 +68,8 @@ export async function idempotently(
   key: string,
   { canonical: fingerprint, legacy }: Fingerprint,
   handle: () => Promise<StoredReply>,
+  /** Throws (404) when what the kept reply is about has since gone out of the caller's sight (a space they left). */
+  stillVisible: (reply: StoredReply) => Promise<void> = async () => undefined,
 ): Promise<StoredReply> {
   const id: IdempotencyKey = { workspaceId: who.workspaceId, userId: who.userId, operation, key };
   const nowMs = Date.now();
@@ -85,6 +87,7 @@ export async function idempotently(
     if (!begun.reply) {
       throw new ApiError(409, 'Idempotency-Key: the first request with this key is still being handled; retry once it has been answered', IDEMPOTENT_OPERATIONS.get(operation));
     }
+    await stillVisible(begun.reply);
     return begun.reply;
   }
   let reply: StoredReply;

@@ -359,3 +359,24 @@ test('every operation on a workflow the caller does not see is the 404 of an unk
   expect((await call('alpha', 'GET', `/api/build/workflow-runs/${run.body.data.run_id}`)).status).toBe(200);
   expect((await call('beta', 'GET', `/api/build/workflow-runs/${run.body.data.run_id}`)).status).toBe(404);
 });
+
+test('a replayed write answers only while its caller still sees what it is about', async () => {
+  // The same user, first a member of alpha, then not: the token says so at each request.
+  const member = t.token({ user: 'mover', teams: ['alpha'] });
+  const former = t.token({ user: 'mover', teams: [] });
+  const send = (token: string, method: string, path: string, body: unknown) =>
+    fetch(`${t.baseUrl}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': `replay-${path}` }, body: JSON.stringify(body) });
+  const body = { ...minimalAgent('Replayed'), slug: 'replayed', space: { team: 'alpha' } };
+  expect((await send(member, 'PUT', '/api/build/agents', body)).status).toBe(201);
+  expect((await send(member, 'PUT', '/api/build/agents', body)).status).toBe(201);
+  const gone = await send(former, 'PUT', '/api/build/agents', body);
+  expect([gone.status, ((await gone.json()) as { error: string }).error]).toEqual([
+    400,
+    "body.space.team: you are not a member of team 'alpha', and a document may only be put in a space you belong to (your token names no team; null is the workspace's space)",
+  ]);
+  const started = await send(member, 'POST', '/api/build/agents/replayed/test', { prompt: 'hi' });
+  expect(started.status).toBe(202);
+  expect((await send(member, 'POST', '/api/build/agents/replayed/test', { prompt: 'hi' })).status).toBe(202);
+  const refused = await send(former, 'POST', '/api/build/agents/replayed/test', { prompt: 'hi' });
+  expect([refused.status, ((await refused.json()) as { error: string }).error]).toEqual([404, "agent 'replayed' not found in this workspace"]);
+});
