@@ -1,6 +1,6 @@
-// PostgreSQL only: migration 010 fills each document's space (its team) and folder from the stored
-// text, those jsonb cannot read (U+0000 escaped in a name, from before requests refused it) by
-// pattern; SQLite's 017 is tested in test/unit/version-texts.test.ts.
+// PostgreSQL only: migrations 010 and 011 fill each document's space (its team) and folder, and
+// each run's, from the stored text; those jsonb cannot read (U+0000 escaped in a name, from before
+// requests refused it) by pattern. SQLite's 017 and 018 are tested in test/unit/version-texts.test.ts.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,7 +9,7 @@ import { pgMigrationsDir } from '../../src/paths';
 import { createPgDatabase } from '../helpers/database';
 import { openPgDatabase } from './adapters';
 
-test('PostgreSQL: migration 010 fills team and folder, by pattern where jsonb cannot read the text', async () => {
+test('PostgreSQL: migrations 010 and 011 fill team and folder, by pattern where jsonb cannot read the text', async () => {
   const database = await createPgDatabase();
   const db = openPgDatabase(database.url, { max: 1 });
   const before = fs.mkdtempSync(path.join(os.tmpdir(), 'build-pg-migrations-'));
@@ -31,7 +31,21 @@ test('PostgreSQL: migration 010 fills team and folder, by pattern where jsonb ca
         [id, document],
       );
     }
-    expect(await migratePg(db)).toContain(10);
+    const run = (id: string, snapshot: string | null) =>
+      db.count(
+        `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, status, source, request, state, accepted_at, snapshot)
+         VALUES ($1, 'agent', 'ws', 'u', 'a1', 'succeeded', 'test', '{}', '{}', '2026-01-01T00:00:00Z', $2)`,
+        [id, snapshot],
+      );
+    await run('r-team', documents[1]![2]);
+    await run('r-shared', documents[2]![2]);
+    await run('r-none', null);
+    expect(await migratePg(db)).toEqual(expect.arrayContaining([10, 11]));
+    expect(await db.rows('SELECT id, team FROM runs ORDER BY id')).toEqual([
+      { id: 'r-none', team: null },
+      { id: 'r-shared', team: null },
+      { id: 'r-team', team: 'ops' },
+    ]);
     const agents = await db.rows<{ id: string; team: string | null; folder: string | null }>('SELECT id, team, folder FROM agents ORDER BY id');
     expect(agents).toEqual([
       { id: 'a1', team: 'finance', folder: 'payroll/monthly' },

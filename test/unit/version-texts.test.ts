@@ -108,3 +108,19 @@ test('migration 017 fills each document’s space and folder from its current ve
   expect(db.prepare('SELECT team FROM workflows').get()).toEqual({ team: null });
   db.close();
 });
+
+test('migration 018 gives each run the space of the document it ran (its snapshot); a run without one stays the workspace’s', () => {
+  const db = databaseBefore(18);
+  const run = db.prepare(`INSERT INTO runs (id, kind, workspace_id, started_by, target_id, status, source, request, state, accepted_at, snapshot)
+    VALUES (?, 'agent', 'ws', 'u', 'agt', 'succeeded', 'test', '{}', '{}', '2026-01-01T00:00:00Z', ?)`);
+  run.run('r-team', JSON.stringify({ name: 'N\u0000UL', space: { team: 'finance' } }));
+  run.run('r-shared', JSON.stringify({ space: { team: null } }));
+  run.run('r-none', null);
+  expect(migrate(db)).toContain(18);
+  expect(db.prepare('SELECT id, team FROM runs ORDER BY id').all()).toEqual([
+    { id: 'r-none', team: null },
+    { id: 'r-shared', team: null },
+    { id: 'r-team', team: 'finance' },
+  ]);
+  db.close();
+});
