@@ -8,6 +8,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { auth, UnauthorizedError, type AuthOptions } from 'express-oauth2-jwt-bearer';
 import { ApiError } from '../errors';
 import type { Principal } from '../domain/principal';
+import { RESERVED_TEAM } from '../domain/spaces';
 import { IssuerUnavailableError, type KeySource } from './key-source';
 import type { Jwks } from './local-issuer';
 
@@ -90,7 +91,7 @@ const MAX_TEAMS = 100;
 /** The caller's teams from the teams claim (an array, or a space-separated string); at most MAX_TEAMS. */
 function teamsOf(payload: Record<string, unknown>, claim: string): readonly string[] {
   const listed = grants(claimAt(payload, claim));
-  const teams = [...new Set(listed.filter((t): t is string => typeof t === 'string' && t.length <= 80 && TEAM_SLUG.test(t)))];
+  const teams = [...new Set(listed.filter((t): t is string => typeof t === 'string' && t.length <= 80 && TEAM_SLUG.test(t) && t !== RESERVED_TEAM))];
   return Object.freeze(teams.slice(0, MAX_TEAMS));
 }
 
