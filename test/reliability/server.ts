@@ -48,6 +48,16 @@ export interface LoopStats {
 }
 
 /**
+ * What a failed test left running: its servers (a child with an IPC channel keeps the test worker,
+ * and so jest, from exiting) and its health watchers. Stopped after each file, whatever happened.
+ */
+const leftRunning = new Set<() => Promise<unknown>>();
+afterAll(async () => {
+  await Promise.all([...leftRunning].map((stop) => stop()));
+  leftRunning.clear();
+});
+
+/**
  * `env.DATABASE_URL` or `env.DATABASE_PATH`: that database (several servers may share a PostgreSQL
  * one); otherwise a fresh database of the store under test (test/helpers/database.ts).
  */
@@ -135,11 +145,13 @@ export async function startServer(env: Record<string, string> = {}, opts: { watc
         child.send(collected ? 'loop-stats-collected' : 'loop-stats');
       }),
     dispose: async () => {
+      leftRunning.delete(server.dispose);
       await server.kill('SIGTERM');
       await database?.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+  leftRunning.add(server.dispose);
   return server;
 }
 
@@ -184,9 +196,12 @@ export function watchHealth(server: ServerProcess, other?: string) {
       await new Promise((r) => setTimeout(r, 50));
     }
   })();
-  return async () => {
+  const finish = async () => {
+    leftRunning.delete(finish);
     stop = true;
     await done;
     return { slowest, failures, probes };
   };
+  leftRunning.add(finish);
+  return finish;
 }

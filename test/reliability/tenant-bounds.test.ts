@@ -202,6 +202,9 @@ test('hundreds of streams and half-sent requests: refused past the per-caller li
   await s.loopStats();
 
   const controllers: AbortController[] = [];
+  // The open streams' responses, held: fetch cancels the body of a Response that is garbage
+  // collected, which would close its stream and free a place under the limit mid-test.
+  const held: Response[] = [];
   // 300 streams asked for in waves of 50: a burst that arrives in one poll has its handlers run back
   // to back, which the loop's delay counts as one (300 × a request's work); the bound is on what one
   // request may hold the loop for, and the streams still pile up past the per-caller limit.
@@ -213,6 +216,7 @@ test('hundreds of streams and half-sent requests: refused past the per-caller li
         controllers.push(controller);
         const res = await fetch(`${s.baseUrl}/api/build/runs/${runId}/events`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' }, signal: controller.signal });
         if (res.status !== 200) await res.arrayBuffer();
+        else held.push(res);
         return res.status;
       }),
     );
@@ -236,6 +240,7 @@ test('hundreds of streams and half-sent requests: refused past the per-caller li
   expect([closedIn, sockets.filter((x) => x.open()).map((x) => x.got()).slice(0, 5)]).toEqual(['closed', []]);
 
   for (const c of controllers) c.abort();
+  held.length = 0;
   const { slowest, failures } = await health();
   expect(failures).toBe(0);
   expect(slowest).toBeLessThan(HEALTH_MS);
