@@ -173,26 +173,27 @@ function send(req: Request, res: Response, route: Matched, reply: Reply): void {
   sendJson(res, reply.status, reply.headers, bytes);
 }
 
-/** HEAD of an event stream: the stream's fields, no events (the stream starts and stops at once, releasing its slot). */
-function headOfStream(res: Response, reply: Extract<Reply, { stream: unknown }>): void {
-  res.statusCode = reply.status;
-  res.setHeader('Content-Type', 'text/event-stream');
-  res.setHeader('Cache-Control', 'no-cache, no-transform');
-  for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
-  res.end();
-  reply.stream({ write: () => undefined, end: () => undefined, closed: Promise.resolve() });
-}
-
-/**
- * An event stream: headers that keep proxies from buffering or caching it, sent at once, then
- * whatever the stream writes. `closed` settles when the client leaves or the stream ends.
- */
-function openStream(res: Response, reply: Extract<Reply, { stream: unknown }>): void {
+/** An event stream's status and fields: proxies neither buffer nor cache it. */
+function streamHeaders(res: Response, reply: Extract<Reply, { stream: unknown }>): void {
   res.statusCode = reply.status;
   res.setHeader('Content-Type', 'text/event-stream');
   res.setHeader('Cache-Control', 'no-cache, no-transform');
   res.setHeader('X-Accel-Buffering', 'no');
   for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+}
+
+/** HEAD of an event stream: the stream's fields, no events (the stream starts and stops at once, releasing its slot). */
+function headOfStream(res: Response, reply: Extract<Reply, { stream: unknown }>): void {
+  streamHeaders(res, reply);
+  res.end();
+  reply.stream({ write: () => undefined, end: () => undefined, closed: Promise.resolve() });
+}
+
+/**
+ * An event stream: its headers sent at once, then whatever the stream writes. `closed` settles when the client leaves or the stream ends.
+ */
+function openStream(res: Response, reply: Extract<Reply, { stream: unknown }>): void {
+  streamHeaders(res, reply);
   res.flushHeaders();
   res.socket?.setNoDelay(true);
   const closed = new Promise<void>((resolve) => res.once('close', () => resolve()));

@@ -112,21 +112,30 @@ export async function readJsonBody(req: Request, operation: Operation): Promise<
   if (!contentType || !isJsonMediaType(contentType)) {
     throw new ApiError(415, `Content-Type: must be application/json (UTF-8), got '${contentType ?? 'none'}'`);
   }
+  const parsed = parseBodyText(raw, 'body');
+  if ('refused' in parsed) throw new ApiError(400, parsed.refused);
+  return withinJsonLimits(parsed.value);
+}
+
+/**
+ * Bytes read as UTF-8 JSON, exactly: the value, or why not (`base: rule`), refusing what JSON.parse
+ * would change (a repeated member name, a number no double holds: domain/json-exact.ts).
+ */
+export function parseBodyText(raw: Buffer, base: string): { value: unknown } | { refused: string } {
   let text: string;
   try {
     text = utf8.decode(raw);
   } catch {
-    throw new ApiError(400, 'body: is not valid UTF-8');
+    return { refused: `${base}: is not valid UTF-8` };
   }
-  let body: unknown;
+  let value: unknown;
   try {
-    body = JSON.parse(text);
+    value = JSON.parse(text);
   } catch (err) {
-    throw new ApiError(400, `body: malformed JSON (${(err as Error).message})`);
+    return { refused: `${base}: malformed JSON (${(err as Error).message})` };
   }
-  const inexact = inexactJsonIn(text, 'body');
-  if (inexact) throw textRefused(inexact);
-  return withinJsonLimits(body);
+  const inexact = inexactJsonIn(text, base);
+  return inexact ? { refused: `${inexact.path}: ${inexact.rule}` } : { value };
 }
 
 /** A body that arrived parsed (an MCP tool's `body`) held to the limits a body sent as text is: its size as JSON, its depth, no NUL, no member named __proto__. */

@@ -13,9 +13,8 @@ import { createMcpHandler, ProtocolError, ProtocolErrorCode, Server, type AuthIn
 import { BUILD_SCOPE, type Authenticate } from '../auth/bearer';
 import type { Principal as ServicePrincipal, ServiceContext } from '../services/context';
 import type { Logger } from '../log';
-import { BODY_LIMIT_BYTES, readBodyBytes } from '../http/body';
+import { BODY_LIMIT_BYTES, parseBodyText, readBodyBytes } from '../http/body';
 import { admitWithinQuota } from '../http/rate-limit-fields';
-import { inexactJsonIn } from '../domain/json-exact';
 import { identify, logRequest, replyWithError } from '../http/replies';
 import { inServerSpan } from '../http/tracing';
 import type { Operations } from '../http/openapi';
@@ -146,25 +145,14 @@ function callerServer(ctx: ServiceContext, node: ReturnType<typeof toNodeHandler
 /** The operation id an MCP request other than a tool call is counted as (services/rate-limits.ts: the `requests` quotas). */
 const MCP_REQUEST_OPERATION = 'mcpRequest';
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
 /**
  * The JSON-RPC message(s) of a POST, read here rather than by the SDK so that what they are decides
  * how they are counted: within MCP_REQUEST_LIMIT_BYTES (413 beyond), and refused when it is not JSON
- * or is JSON that parsing would change (a repeated member, a number no double holds: json-exact.ts).
+ * or is JSON that parsing would change (http/body.ts, parseBodyText).
  */
 async function readMessage(req: express.Request): Promise<{ parsed: unknown } | { refused: string }> {
-  const raw = await readBodyBytes(req, MCP_REQUEST_LIMIT_BYTES);
-  let text: string;
-  let parsed: unknown;
-  try {
-    text = utf8.decode(raw);
-    parsed = JSON.parse(text);
-  } catch (err) {
-    return { refused: `the body is not UTF-8 JSON (${(err as Error).message})` };
-  }
-  const inexact = inexactJsonIn(text, 'request');
-  return inexact ? { refused: `${inexact.path}: ${inexact.rule}` } : { parsed };
+  const read = parseBodyText(await readBodyBytes(req, MCP_REQUEST_LIMIT_BYTES), 'request');
+  return 'refused' in read ? read : { parsed: read.value };
 }
 
 /** JSON-RPC's answer to a message it cannot read: HTTP 400, code -32700, no id (none could be read). */

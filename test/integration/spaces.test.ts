@@ -380,3 +380,12 @@ test('a replayed write answers only while its caller still sees what it is about
   const refused = await send(former, 'POST', '/api/build/agents/replayed/test', { prompt: 'hi' });
   expect([refused.status, ((await refused.json()) as { error: string }).error]).toEqual([404, "agent 'replayed' not found in this workspace"]);
 });
+
+test("a slug is the workspace's: asking for one a hidden document has is the 409 of a visible one, naming nothing of it", async () => {
+  const hidden = await call('none', 'PUT', '/api/build/agents', { ...minimalAgent('Mine'), slug: 'alpha-payroll' });
+  const visible = await call('none', 'PUT', '/api/build/agents', { ...minimalAgent('Mine'), slug: 'shared' });
+  expect([hidden.status, visible.status]).toEqual([409, 409]);
+  expect(hidden.body).toEqual({ error: visible.body.error!.replace("'shared'", "'alpha-payroll'") });
+  const listed = await call('none', 'GET', '/api/build/agents');
+  expect(listed.body.data.map((a: { slug: string }) => a.slug)).not.toContain('alpha-payroll');
+});
