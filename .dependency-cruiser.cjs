@@ -83,6 +83,20 @@ module.exports = {
       to: { path: '^src/(http|mcp|services)/' },
     },
     {
+      name: 'apps-below-the-runtime',
+      severity: 'error',
+      comment: 'Apps are what the runtime and the services call: they know no web layer, no services, and of the runtime only its limits.',
+      from: { path: '^src/apps/' },
+      to: { path: ['^src/(http|mcp|services)/', '^src/runtime/(?!limits\\.ts$)'] },
+    },
+    {
+      name: 'only-the-registry-imports-an-app',
+      severity: 'error',
+      comment: 'The app registry (src/apps/registry.ts) is the one place that knows which apps exist; everything else asks it.',
+      from: { pathNot: ['^src/apps/registry\\.ts$', '^src/apps/builtin/'] },
+      to: { path: '^src/apps/builtin/' },
+    },
+    {
       name: 'auth-below-services',
       severity: 'error',
       comment: 'Token verification is used by http; it imports no services, http or store adapter.',

@@ -1,5 +1,6 @@
 // Wires the parts of the service from a Config: the store, the token verifier (embedded issuer or
 // an external one), and the HTTP app. main.ts listens; tests call this with a temporary database.
+import { createAppRegistry } from './apps/registry';
 import type express from 'express';
 import path from 'node:path';
 import { ConfigError, type Config } from './config';
@@ -136,9 +137,11 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
   const localIssuer = config.auth.issuer ? null : await localIssuerFor(config, store);
   const models = createModelRegistry(config);
   const http = { ...HTTP_TOOL, allowPrivate: config.httpToolAllowPrivate };
+  const apps = createAppRegistry();
   const runner = createRunner({
     store,
     models,
+    apps,
     http,
     limits: config.runLimits,
     workers: config.runWorkers,
@@ -156,6 +159,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     limits: config.limits,
     publicBaseUrl: config.publicBaseUrl,
     models: models.catalog,
+    apps,
     defaultCredits: config.defaultCredits,
     rateLimits: createRateLimiter(config.rateLimits, store.quotas, metrics.rateLimited),
     webhookRatePerMinute: config.webhookRatePerMinute,

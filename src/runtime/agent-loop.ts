@@ -9,11 +9,12 @@
 // model call and each tool call; a call already in flight finishes and is recorded.
 // The state (transcript and tool calls) may not grow past the run's limit, nor the final text past
 // its output limit (runtime/limits.ts): either fails the run, naming the limit.
-import { CATALOG_APPS, CATALOG_TOOLS, type ToolDefinition } from '../domain/catalog';
+import type { ToolDefinition } from '../domain/catalog';
 import type { Agent } from '../domain/types';
 import type { components } from '../../generated/api';
 import { limitErrors, StateMeter } from './limits';
-import { invokeTool, type ToolContext } from './tools';
+import type { WorkspaceApps } from '../apps/registry';
+import type { ToolContext } from '../apps/types';
 import { ModelError, type ChatMessage, type ModelReply, type ToolCall, type ToolSpec } from './models/provider';
 import type { ModelRegistry } from './models';
 import { inSpan } from '../tracing';
@@ -35,6 +36,8 @@ export function initialAgentState(): AgentRunState {
 
 export interface AgentLoopDeps {
   models: ModelRegistry;
+  /** The apps of the run's workspace: the agent's tools are theirs. */
+  apps: WorkspaceApps;
   tools: ToolContext;
   /** Pays for one model step; false when the workspace cannot. */
   chargeStep: () => Promise<boolean>;
@@ -56,12 +59,12 @@ export type AgentOutcome =
   /** Parked: `held` are the calls that wait for a decision (in `state.tool_calls` too). */
   | { status: 'awaiting_approval'; error: null; state: AgentRunState; held: { id: string; tool: string }[] };
 
-/** The tools the agent may call: those of its apps, minus its disabled tools. */
-export function toolsOf(agent: Agent): Map<string, ToolDefinition> {
+/** The tools the agent may call: those of its apps (of the workspace's: `apps`), minus its disabled tools. */
+export function toolsOf(agent: Agent, apps: WorkspaceApps): Map<string, ToolDefinition> {
   const disabled = new Set(agent.tools.disabled_tools);
   const allowed = new Map<string, ToolDefinition>();
   for (const app of agent.tools.apps) {
-    for (const tool of CATALOG_APPS.get(app)?.tools ?? []) if (!disabled.has(tool.slug)) allowed.set(tool.slug, tool);
+    for (const tool of apps.apps.get(app)?.tools ?? []) if (!disabled.has(tool.slug)) allowed.set(tool.slug, tool);
   }
   return allowed;
 }
@@ -74,11 +77,11 @@ export function needsApproval(policy: Agent['tools']['approval'], tool: ToolDefi
 const NO_WAIT_IN_WORKFLOW = 'held by the approval policy: an agent step of a workflow cannot wait for approval, so the call was not executed';
 
 /** Checks a call against the agent's tools and policy: refused, held (for approval), or to execute. */
-function admit(agent: Agent, allowed: Map<string, ToolDefinition>, call: ToolCall, canWait: boolean): ToolCallRecord {
+function admit(agent: Agent, allowed: Map<string, ToolDefinition>, apps: WorkspaceApps, call: ToolCall, canWait: boolean): ToolCallRecord {
   const record: ToolCallRecord = { id: call.id, tool: call.tool, args: call.args, status: 'succeeded', output: null, error: null };
   const tool = allowed.get(call.tool);
   if (!tool) {
-    const reason = CATALOG_TOOLS.has(call.tool) ? 'is not available to this agent (not in tools.apps, or disabled)' : 'is not a tool of the catalog';
+    const reason = apps.tools.has(call.tool) ? 'is not available to this agent (not in tools.apps, or disabled)' : 'is not a tool of the catalog';
     return { ...record, status: 'refused', error: `${call.tool} ${reason}` };
   }
   if (!needsApproval(agent.tools.approval, tool)) return record;
@@ -89,7 +92,7 @@ function admit(agent: Agent, allowed: Map<string, ToolDefinition>, call: ToolCal
 /** Executes an admitted (or approved) call and records its outcome on `record`. */
 async function execute(record: ToolCallRecord, deps: AgentLoopDeps): Promise<void> {
   deps.emit?.('tool_call.started', { call_id: record.id, tool: record.tool });
-  const outcome = await invokeTool(record.tool, record.args, deps.tools);
+  const outcome = await deps.apps.invoke(record.tool, record.args, deps.tools);
   if (outcome.ok) Object.assign(record, { status: 'succeeded', output: outcome.output, error: null });
   else Object.assign(record, { status: 'failed', error: outcome.error });
   deps.emit?.('tool_call.finished', { call_id: record.id, tool: record.tool, status: record.status, error: record.error });
@@ -162,7 +165,7 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
   const stopping = () => deps.shouldStop?.() ?? false;
   const provider = deps.models.providerFor(agent.model);
   if (!provider) return fail(`model '${agent.model}' is not offered by any configured provider`);
-  const allowed = toolsOf(agent);
+  const allowed = toolsOf(agent, deps.apps);
   const tools: ToolSpec[] = [...allowed.values()].map((t) => ({ slug: t.slug, description: t.description, parameters: t.args_schema }));
   const messages = conversation(agent, state.transcript);
   const { limits } = deps.tools;
@@ -210,7 +213,7 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
     const held: { id: string; tool: string }[] = [];
     for (const call of reply.toolCalls) {
       if (stopping()) return cancelled();
-      const record = admit(agent, allowed, call, deps.canWaitForApproval ?? true);
+      const record = admit(agent, allowed, deps.apps, call, deps.canWaitForApproval ?? true);
       state.tool_calls.push(record);
       if (record.status === 'awaiting_approval') {
         held.push({ id: record.id, tool: record.tool }); // answered once decided

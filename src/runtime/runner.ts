@@ -19,7 +19,8 @@ import { HandOffQueue, HAND_OFF_LIMIT } from './runner/hand-off-queue';
 import { createLeaseKeeper, DEFAULT_LEASE_MS, newLease } from './runner/lease-keeper';
 import type { QueuedRun } from './runner/queued-run';
 import { createWorkerPool, type WorkerReservation } from './runner/worker-pool';
-import type { HttpToolOptions } from './tools/types';
+import type { AppRegistry } from '../apps/registry';
+import type { HttpToolOptions } from '../apps/types';
 import { NO_METRICS, type Metrics } from '../metrics';
 
 export { DEFAULT_APPROVAL_TIMEOUT_MS, PROGRESS_INTERVAL_MS } from './runner/credit-ledger';
@@ -34,6 +35,8 @@ export const QUEUE_POLL_MS = 1000;
 export interface RunnerOptions {
   store: Store;
   models: ModelRegistry;
+  /** Which apps (and tools) each workspace has. */
+  apps: AppRegistry;
   http: HttpToolOptions;
   /** What one run may render, hold, return and wait for. */
   limits: RunLimits;
@@ -81,7 +84,7 @@ export function createRunner(opts: RunnerOptions): Runner {
   const lease = newLease(opts.leaseMs ?? DEFAULT_LEASE_MS);
   const leases = createLeaseKeeper({ runs: store.runs, lease, executing, logger });
   const queue = new HandOffQueue(opts.handOffLimit ?? HAND_OFF_LIMIT);
-  const execute = createRunExecutor({ runs: store.runs, kv: store.kv, models: opts.models, http: opts.http, limits: opts.limits, executing, logger, approvalTimeoutMs: opts.approvalTimeoutMs, metrics: opts.metrics ?? NO_METRICS });
+  const execute = createRunExecutor({ runs: store.runs, kv: store.kv, models: opts.models, apps: opts.apps, http: opts.http, limits: opts.limits, executing, logger, approvalTimeoutMs: opts.approvalTimeoutMs, metrics: opts.metrics ?? NO_METRICS });
   const perWorkspace = opts.perWorkspace ?? Math.max(1, opts.workers - 1);
   const pool = createWorkerPool({ runs: store.runs, queue, lease, workers: opts.workers, perWorkspace, execute, logger });
   let poller: NodeJS.Timeout | null = null;

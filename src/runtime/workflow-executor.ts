@@ -11,7 +11,8 @@ import { RenderLimitError, renderText, renderValue, type TemplateScope } from '.
 import type { Workflow, WorkflowStep } from '../domain/types';
 import type { components } from '../../generated/api';
 import { limitErrors, StateMeter, type RunLimits } from './limits';
-import { invokeTool, type ToolContext } from './tools';
+import type { WorkspaceApps } from '../apps/registry';
+import type { ToolContext } from '../apps/types';
 import { inOutcomeSpan } from '../tracing';
 
 type StepResult = components['schemas']['StepResult'];
@@ -25,6 +26,8 @@ export interface WorkflowRunState {
 export type StepOutcome = { ok: true; output: unknown } | { ok: false; error: string };
 
 export interface WorkflowExecutorDeps {
+  /** The apps of the run's workspace: a tool step calls one of their tools. */
+  apps: WorkspaceApps;
   tools: ToolContext;
   /** Runs the workspace's agent `slug` with a prompt; its final text is the step's output. */
   runAgentStep: (slug: string, prompt: string) => Promise<StepOutcome>;
@@ -71,7 +74,7 @@ async function payAndExecute(step: WorkflowStep, scope: TemplateScope, deps: Wor
     } catch (err) {
       return { ok: false, error: renderError(err, 'its arguments', limits) };
     }
-    return invokeTool(step.tool, args, deps.tools);
+    return deps.apps.invoke(step.tool, args, deps.tools);
   }
   let prompt: string;
   try {

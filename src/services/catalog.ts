@@ -1,7 +1,7 @@
-// The catalog a document may reference: built-in models and apps, trigger types, the workspace's
-// limits and, per app, how many connections the workspace has.
+// The catalog a document may reference: built-in models, the workspace's apps (the app registry's),
+// trigger types, the workspace's limits and, per app, how many connections the workspace has.
 import { notFound } from '../errors';
-import { BUILTIN_APPS, CATALOG_APPS, TRIGGER_TYPES } from '../domain/catalog';
+import { TRIGGER_TYPES } from '../domain/catalog';
 import type { Catalog, CatalogApp, Connection } from '../domain/types';
 import type { Principal, ServiceContext } from './context';
 
@@ -13,16 +13,17 @@ function connectionsPerApp(connections: Connection[]): (app: string) => number {
 
 export async function getCatalog(ctx: ServiceContext, who: Principal): Promise<Catalog> {
   const count = connectionsPerApp(await ctx.store.connections.list(who.workspaceId));
+  const { apps } = await ctx.apps.of(who.workspaceId);
   return {
     models: ctx.models,
-    apps: BUILTIN_APPS.map((app) => ({ slug: app.slug, name: app.name, connections: count(app.slug), tools: app.tools.length })),
+    apps: [...apps.values()].map((app) => ({ slug: app.slug, name: app.name, connections: count(app.slug), tools: app.tools.length })),
     trigger_types: [...TRIGGER_TYPES],
     limits: ctx.limits,
   };
 }
 
 export async function getCatalogApp(ctx: ServiceContext, who: Principal, slug: string): Promise<CatalogApp> {
-  const app = CATALOG_APPS.get(slug);
+  const app = (await ctx.apps.of(who.workspaceId)).apps.get(slug);
   if (!app) throw notFound(`app '${slug}' not found; GET /api/build/catalog lists the apps`);
   const count = connectionsPerApp(await ctx.store.connections.list(who.workspaceId));
   return { slug: app.slug, name: app.name, description: app.description, connections: count(app.slug), tools: app.tools };

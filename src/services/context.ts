@@ -1,4 +1,5 @@
 // What every use case receives: the store, the workspace limits, and who is asking.
+import type { AppRegistry } from '../apps/registry';
 import type { Principal } from '../domain/principal';
 import type { CatalogModel, WorkspaceLimits } from '../domain/types';
 import type { QueuedRun, WorkerReservation } from '../runtime/runner';
@@ -23,6 +24,8 @@ export interface ServiceContext {
   publicBaseUrl: string;
   /** The models the configured providers offer (the catalog lists them). */
   models: CatalogModel[];
+  /** Which apps (and tools) each workspace has: the catalog, the checks of documents and the runs ask it. */
+  apps: AppRegistry;
   /** The credit balance of a workspace seen for the first time. */
   defaultCredits: number;
   /** The request quotas per workspace and per caller (beyond, 429). */

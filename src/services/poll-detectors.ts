@@ -8,9 +8,8 @@ import crypto from 'node:crypto';
 import { withoutNul } from '../domain/json-limits';
 import type { Trigger } from '../domain/types';
 import type { Logger } from '../log';
-import { invokeTool } from '../runtime/tools';
 import { renderBudget, type RunLimits } from '../runtime/limits';
-import type { HttpToolOptions } from '../runtime/tools/types';
+import type { HttpToolOptions } from '../apps/types';
 import type { ScheduleClaim, ScheduleRow } from '../store/port';
 import type { ServiceContext } from './context';
 import { agentRun } from './run-builders';
@@ -52,7 +51,8 @@ async function detect(ctx: ServiceContext, tools: { http: HttpToolOptions; limit
   const agent = await ctx.store.agents.find(row.workspace_id, row.owner_id);
   const trigger = agent?.document.triggers.find((t): t is Extract<Trigger, { kind: 'poll' }> => t.id === row.trigger_id && t.kind === 'poll');
   if (!agent || !trigger) return;
-  const detected = await invokeTool(trigger.tool, trigger.args, {
+  const apps = await ctx.apps.of(row.workspace_id);
+  const detected = await apps.invoke(trigger.tool, trigger.args, {
     workspaceId: row.workspace_id,
     kv: ctx.store.kv,
     http: tools.http,

@@ -1,5 +1,4 @@
 // Gathers what a document may reference in the caller's workspace, for the semantic checks.
-import { CATALOG_APPS, CATALOG_TOOLS } from '../domain/catalog';
 import type { References } from '../domain/semantics';
 import { describeProblems, type Problem } from '../domain/types';
 import { badRequest } from '../errors';
@@ -27,6 +26,7 @@ function modelIds(models: ServiceContext['models']): ReadonlySet<string> {
  */
 export async function referencesFor(ctx: ServiceContext, who: Principal, team: Team, named: { agents?: string[]; workflows?: string[] } = {}): Promise<References> {
   const connections = await ctx.store.connections.list(who.workspaceId);
+  const { apps, tools } = await ctx.apps.of(who.workspaceId);
   const agents = new Set<string>();
   for (const slug of new Set(named.agents)) {
     const agent = await ctx.store.agents.find(who.workspaceId, slug);
@@ -39,8 +39,8 @@ export async function referencesFor(ctx: ServiceContext, who: Principal, team: T
   }
   return {
     models: modelIds(ctx.models),
-    apps: CATALOG_APPS,
-    tools: CATALOG_TOOLS,
+    apps,
+    tools,
     connections: new Map(connections.map((c) => [c.ref, c])),
     agents,
     workflows,

@@ -15,7 +15,7 @@
 import { dueTimesThrough, nextDueAfter, planFires } from '../domain/schedule';
 import type { Logger } from '../log';
 import type { RunLimits } from '../runtime/limits';
-import type { HttpToolOptions } from '../runtime/tools/types';
+import type { HttpToolOptions } from '../apps/types';
 import type { FireRow, ScheduleClaim, ScheduleRow } from '../store/port';
 import type { ServiceContext } from './context';
 import { createPollDetectors } from './poll-detectors';

@@ -1,5 +1,6 @@
 // Runs accepted by this process are handed to the workers in memory; past the hand-off limit they
 // wait in the database's queue. Either way each run executes once, in the order it was accepted.
+import { createAppRegistry } from '../../src/apps/registry';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger } from '../../src/log';
@@ -59,6 +60,7 @@ function runnerWith(handOffLimit: number, runs: (real: RunRepository) => Partial
   return createRunner({
     store: { ...t.service.store, runs: { ...real, ...runs(real) } },
     models: createModelRegistry(t.config),
+    apps: createAppRegistry(),
     http: { timeoutMs: 5000, maxBytes: 1024, allowPrivate: true },
     limits: t.config.runLimits,
     workers: 1,

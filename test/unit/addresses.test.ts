@@ -1,4 +1,4 @@
-import { ipv6Groups, isGlobalUnicast } from '../../src/runtime/tools/addresses';
+import { ipv6Groups, isGlobalUnicast } from '../../src/apps/outbound/addresses';
 
 test.each([
   // the holes a deny-list left open

@@ -2,8 +2,8 @@
 // whole exchange, the size cap too, and every redirect hop is vetted like the first.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { httpRequest, nextHop, type Hop } from '../../src/runtime/tools/http';
-import { ToolError } from '../../src/runtime/tools/types';
+import { httpRequest, nextHop, type Hop } from '../../src/apps/builtin/http';
+import { ToolError } from '../../src/apps/types';
 
 const servers: http.Server[] = [];
 function listen(handler: http.RequestListener): Promise<string> {

@@ -1,5 +1,6 @@
 // One run executed to its end against a real SQLite store and the built-in scripted model: a
 // workflow's steps, an agent's tool calls and parking, a stop, and a run that cannot be executed.
+import { createAppRegistry } from '../../src/apps/registry';
 import { createLogger } from '../../src/log';
 import { createModelRegistry } from '../../src/runtime/models';
 import { DEFAULT_RUN_LIMITS } from '../../src/runtime/limits';
@@ -18,7 +19,7 @@ beforeEach(() => {
   t = openTempStore();
   executing = new ExecutingRuns();
   execute = createRunExecutor({
-    runs: t.store.runs, kv: t.store.kv, models: createModelRegistry({ openai: null }), http: { timeoutMs: 1000, maxBytes: 1024, allowPrivate: false },
+    runs: t.store.runs, kv: t.store.kv, models: createModelRegistry({ openai: null }), apps: createAppRegistry(), http: { timeoutMs: 1000, maxBytes: 1024, allowPrivate: false },
     limits: DEFAULT_RUN_LIMITS, executing, logger: createLogger('silent'), metrics: NO_METRICS,
   });
 });

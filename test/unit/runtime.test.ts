@@ -2,9 +2,9 @@ import { renderText as renderWith, renderValue as renderValueWith, unlimitedBudg
 import { DEFAULT_RUN_LIMITS, renderBudget } from '../../src/runtime/limits';
 import { needsApproval, toolsOf } from '../../src/runtime/agent-loop';
 import { scriptedCalls } from '../../src/runtime/models/scripted';
-import { isGlobalUnicast as isPublicAddress } from '../../src/runtime/tools/addresses';
+import { isGlobalUnicast as isPublicAddress } from '../../src/apps/outbound/addresses';
 import { runWorkflow, type WorkflowExecutorDeps } from '../../src/runtime/workflow-executor';
-import { CATALOG_TOOLS } from '../../src/domain/catalog';
+import { builtinApps } from '../../src/apps/registry';
 import type { Agent, Workflow } from '../../src/domain/types';
 import { minimalAgent } from '../helpers/fixtures';
 
@@ -29,11 +29,11 @@ describe('tool access and approval', () => {
   const agent = (tools: Partial<Agent['tools']>) => ({ ...minimalAgent(), tools: { apps: ['kv', 'core'], connections: 'all', disabled_tools: [], approval: 'write', ...tools } }) as unknown as Agent;
 
   test('the tools of the agent\'s apps minus the disabled ones', () => {
-    expect([...toolsOf(agent({ disabled_tools: ['kv.delete', 'core.fail'] })).keys()]).toEqual(['kv.get', 'kv.list', 'kv.set', 'core.echo', 'core.template', 'core.pick', 'core.sleep']);
+    expect([...toolsOf(agent({ disabled_tools: ['kv.delete', 'core.fail'] }), builtinApps()).keys()]).toEqual(['kv.get', 'kv.list', 'kv.set', 'core.echo', 'core.template', 'core.pick', 'core.sleep']);
   });
 
   test('write holds writes and destructive calls; destructive holds destructive calls only', () => {
-    const [get, set, del] = ['kv.get', 'kv.set', 'kv.delete'].map((slug) => CATALOG_TOOLS.get(slug)!);
+    const [get, set, del] = ['kv.get', 'kv.set', 'kv.delete'].map((slug) => builtinApps().tools.get(slug)!);
     expect([get, set, del].map((tool) => needsApproval('write', tool!))).toEqual([false, true, true]);
     expect([get, set, del].map((tool) => needsApproval('destructive', tool!))).toEqual([false, false, true]);
   });
@@ -59,6 +59,7 @@ describe('workflow executor', () => {
   const wf = (steps: Workflow['steps']): Workflow =>
     ({ kind: 'service.workflow/v1', slug: 'w', name: 'W', description: null, enabled: true, updated_at: '', space: { team: null }, send_as: null, inputs: {}, schedule: null, steps, output: null }) as Workflow;
   const deps = (overrides: Partial<WorkflowExecutorDeps> = {}): WorkflowExecutorDeps => ({
+    apps: builtinApps(),
     tools: { workspaceId: 'w', kv: {} as never, http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1000 }, limits: DEFAULT_RUN_LIMITS, budget: renderBudget(DEFAULT_RUN_LIMITS) },
     runAgentStep: async () => ({ ok: true, output: 'agent' }),
     chargeStep: async () => true,
@@ -97,8 +98,8 @@ test('rendering reads own members only: names of Object.prototype render as noth
 });
 
 test('kv.set refuses a value over KV_VALUE_BYTES, a new key past the workspace\'s KV_MAX_KEYS and a key holding U+0000, naming each', async () => {
-  const { invokeTool } = await import('../../src/runtime/tools');
-  const { KV_MAX_KEYS, KV_VALUE_BYTES } = await import('../../src/runtime/tools/kv');
+  const invokeTool = builtinApps().invoke;
+  const { KV_MAX_KEYS, KV_VALUE_BYTES } = await import('../../src/apps/builtin/kv');
   const full = { set: async () => false } as never;
   const roomy = { set: async () => true } as never;
   const ctx = (kv: never) => ({ workspaceId: 'w', kv, http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1000 }, limits: DEFAULT_RUN_LIMITS, budget: renderBudget(DEFAULT_RUN_LIMITS) });

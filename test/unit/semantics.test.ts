@@ -1,5 +1,5 @@
 import { DEFAULT_LIMITS } from '../../src/config';
-import { CATALOG_APPS, CATALOG_TOOLS } from '../../src/domain/catalog';
+import { builtinApps } from '../../src/apps/registry';
 import { ancestorsOf, findCycle } from '../../src/domain/dag';
 import { cronProblem, isTimezone } from '../../src/domain/schedule';
 import { checkAgent, checkWorkflow, type References } from '../../src/domain/semantics';
@@ -11,8 +11,8 @@ import { minimalAgent } from '../helpers/fixtures';
 
 const refs: References = {
   models: new Set(['builtin/scripted']),
-  apps: CATALOG_APPS,
-  tools: CATALOG_TOOLS,
+  apps: builtinApps().apps,
+  tools: builtinApps().tools,
   connections: new Map([
     ['kv-main', { ref: 'kv-main', app: 'kv', label: null, status: 'connected' }],
     ['web', { ref: 'web', app: 'http', label: null, status: 'connected' }],

@@ -12,7 +12,8 @@ import type { KvRepository } from '../../store/port';
 import { runAgent, type AgentRunState } from '../agent-loop';
 import { renderBudget, type RunLimits } from '../limits';
 import type { ModelRegistry } from '../models';
-import type { HttpToolOptions, ToolContext } from '../tools/types';
+import type { AppRegistry } from '../../apps/registry';
+import type { HttpToolOptions, ToolContext } from '../../apps/types';
 import { runWorkflow, type StepOutcome } from '../workflow-executor';
 import { createCreditLedger, type CreditLedger, type LedgerOptions } from './credit-ledger';
 import type { ExecutingRuns } from './executing-runs';
@@ -23,6 +24,8 @@ export interface RunExecutorOptions {
   runs: LedgerOptions['runs'];
   kv: KvRepository;
   models: ModelRegistry;
+  /** Which apps (and tools) each workspace has. */
+  apps: AppRegistry;
   http: HttpToolOptions;
   /** What one run may render, hold, return and wait for. */
   limits: RunLimits;
@@ -50,6 +53,7 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
       prompt,
       {
         models: opts.models,
+        apps: await opts.apps.of(run.workspaceId),
         tools: toolContext(run.workspaceId),
         // The first step was reserved when the run was accepted; later ones are paid as they come.
         chargeStep: account.charge,
@@ -68,6 +72,7 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
     const workflow = run.snapshot as Workflow;
     const { input } = run.request as { input: Record<string, unknown> };
     const tools = toolContext(run.workspaceId);
+    const apps = await opts.apps.of(run.workspaceId);
     const runAgentStep = async (slug: string, prompt: string): Promise<StepOutcome> => {
       // The agent as it was stored when the run was accepted (checked then: it exists and is not archived).
       const agent = run.stepAgents && Object.hasOwn(run.stepAgents, slug) ? run.stepAgents[slug] : undefined;
@@ -75,6 +80,7 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
       // The workflow step is the unit of cost: the agent's own model steps are not charged again.
       const outcome = await runAgent(agent, prompt, {
         models: opts.models,
+        apps,
         tools,
         chargeStep: async () => true,
         onProgress: async () => undefined,
@@ -85,6 +91,7 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
       return { ok: false, error: outcome.status === 'cancelled' ? 'cancelled' : (outcome.error as string) };
     };
     const outcome = await runWorkflow(workflow, input, {
+      apps,
       tools,
       runAgentStep,
       chargeStep: account.charge,

@@ -1,33 +1,23 @@
-// Calls a catalog tool: its arguments are checked against the tool's JSON schema first, then the
-// implementation runs. Every outcome is a value ({ ok, output } or { ok: false, error }), so a
+// Calls a tool of an app: its arguments are checked against the tool's JSON schema first, then
+// what the tool runs, within the run's time and output limits. Every outcome is a value ({ ok, output } or { ok: false, error }), so a
 // failing tool never takes a run or a worker down with it.
 import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import { CATALOG_TOOLS } from '../../domain/catalog';
-import { jsonBytesWithin, refusedTextIn, TOOL_ARGUMENT_RULES } from '../../domain/json-limits';
-import { RenderLimitError } from '../../domain/templates';
-import { describeValidationErrors } from '../../domain/validation-errors';
-import { coreTools } from './core';
-import { httpTools } from './http';
-import { kvTools } from './kv';
-import { timeTools } from './time';
-import { limitErrors } from '../limits';
-import { ToolError, type ToolContext, type ToolImplementation } from './types';
-import { inOutcomeSpan } from '../../tracing';
-
-export { ToolError, type ToolContext } from './types';
-
-const implementations: Record<string, ToolImplementation> = { ...coreTools, ...kvTools, ...timeTools, ...httpTools };
+import type { ToolDefinition } from '../domain/catalog';
+import { jsonBytesWithin, refusedTextIn, TOOL_ARGUMENT_RULES } from '../domain/json-limits';
+import { RenderLimitError } from '../domain/templates';
+import { describeValidationErrors } from '../domain/validation-errors';
+import { limitErrors } from '../runtime/limits';
+import { ToolError, type AppTool, type ToolContext } from './types';
+import { inOutcomeSpan } from '../tracing';
 
 const ajv = addFormats(new Ajv({ allErrors: true, strict: false }));
-const validators = new Map<string, ValidateFunction>();
+/** Each tool definition's compiled schema, for as long as the definition is held. */
+const validators = new WeakMap<ToolDefinition, ValidateFunction>();
 
-function validatorFor(slug: string, schema: Record<string, unknown>): ValidateFunction {
-  let validate = validators.get(slug);
-  if (!validate) {
-    validate = ajv.compile(schema);
-    validators.set(slug, validate);
-  }
+function validatorFor(definition: ToolDefinition): ValidateFunction {
+  let validate = validators.get(definition);
+  if (!validate) validators.set(definition, (validate = ajv.compile(definition.args_schema)));
   return validate;
 }
 
@@ -44,14 +34,13 @@ async function withinTime<T>(call: Promise<T>, ms: number): Promise<{ done: true
   }
 }
 
-export const invokeTool = (slug: string, args: unknown, ctx: ToolContext): Promise<ToolOutcome> =>
-  inOutcomeSpan(`tool ${CATALOG_TOOLS.has(slug) ? slug : 'unknown'}`, { 'build.tool': slug }, () => invoke(slug, args, ctx));
+/** Calls `tool` (null: `slug` names no tool of the caller's apps) with `args`; every outcome is a value. */
+export const invokeTool = (slug: string, tool: AppTool | null, args: unknown, ctx: ToolContext): Promise<ToolOutcome> =>
+  inOutcomeSpan(`tool ${tool ? slug : 'unknown'}`, { 'build.tool': slug }, () => invoke(slug, tool, args, ctx));
 
-async function invoke(slug: string, args: unknown, ctx: ToolContext): Promise<ToolOutcome> {
-  const definition = CATALOG_TOOLS.get(slug);
-  const implementation = implementations[slug];
-  if (!definition || !implementation) return { ok: false, error: `'${slug}' is not a tool of the catalog` };
-  const validate = validatorFor(slug, definition.args_schema);
+async function invoke(slug: string, tool: AppTool | null, args: unknown, ctx: ToolContext): Promise<ToolOutcome> {
+  if (!tool) return { ok: false, error: `'${slug}' is not a tool of the catalog` };
+  const validate = validatorFor(tool.definition);
   if (!validate(args)) {
     // ajv paths are relative to the arguments object: name them `args.<member>`.
     const errors = (validate.errors ?? []).map((e) => ({ ...e, instancePath: `/args${e.instancePath}` }));
@@ -62,7 +51,7 @@ async function invoke(slug: string, args: unknown, ctx: ToolContext): Promise<To
   const refused = refusedTextIn(args, 'args', TOOL_ARGUMENT_RULES);
   if (refused) return { ok: false, error: `invalid arguments for ${slug}: ${refused.path}: ${refused.rule}` };
   try {
-    const answer = await withinTime(implementation(args as Record<string, unknown>, ctx), ctx.limits.toolTimeoutMs);
+    const answer = await withinTime(tool.run(args as Record<string, unknown>, ctx), ctx.limits.toolTimeoutMs);
     if (!answer.done) return { ok: false, error: limitErrors.toolTime(slug, ctx.limits) };
     const output = answer.value ?? null;
     if (jsonBytesWithin(output, ctx.limits.stepOutputBytes) === null) return { ok: false, error: limitErrors.stepOutput(slug, ctx.limits) };

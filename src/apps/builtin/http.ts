@@ -9,8 +9,8 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import { NOT_JSON, parseJsonWithin } from '../../domain/json-limits';
-import { isGlobalUnicast } from './addresses';
-import { ToolError, type HttpToolOptions, type ToolImplementation } from './types';
+import { isGlobalUnicast } from '../outbound/addresses';
+import { objectOf, tool, ToolError, type AppModule, type HttpToolOptions } from '../types';
 import { injectTraceContext } from '../../tracing';
 
 /** Redirects followed at most; the response to the next one is returned as it is. */
@@ -171,6 +171,26 @@ export async function httpRequest(args: RequestArgs, options: HttpToolOptions): 
   }
 }
 
-export const httpTools: Record<string, ToolImplementation> = {
-  'http.request': async (args, ctx) => httpRequest(args as unknown as RequestArgs, ctx.http),
+export const httpApp: AppModule = {
+  slug: 'http',
+  name: 'HTTP',
+  description: 'Outbound HTTP requests to public addresses.',
+  tools: [
+    tool(
+      'http.request',
+      'Request',
+      `Sends an HTTP request to a public address (following up to ${MAX_REDIRECTS} redirects, each to a public address; 10 s and 1 MiB for the whole exchange) and returns the status, headers and body of the last response.`,
+      'write',
+      objectOf(
+        {
+          method: { type: 'string', enum: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] },
+          url: { type: 'string', minLength: 1, maxLength: 2000 },
+          headers: { type: 'object', additionalProperties: { type: 'string' } },
+          body: {},
+        },
+        ['method', 'url'],
+      ),
+      async (args, ctx) => httpRequest(args as unknown as RequestArgs, ctx.http),
+    ),
+  ],
 };

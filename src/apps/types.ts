@@ -1,0 +1,71 @@
+// What an app is made of: its catalog entry and its tools, each tool's definition beside what it
+// runs; what a tool gets when it runs, and how it fails.
+import type { AppDefinition, ToolDefinition } from '../domain/catalog';
+import type { RenderBudget } from '../domain/templates';
+import type { KvRepository } from '../store/port';
+import type { RunLimits } from '../runtime/limits';
+
+export interface HttpToolOptions {
+  allowPrivate: boolean;
+  /** The deadline of a whole exchange: lookups, connects, every redirect hop, every byte. */
+  timeoutMs: number;
+  /** What a whole exchange may carry: the request body and every response's headers and body. */
+  maxBytes: number;
+}
+
+export interface ToolContext {
+  workspaceId: string;
+  kv: KvRepository;
+  http: HttpToolOptions;
+  /** The run's limits: a call's output and time, and what core.template may render. */
+  limits: RunLimits;
+  /** What the run may still render (shared by all its steps and calls). */
+  budget: RenderBudget;
+}
+
+/** A failure the tool reports to its caller (a step or a model), as opposed to a bug. */
+export class ToolError extends Error {}
+
+export type ToolImplementation = (args: Record<string, unknown>, ctx: ToolContext) => Promise<unknown>;
+
+/** A tool: what the catalog and the model see of it, and what a call runs. */
+export interface AppTool {
+  definition: ToolDefinition;
+  run: ToolImplementation;
+}
+
+/**
+ * An app as the registry holds it. Built-in apps are modules of src/apps/builtin/; a workspace's
+ * own apps come from its documents. (An app's events and channels will sit beside its tools.)
+ */
+export interface AppModule {
+  slug: string;
+  name: string;
+  description: string;
+  tools: AppTool[];
+}
+
+/** The catalog's view of an app: its entry with its tools' definitions. */
+export function definitionOf(app: AppModule): AppDefinition {
+  return { slug: app.slug, name: app.name, description: app.description, tools: app.tools.map((t) => t.definition) };
+}
+
+/** A tool of an app module: its definition (the flags as one word) beside what it runs. */
+export function tool(
+  slug: string,
+  name: string,
+  description: string,
+  flags: 'read' | 'write' | 'destructive',
+  args_schema: Record<string, unknown>,
+  run: ToolImplementation,
+): AppTool {
+  return { definition: { slug, name, description, read_only: flags === 'read', destructive: flags === 'destructive', args_schema }, run };
+}
+
+/** The schema of an arguments object with exactly these members. */
+export const objectOf = (properties: Record<string, unknown>, required: string[] = []) => ({
+  type: 'object',
+  additionalProperties: false,
+  required,
+  properties,
+});
