@@ -34,7 +34,17 @@ const workflow = { kind: 'service.workflow/v1', slug: 'quick', name: 'Quick', st
 
 async function serve() {
   const child = spawn(process.execPath, [path.join(root, 'bin', 'build-api.js'), 'serve'], {
-    env: { ...process.env, ...QUOTAS_ABOVE_ANY_LOAD, PORT: '0', METRICS_PORT: '0', HOST: '127.0.0.1', DRAIN_SECONDS: '0', DATABASE_PATH: databasePath, PUBLIC_BASE_URL: BASE, DEFAULT_CREDITS: '1000000000' },
+    env: {
+      ...process.env,
+      ...QUOTAS_ABOVE_ANY_LOAD,
+      PORT: '0',
+      METRICS_PORT: '0',
+      HOST: '127.0.0.1',
+      DRAIN_SECONDS: '0',
+      DATABASE_PATH: databasePath,
+      PUBLIC_BASE_URL: BASE,
+      DEFAULT_CREDITS: '1000000000',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
@@ -50,12 +60,17 @@ async function serve() {
     });
     child.once('exit', (code) => reject(new Error(`the service exited with ${code}`)));
   });
-  const stop = () => new Promise((resolve) => (child.once('exit', resolve), child.kill('SIGTERM')));
+  const stop = () =>
+    new Promise((resolve) => {
+      child.once('exit', resolve);
+      child.kill('SIGTERM');
+    });
   return { url: `http://127.0.0.1:${port}`, stop };
 }
 
 async function main() {
-  const token = () => openLocalIssuer(dir, BASE).mint({ sub: 'bench', audience: 'build-api', claims: { workspace: 'bench', scope: 'build' }, ttlSeconds: 3600 });
+  const token = () =>
+    openLocalIssuer(dir, BASE).mint({ sub: 'bench', audience: 'build-api', claims: { workspace: 'bench', scope: 'build' }, ttlSeconds: 3600 });
   const db = () => openSqlite(databasePath, { readonly: true });
   const unfinished = (reader) => reader.prepare("SELECT COUNT(*) FROM runs WHERE status IN ('queued', 'running')").pluck().get();
   const untilDrained = async () => {
@@ -93,8 +108,18 @@ async function main() {
   for (let i = 0; i < RUNS; i++) {
     const outcome = await store.runs.accept(
       {
-        id: uuidV7(), kind: 'workflow', workspaceId: 'bench', startedBy: 'bench', targetId, targetVersion: stored.version ?? 1, source: 'test',
-        request: { input: {} }, snapshotJson: JSON.stringify(stored), state: initialWorkflowState(stored), minimumCost: 1, initialCredits: 1e9,
+        id: uuidV7(),
+        kind: 'workflow',
+        workspaceId: 'bench',
+        startedBy: 'bench',
+        targetId,
+        targetVersion: stored.version ?? 1,
+        source: 'test',
+        request: { input: {} },
+        snapshotJson: JSON.stringify(stored),
+        state: initialWorkflowState(stored),
+        minimumCost: 1,
+        initialCredits: 1e9,
       },
       () => 'refused',
     );

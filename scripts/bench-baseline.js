@@ -14,7 +14,7 @@ const headers = { 'content-type': 'application/json', 'content-length': String(b
 
 let server;
 if (mode === 'http') {
-  server = http.createServer((req, res) => {
+  server = http.createServer((_req, res) => {
     res.writeHead(200, headers);
     res.end(body);
   });
@@ -22,7 +22,7 @@ if (mode === 'http') {
   const express = require('express');
   const app = express();
   app.set('etag', false);
-  app.get('/api/build/agents/:ref', (req, res) => {
+  app.get('/api/build/agents/:ref', (_req, res) => {
     res.set(headers).send(body);
   });
   server = mode === 'express' ? http.createServer(app) : require('../dist/src/http/server.js').createHttpServer(app);

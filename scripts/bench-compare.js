@@ -40,5 +40,15 @@ if (!fs.existsSync(ready)) {
 console.log('== this checkout, built');
 run('npm', ['run', '--silent', 'build'], root);
 
-const defaults = ['--only', 'read agent,401,validate,replace,workflow test run,realistic mix', '--rounds', '4', '--seconds', '5', '--stores', 'sqlite', '--startup'];
+const defaults = [
+  '--only',
+  'read agent,401,validate,replace,workflow test run,realistic mix',
+  '--rounds',
+  '4',
+  '--seconds',
+  '5',
+  '--stores',
+  'sqlite',
+  '--startup',
+];
 run(process.execPath, [path.join(__dirname, 'bench.js'), '--against', dir, ...defaults, ...options], root);

@@ -14,9 +14,11 @@ const KEYS = 10_000;
 const SETS = 2_000;
 
 async function timeSets(store) {
-  await Promise.all(Array.from({ length: 10 }, async (_, w) => {
-    for (let i = 0; i < KEYS / 10; i++) await store.kv.set('ws', `k${w}-${i}`, i, KEYS);
-  }));
+  await Promise.all(
+    Array.from({ length: 10 }, async (_, w) => {
+      for (let i = 0; i < KEYS / 10; i++) await store.kv.set('ws', `k${w}-${i}`, i, KEYS);
+    }),
+  );
   const started = process.hrtime.bigint();
   for (let i = 0; i < SETS; i++) await store.kv.set('ws', 'k0-1', i, KEYS);
   return Number(process.hrtime.bigint() - started) / SETS / 1000;

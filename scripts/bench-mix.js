@@ -117,7 +117,9 @@ function mixScenario(service, documents) {
         }
       }),
     );
-    const all = Object.values(kinds).flat().sort((a, b) => a - b);
+    const all = Object.values(kinds)
+      .flat()
+      .sort((a, b) => a - b);
     const detail = Object.entries(kinds)
       .map(([kind, latencies]) => {
         latencies.sort((a, b) => a - b);
@@ -128,4 +130,7 @@ function mixScenario(service, documents) {
   };
 }
 
-module.exports = { mixScenario, MIX_NAME: `realistic mix: ${WORKSPACES} workspaces × ${AGENTS_PER_WORKSPACE} agents, ${WORKSPACES * CALLERS_PER_WORKSPACE} callers; reads, lists, replaces, runs followed on their event stream` };
+module.exports = {
+  mixScenario,
+  MIX_NAME: `realistic mix: ${WORKSPACES} workspaces × ${AGENTS_PER_WORKSPACE} agents, ${WORKSPACES * CALLERS_PER_WORKSPACE} callers; reads, lists, replaces, runs followed on their event stream`,
+};

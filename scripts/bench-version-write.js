@@ -43,7 +43,13 @@ function open(layout) {
     const version = stamp.get(n);
     keep.run(version, n, keepText.run(next).lastInsertRowid);
   });
-  return { write, close: () => (db.close(), fs.rmSync(dir, { recursive: true, force: true })) };
+  return {
+    write,
+    close: () => {
+      db.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 function measure(layout) {
@@ -57,7 +63,8 @@ function measure(layout) {
 }
 
 const results = { 'in-row': [], versioned: [] };
-for (let round = 0; round < Number(values.rounds); round++) for (const layout of round % 2 ? ['versioned', 'in-row'] : ['in-row', 'versioned']) results[layout].push(measure(layout));
+for (let round = 0; round < Number(values.rounds); round++)
+  for (const layout of round % 2 ? ['versioned', 'in-row'] : ['in-row', 'versioned']) results[layout].push(measure(layout));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const [inRow, versioned] = [median(results['in-row']), median(results.versioned)];
 console.log(`document of ${text.length} bytes, ${WRITES} writes per round, median of ${values.rounds} rounds`);

@@ -30,7 +30,19 @@ const { parseArgs } = require('node:util');
 const autocannon = require('autocannon');
 
 const root = path.resolve(__dirname, '..');
-const { values } = parseArgs({ options: { seconds: { type: 'string' }, connections: { type: 'string', default: '32' }, smoke: { type: 'boolean', default: false }, only: { type: 'string' }, 'cpu-prof': { type: 'string' }, against: { type: 'string' }, rounds: { type: 'string', default: '5' }, startup: { type: 'boolean', default: false }, stores: { type: 'string', default: 'sqlite,postgres,postgres-2' } } });
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string' },
+    connections: { type: 'string', default: '32' },
+    smoke: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    'cpu-prof': { type: 'string' },
+    against: { type: 'string' },
+    rounds: { type: 'string', default: '5' },
+    startup: { type: 'boolean', default: false },
+    stores: { type: 'string', default: 'sqlite,postgres,postgres-2' },
+  },
+});
 const SMOKE = values.smoke;
 const SECONDS = Number(values.seconds ?? (SMOKE ? 1 : 10));
 const CONNECTIONS = Number(values.connections);
@@ -154,7 +166,12 @@ async function withPeakRss(pid, fn, databaseCpu = null) {
   try {
     const result = await fn();
     const perOp = (seconds) => (1e6 * seconds) / Math.max(1, result.count);
-    return { result, peakRss: Math.max(peak, rss()), cpuPerOp: perOp(cpu() - cpuBefore), ...(databaseCpu && { databaseCpuPerOp: perOp(databaseCpu() - databaseBefore) }) };
+    return {
+      result,
+      peakRss: Math.max(peak, rss()),
+      cpuPerOp: perOp(cpu() - cpuBefore),
+      ...(databaseCpu && { databaseCpuPerOp: perOp(databaseCpu() - databaseBefore) }),
+    };
   } finally {
     clearInterval(timer);
   }
@@ -199,7 +216,12 @@ function statefulCannon(opts, newState) {
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 
 const summarise = (r) => ({
-  rps: r.requests.average, count: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts,
+  rps: r.requests.average,
+  count: r.requests.total,
+  p50: r.latency.p50,
+  p99: r.latency.p99,
+  non2xx: r.non2xx,
+  errors: r.errors + r.timeouts,
   statuses: Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, { count }]) => [code, count])),
 });
 
@@ -231,7 +253,12 @@ async function startService(dir, dataDir, databaseUrl = null, replicas = 1) {
   for (let i = 0; i < replicas; i++) {
     processes.push(
       await startProcess(
-        [...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []), ...(AGAINST ? ['--require', PROBE] : []), path.join(dir, 'bin', 'build-api.js'), 'serve'],
+        [
+          ...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []),
+          ...(AGAINST ? ['--require', PROBE] : []),
+          path.join(dir, 'bin', 'build-api.js'),
+          'serve',
+        ],
         // Metrics on, as deployed: each process on a port of its own.
         { ...env, METRICS_PORT: String(await freePort()) },
         (line) => line.includes('"build-api listening"') && JSON.parse(line).address.port,
@@ -239,7 +266,13 @@ async function startService(dir, dataDir, databaseUrl = null, replicas = 1) {
       ),
     );
   }
-  const service = { child: processes[0].child, url: processes[0].url, urls: processes.map((p) => p.url), pids: processes.map((p) => p.child.pid), children: processes.map((p) => p.child) };
+  const service = {
+    child: processes[0].child,
+    url: processes[0].url,
+    urls: processes.map((p) => p.url),
+    pids: processes.map((p) => p.child.pid),
+    children: processes.map((p) => p.child),
+  };
   const issuer = databaseUrl ? localIssuerFromKey(await storedKey(databaseUrl), PUBLIC_BASE_URL) : openLocalIssuer(dataDir, PUBLIC_BASE_URL);
   const token = issuer.mint({ sub: 'bench', audience: 'build-api', claims: { workspace: 'bench', scope: 'build' }, ttlSeconds: 86400 });
   const auth = { authorization: `Bearer ${token}` };
@@ -271,10 +304,15 @@ async function startService(dir, dataDir, databaseUrl = null, replicas = 1) {
   await api('PUT', '/api/build/workflows', workflowDocument('bench-run', 3));
   await api('PUT', '/api/build/workflows', { ...workflowDocument('bench-off', 3), enabled: false });
   const finishedRunId = (await api('POST', '/api/build/workflows/bench-run/test', { input: {} })).body.data.run_id;
-  while (['queued', 'running'].includes((await api('GET', `/api/build/workflow-runs/${finishedRunId}`)).body.data.status)) await new Promise((r) => setTimeout(r, 20));
+  while (['queued', 'running'].includes((await api('GET', `/api/build/workflow-runs/${finishedRunId}`)).body.data.status))
+    await new Promise((r) => setTimeout(r, 20));
   const readPath = `/api/build/agents/${agents[0].id}`;
   if (selected('list versions')) await seedVersions(api, json, agentDocument(AGENTS));
-  const listed = !selected('list runs') ? null : databaseUrl ? await seedListedRunsPg(databaseUrl, agents[0]) : seedListedRuns(path.join(dataDir, 'build.db'), agents[0]);
+  const listed = !selected('list runs')
+    ? null
+    : databaseUrl
+      ? await seedListedRunsPg(databaseUrl, agents[0])
+      : seedListedRuns(path.join(dataDir, 'build.db'), agents[0]);
   const listToken = issuer.mint({ sub: 'bench', audience: 'build-api', claims: { workspace: LISTED_WORKSPACE, scope: 'build' }, ttlSeconds: 86400 });
   const stop = () =>
     Promise.all(
@@ -286,7 +324,20 @@ async function startService(dir, dataDir, databaseUrl = null, replicas = 1) {
           }),
       ),
     );
-  return { ...service, issuer, api, auth, json, agents, readPath, finishedRunId, listed, listAuth: { authorization: `Bearer ${listToken}` }, readBytes: Buffer.from(JSON.stringify((await api('GET', readPath)).body)), stop };
+  return {
+    ...service,
+    issuer,
+    api,
+    auth,
+    json,
+    agents,
+    readPath,
+    finishedRunId,
+    listed,
+    listAuth: { authorization: `Bearer ${listToken}` },
+    readBytes: Buffer.from(JSON.stringify((await api('GET', readPath)).body)),
+    stop,
+  };
 }
 
 const LISTED_WORKSPACE = 'bench-lists';
@@ -299,7 +350,15 @@ const LISTED_WORKSPACE = 'bench-lists';
  */
 function listedRuns(agent) {
   const snapshot = JSON.stringify(agent); // the document that ran, as the service stores it
-  const state = JSON.stringify({ transcript: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hi' }], tool_calls: [], final_text: 'hi', steps: 1 });
+  const state = JSON.stringify({
+    transcript: [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'hi' },
+    ],
+    tool_calls: [],
+    final_text: 'hi',
+    steps: 1,
+  });
   const start = Date.now() - 30 * 86_400_000;
   const step = (30 * 86_400_000) / LISTED_RUNS;
   const rows = [];
@@ -401,7 +460,13 @@ function openStreams(urls, headers, count) {
       const check = () => (stream.seen.some(match) ? resolve(performance.now()) : stream.waiters.push(check));
       check();
     });
-  return { streams, sees, close: () => streams.forEach((s) => s.req.destroy()) };
+  return {
+    streams,
+    sees,
+    close: () => {
+      for (const s of streams) s.req.destroy();
+    },
+  };
 }
 
 /** An agent written KEPT_VERSIONS times (replaces in a row, each from the last one's stamp). */
@@ -409,7 +474,12 @@ async function seedVersions(api, json, doc) {
   let current = (await api('PUT', '/api/build/agents', { ...doc, slug: 'bench-versioned' })).body.data.document;
   for (let version = 2; version <= KEPT_VERSIONS; version++) {
     const { id: _id, slug: _slug, status: _status, ...body } = current;
-    const res = await api('PUT', `/api/build/agents/${current.id}`, { ...body, description: `version ${version}` }, { ...json, 'if-match': `"${current.updated_at}"` });
+    const res = await api(
+      'PUT',
+      `/api/build/agents/${current.id}`,
+      { ...body, description: `version ${version}` },
+      { ...json, 'if-match': `"${current.updated_at}"` },
+    );
     current = res.body.data.document;
   }
 }
@@ -502,19 +572,47 @@ function scenariosOf(service) {
           () => ({ runId: null }),
         );
         latencies.sort((a, b) => a - b);
-        return { rps: latencies.length / seconds, count: latencies.length, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), non2xx: failed, unit: 'executions/s', detail: `${(polls / Math.max(1, latencies.length)).toFixed(1)} polls per execution` };
+        return {
+          rps: latencies.length / seconds,
+          count: latencies.length,
+          p50: percentile(latencies, 0.5),
+          p99: percentile(latencies, 0.99),
+          non2xx: failed,
+          unit: 'executions/s',
+          detail: `${(polls / Math.max(1, latencies.length)).toFixed(1)} polls per execution`,
+        };
       },
     ],
     [MIX_NAME, async (seconds) => mixScenario(service, { agentDocument, workflowDocument })(seconds)],
     // What the two HTTP requests of a workflow execution cost without the run: the floor under it.
-    ['run floor: POST test of a disabled workflow (409, nothing queued)', cannonScenario({ url: at('/api/build/workflows/bench-off/test'), method: 'POST', headers: { ...json }, body: '{"input":{}}' }, 409)],
+    [
+      'run floor: POST test of a disabled workflow (409, nothing queued)',
+      cannonScenario({ url: at('/api/build/workflows/bench-off/test'), method: 'POST', headers: { ...json }, body: '{"input":{}}' }, 409),
+    ],
     ['run floor: GET of a finished run', cannonScenario({ url: at(`/api/build/workflow-runs/${service.finishedRunId}`), headers: auth })],
     ['401 path (no token)', cannonScenario({ url: at('/api/build/agents') }, 401)],
-    [`list runs: first page (${LISTED_RUNS.toLocaleString('en-US')} runs in the workspace)`, cannonScenario({ url: at('/api/build/runs?limit=20'), headers: service.listAuth })],
-    ['list runs: a page half-way down the cursor', cannonScenario({ url: at(`/api/build/runs?limit=20&cursor=${service.listed?.deepCursor}`), headers: service.listAuth })],
-    [`list versions: first page (${KEPT_VERSIONS.toLocaleString('en-US')} versions of one agent)`, cannonScenario({ url: at('/api/build/agents/bench-versioned/versions?limit=20'), headers: auth })],
+    [
+      `list runs: first page (${LISTED_RUNS.toLocaleString('en-US')} runs in the workspace)`,
+      cannonScenario({ url: at('/api/build/runs?limit=20'), headers: service.listAuth }),
+    ],
+    [
+      'list runs: a page half-way down the cursor',
+      cannonScenario({ url: at(`/api/build/runs?limit=20&cursor=${service.listed?.deepCursor}`), headers: service.listAuth }),
+    ],
+    [
+      `list versions: first page (${KEPT_VERSIONS.toLocaleString('en-US')} versions of one agent)`,
+      cannonScenario({ url: at('/api/build/agents/bench-versioned/versions?limit=20'), headers: auth }),
+    ],
     // The cursor of the page after version KEPT_VERSIONS / 2 + 1 (services/versions.ts writes it so).
-    ['list versions: a page half-way down the cursor', cannonScenario({ url: at(`/api/build/agents/bench-versioned/versions?limit=20&cursor=${Buffer.from(JSON.stringify({ v: KEPT_VERSIONS / 2 + 1 })).toString('base64url')}`), headers: auth })],
+    [
+      'list versions: a page half-way down the cursor',
+      cannonScenario({
+        url: at(
+          `/api/build/agents/bench-versioned/versions?limit=20&cursor=${Buffer.from(JSON.stringify({ v: KEPT_VERSIONS / 2 + 1 })).toString('base64url')}`,
+        ),
+        headers: auth,
+      }),
+    ],
     [
       // Pages a repeated read finds held (the two rows above) against pages read once: each connection
       // walks the whole list by its next_cursor with a limit of its own (10 to 30, 20 on average), so
@@ -528,7 +626,13 @@ function scenariosOf(service) {
             duration: seconds,
             requests: [
               {
-                setupRequest: (req, state) => ({ ...req, method: 'GET', path: `/api/build/agents/bench-versioned/versions?limit=${state.limit}${state.cursor ? `&cursor=${state.cursor}` : ''}`, headers: auth, body: undefined }),
+                setupRequest: (req, state) => ({
+                  ...req,
+                  method: 'GET',
+                  path: `/api/build/agents/bench-versioned/versions?limit=${state.limit}${state.cursor ? `&cursor=${state.cursor}` : ''}`,
+                  headers: auth,
+                  body: undefined,
+                }),
                 onResponse: (status, body, state) => {
                   state.cursor = status === 200 ? JSON.parse(body).next_cursor : null;
                 },
@@ -549,7 +653,11 @@ function scenariosOf(service) {
         const prompt = Array.from({ length: 39 }, (_, i) => `/call kv.set {"key":"fan-${i}","value":${i}}`).join('\n');
         const runId = (await service.api('POST', `/api/build/agents/${agent}/test`, { prompt })).body.data.run_id;
         // Spread over the replicas: a stream on one that does not execute the run hears of it by NOTIFY.
-        const { streams, sees, close } = openStreams(service.urls.map((u) => `${u}/api/build/runs/${runId}/events`), auth, STREAMS);
+        const { streams, sees, close } = openStreams(
+          service.urls.map((u) => `${u}/api/build/runs/${runId}/events`),
+          auth,
+          STREAMS,
+        );
         const latencies = [];
         const lastOfChange = [];
         try {
@@ -587,7 +695,14 @@ function scenariosOf(service) {
 /** An agent whose every write waits for approval, for the fan-out scenario (made once per service). */
 async function fanOutAgent(service) {
   if (!service.fanOutAgentSlug) {
-    const doc = { ...agentDocument(AGENTS + 1), slug: 'bench-fan-out', max_steps: 40, triggers: [], schedule: {}, tools: { apps: ['kv'], connections: 'all', disabled_tools: [], approval: 'write' } };
+    const doc = {
+      ...agentDocument(AGENTS + 1),
+      slug: 'bench-fan-out',
+      max_steps: 40,
+      triggers: [],
+      schedule: {},
+      tools: { apps: ['kv'], connections: 'all', disabled_tools: [], approval: 'write' },
+    };
     service.fanOutAgentSlug = (await service.api('PUT', '/api/build/agents', doc)).body.data.document.slug;
   }
   return service.fanOutAgentSlug;
@@ -718,12 +833,19 @@ function clusterCpu(dir) {
 /** The side-by-side table, with each PostgreSQL shape's throughput as a share of the one before it. */
 function storesReport(rows) {
   const fmt = (n) => (n === undefined || Number.isNaN(n) ? '–' : Math.round(n).toLocaleString('en-US'));
-  const cell = (r) => `${fmt(r.rps)} ${r.unit}; ${fmt(r.cpuPerOp)}${r.databaseCpuPerOp === undefined ? '' : ` + ${fmt(r.databaseCpuPerOp)}`} µs; p99 ${r.p99 === undefined ? '–' : r.p99.toFixed(1)} ms${r.non2xx && !r.expected ? `; ${r.non2xx} non-2xx` : ''}${r.detail ? ` (${r.detail})` : ''}`;
+  const cell = (r) =>
+    `${fmt(r.rps)} ${r.unit}; ${fmt(r.cpuPerOp)}${r.databaseCpuPerOp === undefined ? '' : ` + ${fmt(r.databaseCpuPerOp)}`} µs; p99 ${r.p99 === undefined ? '–' : r.p99.toFixed(1)} ms${r.non2xx && !r.expected ? `; ${r.non2xx} non-2xx` : ''}${r.detail ? ` (${r.detail})` : ''}`;
   const ratios = STORES.slice(1).map((st, i) => `${st.name} ÷ ${STORES[i].name}`);
   const table = [
     `| scenario | ${STORES.map((st) => st.name).join(' | ')} | ${ratios.join(' | ')} |`,
     `|---|${STORES.map(() => '---').join('|')}|${ratios.map(() => '---').join('|')}|`,
-    ...rows.map((row) => `| ${row.name} | ${row.results.map(cell).join(' | ')} | ${row.results.slice(1).map((r, i) => `${((100 * r.rps) / row.results[i].rps).toFixed(0)}%`).join(' | ')} |`),
+    ...rows.map(
+      (row) =>
+        `| ${row.name} | ${row.results.map(cell).join(' | ')} | ${row.results
+          .slice(1)
+          .map((r, i) => `${((100 * r.rps) / row.results[i].rps).toFixed(0)}%`)
+          .join(' | ')} |`,
+    ),
   ].join('\n');
   console.log(table);
   if (SMOKE || ONLY) return;
@@ -737,7 +859,12 @@ function storesReport(rows) {
     table,
   ].join('\n');
   const block = `<!-- bench-stores:start -->\n${results}\n<!-- bench-stores:end -->`;
-  fs.writeFileSync(doc, text.includes('<!-- bench-stores:start -->') ? text.replace(/<!-- bench-stores:start -->[\s\S]*<!-- bench-stores:end -->/, block) : `${text.trimEnd()}\n\n${block}\n`);
+  fs.writeFileSync(
+    doc,
+    text.includes('<!-- bench-stores:start -->')
+      ? text.replace(/<!-- bench-stores:start -->[\s\S]*<!-- bench-stores:end -->/, block)
+      : `${text.trimEnd()}\n\n${block}\n`,
+  );
   console.log(`updated ${path.relative(root, doc)} (stores)`);
 }
 
@@ -805,7 +932,13 @@ async function compare(otherRoot) {
           const databaseBefore = databaseCpu?.();
           const result = await run(SECONDS);
           const ops = Math.max(1, result.count);
-          sides[side].push({ rps: result.rps, cpuPerOp: ((await cpuMicrosOf(service.children)) - cpuBefore) / ops, ...(databaseCpu && { databaseCpuPerOp: (1e6 * (databaseCpu() - databaseBefore)) / ops }), non2xx: result.non2xx, expected: result.expected });
+          sides[side].push({
+            rps: result.rps,
+            cpuPerOp: ((await cpuMicrosOf(service.children)) - cpuBefore) / ops,
+            ...(databaseCpu && { databaseCpuPerOp: (1e6 * (databaseCpu() - databaseBefore)) / ops }),
+            non2xx: result.non2xx,
+            expected: result.expected,
+          });
           await settled(service.pids[0]); // runs and fsyncs still in flight would slow the other side
         }
       }
@@ -837,7 +970,20 @@ function compareRow(name, { a, b, http }) {
   const ratios = (key) => b.map((m, i) => m[key] / a[i][key]);
   const ofHttp = (side) => (http.length ? side.map((m, i) => m.rps / http[i].rps) : null);
   const unexpected = [...a, ...b].reduce((n, m) => n + (m.expected ? 0 : m.non2xx), 0);
-  return { name, rateRatio: ratios('rps'), cpuRatio: ratios('cpuPerOp'), cpuA: per(a, 'cpuPerOp'), cpuB: per(b, 'cpuPerOp'), rpsA: per(a, 'rps'), rpsB: per(b, 'rps'), httpA: ofHttp(a), httpB: ofHttp(b), databaseA: a[0].databaseCpuPerOp === undefined ? null : per(a, 'databaseCpuPerOp'), databaseB: b[0].databaseCpuPerOp === undefined ? null : per(b, 'databaseCpuPerOp'), unexpected };
+  return {
+    name,
+    rateRatio: ratios('rps'),
+    cpuRatio: ratios('cpuPerOp'),
+    cpuA: per(a, 'cpuPerOp'),
+    cpuB: per(b, 'cpuPerOp'),
+    rpsA: per(a, 'rps'),
+    rpsB: per(b, 'rps'),
+    httpA: ofHttp(a),
+    httpB: ofHttp(b),
+    databaseA: a[0].databaseCpuPerOp === undefined ? null : per(a, 'databaseCpuPerOp'),
+    databaseB: b[0].databaseCpuPerOp === undefined ? null : per(b, 'databaseCpuPerOp'),
+    unexpected,
+  };
 }
 
 function compareLine(row) {
@@ -856,11 +1002,28 @@ async function timeToHealthy(command, args, cwd, env) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-bench-start-'));
   const port = await freePort();
   const started = performance.now();
-  const child = spawn(command, args, { cwd, stdio: 'ignore', detached: true, env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', METRICS_PORT: '', DRAIN_SECONDS: '0', DATABASE_PATH: path.join(dataDir, 'build.db'), PUBLIC_BASE_URL, ...env } });
+  const child = spawn(command, args, {
+    cwd,
+    stdio: 'ignore',
+    detached: true,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      METRICS_PORT: '',
+      DRAIN_SECONDS: '0',
+      DATABASE_PATH: path.join(dataDir, 'build.db'),
+      PUBLIC_BASE_URL,
+      ...env,
+    },
+  });
   try {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`${command} ${args.join(' ')} exited with ${child.exitCode}`);
-      const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status === 200, () => false);
+      const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (ok) return performance.now() - started;
       if (performance.now() - started > 60_000) throw new Error(`${command} ${args.join(' ')}: no /healthz within 60 s`);
       await new Promise((r) => setTimeout(r, 10));
@@ -884,7 +1047,9 @@ async function startupTimes(otherRoot) {
     }
   }
   const ms = (xs) => spreadOf(xs, 0);
-  console.log(`start-up, ms to the first /healthz 200 on a new data directory: server process A ${ms(times.server.a)}, B ${ms(times.server.b)}; npm start A ${ms(times.npmStart.a)}, B ${ms(times.npmStart.b)}`);
+  console.log(
+    `start-up, ms to the first /healthz 200 on a new data directory: server process A ${ms(times.server.a)}, B ${ms(times.server.b)}; npm start A ${ms(times.npmStart.a)}, B ${ms(times.npmStart.b)}`,
+  );
   return times;
 }
 
@@ -903,10 +1068,17 @@ function compareTable(rows, otherRoot, store) {
     '',
     '| path | rate B/A | CPU per op B/A | CPU µs/op A | CPU µs/op B | A × bare node:http | B × bare node:http |',
     '|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.name} | ${spreadOf(r.rateRatio)} | ${spreadOf(r.cpuRatio)} | ${spreadOf(r.cpuA, 0)} | ${spreadOf(r.cpuB, 0)} | ${r.httpA ? spreadOf(r.httpA) : '–'} | ${r.httpB ? spreadOf(r.httpB) : '–'} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${spreadOf(r.rateRatio)} | ${spreadOf(r.cpuRatio)} | ${spreadOf(r.cpuA, 0)} | ${spreadOf(r.cpuB, 0)} | ${r.httpA ? spreadOf(r.httpA) : '–'} | ${r.httpB ? spreadOf(r.httpB) : '–'} |`,
+    ),
   ];
   const t = rows.startup;
-  if (t) lines.push(`| start-up: server process to /healthz, ms | | | ${spreadOf(t.server.a, 0)} | ${spreadOf(t.server.b, 0)} | | |`, `| start-up: npm start to /healthz (build current), ms | | | ${spreadOf(t.npmStart.a, 0)} | ${spreadOf(t.npmStart.b, 0)} | | |`);
+  if (t)
+    lines.push(
+      `| start-up: server process to /healthz, ms | | | ${spreadOf(t.server.a, 0)} | ${spreadOf(t.server.b, 0)} | | |`,
+      `| start-up: npm start to /healthz (build current), ms | | | ${spreadOf(t.npmStart.a, 0)} | ${spreadOf(t.npmStart.b, 0)} | | |`,
+    );
   return lines.join('\n');
 }
 
@@ -914,7 +1086,9 @@ function compareTable(rows, otherRoot, store) {
 function statusNote(row) {
   if (!row.expected) return row.non2xx.toLocaleString('en-US');
   const others = Object.entries(row.statuses ?? {}).filter(([code]) => Number(code) !== row.expected);
-  return others.length ? `${row.non2xx.toLocaleString('en-US')} (${others.map(([code, n]) => `${n} × ${code}`).join(', ')} besides the expected ${row.expected})` : `(all ${row.expected}, expected)`;
+  return others.length
+    ? `${row.non2xx.toLocaleString('en-US')} (${others.map(([code, n]) => `${n} × ${code}`).join(', ')} besides the expected ${row.expected})`
+    : `(all ${row.expected}, expected)`;
 }
 
 /** How the express baseline was measured, and how much it moved during the run. */
@@ -934,7 +1108,10 @@ function report(rows, agentSize) {
   const table = [
     "| scenario | throughput | p50 ms | p99 ms | peak RSS MB | server CPU µs/op | vs node:http | vs express | vs express on the service's server | non-2xx |",
     '|---|---|---|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.name} | ${fmt(r.rps)} ${r.unit} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.peakRss)} | ${fmt(r.cpuPerOp)} | ${fmt((100 * r.rps) / http)}% | ${fmt(ofExpress(r))}% | ${fmt((100 * r.rps) / prototypes)}% | ${statusNote(r)} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${fmt(r.rps)} ${r.unit} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.peakRss)} | ${fmt(r.cpuPerOp)} | ${fmt((100 * r.rps) / http)}% | ${fmt(ofExpress(r))}% | ${fmt((100 * r.rps) / prototypes)}% | ${statusNote(r)} |`,
+    ),
   ].join('\n');
   console.log(`${table}\n${bracketNote(express)}`);
   const find = (prefix) => rows.find((r) => r.name.startsWith(prefix));
@@ -951,7 +1128,9 @@ function report(rows, agentSize) {
     ['list versions: a page half-way', "version list's deep page ≤ 2× an agent read's server CPU/op", (r) => r.cpuPerOp <= 2 * find('read agent').cpuPerOp],
     ['list versions: cursor walks', "version list's pages read once ≤ 2× an agent read's server CPU/op", (r) => r.cpuPerOp <= 2 * find('read agent').cpuPerOp],
   ]
-    .filter(([prefix]) => find(prefix) && (!prefix.startsWith('list runs') || find('run floor: GET')) && (!prefix.startsWith('list versions') || find('read agent')))
+    .filter(
+      ([prefix]) => find(prefix) && (!prefix.startsWith('list runs') || find('run floor: GET')) && (!prefix.startsWith('list versions') || find('read agent')),
+    )
     .map(([prefix, target, met]) => [target, met(find(prefix))]);
   const scenarioRss = rows.filter((r) => !r.baseline).map((r) => r.peakRss);
   if (scenarioRss.length) targets.push(['peak RSS < 250 MB', Math.max(...scenarioRss) < 250]);

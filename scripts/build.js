@@ -31,7 +31,11 @@ function inputsHash() {
   const hash = crypto.createHash('sha256');
   hash.update(`typescript ${require('typescript/package.json').version}\0`);
   const files = [...CONFIGS.map((f) => path.join(root, f)), ...SOURCE_DIRS.flatMap((d) => sourcesIn(path.join(root, d)))];
-  for (const file of files.sort()) hash.update(`${path.relative(root, file)}\0`).update(fs.readFileSync(file)).update('\0');
+  for (const file of files.sort())
+    hash
+      .update(`${path.relative(root, file)}\0`)
+      .update(fs.readFileSync(file))
+      .update('\0');
   return hash.digest('hex');
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Keeps src/ readable (docs/architecture.md): no source file over 350 lines, no function over 80
+// Keeps src/ readable (docs/architecture.md): no source file over 400 lines, no function over 90
 // lines unless the comment just above it says why it must be (a line with "long because"). Run by
 // `npm run lint:sizes`, part of `npm test`. Uses the TypeScript compiler's parser, so what counts as
 // a function is what the language says.
@@ -7,8 +7,10 @@ const fs = require('node:fs');
 const path = require('node:path');
 const ts = require('typescript');
 
-const MAX_FILE_LINES = 350;
-const MAX_FUNCTION_LINES = 80;
+// Counted as the formatter (biome, 160 columns) lays the code out: what was one long line is
+// several, about 13 % more lines for the same code than the 350 and 80 these were before it.
+const MAX_FILE_LINES = 400;
+const MAX_FUNCTION_LINES = 90;
 const EXCUSE = /long because/i;
 
 function sourceFiles(dir) {
@@ -20,7 +22,11 @@ function sourceFiles(dir) {
 }
 
 const isFunction = (node) =>
-  ts.isFunctionDeclaration(node) || ts.isFunctionExpression(node) || ts.isArrowFunction(node) || ts.isMethodDeclaration(node) || ts.isConstructorDeclaration(node);
+  ts.isFunctionDeclaration(node) ||
+  ts.isFunctionExpression(node) ||
+  ts.isArrowFunction(node) ||
+  ts.isMethodDeclaration(node) ||
+  ts.isConstructorDeclaration(node);
 
 function problemsOf(file) {
   const text = fs.readFileSync(file, 'utf8');
@@ -39,7 +45,9 @@ function problemsOf(file) {
       const comments = (ts.getLeadingCommentRanges(text, holder.getFullStart()) ?? []).map((c) => text.slice(c.pos, c.end));
       if (length > MAX_FUNCTION_LINES && !comments.some((c) => EXCUSE.test(c))) {
         const name = node.name?.getText(source) ?? '(anonymous)';
-        problems.push(`${file}:${start + 1}: function ${name} has ${length} lines (at most ${MAX_FUNCTION_LINES}, or a comment above it saying why it is long because …)`);
+        problems.push(
+          `${file}:${start + 1}: function ${name} has ${length} lines (at most ${MAX_FUNCTION_LINES}, or a comment above it saying why it is long because …)`,
+        );
       }
     }
     ts.forEachChild(node, visit);

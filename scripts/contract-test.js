@@ -65,7 +65,11 @@ async function signingKeyEnv(env) {
   const { openPostgresStore } = require(path.join(root, 'dist', 'src', 'store', 'postgres'));
   const store = await openPostgresStore(env.DATABASE_URL, { poolSize: 1 });
   try {
-    return { CONTRACT_SIGNING_KEY: await store.signingKey(() => { throw new Error('the server stored no signing key'); }) };
+    return {
+      CONTRACT_SIGNING_KEY: await store.signingKey(() => {
+        throw new Error('the server stored no signing key');
+      }),
+    };
   } finally {
     await store.close();
   }

@@ -16,8 +16,14 @@ function table() {
   const { toolsOf, NOT_TOOLS } = require(path.join(root, 'dist', 'src', 'mcp', 'tools.js'));
   const { loadSpec } = require(path.join(root, 'dist', 'src', 'http', 'spec.js'));
   const hints = (a) => [a.readOnlyHint && 'read-only', a.destructiveHint && 'destructive', a.idempotentHint && 'idempotent'].filter(Boolean).join(', ') || '–';
-  const args = (tool) => Object.keys(tool.inputSchema.properties ?? {}).map((name) => ((tool.inputSchema.required ?? []).includes(name) ? `\`${name}\`` : `\`${name}\`?`)).join(' ') || '–';
-  const rows = toolsOf(loadSpec()).map((tool) => `| \`${tool.name}\` | \`${tool.method} ${tool.path}\` | ${args(tool)} | ${tool.outputSchema ? (tool.outputIsData ? '`data`' : 'the body') : '–'} | ${hints(tool.annotations)} |`);
+  const args = (tool) =>
+    Object.keys(tool.inputSchema.properties ?? {})
+      .map((name) => ((tool.inputSchema.required ?? []).includes(name) ? `\`${name}\`` : `\`${name}\`?`))
+      .join(' ') || '–';
+  const rows = toolsOf(loadSpec()).map(
+    (tool) =>
+      `| \`${tool.name}\` | \`${tool.method} ${tool.path}\` | ${args(tool)} | ${tool.outputSchema ? (tool.outputIsData ? '`data`' : 'the body') : '–'} | ${hints(tool.annotations)} |`,
+  );
   const excluded = Object.entries(NOT_TOOLS).map(([id, why]) => `- \`${id}\`: ${why}`);
   return [
     START,

@@ -11,7 +11,10 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '40' }, total: { type: 'boolean', default: false }, from: { type: 'string' }, to: { type: 'string' } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { top: { type: 'string', default: '40' }, total: { type: 'boolean', default: false }, from: { type: 'string' }, to: { type: 'string' } },
+});
 let file = positionals[0];
 if (!file) throw new Error('usage: profile-summary.js <file.cpuprofile | dir>');
 if (fs.statSync(file).isDirectory()) {
@@ -51,7 +54,7 @@ function packageOf(url) {
 }
 
 function nameOf({ functionName, url, lineNumber }) {
-  const where = url ? `${url.replace(/^file:\/\//, '').replace(process.cwd() + '/', '')}:${lineNumber + 1}` : '';
+  const where = url ? `${url.replace(/^file:\/\//, '').replace(`${process.cwd()}/`, '')}:${lineNumber + 1}` : '';
   return `${functionName || '(anonymous)'} ${where}`;
 }
 

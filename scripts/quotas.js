@@ -3,7 +3,9 @@
 'use strict';
 
 const QUOTAS_ABOVE_ANY_LOAD = Object.freeze(
-  Object.fromEntries(['WORKSPACE', 'CALLER', 'WORKSPACE_RUNS', 'CALLER_RUNS', 'WORKSPACE_VALIDATIONS', 'CALLER_VALIDATIONS'].map((name) => [`RATE_LIMIT_${name}`, '1000000000'])),
+  Object.fromEntries(
+    ['WORKSPACE', 'CALLER', 'WORKSPACE_RUNS', 'CALLER_RUNS', 'WORKSPACE_VALIDATIONS', 'CALLER_VALIDATIONS'].map((name) => [`RATE_LIMIT_${name}`, '1000000000']),
+  ),
 );
 
 module.exports = { QUOTAS_ABOVE_ANY_LOAD };

@@ -59,7 +59,10 @@ function blocksUnder(file, heading) {
 function readmeStartCommand() {
   const first = shBlocks('README.md')[0];
   if (!first) throw new Error('README.md: no sh block');
-  const command = first.text.split('\n')[0].replace(/\s+#.*$/, '').trim();
+  const command = first.text
+    .split('\n')[0]
+    .replace(/\s+#.*$/, '')
+    .trim();
   if (!/\bnpm start$/.test(command)) throw new Error(`README.md: the first command should start the service, got '${command}'`);
   return command;
 }
@@ -116,7 +119,10 @@ async function startService(dir, command, env, port, logFile) {
       stopGroup(child);
       throw new Error(`'${command}' did not serve within ${INSTALL_AND_START_MS / 60_000} minutes:\n${tail(logFile)}`);
     }
-    const status = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0);
+    const status = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (status === 200) return { child, exited: () => exited };
     await new Promise((r) => setTimeout(r, 500));
   }
@@ -194,7 +200,11 @@ async function checkOutcome(port, { out, token, run }) {
 
   const approved = await api(`/runs/${run}`);
   const call = approved.body.data.tool_calls[0];
-  check(call && call.tool === 'kv.set' && call.status === 'succeeded' && call.approval?.decision === 'approve', 'the held kv.set call was not approved and executed', approved.body);
+  check(
+    call && call.tool === 'kv.set' && call.status === 'succeeded' && call.approval?.decision === 'approve',
+    'the held kv.set call was not approved and executed',
+    approved.body,
+  );
 }
 
 async function pass(name, startCommand, shellExtra, keep) {
@@ -219,7 +229,9 @@ async function pass(name, startCommand, shellExtra, keep) {
     if (!keep) fs.rmSync(dir, { recursive: true, force: true });
   }
   fs.rmSync(logFile, { force: true });
-  console.log(`  ok: token, create, read, replace, a run followed to its end, a parked run approved and followed to its end (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+  console.log(
+    `  ok: token, create, read, replace, a run followed to its end, a parked run approved and followed to its end (${((Date.now() - started) / 1000).toFixed(0)} s)`,
+  );
 }
 
 async function main() {

@@ -14,7 +14,9 @@ const { QUOTAS_ABOVE_ANY_LOAD } = require('./quotas');
 const { parseArgs } = require('node:util');
 
 const root = path.resolve(__dirname, '..');
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '120' }, concurrency: { type: 'string', default: '64' }, write: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: { seconds: { type: 'string', default: '120' }, concurrency: { type: 'string', default: '64' }, write: { type: 'boolean', default: false } },
+});
 const SECONDS = Number(values.seconds);
 const CONCURRENCY = Number(values.concurrency);
 const PUBLIC_BASE_URL = 'http://soak.test';
@@ -22,7 +24,18 @@ const PUBLIC_BASE_URL = 'http://soak.test';
 function startServer(dataDir) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(root, 'bin', 'build-api.js'), 'serve'], {
-      env: { ...process.env, PORT: '0', METRICS_PORT: '0', DRAIN_SECONDS: '0', HOST: '127.0.0.1', DATABASE_PATH: path.join(dataDir, 'build.db'), PUBLIC_BASE_URL, LOG_LEVEL: 'warn', DEFAULT_CREDITS: '100000000', ...QUOTAS_ABOVE_ANY_LOAD },
+      env: {
+        ...process.env,
+        PORT: '0',
+        METRICS_PORT: '0',
+        DRAIN_SECONDS: '0',
+        HOST: '127.0.0.1',
+        DATABASE_PATH: path.join(dataDir, 'build.db'),
+        PUBLIC_BASE_URL,
+        LOG_LEVEL: 'warn',
+        DEFAULT_CREDITS: '100000000',
+        ...QUOTAS_ABOVE_ANY_LOAD,
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     // LOG_LEVEL=warn hides the listening line, so find the port from /proc once the process listens.
@@ -45,14 +58,25 @@ function startServer(dataDir) {
 function listeningPort(pid) {
   try {
     const inodes = new Set(
-      fs.readdirSync(`/proc/${pid}/fd`).map((fd) => { try { return fs.readlinkSync(`/proc/${pid}/fd/${fd}`); } catch { return ''; } })
-        .map((link) => /socket:\[(\d+)\]/.exec(link)?.[1]).filter(Boolean),
+      fs
+        .readdirSync(`/proc/${pid}/fd`)
+        .map((fd) => {
+          try {
+            return fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+          } catch {
+            return '';
+          }
+        })
+        .map((link) => /socket:\[(\d+)\]/.exec(link)?.[1])
+        .filter(Boolean),
     );
     for (const line of fs.readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
       const cols = line.trim().split(/\s+/);
       if (cols[3] === '0A' && inodes.has(cols[9])) return parseInt(cols[1].split(':')[1], 16);
     }
-  } catch { /* not yet */ }
+  } catch {
+    /* not yet */
+  }
   return null;
 }
 
@@ -70,7 +94,12 @@ async function main() {
   const { openLocalIssuer } = require(path.join(root, 'dist/src/auth/local-issuer'));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-soak-'));
   const { child, baseUrl } = await startServer(dataDir);
-  const token = openLocalIssuer(dataDir, PUBLIC_BASE_URL).mint({ sub: 'soak', audience: 'build-api', claims: { workspace: 'soak', scope: 'build' }, ttlSeconds: 86400 });
+  const token = openLocalIssuer(dataDir, PUBLIC_BASE_URL).mint({
+    sub: 'soak',
+    audience: 'build-api',
+    claims: { workspace: 'soak', scope: 'build' },
+    ttlSeconds: 86400,
+  });
   const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
   const latencies = {};
   const statuses = {};
@@ -92,12 +121,29 @@ async function main() {
   }
 
   const agentBody = (name) => ({
-    kind: 'service.agent/v1', name, description: null, icon: null, space: { team: null }, folder: null, instructions: 'Soak.',
-    model: 'builtin/scripted', max_steps: 4, tools: { apps: ['kv', 'core'], connections: 'all', disabled_tools: [], approval: 'destructive' },
-    skills: [], workspace_skills: [], workflows: [], schedule: {}, email: {}, whatsapp: {}, triggers: [{ kind: 'webhook', name: 'Hook' }], eval_criteria: [],
+    kind: 'service.agent/v1',
+    name,
+    description: null,
+    icon: null,
+    space: { team: null },
+    folder: null,
+    instructions: 'Soak.',
+    model: 'builtin/scripted',
+    max_steps: 4,
+    tools: { apps: ['kv', 'core'], connections: 'all', disabled_tools: [], approval: 'destructive' },
+    skills: [],
+    workspace_skills: [],
+    workflows: [],
+    schedule: {},
+    email: {},
+    whatsapp: {},
+    triggers: [{ kind: 'webhook', name: 'Hook' }],
+    eval_criteria: [],
   });
   const workflowBody = (slug) => ({
-    kind: 'service.workflow/v1', slug, name: slug,
+    kind: 'service.workflow/v1',
+    slug,
+    name: slug,
     steps: [
       { id: 'a', kind: 'tool', tool: 'core.echo', args: { n: 1 } },
       { id: 'b', kind: 'tool', tool: 'kv.set', args: { key: slug, value: '{{steps.a.output}}' }, after: ['a'] },
@@ -111,11 +157,24 @@ async function main() {
     await call('create workflow', 'PUT', '/api/build/workflows', workflowBody(`soak-${i}`));
     for (let n = 0; Date.now() < deadline; n++) {
       switch (n % 8) {
-        case 0: case 1: await call('read agent', 'GET', `/api/build/agents/${doc.id}`); break;
-        case 2: await call('list agents', 'GET', '/api/build/agents'); break;
-        case 3: await call('validate agent', 'POST', '/api/build/agents/validate', agentBody(`Check ${i}`)); break;
+        case 0:
+        case 1:
+          await call('read agent', 'GET', `/api/build/agents/${doc.id}`);
+          break;
+        case 2:
+          await call('list agents', 'GET', '/api/build/agents');
+          break;
+        case 3:
+          await call('validate agent', 'POST', '/api/build/agents/validate', agentBody(`Check ${i}`));
+          break;
         case 4: {
-          const res = await call('replace agent', 'PUT', `/api/build/agents/${doc.id}`, { ...doc, instructions: `v${n}` }, { ...auth, 'if-match': `"${doc.updated_at}"` });
+          const res = await call(
+            'replace agent',
+            'PUT',
+            `/api/build/agents/${doc.id}`,
+            { ...doc, instructions: `v${n}` },
+            { ...auth, 'if-match': `"${doc.updated_at}"` },
+          );
           if (res.status === 200) doc = res.body.data.document;
           break;
         }
@@ -129,8 +188,11 @@ async function main() {
           }
           break;
         }
-        case 6: await call('catalog', 'GET', '/api/build/catalog'); break;
-        default: await call('401 path', 'GET', '/api/build/agents', undefined, {});
+        case 6:
+          await call('catalog', 'GET', '/api/build/catalog');
+          break;
+        default:
+          await call('401 path', 'GET', '/api/build/agents', undefined, {});
       }
     }
   }
@@ -153,7 +215,9 @@ async function main() {
   child.kill('SIGTERM');
   fs.rmSync(dataDir, { recursive: true, force: true });
 
-  const all = Object.values(latencies).flat().sort((a, b) => a - b);
+  const all = Object.values(latencies)
+    .flat()
+    .sort((a, b) => a - b);
   const rows = Object.entries(latencies).map(([kind, list]) => {
     const sorted = list.sort((a, b) => a - b);
     return `| ${kind} | ${sorted.length} | ${percentile(sorted, 50).toFixed(1)} | ${percentile(sorted, 99).toFixed(1)} |`;

@@ -17,6 +17,7 @@ Configuration comes from the environment (see README.md).`;
 
 class UsageError extends Error {}
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the class refuses control characters
 const NAME = /^[^\s\u0000-\u001f]{1,160}$/;
 const SLUG = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 const CONNECTION_STATUSES = ['connected', 'disconnected', 'expired'] as const;
@@ -33,7 +34,9 @@ function wholeNumber(text: string, name: string, max: number): number {
 }
 
 function teamsOf(teams: string[]): string[] {
-  for (const team of teams) if (!SLUG.test(team) || team.length > 80) throw new UsageError(`--team: '${team}' is not a team slug (lowercase letters and digits joined by single hyphens)`);
+  for (const team of teams)
+    if (!SLUG.test(team) || team.length > 80)
+      throw new UsageError(`--team: '${team}' is not a team slug (lowercase letters and digits joined by single hyphens)`);
   return [...new Set(teams)];
 }
 

@@ -141,7 +141,10 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
 function corsOrigins(env: Env): string[] | '*' {
   const raw = (env.CORS_ALLOWED_ORIGINS ?? '').trim();
   if (raw === '*') return '*';
-  const origins = raw.split(',').map((o) => o.trim()).filter(Boolean);
+  const origins = raw
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean);
   for (const origin of origins) {
     let url: URL | null = null;
     try {
@@ -182,7 +185,8 @@ function postgresUrl(env: Env, name: string): string | null {
     throw new ConfigError(`${name}: must be a postgres:// URL, got a value that is not a URL`);
   }
   // The value is not echoed back: it may carry a password.
-  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') throw new ConfigError(`${name}: must be a postgres:// or postgresql:// URL, got ${url.protocol}//…`);
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:')
+    throw new ConfigError(`${name}: must be a postgres:// or postgresql:// URL, got ${url.protocol}//…`);
   return raw;
 }
 
@@ -201,13 +205,18 @@ function isLoopbackHost(hostname: string): boolean {
 
 function openAi(env: Env): OpenAiConfig | null {
   const baseUrl = httpUrl(env, 'OPENAI_BASE_URL', null);
-  const models = (env.OPENAI_MODELS ?? '').split(',').map((m) => m.trim()).filter(Boolean);
+  const models = (env.OPENAI_MODELS ?? '')
+    .split(',')
+    .map((m) => m.trim())
+    .filter(Boolean);
   if (!baseUrl) {
     if (models.length) throw new ConfigError('OPENAI_MODELS: needs OPENAI_BASE_URL as well');
     return null;
   }
   if (new URL(baseUrl).protocol === 'http:' && !isLoopbackHost(new URL(baseUrl).hostname)) {
-    throw new ConfigError(`OPENAI_BASE_URL: must be https (the API key would travel in clear text); http is allowed for a loopback host only, got '${baseUrl}'`);
+    throw new ConfigError(
+      `OPENAI_BASE_URL: must be https (the API key would travel in clear text); http is allowed for a loopback host only, got '${baseUrl}'`,
+    );
   }
   if (!models.length) throw new ConfigError('OPENAI_MODELS: required with OPENAI_BASE_URL, a comma-separated list of model ids');
   const bad = models.find((m) => !/^[A-Za-z0-9._:/-]{1,120}$/.test(m));
@@ -308,7 +317,9 @@ function connectionLimits(env: Env, heartbeatMs: number): ConnectionLimits {
     idleTimeoutMs: integer(env, 'HTTP_IDLE_TIMEOUT_SECONDS', d.idleTimeoutMs / 1000, 1, 3600) * 1000,
   };
   if (limits.idleTimeoutMs <= heartbeatMs) {
-    throw new ConfigError(`HTTP_IDLE_TIMEOUT_SECONDS: must be longer than EVENTS_HEARTBEAT_SECONDS (${heartbeatMs / 1000}), or idle event streams would be closed`);
+    throw new ConfigError(
+      `HTTP_IDLE_TIMEOUT_SECONDS: must be longer than EVENTS_HEARTBEAT_SECONDS (${heartbeatMs / 1000}), or idle event streams would be closed`,
+    );
   }
   return limits;
 }

@@ -22,7 +22,13 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
   const logger = createLogger(config.logLevel);
   // The metrics port first: whether metrics are on is decided before the service records any.
   let registry: Registry | null = null;
-  const metricsServer = config.metricsPort ? await metricsListener(createMetricsServer(() => registry, logger), config, logger) : null;
+  const metricsServer = config.metricsPort
+    ? await metricsListener(
+        createMetricsServer(() => registry, logger),
+        config,
+        logger,
+      )
+    : null;
   const service = await createService(metricsServer ? config : { ...config, metricsPort: 0 }, logger, { processMetrics: true });
   registry = service.ctx.metrics.registry ?? null;
   const server = await listening(createHttpServer(service.app, config.connections), config.host, config.port, 'PORT');
@@ -147,8 +153,10 @@ async function listening<S extends Server>(server: S, host: string, port: number
 
 function listenError(err: NodeJS.ErrnoException, host: string, port: number, variable: string): ListenError {
   const where = `${host}:${port}`;
-  if (err.code === 'EADDRINUSE') return new ListenError(`cannot listen on ${where}: the address is in use (another process serves it; set ${variable} or HOST)`, err.code);
-  if (err.code === 'EACCES') return new ListenError(`cannot listen on ${where}: permission denied (ports below 1024 need privileges; set ${variable})`, err.code);
+  if (err.code === 'EADDRINUSE')
+    return new ListenError(`cannot listen on ${where}: the address is in use (another process serves it; set ${variable} or HOST)`, err.code);
+  if (err.code === 'EACCES')
+    return new ListenError(`cannot listen on ${where}: permission denied (ports below 1024 need privileges; set ${variable})`, err.code);
   if (err.code === 'EADDRNOTAVAIL') return new ListenError(`cannot listen on ${where}: the address is not one of this machine's (set HOST)`, err.code);
   return new ListenError(`cannot listen on ${where}: ${err.message}`, err.code);
 }

@@ -59,24 +59,72 @@ const RUN_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600
 const STORE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2];
 const LAG_BUCKETS = [0.1, 0.5, 1, 2, 5, 10, 30, 60, 300, 900];
 
+// Long because it declares every series of the service in one place, each beside its help text.
 export function createMetrics(opts: { activeRuns: () => Promise<ActiveRuns>; defaultMetrics?: boolean }): Metrics {
   const registry = new client.Registry();
   if (opts.defaultMetrics !== false) client.collectDefaultMetrics({ register: registry, prefix: PREFIX });
   const registers = [registry];
   // The hot paths (every request, every store call): series looked up once, counts read at scrape time.
-  const requests = new LabelledHistogram(`${PREFIX}http_request_duration_seconds`, "Time from a request's arrival to its reply, by operationId and status class.", ['operation', 'status_class'], HTTP_BUCKETS);
+  const requests = new LabelledHistogram(
+    `${PREFIX}http_request_duration_seconds`,
+    "Time from a request's arrival to its reply, by operationId and status class.",
+    ['operation', 'status_class'],
+    HTTP_BUCKETS,
+  );
   requests.register(registry, { name: `${PREFIX}http_requests_total`, help: 'Requests answered, by operationId and status class.' });
   const storeCalls = new LabelledHistogram(`${PREFIX}store_call_duration_seconds`, "Duration of the store's methods, by method.", ['method'], STORE_BUCKETS);
   storeCalls.register(registry);
-  const accepted = new client.Counter({ name: `${PREFIX}runs_accepted_total`, help: 'Run starts asked for, by kind, source and outcome (queued, or refused for lack of credits).', labelNames: ['kind', 'source', 'outcome'], registers });
-  const started = new client.Counter({ name: `${PREFIX}runs_started_total`, help: 'Executions begun by this process\'s workers, by kind and source (a run resumed after an approval starts again).', labelNames: ['kind', 'source'], registers });
-  const finished = new client.Counter({ name: `${PREFIX}runs_finished_total`, help: 'Executions ended by this process\'s workers, by kind, source and status (awaiting_approval: parked).', labelNames: ['kind', 'source', 'status'], registers });
-  const runSeconds = new client.Histogram({ name: `${PREFIX}run_duration_seconds`, help: 'Execution time of a run in a worker, by kind and status.', labelNames: ['kind', 'status'], buckets: RUN_BUCKETS, registers });
-  const queueWait = new client.Histogram({ name: `${PREFIX}run_queue_wait_seconds`, help: 'Time from a run\'s acceptance to its first start, by kind.', labelNames: ['kind'], buckets: RUN_BUCKETS, registers });
-  const lag = new client.Histogram({ name: `${PREFIX}schedule_lag_seconds`, help: 'How late schedules and polls fired: the fire time minus the due time.', buckets: LAG_BUCKETS, registers });
-  const deliveries = new client.Counter({ name: `${PREFIX}webhook_deliveries_total`, help: 'Webhook deliveries, by outcome.', labelNames: ['outcome'], registers });
+  const accepted = new client.Counter({
+    name: `${PREFIX}runs_accepted_total`,
+    help: 'Run starts asked for, by kind, source and outcome (queued, or refused for lack of credits).',
+    labelNames: ['kind', 'source', 'outcome'],
+    registers,
+  });
+  const started = new client.Counter({
+    name: `${PREFIX}runs_started_total`,
+    help: "Executions begun by this process's workers, by kind and source (a run resumed after an approval starts again).",
+    labelNames: ['kind', 'source'],
+    registers,
+  });
+  const finished = new client.Counter({
+    name: `${PREFIX}runs_finished_total`,
+    help: "Executions ended by this process's workers, by kind, source and status (awaiting_approval: parked).",
+    labelNames: ['kind', 'source', 'status'],
+    registers,
+  });
+  const runSeconds = new client.Histogram({
+    name: `${PREFIX}run_duration_seconds`,
+    help: 'Execution time of a run in a worker, by kind and status.',
+    labelNames: ['kind', 'status'],
+    buckets: RUN_BUCKETS,
+    registers,
+  });
+  const queueWait = new client.Histogram({
+    name: `${PREFIX}run_queue_wait_seconds`,
+    help: "Time from a run's acceptance to its first start, by kind.",
+    labelNames: ['kind'],
+    buckets: RUN_BUCKETS,
+    registers,
+  });
+  const lag = new client.Histogram({
+    name: `${PREFIX}schedule_lag_seconds`,
+    help: 'How late schedules and polls fired: the fire time minus the due time.',
+    buckets: LAG_BUCKETS,
+    registers,
+  });
+  const deliveries = new client.Counter({
+    name: `${PREFIX}webhook_deliveries_total`,
+    help: 'Webhook deliveries, by outcome.',
+    labelNames: ['outcome'],
+    registers,
+  });
   const streams = new client.Gauge({ name: `${PREFIX}event_streams_open`, help: 'Run event streams (and run waits) open on this process.', registers });
-  const limited = new client.Counter({ name: `${PREFIX}rate_limited_total`, help: 'Requests refused by a rate limit (429), by limit.', labelNames: ['limit'], registers });
+  const limited = new client.Counter({
+    name: `${PREFIX}rate_limited_total`,
+    help: 'Requests refused by a rate limit (429), by limit.',
+    labelNames: ['limit'],
+    registers,
+  });
   // Read from the store at each scrape: every replica reports the shared queue.
   new client.Gauge({
     name: `${PREFIX}runs_active`,

@@ -64,7 +64,10 @@ async function openSecretBox(config: Config, store: Store, logger: Logger): Prom
     keys = parseSecretKeys(readOrCreateKeyFile(file, generateSecretKey));
     if (!keys) throw new ConfigError(`${file}: does not hold a base64 key of 32 bytes; restore it, or set SECRETS_KEY`);
     if (config.databaseUrl) {
-      logger.warn({ file }, 'SECRETS_KEY is not set: stored secrets are sealed with a key file on this machine; every replica needs the same key (set SECRETS_KEY)');
+      logger.warn(
+        { file },
+        'SECRETS_KEY is not set: stored secrets are sealed with a key file on this machine; every replica needs the same key (set SECRETS_KEY)',
+      );
     }
   }
   const box = createSecretBox(keys);
@@ -91,7 +94,9 @@ export async function createService(config: Config, logger: Logger, opts: Servic
   try {
     store = await openStore(config).catch((err: unknown) => {
       if (err instanceof DataDirectoryError) throw err; // worded for the operator already
-      throw new StoreUnavailableError(`cannot open the store (${config.databaseUrl ? 'PostgreSQL at DATABASE_URL' : `SQLite file ${config.databasePath}`}): ${(err as Error).message ?? err}`);
+      throw new StoreUnavailableError(
+        `cannot open the store (${config.databaseUrl ? 'PostgreSQL at DATABASE_URL' : `SQLite file ${config.databasePath}`}): ${(err as Error).message ?? err}`,
+      );
     });
     return await assemble(config, logger, opts, store, lock);
   } catch (err) {
@@ -110,7 +115,15 @@ async function webLayers(config: Config, logger: Logger, opts: ServiceOptions, c
   const keySource: KeySource = localIssuer
     ? staticKeySource(localIssuer.jwks)
     : remoteKeySource({ issuer, jwksUri: config.auth.jwksUri, maxAgeMs: config.auth.jwksCacheMs });
-  const bearer = { issuer, audience: config.auth.audience, workspaceClaim: config.auth.workspaceClaim, teamsClaim: config.auth.teamsClaim, adminGrant: config.auth.adminGrant, keySource, rememberMs: config.auth.jwksCacheMs };
+  const bearer = {
+    issuer,
+    audience: config.auth.audience,
+    workspaceClaim: config.auth.workspaceClaim,
+    teamsClaim: config.auth.teamsClaim,
+    adminGrant: config.auth.adminGrant,
+    keySource,
+    rememberMs: config.auth.jwksCacheMs,
+  };
   let mcp: ReturnType<typeof createMcpEndpoint> | undefined;
   const app = await createApp({
     ctx,
@@ -124,7 +137,14 @@ async function webLayers(config: Config, logger: Logger, opts: ServiceOptions, c
     readiness,
     corsAllowedOrigins: config.corsAllowedOrigins,
     beside: (operations) => {
-      mcp = createMcpEndpoint({ operations, ctx, logger, authenticate: createBearerAuth({ ...bearer, resourceMetadataUrl: mcpResourceMetadataUrl(config.publicBaseUrl), scopeInEveryChallenge: true }), publicBaseUrl: config.publicBaseUrl, issuer });
+      mcp = createMcpEndpoint({
+        operations,
+        ctx,
+        logger,
+        authenticate: createBearerAuth({ ...bearer, resourceMetadataUrl: mcpResourceMetadataUrl(config.publicBaseUrl), scopeInEveryChallenge: true }),
+        publicBaseUrl: config.publicBaseUrl,
+        issuer,
+      });
       return mcp.handler;
     },
   });
@@ -175,8 +195,19 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
   const readiness: Readiness = { draining: false };
   const { app, mcp } = await webLayers(config, logger, opts, ctx, readiness, localIssuer);
   await runner.start();
-  const maintenance = startMaintenance(store, logger, { runRetentionMs: config.runRetentionMs, versionsKept: config.versionsKept, quotaWindowMs: config.rateLimits.windowSeconds * 1000 });
-  const scheduler = startScheduler(ctx, { catchUpMs: config.scheduleCatchUpMs, tickMs: config.schedulerTickMs, http, limits: config.runLimits, detectorTimeoutMs: config.pollDetectorTimeoutMs, logger });
+  const maintenance = startMaintenance(store, logger, {
+    runRetentionMs: config.runRetentionMs,
+    versionsKept: config.versionsKept,
+    quotaWindowMs: config.rateLimits.windowSeconds * 1000,
+  });
+  const scheduler = startScheduler(ctx, {
+    catchUpMs: config.scheduleCatchUpMs,
+    tickMs: config.schedulerTickMs,
+    http,
+    limits: config.runLimits,
+    detectorTimeoutMs: config.pollDetectorTimeoutMs,
+    logger,
+  });
   return {
     app,
     ctx,

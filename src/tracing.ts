@@ -2,7 +2,19 @@
 // store calls, and the W3C trace context carried to outgoing calls and stored with queued runs. The
 // SDK is set up (or not) by the composition root (tracing-setup.ts); without it, `tracingOn` is false
 // and the code paths here are skipped rather than asked to make spans no one records.
-import { context, INVALID_SPAN_CONTEXT, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
+import {
+  context,
+  INVALID_SPAN_CONTEXT,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Link,
+  type Span,
+} from '@opentelemetry/api';
 
 export { SpanKind, SpanStatusCode };
 

@@ -123,6 +123,7 @@ function verifierOptions(issuer: string, audience: string, jwks: Jwks): AuthOpti
   };
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the class refuses control characters
 const CLAIM_VALUE = /^[^\s\u0000-\u001f]{1,160}$/;
 
 /** A token that verified: whose it is, whether it grants Build, until when. */
@@ -206,7 +207,10 @@ export function createBearerAuth(opts: BearerOptions): Authenticate {
     }
     return verifier;
   };
-  const { unauthorized, forbidden, tokenInQuery, missingToken, otherScheme, notBearer, notJwt } = refusals(opts.resourceMetadataUrl, opts.scopeInEveryChallenge ?? false);
+  const { unauthorized, forbidden, tokenInQuery, missingToken, otherScheme, notBearer, notJwt } = refusals(
+    opts.resourceMetadataUrl,
+    opts.scopeInEveryChallenge ?? false,
+  );
   const verified = new VerifiedTokens();
   // The Authorization header a connection last sent, with its verified token: a client sends the
   // same header on every request of a keep-alive connection, and comparing it costs far less than

@@ -48,7 +48,11 @@ export function metadataUrls(issuer: string): string[] {
   const base = trimEnd(issuer, '/');
   const { origin, pathname } = new URL(base);
   const path = pathname === '/' ? '' : pathname;
-  const urls = [`${base}/.well-known/openid-configuration`, `${origin}/.well-known/oauth-authorization-server${path}`, `${base}/.well-known/oauth-authorization-server`];
+  const urls = [
+    `${base}/.well-known/openid-configuration`,
+    `${origin}/.well-known/oauth-authorization-server${path}`,
+    `${base}/.well-known/oauth-authorization-server`,
+  ];
   return [...new Set(urls)];
 }
 

@@ -60,7 +60,12 @@ export function localIssuerFromKey(pem: string, issuer: string): LocalIssuer {
   const privateKey = crypto.createPrivateKey(pem);
   const publicJwk = crypto.createPublicKey(privateKey).export({ format: 'jwk' }) as { kty: string; n: string; e: string };
   // RFC 7638 thumbprint as the key id, so the kid changes exactly when the key does.
-  const kid = base64url(crypto.createHash('sha256').update(JSON.stringify({ e: publicJwk.e, kty: publicJwk.kty, n: publicJwk.n })).digest());
+  const kid = base64url(
+    crypto
+      .createHash('sha256')
+      .update(JSON.stringify({ e: publicJwk.e, kty: publicJwk.kty, n: publicJwk.n }))
+      .digest(),
+  );
   const jwks: Jwks = { keys: [{ ...publicJwk, kid, alg: 'RS256', use: 'sig' }] };
   return {
     issuer,

@@ -43,7 +43,9 @@ export function openInDataDirectory<T>(file: string, open: (file: string) => T):
     const code = (err as { code?: string }).code ?? '';
     if (code in REASONS) throw new DataDirectoryError(`DATABASE_PATH: cannot open ${file}: ${reason(err)}`);
     if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY') {
-      throw new DataDirectoryError(`DATABASE_PATH: cannot open ${file}: ${isDirectory(file) ? 'it is a directory' : `${(err as Error).message} (is ${path.dirname(file)} writable?)`}`);
+      throw new DataDirectoryError(
+        `DATABASE_PATH: cannot open ${file}: ${isDirectory(file) ? 'it is a directory' : `${(err as Error).message} (is ${path.dirname(file)} writable?)`}`,
+      );
     }
     throw err;
   }

@@ -102,11 +102,7 @@ export function storedTriggersOf(agent: Agent): StoredTrigger[] {
  * Gives every trigger its identity: a trigger with an `id` must be one the agent has, of the same
  * kind; a trigger without one is new and gets `newId()`. Problems are reported with their paths.
  */
-export function assignTriggerIds(
-  triggers: TriggerInput[],
-  stored: StoredTrigger[],
-  newId: () => string,
-): { triggers: Trigger[]; problems: Problem[] } {
+export function assignTriggerIds(triggers: TriggerInput[], stored: StoredTrigger[], newId: () => string): { triggers: Trigger[]; problems: Problem[] } {
   const byId = new Map(stored.map((t) => [t.id, t]));
   const seen = new Set<string>();
   const problems: Problem[] = [];
@@ -126,9 +122,7 @@ export function assignTriggerIds(
       id = newId();
     }
     const rest = withoutId(trigger);
-    return trigger.kind === 'webhook'
-      ? ({ ...rest, id, secret_prefix: secretPrefix } as Trigger)
-      : ({ ...rest, id } as Trigger);
+    return trigger.kind === 'webhook' ? ({ ...rest, id, secret_prefix: secretPrefix } as Trigger) : ({ ...rest, id } as Trigger);
   });
   return { triggers: result.map(orderTrigger), problems };
 }
@@ -168,10 +162,7 @@ function orderTrigger(t: Trigger): Trigger {
 }
 
 /** The stored document: a normalised draft plus the members the server owns. */
-export function materialiseAgent(
-  draft: AgentDraft,
-  owned: { id: string; slug: string; status: AgentStatus; updated_at: string; triggers: Trigger[] },
-): Agent {
+export function materialiseAgent(draft: AgentDraft, owned: { id: string; slug: string; status: AgentStatus; updated_at: string; triggers: Trigger[] }): Agent {
   return {
     kind: 'service.agent/v1',
     id: owned.id,
@@ -224,7 +215,9 @@ export function storedAgentShape(draft: AgentDraft, owned: { id?: string; slug: 
 export function slugFromName(name: string, maxLength = 160): string {
   // Transliterated first (a maintained table of every script: `straße` → `strasse`, `Привет` →
   // `privet`, `你好` → `ni-hao`), so that a name in any script gives a slug that still says it.
-  const words = transliterate(name).toLowerCase().replace(/[^a-z0-9]+/g, '-');
+  const words = transliterate(name)
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-');
   const slug = trimEnd(trimBoth(words, '-').slice(0, maxLength), '-');
   return slug || 'agent';
 }

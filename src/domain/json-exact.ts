@@ -135,7 +135,8 @@ export function inexactNumber(literal: string): string | null {
   }
   if (String(value) === literal) return null; // as JavaScript writes it: the shortest text of that double
   const kept = significantDigits(String(Math.abs(value)));
-  if (kept !== sent) return `${quoted(literal)} has more significant digits than a double keeps: it would be stored as ${value}; send it as a string or round it`;
+  if (kept !== sent)
+    return `${quoted(literal)} has more significant digits than a double keeps: it would be stored as ${value}; send it as a string or round it`;
   return null;
 }
 

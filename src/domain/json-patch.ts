@@ -8,7 +8,13 @@ import type { JsonPatchOperation } from './types';
 const GUARDED = new Set(['__proto__', 'constructor', 'prototype']);
 
 /** A pointer's reference tokens, unescaped (`~1` is `/`, `~0` is `~`). */
-const tokensOf = (pointer: string) => (pointer === '' ? [] : pointer.slice(1).split('/').map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~')));
+const tokensOf = (pointer: string) =>
+  pointer === ''
+    ? []
+    : pointer
+        .slice(1)
+        .split('/')
+        .map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
 
 /**
  * `patch` (made by comparing member by member and item by item, so that a pointer names the same
@@ -49,6 +55,6 @@ function outermostHolder(path: string, holders: Set<string>): string | null {
 /** The value `pointer` names in `document` (it exists: an operation reached through it). */
 function valueAt(document: unknown, pointer: string): unknown {
   let value = document;
-  for (const token of tokensOf(pointer)) value = Object.prototype.hasOwnProperty.call(value, token) ? (value as Record<string, unknown>)[token] : undefined;
+  for (const token of tokensOf(pointer)) value = Object.hasOwn(value as object, token) ? (value as Record<string, unknown>)[token] : undefined;
   return value;
 }

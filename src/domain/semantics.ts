@@ -59,7 +59,10 @@ function checkTrigger(trigger: TriggerInput, path: string, refs: References, pro
     if (!refs.apps.has(trigger.app)) problems.push({ path: `${path}.app`, message: `'${trigger.app}' is not an app of the catalog; ${CATALOG_HINT}` });
     const connection = refs.connections.get(trigger.connection);
     if (!connection) {
-      problems.push({ path: `${path}.connection`, message: `'${trigger.connection}' is not a connection of this workspace; GET /api/build/connections lists them` });
+      problems.push({
+        path: `${path}.connection`,
+        message: `'${trigger.connection}' is not a connection of this workspace; GET /api/build/connections lists them`,
+      });
     } else if (connection.app !== trigger.app) {
       problems.push({ path: `${path}.connection`, message: `'${trigger.connection}' is a connection of app '${connection.app}', not of '${trigger.app}'` });
     }
@@ -77,7 +80,7 @@ export function checkAgent(doc: AgentDraft, refs: References, storedBytes: numbe
   doc.tools.apps.forEach((app, i) => {
     if (!refs.apps.has(app)) problems.push({ path: `body.tools.apps[${i}]`, message: `'${app}' is not an app of the catalog; ${CATALOG_HINT}` });
   });
-  doc.tools.disabled_tools.forEach((slug, i) => checkTool(`body.tools.disabled_tools[${i}]`, slug, refs, problems));
+  for (const [i, slug] of doc.tools.disabled_tools.entries()) checkTool(`body.tools.disabled_tools[${i}]`, slug, refs, problems);
   doc.workflows.forEach((slug, i) => {
     if (!refs.workflows.has(slug)) {
       problems.push({
@@ -89,7 +92,10 @@ export function checkAgent(doc: AgentDraft, refs: References, storedBytes: numbe
   if (Array.isArray(doc.tools.connections)) {
     doc.tools.connections.forEach((ref, i) => {
       if (!refs.connections.has(ref)) {
-        problems.push({ path: `body.tools.connections[${i}]`, message: `'${ref}' is not a connection of this workspace; GET /api/build/connections lists them` });
+        problems.push({
+          path: `body.tools.connections[${i}]`,
+          message: `'${ref}' is not a connection of this workspace; GET /api/build/connections lists them`,
+        });
       }
     });
   }
@@ -100,11 +106,18 @@ export function checkAgent(doc: AgentDraft, refs: References, storedBytes: numbe
   if (doc.triggers.length > refs.limits.triggers_per_agent) {
     problems.push({ path: 'body.triggers', message: `has ${doc.triggers.length} triggers; the workspace limit is ${refs.limits.triggers_per_agent}` });
   }
-  doc.triggers.forEach((trigger, i) => checkTrigger(trigger, `body.triggers[${i}]`, refs, problems));
+  for (const [i, trigger] of doc.triggers.entries()) checkTrigger(trigger, `body.triggers[${i}]`, refs, problems);
   return problems;
 }
 
-function checkReference(ref: TemplateRef, path: string, doc: WorkflowDraft, reachable: ReadonlySet<string> | 'all', stepIds: ReadonlySet<string>, problems: Problem[]): void {
+function checkReference(
+  ref: TemplateRef,
+  path: string,
+  doc: WorkflowDraft,
+  reachable: ReadonlySet<string> | 'all',
+  stepIds: ReadonlySet<string>,
+  problems: Problem[],
+): void {
   switch (ref.kind) {
     case 'malformed':
       problems.push({ path, message: `${ref.text} is not a reference; use {{inputs.<name>}}, {{steps.<id>.output}} or {{steps.<id>.output.<path>}}` });
@@ -130,7 +143,8 @@ export function checkWorkflow(doc: WorkflowDraft, refs: References, storedBytes:
   const firstIndex = new Map<string, number>();
   doc.steps.forEach((step, i) => {
     const first = firstIndex.get(step.id);
-    if (first !== undefined) problems.push({ path: `body.steps[${i}].id`, message: `'${step.id}' is already the id of steps[${first}]; step ids must be unique` });
+    if (first !== undefined)
+      problems.push({ path: `body.steps[${i}].id`, message: `'${step.id}' is already the id of steps[${first}]; step ids must be unique` });
     else firstIndex.set(step.id, i);
   });
   const stepIds = new Set(firstIndex.keys());

@@ -2,8 +2,7 @@
 // compared as instants (microseconds since the epoch), so an agent stamp written with a numeric
 // offset that names the same instant matches.
 
-const STAMP_RE =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+const STAMP_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
 /** Microseconds since the epoch, or null when the text is not a date-time this API accepts. */
 export function parseStampMicros(text: string): number | null {

@@ -152,14 +152,14 @@ function asText(value: unknown, meter: Meter): string {
   return JSON.stringify(value);
 }
 
-/** What a placeholder's `valueOf` returns to leave the placeholder as it is. */
+/** What a placeholder's `lookup` returns to leave the placeholder as it is. */
 export const KEEP: unique symbol = Symbol('keep the placeholder');
 
-function substituteWith(text: string, meter: Meter, valueOf: (expression: string) => unknown): string {
+function substituteWith(text: string, meter: Meter, lookup: (expression: string) => unknown): string {
   const parts: string[] = [];
   let from = 0;
   for (const { start, end, expression } of placeholders(text)) {
-    const value = valueOf(expression);
+    const value = lookup(expression);
     if (value === KEEP) continue;
     const literal = text.slice(from, start);
     meter.addText(literal);
@@ -175,12 +175,12 @@ function substituteWith(text: string, meter: Meter, valueOf: (expression: string
 }
 
 /**
- * `text` with each placeholder replaced by `valueOf(its expression)` (strings as they are, other
+ * `text` with each placeholder replaced by `lookup(its expression)` (strings as they are, other
  * values as JSON, null and undefined as nothing), or kept where that is KEEP. Throws
  * RenderLimitError before the result would pass `budget`, or `maxBytes` when that is smaller.
  */
-export function substitute(text: string, budget: RenderBudget, valueOf: (expression: string) => unknown, maxBytes = budget.templateBytes): string {
-  return substituteWith(text, new Meter(budget, maxBytes), valueOf);
+export function substitute(text: string, budget: RenderBudget, lookup: (expression: string) => unknown, maxBytes = budget.templateBytes): string {
+  return substituteWith(text, new Meter(budget, maxBytes), lookup);
 }
 
 const referenceValue = (scope: TemplateScope) => (expression: string) => {

@@ -23,11 +23,27 @@ export function agentSchedules(agent: Agent): DeclaredSchedule[] {
   const schedules: DeclaredSchedule[] = [];
   const own = agent.schedule;
   if (own.cron !== undefined) {
-    schedules.push({ id: `agent:${agent.id}`, kind: 'agent', triggerId: null, cron: own.cron, timezone: own.timezone ?? 'UTC', active: live && own.enabled === true, detector: null });
+    schedules.push({
+      id: `agent:${agent.id}`,
+      kind: 'agent',
+      triggerId: null,
+      cron: own.cron,
+      timezone: own.timezone ?? 'UTC',
+      active: live && own.enabled === true,
+      detector: null,
+    });
   }
   for (const t of agent.triggers) {
     if (t.kind !== 'poll') continue;
-    schedules.push({ id: `poll:${t.id}`, kind: 'poll', triggerId: t.id, cron: t.cron, timezone: t.timezone, active: live && t.enabled, detector: JSON.stringify({ tool: t.tool, args: t.args }) });
+    schedules.push({
+      id: `poll:${t.id}`,
+      kind: 'poll',
+      triggerId: t.id,
+      cron: t.cron,
+      timezone: t.timezone,
+      active: live && t.enabled,
+      detector: JSON.stringify({ tool: t.tool, args: t.args }),
+    });
   }
   return schedules;
 }
@@ -35,5 +51,7 @@ export function agentSchedules(agent: Agent): DeclaredSchedule[] {
 export function workflowSchedules(workflowId: string, workflow: Workflow): DeclaredSchedule[] {
   const own = workflow.schedule;
   if (!own) return [];
-  return [{ id: `workflow:${workflowId}`, kind: 'workflow', triggerId: null, cron: own.cron, timezone: own.timezone, active: workflow.enabled, detector: null }];
+  return [
+    { id: `workflow:${workflowId}`, kind: 'workflow', triggerId: null, cron: own.cron, timezone: own.timezone, active: workflow.enabled, detector: null },
+  ];
 }

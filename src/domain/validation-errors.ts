@@ -17,7 +17,10 @@ const HEADER_NAMES: Record<string, string> = { 'if-match': 'If-Match' };
 
 /** `/requestBody/triggers/0/cron` → `body.triggers[0].cron`; `/path/runId` → `runId`. */
 export function callerPath(instancePath: string): string {
-  const parts = instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   const [where, ...rest] = parts;
   let head: string;
   if (where === 'requestBody') head = 'body';
@@ -72,7 +75,10 @@ function rule(e: ErrorObject, discriminatorValues: (path: string) => string[]): 
       return { path, text: `must be ${PATTERN_WORDS[pattern] ?? `text matching ${pattern}`}` };
     }
     case 'format':
-      return { path, text: `must be a valid ${p.format === 'uuid' ? 'UUID' : p.format === 'date-time' ? 'ISO 8601 date-time with Z or a numeric offset' : String(p.format)}` };
+      return {
+        path,
+        text: `must be a valid ${p.format === 'uuid' ? 'UUID' : p.format === 'date-time' ? 'ISO 8601 date-time with Z or a numeric offset' : String(p.format)}`,
+      };
     case 'discriminator': {
       const tag = String(p.tag);
       const allowed = quoteList(discriminatorValues(path));
@@ -104,7 +110,8 @@ function collapseAlternatives(errors: ErrorObject[]): ErrorObject[] {
     const typeMatches = [...byBranch.values()].filter((list) => !list.some((e) => e.keyword === 'type' && e.instancePath === alt.instancePath));
     const forms = [...byBranch.values()].map((list) => describeForm(list));
     // The explanation takes the place of the oneOf/anyOf error, so problems keep their order.
-    const explanation = typeMatches.length === 1 ? (typeMatches[0] as ErrorObject[]) : [{ ...alt, keyword: 'alternatives', message: `must be ${forms.join(' or ')}` }];
+    const explanation =
+      typeMatches.length === 1 ? (typeMatches[0] as ErrorObject[]) : [{ ...alt, keyword: 'alternatives', message: `must be ${forms.join(' or ')}` }];
     result = result.flatMap((e) => (e === alt ? explanation : branchErrors.includes(e) ? [] : [e]));
   }
   return result;

@@ -99,15 +99,15 @@ export function resolveInput(doc: Workflow, input: Record<string, unknown>): { i
   const names = Object.keys(declared);
   const problems: Problem[] = [];
   for (const name of Object.keys(input)) {
-    if (!Object.prototype.hasOwnProperty.call(declared, name)) {
+    if (!Object.hasOwn(declared, name)) {
       problems.push({ path: `body.input.${name}`, message: `not an input of workflow '${doc.slug}' (declared: ${names.join(', ') || 'none'})` });
     }
   }
   const resolved: Record<string, unknown> = {};
   for (const name of names) {
     const declaration = declared[name] ?? {};
-    if (Object.prototype.hasOwnProperty.call(input, name)) resolved[name] = input[name];
-    else if (Object.prototype.hasOwnProperty.call(declaration, 'default')) resolved[name] = declaration.default;
+    if (Object.hasOwn(input, name)) resolved[name] = input[name];
+    else if (Object.hasOwn(declaration, 'default')) resolved[name] = declaration.default;
     else problems.push({ path: `body.input.${name}`, message: 'required: the input has no default' });
   }
   return { input: resolved, problems };

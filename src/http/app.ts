@@ -143,7 +143,12 @@ function isApiUrl(url: string): boolean {
  * set as express's router would. The function has the app as its prototype, so it is the app to
  * everything else (its settings, `request`, `response`).
  */
-function apiFirst(app: express.Express, api: (req: Request, res: Response) => void, contract: express.RequestHandler | null, corsOrigins: string[] | '*'): express.Express {
+function apiFirst(
+  app: express.Express,
+  api: (req: Request, res: Response) => void,
+  contract: express.RequestHandler | null,
+  corsOrigins: string[] | '*',
+): express.Express {
   const cors = crossOrigin(corsOrigins);
   const compress = compressing();
   const route = (req: Request, res: Response) => {
@@ -160,15 +165,25 @@ function apiFirst(app: express.Express, api: (req: Request, res: Response) => vo
 }
 
 function send(req: Request, res: Response, route: Matched, reply: Reply): void {
-  if ('stream' in reply) return req.method === 'HEAD' ? headOfStream(res, reply) : openStream(res, reply);
-  if ('noContent' in reply) return sendEmpty(res, reply.status, reply.headers);
+  if ('stream' in reply) {
+    if (req.method === 'HEAD') headOfStream(res, reply);
+    else openStream(res, reply);
+    return;
+  }
+  if ('noContent' in reply) {
+    sendEmpty(res, reply.status, reply.headers);
+    return;
+  }
   const bytes = replyBytes(reply);
   if (reply.status === 200 && (req.method === 'GET' || req.method === 'HEAD')) {
     const operationId = route.operation.operationId as string;
     res.setHeader('Cache-Control', cacheControlOf(req.method, operationId, route.params));
     let etag = reply.headers?.ETag;
     if (etag === undefined && digestedRead(operationId)) res.setHeader('ETag', (etag = digestTag(bytes)));
-    if (etag !== undefined && matchesNoneMatch(req.headers['if-none-match'], etag)) return sendEmpty(res, 304, reply.headers);
+    if (etag !== undefined && matchesNoneMatch(req.headers['if-none-match'], etag)) {
+      sendEmpty(res, 304, reply.headers);
+      return;
+    }
   } else res.setHeader('Cache-Control', 'no-store');
   sendJson(res, reply.status, reply.headers, bytes);
 }
@@ -215,7 +230,13 @@ const API_ROOT = '/api/build';
  * first, so unknown paths are 404 and wrong methods 405; then the token; then the body, the
  * request's validation and the handler (operations.dispatch).
  */
-function apiRequests(operations: Operations, produced: Map<string, string[]>, authenticate: Authenticate, logger: Logger, ctx: ServiceContext): (req: Request, res: Response) => void {
+function apiRequests(
+  operations: Operations,
+  produced: Map<string, string[]>,
+  authenticate: Authenticate,
+  logger: Logger,
+  ctx: ServiceContext,
+): (req: Request, res: Response) => void {
   // Errors are answered here: passing them to next() makes express's router walk every later layer
   // looking for an error handler, on every refusal. Each reply is logged as it is written, rather
   // than by a 'finish' listener on every response, which would add a listener and an event to

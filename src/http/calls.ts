@@ -20,17 +20,31 @@ export interface RoutedRequest {
 /** A key the spec accepts (1 to 255 characters); others are left to the request's validation (400). */
 const isUsableKey = (key: string) => key.length >= 1 && key.length <= 255;
 
-export async function replyTo(operations: Operations, ctx: ServiceContext, route: { operation: Operation; params: Record<string, string> }, request: RoutedRequest, principal: Principal): Promise<Reply> {
+export async function replyTo(
+  operations: Operations,
+  ctx: ServiceContext,
+  route: { operation: Operation; params: Record<string, string> },
+  request: RoutedRequest,
+  principal: Principal,
+): Promise<Reply> {
   const operationId = route.operation.operationId as string;
   const dispatch = () => operations.dispatch(route, request, principal);
   const key = request.headers['idempotency-key'];
   if (typeof key !== 'string' || !isUsableKey(key) || !IDEMPOTENT_OPERATIONS.has(operationId)) return dispatch();
   const fingerprint = fingerprintOf(request.method, request.path, request.query, request.body);
-  const kept = await idempotently(ctx, principal, operationId, key, fingerprint, async () => {
-    const handled = await dispatch();
-    if ('stream' in handled || 'noContent' in handled) throw new Error('only a JSON reply can be replayed');
-    return { status: handled.status, headers: handled.headers ?? {}, body: replyBytes(handled).toString('utf8') };
-  }, replayVisibility(ctx, principal, operationId, route.params));
+  const kept = await idempotently(
+    ctx,
+    principal,
+    operationId,
+    key,
+    fingerprint,
+    async () => {
+      const handled = await dispatch();
+      if ('stream' in handled || 'noContent' in handled) throw new Error('only a JSON reply can be replayed');
+      return { status: handled.status, headers: handled.headers ?? {}, body: replyBytes(handled).toString('utf8') };
+    },
+    replayVisibility(ctx, principal, operationId, route.params),
+  );
   return { status: kept.status, headers: kept.headers, rawBody: kept.body };
 }
 

@@ -9,7 +9,10 @@ type Responses = Record<string, { $ref?: string; content?: Record<string, unknow
 
 /** The media types of each operation's success replies, by operationId, read from the spec once. */
 export function producedMediaTypes(spec: LoadedSpec): Map<string, string[]> {
-  const document = spec.document as { paths: Record<string, Record<string, { operationId?: string; responses?: Responses }>>; components: { responses: Responses } };
+  const document = spec.document as {
+    paths: Record<string, Record<string, { operationId?: string; responses?: Responses }>>;
+    components: { responses: Responses };
+  };
   const resolve = (r: Responses[string]) => (r.$ref ? (document.components.responses[r.$ref.split('/').pop() as string] ?? {}) : r);
   const produced = new Map<string, string[]>();
   for (const methods of Object.values(document.paths)) {

@@ -43,7 +43,10 @@ function discriminatorValuesFrom(spec: LoadedSpec): (path: string) => string[] {
 }
 
 function isOnlyMissingIfMatch(errors: ErrorObject[]): boolean {
-  return errors.length > 0 && errors.every((e) => e.keyword === 'required' && e.instancePath === '/header' && (e.params as { missingProperty: string }).missingProperty === 'if-match');
+  return (
+    errors.length > 0 &&
+    errors.every((e) => e.keyword === 'required' && e.instancePath === '/header' && (e.params as { missingProperty: string }).missingProperty === 'if-match')
+  );
 }
 
 /**
@@ -94,7 +97,12 @@ function compileRoutes(operations: Operation[]): Route[] {
     .map((operation) => ({
       operation,
       names: [...operation.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] as string),
-      pattern: new RegExp(`^${operation.path.split(/\{[^}]+\}/).map(escapeRegExp).join('([^/]+)')}/?$`),
+      pattern: new RegExp(
+        `^${operation.path
+          .split(/\{[^}]+\}/)
+          .map(escapeRegExp)
+          .join('([^/]+)')}/?$`,
+      ),
       literal: operation.path.replace(/\{[^}]+\}/g, '').length,
       exact: !operation.path.includes('{'),
     }))
@@ -109,7 +117,11 @@ export interface Operations {
   /** The operation a method and path name (HEAD names the GET), or the methods the path allows (405; OPTIONS), or null (404). */
   match(method: string, path: string): Match | null;
   /** Validates the request against the operation's schemas (ajv) and calls its handler. */
-  dispatch(match: Extract<Match, { operation: Operation }>, request: { method: string; path: string; headers: Record<string, unknown>; query: Record<string, unknown>; body: unknown }, principal: Principal): Promise<Reply>;
+  dispatch(
+    match: Extract<Match, { operation: Operation }>,
+    request: { method: string; path: string; headers: Record<string, unknown>; query: Record<string, unknown>; body: unknown },
+    principal: Principal,
+  ): Promise<Reply>;
 }
 
 const DECIMAL_INTEGER = /^-?[0-9]+$/;
@@ -156,11 +168,18 @@ export async function createOperations(spec: LoadedSpec, handlers: Handlers, ctx
   const routes = compileRoutes(api.getOperations());
   const discriminatorValues = discriminatorValuesFrom(spec);
   // By operationId: getOperations() builds new operation objects on every call.
-  const validators = new Map(routes.map(({ operation: { operationId } }) => [operationId, (api.validator.getRequestValidatorsForOperation(operationId as string) ?? []) as ValidateFunction[]]));
+  const validators = new Map(
+    routes.map(({ operation: { operationId } }) => [
+      operationId,
+      (api.validator.getRequestValidatorsForOperation(operationId as string) ?? []) as ValidateFunction[],
+    ]),
+  );
   const validatorsOf = (operation: Operation) => validators.get(operation.operationId) as ValidateFunction[];
   // Each operation's query parameters whose schema is an array (form style, exploded: repeatable).
   const queryParametersOf = (operation: Operation, type: string) =>
-    ((operation.parameters ?? []) as { in?: string; name?: string; schema?: { type?: string } }[]).filter((p) => p.in === 'query' && p.schema?.type === type).map((p) => p.name as string);
+    ((operation.parameters ?? []) as { in?: string; name?: string; schema?: { type?: string } }[])
+      .filter((p) => p.in === 'query' && p.schema?.type === type)
+      .map((p) => p.name as string);
   const arrayQueryOf = new Map(routes.map(({ operation }) => [operation.operationId as string, queryParametersOf(operation, 'array')]));
   const integerQueryOf = new Map(routes.map(({ operation }) => [operation.operationId as string, queryParametersOf(operation, 'integer')]));
 
@@ -175,7 +194,7 @@ export async function createOperations(spec: LoadedSpec, handlers: Handlers, ctx
         if (!found) continue;
         if (route.operation.method === verb) {
           const params: Record<string, string> = {};
-          route.names.forEach((name, i) => (params[name] = decodedSegment(found[i + 1] as string)));
+          for (const [i, name] of route.names.entries()) params[name] = decodedSegment(found[i + 1] as string);
           return { operation: route.operation, params };
         }
         allowed.push(route.operation.method.toUpperCase());
@@ -222,7 +241,7 @@ export function contractViolation(api: OpenAPIBackend, operation: Operation, rep
   // documented header, even one the spec marks `required: false`, such as a list's Link); presence here.
   const headerResult = api.validateResponseHeaders(headers, operation, { statusCode: reply.status, setMatchType: 'any' as never });
   if (headerResult.errors?.length) return `headers: ${JSON.stringify(headerResult.errors)}`;
-  const documentedHeaders = ((operation.responses?.[String(reply.status)] as { headers?: Record<string, { required?: boolean }> } | undefined)?.headers) ?? {};
+  const documentedHeaders = (operation.responses?.[String(reply.status)] as { headers?: Record<string, { required?: boolean }> } | undefined)?.headers ?? {};
   const missing = Object.entries(documentedHeaders).find(([name, header]) => header.required !== false && headers[name.toLowerCase()] === undefined);
   if (missing) return `headers: the documented header ${missing[0]} is missing`;
   return null;

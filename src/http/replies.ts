@@ -70,10 +70,7 @@ export function replyWithError(err: unknown, req: Request, res: Response, logger
   if (err instanceof ApiError) error = err;
   else if (isHttpError(err) && err.status < 500) {
     // body-parser and friends: sizes and encodings the request got wrong.
-    error =
-      err.status === 413
-        ? new ApiError(413, `body is over the ${BODY_LIMIT_BYTES}-byte limit`)
-        : new ApiError(err.status, `body: ${err.message}`);
+    error = err.status === 413 ? new ApiError(413, `body is over the ${BODY_LIMIT_BYTES}-byte limit`) : new ApiError(err.status, `body: ${err.message}`);
   } else {
     logger.error({ err, reqId: req.id, method: req.method, path: loggablePath(req.originalUrl) }, 'unexpected failure');
     error = new ApiError(500, `internal error (request id ${req.id})`);
@@ -107,5 +104,12 @@ export function identify(req: Request, res: Response): void {
 export function logRequest(logger: Logger, req: Request, res: Response, metrics: Metrics, operation?: string): void {
   const ms = performance.now() - (req.startedAt as number);
   metrics.httpRequest(req.matched?.operation.operationId ?? operation ?? 'other', res.statusCode, ms / 1000);
-  logAccess(logger, { reqId: req.id as string, method: req.method, path: loggablePath(req.originalUrl), status: res.statusCode, ms, workspace: req.principal?.workspaceId });
+  logAccess(logger, {
+    reqId: req.id as string,
+    method: req.method,
+    path: loggablePath(req.originalUrl),
+    status: res.statusCode,
+    ms,
+    workspace: req.principal?.workspaceId,
+  });
 }

@@ -7,7 +7,10 @@ import { contextFromHeaders, SpanKind, SpanStatusCode, startSpan, tracingOn, wit
 
 /** Runs `serve` inside the request's server span named `name`; `route` is the path template (`/api/build/agents/{ref}`). */
 export function inServerSpan(req: Request, res: Response, name: string, route: string, serve: () => void): void {
-  if (!tracingOn()) return serve();
+  if (!tracingOn()) {
+    serve();
+    return;
+  }
   const parent = contextFromHeaders(req.headers);
   const span = startSpan(name, parent, {
     kind: SpanKind.SERVER,

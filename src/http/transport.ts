@@ -11,7 +11,17 @@ type Layer = (req: IncomingMessage, res: ServerResponse, next: () => void) => vo
 /** Response fields a browser application may read (CORS hides all but a few without this). */
 const EXPOSED = ['ETag', 'Location', 'Link', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'X-Request-Id', 'WWW-Authenticate'];
 /** Request fields a browser application may send. */
-const ALLOWED = ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'Idempotency-Key', 'Last-Event-ID', 'X-Request-Id', 'Mcp-Protocol-Version', 'Mcp-Session-Id'];
+const ALLOWED = [
+  'Authorization',
+  'Content-Type',
+  'If-Match',
+  'If-None-Match',
+  'Idempotency-Key',
+  'Last-Event-ID',
+  'X-Request-Id',
+  'Mcp-Protocol-Version',
+  'Mcp-Session-Id',
+];
 
 /**
  * CORS for the origins of `allowed` (`*`: any). A preflight (OPTIONS with

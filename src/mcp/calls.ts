@@ -61,13 +61,23 @@ function argumentCheckers(tools: Tool[]) {
   addFormats(ajv);
   const validators = new Map(tools.map((tool) => [tool.name, ajv.compile(tool.argumentsSchema)]));
   return (tool: Tool, args: Record<string, unknown>) => {
-    const known = [...tool.pathParams, ...tool.queryParams, ...Object.keys(tool.headerArgs), ...(tool.takesBody ? ['body'] : []), ...(tool.waitsFor ? ['wait_seconds'] : [])];
+    const known = [
+      ...tool.pathParams,
+      ...tool.queryParams,
+      ...Object.keys(tool.headerArgs),
+      ...(tool.takesBody ? ['body'] : []),
+      ...(tool.waitsFor ? ['wait_seconds'] : []),
+    ];
     for (const name of Object.keys(args)) {
       if (!known.includes(name)) throw new ApiError(400, `${name}: unknown argument; ${tool.name} takes ${known.join(', ') || 'no arguments'}`);
     }
     const { body: _body, ...others } = args;
     const validate = validators.get(tool.name) as ValidateFunction;
-    if (!validate(others)) throw new ApiError(400, describeValidationErrors(validate.errors ?? [], () => []));
+    if (!validate(others))
+      throw new ApiError(
+        400,
+        describeValidationErrors(validate.errors ?? [], () => []),
+      );
   };
 }
 

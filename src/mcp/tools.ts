@@ -107,7 +107,14 @@ export function toolsOf(spec: LoadedSpec): Tool[] {
   return tools;
 }
 
-function toolOf(path: string, method: string, operation: OperationObject, parameters: Parameter[], converter: SchemaConverter, resolve: <T>(node: unknown, section: string) => T): Tool {
+function toolOf(
+  path: string,
+  method: string,
+  operation: OperationObject,
+  parameters: Parameter[],
+  converter: SchemaConverter,
+  resolve: <T>(node: unknown, section: string) => T,
+): Tool {
   const properties: Record<string, unknown> = {};
   const required: string[] = [];
   const headerArgs: Record<string, string> = {};
@@ -117,7 +124,8 @@ function toolOf(path: string, method: string, operation: OperationObject, parame
     if (p.in === 'header') {
       const header = p.name.toLowerCase();
       const mapped = HEADER_ARGUMENTS[header];
-      if (!mapped) throw new Error(`openapi.yaml: ${operation.operationId} takes header ${p.name}, which no tool argument carries (mcp/tools.ts HEADER_ARGUMENTS)`);
+      if (!mapped)
+        throw new Error(`openapi.yaml: ${operation.operationId} takes header ${p.name}, which no tool argument carries (mcp/tools.ts HEADER_ARGUMENTS)`);
       argument = mapped;
       headerArgs[argument] = header;
     } else if (p.in === 'cookie') continue;
@@ -125,7 +133,14 @@ function toolOf(path: string, method: string, operation: OperationObject, parame
     if (p.required) required.push(argument);
   }
   // A stamp is quoted for the caller (mcp/calls.ts), so if_match takes it bare too: no pattern here.
-  if (properties.if_match) properties.if_match = { type: 'string', minLength: 1, maxLength: 200, description: 'The document\'s current `updated_at` (from its last read or write), quoted or not, or `*`. Missing: 428. Not the current stamp: 409 with the current document.' };
+  if (properties.if_match)
+    properties.if_match = {
+      type: 'string',
+      minLength: 1,
+      maxLength: 200,
+      description:
+        "The document's current `updated_at` (from its last read or write), quoted or not, or `*`. Missing: 428. Not the current stamp: 409 with the current document.",
+    };
   const body = operation.requestBody?.content?.['application/json']?.schema;
   if (body !== undefined) {
     properties.body = described(body, operation.requestBody?.description ?? 'The request body (JSON), as the REST operation takes it.');
@@ -143,7 +158,11 @@ function toolOf(path: string, method: string, operation: OperationObject, parame
   }
   const input = converter.standalone({ type: 'object', additionalProperties: false, properties, ...(required.length ? { required } : {}) });
   const { body: _body, ...others } = properties;
-  const argumentsSchema = converter.standalone({ type: 'object', properties: others, ...(required.filter((r) => r !== 'body').length ? { required: required.filter((r) => r !== 'body') } : {}) });
+  const argumentsSchema = converter.standalone({
+    type: 'object',
+    properties: others,
+    ...(required.filter((r) => r !== 'body').length ? { required: required.filter((r) => r !== 'body') } : {}),
+  });
   const output = outputOf(operation, converter, resolve);
   const readOnly = method === 'get' || operation.operationId.startsWith('validate');
   return {
@@ -178,7 +197,11 @@ function toolOf(path: string, method: string, operation: OperationObject, parame
  * the whole body (a list: `data` is an array, and MCP's structured content is an object; the body
  * also carries `next_cursor`; a delete's `data` is null). None when the success reply has no object body.
  */
-function outputOf(operation: OperationObject, converter: SchemaConverter, resolve: <T>(node: unknown, section: string) => T): { schema: JsonSchema; isData: boolean } | null {
+function outputOf(
+  operation: OperationObject,
+  converter: SchemaConverter,
+  resolve: <T>(node: unknown, section: string) => T,
+): { schema: JsonSchema; isData: boolean } | null {
   const status = Object.keys(operation.responses).find((s) => /^2\d\d$/.test(s));
   if (!status) return null;
   const response = resolve<{ content?: Record<string, { schema?: unknown }> }>(operation.responses[status], 'responses');
@@ -196,4 +219,5 @@ function outputOf(operation: OperationObject, converter: SchemaConverter, resolv
 }
 
 /** Whether a schema only admits objects (OpenAPI 3.0 writes null as a nullable object whose one value is null). */
-const isObjectSchema = (schema: Record<string, unknown>) => (schema.type === 'object' || ['oneOf', 'anyOf', 'allOf'].some((k) => k in schema)) && !('enum' in schema) && schema.nullable !== true;
+const isObjectSchema = (schema: Record<string, unknown>) =>
+  (schema.type === 'object' || ['oneOf', 'anyOf', 'allOf'].some((k) => k in schema)) && !('enum' in schema) && schema.nullable !== true;

@@ -191,7 +191,7 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
     if (stopping()) return cancelled();
     if (!(await deps.chargeStep())) return fail(`credits exhausted after ${state.steps} model step${state.steps === 1 ? '' : 's'}`);
     deps.emit?.('step.started', { step });
-    let reply;
+    let reply: ModelReply;
     try {
       // A model call's span, as OpenTelemetry's GenAI conventions name it.
       reply = await inSpan(`chat ${agent.model}`, { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': agent.model }, () =>

@@ -40,7 +40,8 @@ export const limitErrors = {
   render: (limits: RunLimits) => `the run would render more than ${limits.renderBytes} bytes in all (RUN_RENDER_BYTES)`,
   state: (limits: RunLimits) => `the run's state would be larger than ${limits.stateBytes} bytes (RUN_STATE_BYTES)`,
   output: (limits: RunLimits) => `the run's output is larger than ${limits.outputBytes} bytes (RUN_OUTPUT_BYTES)`,
-  toolTime: (tool: string, limits: RunLimits) => `${tool} took longer than ${limits.toolTimeoutMs / 1000} s (${limits.toolTimeoutSetting ?? 'RUN_TOOL_TIMEOUT_SECONDS'})`,
+  toolTime: (tool: string, limits: RunLimits) =>
+    `${tool} took longer than ${limits.toolTimeoutMs / 1000} s (${limits.toolTimeoutSetting ?? 'RUN_TOOL_TIMEOUT_SECONDS'})`,
 };
 
 /** A run's rendering budget: what its templates (and core.template) may still produce. */

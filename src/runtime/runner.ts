@@ -84,14 +84,27 @@ export function createRunner(opts: RunnerOptions): Runner {
   const lease = newLease(opts.leaseMs ?? DEFAULT_LEASE_MS);
   const leases = createLeaseKeeper({ runs: store.runs, lease, executing, logger });
   const queue = new HandOffQueue(opts.handOffLimit ?? HAND_OFF_LIMIT);
-  const execute = createRunExecutor({ runs: store.runs, kv: store.kv, models: opts.models, apps: opts.apps, http: opts.http, limits: opts.limits, executing, logger, approvalTimeoutMs: opts.approvalTimeoutMs, metrics: opts.metrics ?? NO_METRICS });
+  const execute = createRunExecutor({
+    runs: store.runs,
+    kv: store.kv,
+    models: opts.models,
+    apps: opts.apps,
+    http: opts.http,
+    limits: opts.limits,
+    executing,
+    logger,
+    approvalTimeoutMs: opts.approvalTimeoutMs,
+    metrics: opts.metrics ?? NO_METRICS,
+  });
   const perWorkspace = opts.perWorkspace ?? Math.max(1, opts.workers - 1);
   const pool = createWorkerPool({ runs: store.runs, queue, lease, workers: opts.workers, perWorkspace, execute, logger });
   let poller: NodeJS.Timeout | null = null;
 
   function pollQueue(): void {
     if (pool.hasRoom() && !queue.handedOver) pool.notifyBacklog(1);
-    store.runs.expireApprovals(APPROVAL_EXPIRED, new Date().toISOString()).catch((err: unknown) => logger.error({ err }, 'could not expire runs waiting for approval'));
+    store.runs
+      .expireApprovals(APPROVAL_EXPIRED, new Date().toISOString())
+      .catch((err: unknown) => logger.error({ err }, 'could not expire runs waiting for approval'));
     leases.recover().catch((err: unknown) => logger.error({ err }, 'could not recover abandoned runs'));
   }
 

@@ -83,7 +83,8 @@ async function payAndExecute(step: WorkflowStep, scope: TemplateScope, deps: Wor
     return { ok: false, error: renderError(err, 'its prompt', limits) };
   }
   const outcome = await deps.runAgentStep(step.agent, prompt);
-  if (outcome.ok && jsonBytesWithin(outcome.output, limits.stepOutputBytes) === null) return { ok: false, error: limitErrors.stepOutput(`agent '${step.agent}'`, limits) };
+  if (outcome.ok && jsonBytesWithin(outcome.output, limits.stepOutputBytes) === null)
+    return { ok: false, error: limitErrors.stepOutput(`agent '${step.agent}'`, limits) };
   return outcome;
 }
 
@@ -154,7 +155,8 @@ export async function runWorkflow(doc: Workflow, input: Record<string, unknown>,
   const stateSize = new StateMeter(deps.tools.limits.stateBytes, state);
 
   /** A step's output is kept only while the run's state stays within its limit. */
-  const kept = (outcome: StepOutcome): StepOutcome => (!outcome.ok || stateSize.add(outcome.output) ? outcome : { ok: false, error: limitErrors.state(deps.tools.limits) });
+  const kept = (outcome: StepOutcome): StepOutcome =>
+    !outcome.ok || stateSize.add(outcome.output) ? outcome : { ok: false, error: limitErrors.state(deps.tools.limits) };
 
   function start(step: WorkflowStep): void {
     Object.assign(result(step.id), { status: 'running', started_at: now() });

@@ -2,7 +2,16 @@
 // reads what it needs, lets the pure domain decide, and hands the store one compare-and-set write.
 import { randomUUID } from 'node:crypto';
 import { conflict, notFound } from '../errors';
-import { assignTriggerIds, materialiseAgent, normaliseAgent, restoreBody, slugFromName, storedAgentShape, storedTriggersOf, type StoredTrigger } from '../domain/agent';
+import {
+  assignTriggerIds,
+  materialiseAgent,
+  normaliseAgent,
+  restoreBody,
+  slugFromName,
+  storedAgentShape,
+  storedTriggersOf,
+  type StoredTrigger,
+} from '../domain/agent';
 import { describeAgentChanges } from '../domain/changes';
 import { checkAgent, sizeProblem } from '../domain/semantics';
 import type { Agent, AgentCreate, AgentDraft, AgentReplace, AgentStatus, Trigger } from '../domain/types';
@@ -24,7 +33,12 @@ export interface AgentWrite {
 
 /** What the store keeps of minted secrets: the URL secret's hash and prefix, the signing key sealed. */
 const secretRows = (ctx: ServiceContext, secrets: WebhookSecret[]): SecretRow[] =>
-  secrets.map(({ triggerId, hash, prefix, signingSecret }) => ({ triggerId, hash, prefix, signingSecret: signingSecret === null ? null : ctx.secrets.seal(signingSecret, triggerId) }));
+  secrets.map(({ triggerId, hash, prefix, signingSecret }) => ({
+    triggerId,
+    hash,
+    prefix,
+    signingSecret: signingSecret === null ? null : ctx.secrets.seal(signingSecret, triggerId),
+  }));
 const urlsOf = (secrets: WebhookSecret[]) =>
   secrets.map((s) => ({ trigger_id: s.triggerId, url: s.url, ...(s.signingSecret !== null && { signing_secret: s.signingSecret }) }));
 
@@ -45,7 +59,10 @@ type Owned = { id?: string; slug: string; status: Agent['status'] };
  */
 async function prepare(ctx: ServiceContext, who: Principal, body: AgentDraft, stored: StoredTrigger[] | null, owned: Owned) {
   const { document: draft, changes } = normaliseAgent(body);
-  const problems = [...spaceProblems(who, draft.space.team), ...checkAgent(draft, await referencesFor(ctx, who, draft.space.team, { workflows: draft.workflows }), jsonBytes(storedAgentShape(draft, owned)))];
+  const problems = [
+    ...spaceProblems(who, draft.space.team),
+    ...checkAgent(draft, await referencesFor(ctx, who, draft.space.team, { workflows: draft.workflows }), jsonBytes(storedAgentShape(draft, owned))),
+  ];
   const identified = stored ? assignTriggerIds(draft.triggers, stored, randomUUID) : null;
   rejectProblems([...(identified?.problems ?? []), ...problems]);
   return { draft, changes, triggers: identified?.triggers ?? [] };
@@ -83,17 +100,15 @@ export async function createAgent(ctx: ServiceContext, who: Principal, body: Age
       : conflict(`this workspace has reached its limit of ${ctx.limits.agents} agents`);
   }
   const after = outcome.record.document;
-  return { record: outcome.record, applied: stagesOf(null, after, secrets.length > 0), changes: describeAgentChanges(null, after), webhookUrls: urlsOf(secrets) };
+  return {
+    record: outcome.record,
+    applied: stagesOf(null, after, secrets.length > 0),
+    changes: describeAgentChanges(null, after),
+    webhookUrls: urlsOf(secrets),
+  };
 }
 
-export async function replaceAgent(
-  ctx: ServiceContext,
-  who: Principal,
-  ref: string,
-  ifMatch: string,
-  body: AgentReplace,
-  force: boolean,
-): Promise<AgentWrite> {
+export async function replaceAgent(ctx: ServiceContext, who: Principal, ref: string, ifMatch: string, body: AgentReplace, force: boolean): Promise<AgentWrite> {
   const current = await findAgent(ctx, who, ref);
   assertStampsMatch({ ifMatch, bodyStamp: body.updated_at, stored: current.document, rule: 'instant' });
   if (body.id !== undefined && body.id.toLowerCase() !== current.id) {
@@ -114,7 +129,14 @@ export async function restoreAgent(ctx: ServiceContext, who: Principal, ref: str
 }
 
 /** A replace of `current` (read, its stamp matched) by `body`; `restoredFrom`: the version whose content it restores. */
-async function replaceWith(ctx: ServiceContext, who: Principal, current: AgentRecord, body: AgentReplace, force: boolean, restoredFrom?: number): Promise<AgentWrite> {
+async function replaceWith(
+  ctx: ServiceContext,
+  who: Principal,
+  current: AgentRecord,
+  body: AgentReplace,
+  force: boolean,
+  restoredFrom?: number,
+): Promise<AgentWrite> {
   const stored = storedTriggersOf(current.document);
   const prepared = await prepare(ctx, who, body, stored, { id: current.id, slug: current.slug, status: current.document.status });
   const kept = new Set(prepared.triggers.map((t) => t.id));
@@ -143,13 +165,7 @@ async function replaceWith(ctx: ServiceContext, who: Principal, current: AgentRe
   return write(ctx, who, current, doc, secrets, dropped.length > 0, restoredFrom);
 }
 
-export async function setAgentStatus(
-  ctx: ServiceContext,
-  who: Principal,
-  ref: string,
-  ifMatch: string,
-  status: AgentStatus,
-): Promise<AgentWrite> {
+export async function setAgentStatus(ctx: ServiceContext, who: Principal, ref: string, ifMatch: string, status: AgentStatus): Promise<AgentWrite> {
   const current = await findAgent(ctx, who, ref);
   assertStampsMatch({ ifMatch, stored: current.document, rule: 'instant' });
   return write(ctx, who, current, { ...current.document, status }, [], false);
@@ -171,7 +187,7 @@ export async function rotateWebhook(
   for (let attempt = 0; attempt < ROTATE_ATTEMPTS; attempt++) {
     const current = await findAgent(ctx, who, ref);
     const trigger = current.document.triggers.find((t) => t.id === triggerId.toLowerCase());
-    if (!trigger || trigger.kind !== 'webhook') {
+    if (trigger?.kind !== 'webhook') {
       throw notFound(`body.trigger_id: agent '${current.slug}' has no webhook trigger '${triggerId}'`);
     }
     if (current.document.status === 'archived') {
@@ -198,10 +214,16 @@ async function write(
 ): Promise<AgentWrite> {
   // The stamp is not a change (describeAgentChanges skips it): the changes are those of the document as stored.
   const changes = [...(restoredFrom === undefined ? [] : [restoredNote(restoredFrom)]), ...describeAgentChanges(current.document, doc)];
-  const outcome = await ctx.store.agents.replace(who.workspaceId, current.id, current.stampMicros, doc, secretRows(ctx, secrets), { author: who.userId, changes });
+  const outcome = await ctx.store.agents.replace(who.workspaceId, current.id, current.stampMicros, doc, secretRows(ctx, secrets), {
+    author: who.userId,
+    changes,
+  });
   if (!outcome.ok) {
     // Another write landed between our read and this one.
-    throw staleConflict(`agent '${current.slug}' changed while this write was prepared; read it again and rebase your change`, outcome.current?.document ?? null);
+    throw staleConflict(
+      `agent '${current.slug}' changed while this write was prepared; read it again and rebase your change`,
+      outcome.current?.document ?? null,
+    );
   }
   const after = outcome.record.document;
   return {

@@ -21,21 +21,13 @@ export function staleConflict(message: string, current: unknown): ApiError {
 }
 
 /** Throws 400 for an unreadable If-Match and 409 (with `current`) when a stamp is not the stored one. */
-export function assertStampsMatch(opts: {
-  ifMatch: string;
-  bodyStamp?: string;
-  stored: { updated_at: string };
-  rule: StampRule;
-}): void {
+export function assertStampsMatch(opts: { ifMatch: string; bodyStamp?: string; stored: { updated_at: string }; rule: StampRule }): void {
   const { stored, rule } = opts;
   const parsed = parseIfMatch(opts.ifMatch);
   if (!parsed) throw badRequest(`If-Match: must be * or the quoted updated_at of your last read, e.g. "${stored.updated_at}"`);
   const matches = sameStamp(rule);
   if (!ifMatchAdmits(parsed, stored.updated_at, matches)) {
-    throw staleConflict(
-      `If-Match: ${opts.ifMatch} is not the current stamp "${stored.updated_at}"; read the document again and rebase your change`,
-      stored,
-    );
+    throw staleConflict(`If-Match: ${opts.ifMatch} is not the current stamp "${stored.updated_at}"; read the document again and rebase your change`, stored);
   }
   if (opts.bodyStamp !== undefined && !matches(opts.bodyStamp, stored.updated_at)) {
     throw staleConflict(

@@ -49,4 +49,3 @@ export interface ServiceContext {
   /** The version lists' pages held (services/version-pages.ts). */
   versionPages: VersionPages;
 }
-

@@ -85,7 +85,11 @@ export async function idempotently(
       throw new ApiError(422, 'Idempotency-Key: this key was used within 24 hours for a different request (another body or path); use a new key');
     }
     if (!begun.reply) {
-      throw new ApiError(409, 'Idempotency-Key: the first request with this key is still being handled; retry once it has been answered', IDEMPOTENT_OPERATIONS.get(operation));
+      throw new ApiError(
+        409,
+        'Idempotency-Key: the first request with this key is still being handled; retry once it has been answered',
+        IDEMPOTENT_OPERATIONS.get(operation),
+      );
     }
     await stillVisible(begun.reply);
     return begun.reply;

@@ -56,9 +56,11 @@ export function startMaintenance(store: Store, logger: Logger, opts: Maintenance
     const runs = await inBatches(RUN_BATCH, (n) => store.runs.pruneFinished(before(retention), n));
     // After the runs: a version only a pruned run named goes in the same pass.
     const versions =
-      (await inBatches(BATCH, (n) => store.agents.versions.prune(versionsKept, n))) + (await inBatches(BATCH, (n) => store.workflows.versions.prune(versionsKept, n)));
+      (await inBatches(BATCH, (n) => store.agents.versions.prune(versionsKept, n))) +
+      (await inBatches(BATCH, (n) => store.workflows.versions.prune(versionsKept, n)));
     const quotas = await inBatches(BATCH, (n) => store.quotas.prune(Math.floor(nowMs / quotaWindowMs) - 1, n));
-    if (deliveries + keys + retired + runs + versions + quotas) logger.debug({ deliveries, keys, retired, runs, versions, quotas }, 'pruned rows past their keeping time');
+    if (deliveries + keys + retired + runs + versions + quotas)
+      logger.debug({ deliveries, keys, retired, runs, versions, quotas }, 'pruned rows past their keeping time');
   }
   const runOnce = (nowMs = Date.now()) => {
     running ??= pass(nowMs)

@@ -47,7 +47,13 @@ export interface PollDetectors {
 }
 
 /** Runs a claimed poll's detector (`tools`: its http.request limits and its own run limits) and records what it saw (starting a run when the output changed). */
-async function detect(ctx: ServiceContext, tools: { http: HttpToolOptions; limits: RunLimits; logger: Logger }, row: ScheduleRow, dueAt: number, nowMs: number): Promise<void> {
+async function detect(
+  ctx: ServiceContext,
+  tools: { http: HttpToolOptions; limits: RunLimits; logger: Logger },
+  row: ScheduleRow,
+  dueAt: number,
+  nowMs: number,
+): Promise<void> {
   const agent = await ctx.store.agents.find(row.workspace_id, row.owner_id);
   const trigger = agent?.document.triggers.find((t): t is Extract<Trigger, { kind: 'poll' }> => t.id === row.trigger_id && t.kind === 'poll');
   if (!agent || !trigger) return;
@@ -61,7 +67,11 @@ async function detect(ctx: ServiceContext, tools: { http: HttpToolOptions; limit
   });
   if (!detected.ok) {
     const retryAt = nowMs + pollBackoffMs(row.failures + 1);
-    await ctx.store.schedules.recordPoll(row.id, dueAt, { kind: 'failed', error: withoutNul(`the detector ${trigger.tool} failed: ${detected.error}`), retryAt });
+    await ctx.store.schedules.recordPoll(row.id, dueAt, {
+      kind: 'failed',
+      error: withoutNul(`the detector ${trigger.tool} failed: ${detected.error}`),
+      retryAt,
+    });
     return;
   }
   const hash = crypto.hash('sha256', JSON.stringify(detected.output), 'hex');
@@ -87,7 +97,11 @@ async function detect(ctx: ServiceContext, tools: { http: HttpToolOptions; limit
 
 export function createPollDetectors(ctx: ServiceContext, opts: PollDetectorOptions): PollDetectors {
   const { logger } = opts;
-  const detectorLimits: RunLimits = { ...opts.limits, toolTimeoutMs: opts.detectorTimeoutMs ?? DETECTOR_TIMEOUT_MS, toolTimeoutSetting: 'POLL_DETECTOR_TIMEOUT_SECONDS' };
+  const detectorLimits: RunLimits = {
+    ...opts.limits,
+    toolTimeoutMs: opts.detectorTimeoutMs ?? DETECTOR_TIMEOUT_MS,
+    toolTimeoutSetting: 'POLL_DETECTOR_TIMEOUT_SECONDS',
+  };
   /** Detectors running, by workspace; and all of them, to wait for. */
   const detecting = new Map<string, number>();
   const detectors = new Set<Promise<void>>();

@@ -141,7 +141,8 @@ export function createRateLimiter(config: RateLimitConfig, quotas: QuotaReposito
   let leasesWindow = -1;
 
   const leaseOf = (policy: QuotaPolicy, principal: Principal, window: number): Lease => {
-    const key = policy.scope === 'workspace' ? `${policy.name}\u0000${principal.workspaceId}` : `${policy.name}\u0000${principal.workspaceId}\u0000${principal.userId}`;
+    const key =
+      policy.scope === 'workspace' ? `${policy.name}\u0000${principal.workspaceId}` : `${policy.name}\u0000${principal.workspaceId}\u0000${principal.userId}`;
     let lease = leases.get(key);
     if (!lease) {
       // Hashed: a sub is as long as its token allows; the counter's key is 43 characters.

@@ -24,7 +24,12 @@ function modelIds(models: ServiceContext['models']): ReadonlySet<string> {
  * names; only those are looked up, and only those a document in `team`'s space may depend on count
  * (domain/spaces.ts, mayDependOn).
  */
-export async function referencesFor(ctx: ServiceContext, who: Principal, team: Team, named: { agents?: string[]; workflows?: string[] } = {}): Promise<References> {
+export async function referencesFor(
+  ctx: ServiceContext,
+  who: Principal,
+  team: Team,
+  named: { agents?: string[]; workflows?: string[] } = {},
+): Promise<References> {
   const connections = await ctx.store.connections.list(who.workspaceId);
   const { apps, tools } = await ctx.apps.of(who.workspaceId);
   const agents = new Set<string>();

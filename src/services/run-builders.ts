@@ -40,7 +40,12 @@ export function agentRun(agent: Stored<Agent>, request: AgentRunRequest, origin:
  * A run of the stored `workflow` with its resolved `input`: every step reserved (1 credit each), and
  * `stepAgents`, the agents its agent steps run as stored now (agentsOfSteps).
  */
-export function workflowRun(workflow: Stored<Workflow>, input: Record<string, unknown>, stepAgents: Record<string, Agent> | undefined, origin: RunOrigin): RunToAccept {
+export function workflowRun(
+  workflow: Stored<Workflow>,
+  input: Record<string, unknown>,
+  stepAgents: Record<string, Agent> | undefined,
+  origin: RunOrigin,
+): RunToAccept {
   return {
     ...origin,
     kind: 'workflow',

@@ -24,7 +24,7 @@ async function awaitStop(ctx: ServiceContext, runId: string): Promise<void> {
   }
   while (Date.now() < deadline) {
     const run = await ctx.store.runs.find(runId);
-    if (!run || run.status !== 'running') return;
+    if (run?.status !== 'running') return;
     await sleep(CANCEL_POLL_MS);
   }
 }
@@ -41,8 +41,7 @@ export async function cancelRun<K extends RunKind>(
 ): Promise<{ stopped: boolean; run: K extends 'agent' ? AgentRun : WorkflowRun }> {
   const { id } = await findRun(ctx, who, runId, kind);
   const outcome = await ctx.store.runs.cancel(id, who.userId, new Date().toISOString());
-  const ended = (status: string) =>
-    new ApiError(409, `run '${id}' already ended (${status}); only a queued, running or waiting run can be cancelled`);
+  const ended = (status: string) => new ApiError(409, `run '${id}' already ended (${status}); only a queued, running or waiting run can be cancelled`);
   if (outcome.outcome === 'missing') throw notFound(`run '${runId}' not found: no ${kind} run you may read has this id`);
   if (outcome.outcome === 'finished') throw ended(outcome.status);
   if (outcome.outcome === 'requested') await awaitStop(ctx, id);

@@ -39,7 +39,11 @@ interface Channel {
   again: boolean;
 }
 
-export function createRunEventFeed(store: Store, logger: Logger, opts: { perCaller: number; pollMs?: number; streamsOpen?: (delta: 1 | -1) => void }): RunEventFeed {
+export function createRunEventFeed(
+  store: Store,
+  logger: Logger,
+  opts: { perCaller: number; pollMs?: number; streamsOpen?: (delta: 1 | -1) => void },
+): RunEventFeed {
   const channels = new Map<string, Channel>();
   const pollMs = opts.pollMs ?? FEED_POLL_MS;
   /** Open streams by caller (absent: none). */

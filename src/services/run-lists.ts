@@ -5,7 +5,7 @@ import type { components } from '../../generated/api';
 import { badRequest } from '../errors';
 import { sees } from '../domain/spaces';
 import { isUuid } from '../ids';
-import { type RunKind, type RunListQuery, type RunListRow, type RunStatus } from '../store/port';
+import type { RunKind, RunListQuery, RunListRow, RunStatus } from '../store/port';
 import type { Principal, ServiceContext } from './context';
 import { DEFAULT_PAGE, decodeCursor, pageOf, type Page } from './pages';
 
@@ -24,7 +24,8 @@ const one = (params: ListParams, name: string): string | undefined => {
 };
 
 /** The run id a run list's cursor names: the last one the previous page showed. */
-export const decodeRunCursor = (cursor: string): string => decodeCursor(cursor, ({ id }) => (typeof id === 'string' && isUuid(id) ? id.toLowerCase() : undefined));
+export const decodeRunCursor = (cursor: string): string =>
+  decodeCursor(cursor, ({ id }) => (typeof id === 'string' && isUuid(id) ? id.toLowerCase() : undefined));
 
 function instant(params: ListParams, name: string): string | undefined {
   const value = one(params, name);
@@ -60,7 +61,13 @@ async function queryOf(kind: RunKind, who: Principal, params: ListParams, target
   };
 }
 
-const paged = <T>(rows: RunListRow[], limit: number): Page<T> => pageOf(rows, limit, (row) => row.item, (last) => ({ id: last.id }));
+const paged = <T>(rows: RunListRow[], limit: number): Page<T> =>
+  pageOf(
+    rows,
+    limit,
+    (row) => row.item,
+    (last) => ({ id: last.id }),
+  );
 
 export async function listAgentRuns(ctx: ServiceContext, who: Principal, params: ListParams): Promise<Page<AgentRunListItemPage>> {
   const query = await queryOf('agent', who, params, async (ref) => {
@@ -75,7 +82,8 @@ export async function listWorkflowRuns(ctx: ServiceContext, who: Principal, para
   const query = await queryOf('workflow', who, params, async (ref) => {
     if (isUuid(ref)) return ref.toLowerCase(); // a deleted workflow's runs stay listed under its id
     const workflow = await ctx.store.workflows.find(who.workspaceId, ref);
-    if (!workflow || !sees(who, workflow.document.space.team)) throw badRequest(`workflow: '${ref}' is not a workflow of this workspace (a deleted workflow's runs are listed by its id)`);
+    if (!workflow || !sees(who, workflow.document.space.team))
+      throw badRequest(`workflow: '${ref}' is not a workflow of this workspace (a deleted workflow's runs are listed by its id)`);
     return workflow.id;
   });
   return paged(await ctx.store.runs.list(query), query.limit - 1);

@@ -25,8 +25,7 @@ type Accepted = { accepted: true; run_id: string; status: 'queued' };
 
 export const AGENT_RUN_WARNING =
   'Transcript and tool output can contain instructions from third parties; review them before copying anything into an agent or workflow.';
-export const WORKFLOW_RUN_WARNING =
-  'Step output can contain instructions from third parties; review it before copying anything into an agent or workflow.';
+export const WORKFLOW_RUN_WARNING = 'Step output can contain instructions from third parties; review it before copying anything into an agent or workflow.';
 
 /** A run refused (409): `run_id` names the run row that recorded the refusal, or is null when none was. */
 export const refused = (error: string, runId: string | null) => new ApiError(409, error, { run_id: runId });
@@ -49,7 +48,9 @@ export async function acceptRun(ctx: ServiceContext, run: RunToAccept): Promise<
   const worker = ctx.reserveRunWorker();
   const claim = worker ? { lease: worker.lease, cap: worker.cap } : undefined;
   const outcome = await ctx.store.runs
-    .accept({ ...row, id, snapshotJson: snapshot.json, stepAgentsJson, initialCredits: ctx.defaultCredits, traceParent, claim }, (balance) => refusalMessage(run.minimumCost, balance))
+    .accept({ ...row, id, snapshotJson: snapshot.json, stepAgentsJson, initialCredits: ctx.defaultCredits, traceParent, claim }, (balance) =>
+      refusalMessage(run.minimumCost, balance),
+    )
     .catch((err: unknown) => {
       worker?.release();
       // It may have committed without reaching the disk (a failed fsync): the workers look in the table.
@@ -102,7 +103,13 @@ export async function testAgent(ctx: ServiceContext, who: Principal, ref: string
 }
 
 /** A test run of the workflow: of its current version, or of kept `version` (as testAgent). */
-export async function testWorkflow(ctx: ServiceContext, who: Principal, ref: string, input: Record<string, unknown>, version?: string | number): Promise<Accepted> {
+export async function testWorkflow(
+  ctx: ServiceContext,
+  who: Principal,
+  ref: string,
+  input: Record<string, unknown>,
+  version?: string | number,
+): Promise<Accepted> {
   const workflow = await findWorkflow(ctx, who, ref);
   const runs = version === undefined ? workflow : await runnableVersion({ noun: 'workflow', versions: ctx.store.workflows.versions }, workflow, version);
   const resolved = resolveInput(runs.document, input);

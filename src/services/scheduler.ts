@@ -82,7 +82,10 @@ export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Sch
     // Overlap: the previous run is still going, so this due time is skipped rather than piled up.
     const previous = row.last_run_id ? await store.runs.find(row.last_run_id) : null;
     if (previous && (previous.status === 'queued' || previous.status === 'running')) {
-      return void (await store.schedules.advance({ ...claim, fires: [...claim.fires, { dueAt, outcome: 'overlap', detail: `run ${previous.id} is still ${previous.status}` }] }));
+      return void (await store.schedules.advance({
+        ...claim,
+        fires: [...claim.fires, { dueAt, outcome: 'overlap', detail: `run ${previous.id} is still ${previous.status}` }],
+      }));
     }
     if (row.kind === 'agent') return fireAgentSchedule(ctx, logger, row, claim, dueAt);
     return fireWorkflowSchedule(ctx, logger, row, claim, dueAt);
@@ -92,7 +95,9 @@ export function startScheduler(ctx: ServiceContext, opts: SchedulerOptions): Sch
   const tick = (nowMs = Date.now()) => {
     ticking ??= (async () => {
       const rows = await store.schedules.due(nowMs, DUE_PER_TICK, DUE_PER_WORKSPACE);
-      await Promise.all(rows.map((row) => decide(row, nowMs).catch((err: unknown) => logger.error({ err, schedule: row.id }, 'could not decide a due schedule'))));
+      await Promise.all(
+        rows.map((row) => decide(row, nowMs).catch((err: unknown) => logger.error({ err, schedule: row.id }, 'could not decide a due schedule'))),
+      );
     })()
       .catch((err: unknown) => logger.error({ err }, 'scheduler tick failed'))
       .finally(() => {

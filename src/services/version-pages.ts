@@ -107,7 +107,7 @@ export class VersionPages {
     if (versions.length !== VERSION_RUN || versions[VERSION_RUN - 1]!.version !== run * VERSION_RUN + 1) return null;
     const ends = new Uint32Array(VERSION_RUN);
     let end = -1;
-    versions.forEach((v, k) => (ends[k] = end += 1 + v.json.length));
+    for (const [k, v] of versions.entries()) ends[k] = end += 1 + v.json.length;
     const whole = { text: versions.map((v) => v.json).join(','), ends };
     this.runs.set(key, whole);
     return whole;
@@ -127,7 +127,15 @@ export class VersionPages {
 /** The page of `limit` versions below `before` as the store lists them now. */
 async function pageRead(read: VersionRead, before: number, limit: number): Promise<BuiltVersionPage> {
   const versions = await read(before, limit + 1);
-  return { page: pageOf<ListedVersion, DocumentVersionPage>(versions, limit, (v) => v.json, (last) => ({ v: last.version })), lowestRead: versions[versions.length - 1]?.version ?? null };
+  return {
+    page: pageOf<ListedVersion, DocumentVersionPage>(
+      versions,
+      limit,
+      (v) => v.json,
+      (last) => ({ v: last.version }),
+    ),
+    lowestRead: versions[versions.length - 1]?.version ?? null,
+  };
 }
 
 /** The run version `version` is in (versions are numbered from 1). */

@@ -37,10 +37,19 @@ export function versionNumber(record: DocumentRecord<unknown>, ref: string | num
 }
 
 /** The kept version `ref` names, or 404. */
-export async function keptVersion<T>(versions: VersionRepository<T>, record: DocumentRecord<T>, ref: string | number, noun: string, param?: string): Promise<KeptVersion<T>> {
+export async function keptVersion<T>(
+  versions: VersionRepository<T>,
+  record: DocumentRecord<T>,
+  ref: string | number,
+  noun: string,
+  param?: string,
+): Promise<KeptVersion<T>> {
   const number = versionNumber(record, ref, noun, param);
   const kept = await versions.get(record.id, number);
-  if (!kept) throw notFound(`${param ?? 'version'}: ${noun} '${record.slug}' keeps no version ${number} (its versions are 1 to ${record.version}; older ones may have been pruned)`);
+  if (!kept)
+    throw notFound(
+      `${param ?? 'version'}: ${noun} '${record.slug}' keeps no version ${number} (its versions are 1 to ${record.version}; older ones may have been pruned)`,
+    );
   return kept;
 }
 
@@ -51,7 +60,13 @@ export async function keptVersion<T>(versions: VersionRepository<T>, record: Doc
  * (both kinds may share them: document ids are unique). `limitParam`: the query's, which the schema
  * checked is a whole number from 1 to 100 but which arrives as text.
  */
-export function listVersions<T>(kind: VersionedKind<T>, pages: VersionPages, record: DocumentRecord<T>, limitParam: number | string | undefined, cursor: string | undefined): Promise<VersionPage> {
+export function listVersions<T>(
+  kind: VersionedKind<T>,
+  pages: VersionPages,
+  record: DocumentRecord<T>,
+  limitParam: number | string | undefined,
+  cursor: string | undefined,
+): Promise<VersionPage> {
   const limit = limitParam === undefined ? DEFAULT_PAGE : Number(limitParam);
   const before = cursor === undefined ? record.version + 1 : decodeVersionCursor(cursor);
   return pages.get(record.id, record.version, before, limit, () => pages.build(record.id, record.version, before, limit, storeRead(kind, record.id)));
@@ -68,7 +83,8 @@ const itemJson = (documentId: string, e: VersionEntry) =>
   `{"version":${e.version},"version_id":${JSON.stringify(versionId(documentId, e.version))},"updated_at":"${formatStamp(e.stampMicros)}","author":${JSON.stringify(e.author)},"changes":${e.changesJson}}`;
 
 /** The version a version list's cursor names: the page continues below it. */
-const decodeVersionCursor = (cursor: string): number => decodeCursor(cursor, ({ v }) => (typeof v === 'number' && Number.isInteger(v) && v >= 1 ? v : undefined));
+const decodeVersionCursor = (cursor: string): number =>
+  decodeCursor(cursor, ({ v }) => (typeof v === 'number' && Number.isInteger(v) && v >= 1 ? v : undefined));
 
 /** One version as stored, and its stamp (the ETag's value). */
 export async function readVersion<T>(kind: VersionedKind<T>, record: DocumentRecord<T>, ref: string) {
@@ -81,7 +97,12 @@ export async function readVersion<T>(kind: VersionedKind<T>, record: DocumentRec
  * compared member by member and arrays item by item: linear in the documents' size (which the
  * workspace's document_bytes bounds).
  */
-export async function diffVersions<T>(kind: VersionedKind<T>, record: DocumentRecord<T>, fromRef: string, toRef = 'current'): Promise<{ from: number; to: number; patch: JsonPatchOperation[] }> {
+export async function diffVersions<T>(
+  kind: VersionedKind<T>,
+  record: DocumentRecord<T>,
+  fromRef: string,
+  toRef = 'current',
+): Promise<{ from: number; to: number; patch: JsonPatchOperation[] }> {
   const from = await keptVersion(kind.versions, record, fromRef, kind.noun);
   const to = toRef === 'current' ? { version: record.version, json: record.json } : await keptVersion(kind.versions, record, toRef, kind.noun, 'to');
   const target = JSON.parse(to.json) as object;

@@ -99,7 +99,7 @@ function verifySignature(signingSecret: string | null, delivery: Delivery): void
   } catch (err) {
     if (!(err instanceof WebhookVerificationError)) throw err;
     if (/timestamp/i.test(err.message) || /Invalid Signature Headers/.test(err.message)) {
-      throw new ApiError(401, 'webhook-timestamp: must be the signing time in seconds since the epoch, within 5 minutes of the server\'s clock');
+      throw new ApiError(401, "webhook-timestamp: must be the signing time in seconds since the epoch, within 5 minutes of the server's clock");
     }
     throw new ApiError(401, "webhook-signature: no signature matches the trigger's signing secret");
   }
@@ -165,21 +165,30 @@ async function deliver(ctx: ServiceContext, delivery: Delivery, nowMs: number): 
   const input = deliveryInput(delivery);
   const { id, outcome } = await acceptRun(
     ctx,
-    agentRun(agent, { prompt: deliveryPrompt(trigger, input), input }, {
-      workspaceId: target.workspaceId,
-      startedBy: `webhook:${trigger.id}`,
-      source: 'webhook',
-      triggerId: trigger.id,
-      ...(key && { delivery: { key, since } }),
-      // Counted in the run's write, once the delivery is known to be new: copies of one delivery
-      // arriving together start one run and spend one slot of the rate.
-      rate: { window: minute, limit },
-    }),
+    agentRun(
+      agent,
+      { prompt: deliveryPrompt(trigger, input), input },
+      {
+        workspaceId: target.workspaceId,
+        startedBy: `webhook:${trigger.id}`,
+        source: 'webhook',
+        triggerId: trigger.id,
+        ...(key && { delivery: { key, since } }),
+        // Counted in the run's write, once the delivery is known to be new: copies of one delivery
+        // arriving together start one run and spend one slot of the rate.
+        rate: { window: minute, limit },
+      },
+    ),
   );
   if (outcome.status === 'repeated') return replyOfEarlierDelivery(ctx, outcome.runId, outcome.httpStatus);
   if (outcome.status === 'rate_limited') {
     const retryAfter = Math.max(1, Math.ceil(((minute + 1) * 60_000 - nowMs) / 1000));
-    throw new ApiError(429, `this trigger received ${limit} deliveries this minute, its limit; retry after ${retryAfter} s`, {}, { 'Retry-After': String(retryAfter) });
+    throw new ApiError(
+      429,
+      `this trigger received ${limit} deliveries this minute, its limit; retry after ${retryAfter} s`,
+      {},
+      { 'Retry-After': String(retryAfter) },
+    );
   }
   if (outcome.status === 'refused') {
     throw refused(refusalMessage(1, outcome.balance), id);

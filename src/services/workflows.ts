@@ -59,13 +59,7 @@ export async function createWorkflow(ctx: ServiceContext, who: Principal, body: 
   return { record: outcome.record, applied: stagesOf(outcome.record.document), changes: describeWorkflowChanges(null, outcome.record.document) };
 }
 
-export async function replaceWorkflow(
-  ctx: ServiceContext,
-  who: Principal,
-  ref: string,
-  ifMatch: string,
-  body: WorkflowReplace,
-): Promise<WorkflowWrite> {
+export async function replaceWorkflow(ctx: ServiceContext, who: Principal, ref: string, ifMatch: string, body: WorkflowReplace): Promise<WorkflowWrite> {
   const current = await findWorkflow(ctx, who, ref);
   assertStampsMatch({ ifMatch, bodyStamp: body.updated_at, stored: current.document, rule: 'utc-only' });
   if (body.slug !== current.slug) {
@@ -90,7 +84,10 @@ async function replaceWith(ctx: ServiceContext, who: Principal, current: Workflo
   const changes = [...(restoredFrom === undefined ? [] : [restoredNote(restoredFrom)]), ...describeWorkflowChanges(current.document, doc)];
   const outcome = await ctx.store.workflows.replace(who.workspaceId, current.id, current.stampMicros, doc, { author: who.userId, changes });
   if (!outcome.ok) {
-    throw staleConflict(`workflow '${current.slug}' changed while this write was prepared; read it again and rebase your change`, outcome.current?.document ?? null);
+    throw staleConflict(
+      `workflow '${current.slug}' changed while this write was prepared; read it again and rebase your change`,
+      outcome.current?.document ?? null,
+    );
   }
   return { record: outcome.record, applied: stagesOf(outcome.record.document), changes };
 }

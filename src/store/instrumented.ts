@@ -32,7 +32,8 @@ function timed<T extends object>(target: T, prefix: string, instruments: Instrum
       if (known !== undefined) return known;
       let view: unknown = value;
       if (typeof value === 'function') view = timedMethod(value as (...args: unknown[]) => unknown, object, `${prefix}${property}`, instruments);
-      else if (value !== null && typeof value === 'object' && depth < MAX_DEPTH && !Array.isArray(value)) view = timed(value, `${prefix}${property}.`, instruments, depth + 1);
+      else if (value !== null && typeof value === 'object' && depth < MAX_DEPTH && !Array.isArray(value))
+        view = timed(value, `${prefix}${property}.`, instruments, depth + 1);
       else return value; // plain data: read through, never cached
       wrapped.set(property, view);
       return view;
@@ -44,7 +45,9 @@ function timedMethod(method: (...args: unknown[]) => unknown, self: object, name
   const spanName = `store ${name}`;
   return function timedCall(...args: unknown[]): unknown {
     const started = performance.now();
-    const span = tracingOn() ? startSpan(spanName, activeContext(), { kind: SpanKind.CLIENT, attributes: { 'db.system.name': system, 'db.operation.name': name } }) : null;
+    const span = tracingOn()
+      ? startSpan(spanName, activeContext(), { kind: SpanKind.CLIENT, attributes: { 'db.system.name': system, 'db.operation.name': name } })
+      : null;
     const done = () => {
       observe(name, (performance.now() - started) / 1000);
       span?.end();

@@ -17,8 +17,7 @@ const baseUrl = process.env.CONTRACT_BASE_URL;
 const issuer = process.env.CONTRACT_SIGNING_KEY
   ? localIssuerFromKey(process.env.CONTRACT_SIGNING_KEY, baseUrl)
   : openLocalIssuer(process.env.CONTRACT_DATA_DIR, baseUrl);
-const mint = (scope = 'build') =>
-  issuer.mint({ sub: 'contract-user', audience: 'build-api', claims: { workspace: 'contract', scope }, ttlSeconds: 3600 });
+const mint = (scope = 'build') => issuer.mint({ sub: 'contract-user', audience: 'build-api', claims: { workspace: 'contract', scope }, ttlSeconds: 3600 });
 const token = mint();
 const validatorReady = createContractValidator(loadSpec());
 
@@ -148,8 +147,11 @@ const spenderToken = issuer.mint({ sub: 'quota-spender', audience: 'build-api', 
 async function spendQuota() {
   const quota = Number(process.env.RATE_LIMIT_CALLER);
   for (let sent = 0; sent <= 3 * quota; sent += 100) {
-    const statuses = await Promise.all(Array.from({ length: 100 }, () =>
-      fetch(`${baseUrl}/api/build/catalog`, { headers: { authorization: `Bearer ${spenderToken}` } }).then((res) => res.status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 100 }, () =>
+        fetch(`${baseUrl}/api/build/catalog`, { headers: { authorization: `Bearer ${spenderToken}` } }).then((res) => res.status),
+      ),
+    );
     if (statuses.includes(429)) return;
   }
   throw new Error('the caller quota never answered 429');
@@ -281,7 +283,13 @@ async function prepareVersions(t, summary, status) {
 }
 
 // ---------------------------------------------------------------- run control
-const RUN_CONTROL = new Set(['Cancel agent run', 'Cancel workflow run', 'Approve or reject a held tool call', 'Follow agent run events', 'Follow workflow run events']);
+const RUN_CONTROL = new Set([
+  'Cancel agent run',
+  'Cancel workflow run',
+  'Approve or reject a held tool call',
+  'Follow agent run events',
+  'Follow workflow run events',
+]);
 
 let controlAgent;
 /** An agent whose writes wait for approval (a run of `/call kv.set …` parks), and that can sleep. */
@@ -363,7 +371,10 @@ async function prepareRunControl(t, summary, status) {
     if (status === 409) runId = agentRuns ? await controlRun('hello', 'final') : await workflowRun('final');
     if (status === 422) {
       const first = agentRuns ? await controlRun('hello', 'final') : await workflowRun('final');
-      await fetch(`${baseUrl}/api/build/${agentRuns ? 'runs' : 'workflow-runs'}/${first}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'idempotency-key': `reuse-${summary}` } });
+      await fetch(`${baseUrl}/api/build/${agentRuns ? 'runs' : 'workflow-runs'}/${first}/cancel`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'idempotency-key': `reuse-${summary}` },
+      });
       req.headers['Idempotency-Key'] = `reuse-${summary}`;
       runId = agentRuns ? await controlRun('hello', 'final') : await workflowRun('final'); // another path: 422
     }
@@ -383,13 +394,21 @@ let heldStreams = [];
 async function holdStreams(count) {
   const runId = await controlRun('/call kv.set {"key":"held","value":1}', 'awaiting_approval');
   heldStreams = await Promise.all(
-    Array.from({ length: count }, () => new Promise((resolve, reject) => {
-      const req = http.get(`${baseUrl}/api/build/runs/${runId}/events`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } }, (res) => {
-        if (res.statusCode !== 200) reject(new Error(`a held stream was answered ${res.statusCode}`));
-        else resolve(req);
-      });
-      req.on('error', reject);
-    })),
+    Array.from(
+      { length: count },
+      () =>
+        new Promise((resolve, reject) => {
+          const req = http.get(
+            `${baseUrl}/api/build/runs/${runId}/events`,
+            { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } },
+            (res) => {
+              if (res.statusCode !== 200) reject(new Error(`a held stream was answered ${res.statusCode}`));
+              else resolve(req);
+            },
+          );
+          req.on('error', reject);
+        }),
+    ),
   );
 }
 
@@ -399,16 +418,21 @@ async function prepareKeyReuse(t, summary) {
   const key = `reuse-${summary}`;
   req.headers.Authorization = `Bearer ${token}`;
   t.skip = false;
-  const first = summary === 'Create agent'
-    ? { ...JSON.parse(exampleAgent), slug: 'idempotent-agent' }
-    : summary === 'Create workflow'
-      ? { ...workflowExample(), slug: 'idempotent-workflow' }
-      : summary === 'Test agent'
-        ? { prompt: 'first' }
-        : { input: {} };
+  const first =
+    summary === 'Create agent'
+      ? { ...JSON.parse(exampleAgent), slug: 'idempotent-agent' }
+      : summary === 'Create workflow'
+        ? { ...workflowExample(), slug: 'idempotent-workflow' }
+        : summary === 'Test agent'
+          ? { prompt: 'first' }
+          : { input: {} };
   const path = new URL(req.uri, baseUrl).pathname;
   const method = req.method;
-  await fetch(`${baseUrl}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(first) });
+  await fetch(`${baseUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': key },
+    body: JSON.stringify(first),
+  });
   req.headers['Idempotency-Key'] = key;
 }
 
@@ -460,10 +484,13 @@ async function prepareDelivery(t, status) {
 }
 
 hooks.beforeEach((t, done) => {
-  prepare(t).then(() => done(), (err) => {
-    t.fail = `hook could not prepare the request: ${err.message}`;
-    done();
-  });
+  prepare(t).then(
+    () => done(),
+    (err) => {
+      t.fail = `hook could not prepare the request: ${err.message}`;
+      done();
+    },
+  );
 });
 
 hooks.afterEach((t, done) => {
@@ -479,35 +506,42 @@ hooks.afterEach((t, done) => {
 });
 
 hooks.beforeEachValidation((t, done) => {
-  validatorReady.then((api) => {
-    const { path } = parse(t.name);
-    const operation = api.matchOperation({ method: t.request.method, path: t.request.uri.split('?')[0], headers: {} })
-      || api.matchOperation({ method: t.request.method, path, headers: {} });
-    if (String(t.real.headers['content-type']).startsWith('text/event-stream')) {
-      t.fail = eventStreamProblem(api, t.real.body) ?? undefined;
-      if (!t.fail && t.real.statusCode !== parse(t.name).status) t.fail = `expected ${parse(t.name).status}, got ${t.real.statusCode}`;
-      return done();
-    }
-    let body;
-    try {
-      body = t.real.body ? JSON.parse(t.real.body) : undefined;
-    } catch {
-      t.fail = `reply is not JSON: ${t.real.body.slice(0, 200)}`;
-      return done();
-    }
-    const reply = body === undefined ? { status: t.real.statusCode, noContent: true, headers: t.real.headers } : { status: t.real.statusCode, body, headers: t.real.headers };
-    const problem = contractViolation(api, operation, reply);
-    if (problem) t.fail = `reply breaks the contract: ${problem}`;
-    else if (t.real.statusCode !== parse(t.name).status) t.fail = `expected ${parse(t.name).status}, got ${t.real.statusCode}: ${t.real.body}`;
-    done();
-  }, (err) => {
-    t.fail = `validator failed: ${err.message}`;
-    done();
-  });
+  validatorReady.then(
+    (api) => {
+      const { path } = parse(t.name);
+      const operation =
+        api.matchOperation({ method: t.request.method, path: t.request.uri.split('?')[0], headers: {} }) ||
+        api.matchOperation({ method: t.request.method, path, headers: {} });
+      if (String(t.real.headers['content-type']).startsWith('text/event-stream')) {
+        t.fail = eventStreamProblem(api, t.real.body) ?? undefined;
+        if (!t.fail && t.real.statusCode !== parse(t.name).status) t.fail = `expected ${parse(t.name).status}, got ${t.real.statusCode}`;
+        return done();
+      }
+      let body;
+      try {
+        body = t.real.body ? JSON.parse(t.real.body) : undefined;
+      } catch {
+        t.fail = `reply is not JSON: ${t.real.body.slice(0, 200)}`;
+        return done();
+      }
+      const reply =
+        body === undefined
+          ? { status: t.real.statusCode, noContent: true, headers: t.real.headers }
+          : { status: t.real.statusCode, body, headers: t.real.headers };
+      const problem = contractViolation(api, operation, reply);
+      if (problem) t.fail = `reply breaks the contract: ${problem}`;
+      else if (t.real.statusCode !== parse(t.name).status) t.fail = `expected ${parse(t.name).status}, got ${t.real.statusCode}: ${t.real.body}`;
+      done();
+    },
+    (err) => {
+      t.fail = `validator failed: ${err.message}`;
+      done();
+    },
+  );
 });
 
 /** An event stream's body: frames of id/event/data, ids counting from 1, each data a RunEvent, ending with run.finished. */
-function eventStreamProblem(api, text) {
+function eventStreamProblem(_api, text) {
   const frames = text.split('\n\n').filter((f) => f.trim() && !f.startsWith(':'));
   if (!frames.length) return 'the event stream is empty';
   const schema = loadSpec().document.components.schemas.RunEvent;

@@ -18,11 +18,7 @@ export interface StreamRead {
   ended: boolean;
 }
 
-export function readEventStream(
-  url: string,
-  token: string,
-  opts: { lastEventId?: number; stopAfter?: number; forMs?: number } = {},
-): Promise<StreamRead> {
+export function readEventStream(url: string, token: string, opts: { lastEventId?: number; stopAfter?: number; forMs?: number } = {}): Promise<StreamRead> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' };
     if (opts.lastEventId !== undefined) headers['Last-Event-ID'] = String(opts.lastEventId);

@@ -90,13 +90,15 @@ export async function startFakeIdp(shape: ProviderShape, firstKeyAlg: Alg = 'RS2
     hits.push(path);
     res.setHeader('content-type', 'application/json');
     if (path === shape.metadataPath(shape.issuerPath)) {
-      res.end(JSON.stringify({
-        issuer: issuerOf(),
-        jwks_uri: `${origin}${shape.jwksPath(shape.issuerPath)}`,
-        authorization_endpoint: `${issuerOf().replace(/\/$/, '')}/authorize`,
-        token_endpoint: `${issuerOf().replace(/\/$/, '')}/token`,
-        id_token_signing_alg_values_supported: ['RS256'],
-      }));
+      res.end(
+        JSON.stringify({
+          issuer: issuerOf(),
+          jwks_uri: `${origin}${shape.jwksPath(shape.issuerPath)}`,
+          authorization_endpoint: `${issuerOf().replace(/\/$/, '')}/authorize`,
+          token_endpoint: `${issuerOf().replace(/\/$/, '')}/token`,
+          id_token_signing_alg_values_supported: ['RS256'],
+        }),
+      );
     } else if (path === shape.jwksPath(shape.issuerPath)) {
       res.end(JSON.stringify({ keys: [...keys.values()].map((k) => k.jwk) }));
     } else {
@@ -125,7 +127,10 @@ export async function startFakeIdp(shape: ProviderShape, firstKeyAlg: Alg = 'RS2
     token(opts = {}) {
       const key = opts.kid ? keys.get(opts.kid) : keys.values().next().value;
       if (!key) throw new Error('no such key');
-      const payload = { ...shape.claims(issuerOf(), { build: opts.build ?? true, workspace: opts.workspace ?? 'acme', user: opts.user ?? 'alice' }), ...opts.claims };
+      const payload = {
+        ...shape.claims(issuerOf(), { build: opts.build ?? true, workspace: opts.workspace ?? 'acme', user: opts.user ?? 'alice' }),
+        ...opts.claims,
+      };
       return signToken({ typ: 'JWT', ...shape.header, alg: key.alg, kid: key.kid }, payload, key.alg, key.privateKey);
     },
     env: () => ({ AUTH_ISSUER: issuerOf(), AUTH_AUDIENCE: shape.audience, AUTH_WORKSPACE_CLAIM: shape.workspaceClaim }),
@@ -223,7 +228,11 @@ export const PROVIDERS: Record<'auth0' | 'okta' | 'entra' | 'keycloak', Provider
       jti: crypto.randomUUID(),
       iss,
       aud: ['build-api', 'account'],
-      sub: crypto.createHash('md5').update(o.user).digest('hex').replace(/^(.{8})(.{4})(.{4})(.{4})/, '$1-$2-$3-$4-'),
+      sub: crypto
+        .createHash('md5')
+        .update(o.user)
+        .digest('hex')
+        .replace(/^(.{8})(.{4})(.{4})(.{4})/, '$1-$2-$3-$4-'),
       typ: 'Bearer',
       azp: 'build-cli',
       session_state: crypto.randomUUID(),

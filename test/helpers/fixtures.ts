@@ -53,5 +53,8 @@ export function replaceBody(doc: Schemas['Agent']): Schemas['AgentReplace'] {
 
 /** A read agent without its triggers' live status members (what the stored document holds). */
 export function storedPart(doc: Schemas['Agent']): Schemas['Agent'] {
-  return { ...doc, triggers: doc.triggers.map(({ last_fired_at: _f, next_fire_at: _n, last_error: _e, ...trigger }) => trigger as Schemas['Agent']['triggers'][number]) };
+  return {
+    ...doc,
+    triggers: doc.triggers.map(({ last_fired_at: _f, next_fire_at: _n, last_error: _e, ...trigger }) => trigger as Schemas['Agent']['triggers'][number]),
+  };
 }

@@ -35,14 +35,33 @@ export const nextRunId = () => `00000000-0000-4000-8000-${String(++counter).padS
 /** A workflow of tool steps, one after the other when `chained`. */
 export function toolWorkflow(steps: { id: string; tool: string; args?: Record<string, unknown> }[], chained = true): Workflow {
   return {
-    kind: 'service.workflow/v1', slug: 'w', name: 'W', description: null, enabled: true, updated_at: '', space: { team: null }, send_as: null, inputs: {}, schedule: null, output: null,
+    kind: 'service.workflow/v1',
+    slug: 'w',
+    name: 'W',
+    description: null,
+    enabled: true,
+    updated_at: '',
+    space: { team: null },
+    send_as: null,
+    inputs: {},
+    schedule: null,
+    output: null,
     steps: steps.map((s, i) => ({ id: s.id, kind: 'tool', tool: s.tool, args: s.args ?? {}, after: chained && i > 0 ? [steps[i - 1]!.id] : [] })),
   } as unknown as Workflow;
 }
 
 /** An agent of the scripted model: its instructions' `/call` lines are its tool calls. */
 export function scriptedAgent(overrides: Partial<Agent> = {}): Agent {
-  return { ...minimalAgent('Scripted'), id: 'agent-1', slug: 'scripted', status: 'active', updated_at: '', reasoning_effort: null, max_steps: 4, ...overrides } as unknown as Agent;
+  return {
+    ...minimalAgent('Scripted'),
+    id: 'agent-1',
+    slug: 'scripted',
+    status: 'active',
+    updated_at: '',
+    reasoning_effort: null,
+    max_steps: 4,
+    ...overrides,
+  } as unknown as Agent;
 }
 
 export interface QueueOptions {
@@ -67,15 +86,37 @@ export async function queueRun(store: Store, target: Workflow | Agent, opts: Que
   const minimumCost = opts.minimumCost ?? (isWorkflow ? (target as Workflow).steps.length : 1);
   const outcome = await store.runs.accept(
     {
-      id, kind: isWorkflow ? 'workflow' : 'agent', workspaceId, startedBy: 'user-1', targetId: 'target-1', targetVersion: 1, source: 'test',
-      request, snapshotJson: JSON.stringify(target), state, minimumCost, initialCredits: opts.initialCredits ?? 100,
+      id,
+      kind: isWorkflow ? 'workflow' : 'agent',
+      workspaceId,
+      startedBy: 'user-1',
+      targetId: 'target-1',
+      targetVersion: 1,
+      source: 'test',
+      request,
+      snapshotJson: JSON.stringify(target),
+      state,
+      minimumCost,
+      initialCredits: opts.initialCredits ?? 100,
       ...(!isWorkflow && { agent: { slug: (target as Agent).slug, name: target.name } }),
       ...(opts.claim && { claim: opts.claim }),
     },
     () => 'refused',
   );
   if (outcome.status !== 'queued') throw new Error(`run not queued: ${outcome.status}`);
-  return { id, kind: isWorkflow ? 'workflow' : 'agent', workspaceId, snapshot: target, request, state, creditsReserved: minimumCost, creditsSpent: 0, source: 'test', acceptedAt: (await store.runs.find(id))!.accepted_at, traceParent: null };
+  return {
+    id,
+    kind: isWorkflow ? 'workflow' : 'agent',
+    workspaceId,
+    snapshot: target,
+    request,
+    state,
+    creditsReserved: minimumCost,
+    creditsSpent: 0,
+    source: 'test',
+    acceptedAt: (await store.runs.find(id))!.accepted_at,
+    traceParent: null,
+  };
 }
 
 /** Queues a run and claims it under `lease`, as a worker does before it executes it. */

@@ -21,7 +21,16 @@ export interface TestService {
   service: Service;
   dataDir: string;
   /** A token the service accepts, for this user and workspace (scope `build` unless given). */
-  token(opts?: { user?: string; workspace?: string; scope?: string; teams?: string[]; admin?: boolean; claims?: Record<string, unknown>; ttl?: number; now?: number }): string;
+  token(opts?: {
+    user?: string;
+    workspace?: string;
+    scope?: string;
+    teams?: string[];
+    admin?: boolean;
+    claims?: Record<string, unknown>;
+    ttl?: number;
+    now?: number;
+  }): string;
   /** A typed client that sends `token` (or none when null). */
   client(token?: string | null): ReturnType<typeof createClient<paths>>;
   close(): Promise<void>;
@@ -34,7 +43,13 @@ export interface TestService {
 export async function startService(env: Record<string, string> = {}, mutate?: (config: Config) => void): Promise<TestService> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-api-test-'));
   const database = env.DATABASE_PATH || env.DATABASE_URL ? null : await freshDatabase();
-  const config = loadConfig({ DATABASE_PATH: path.join(dataDir, 'build.db'), PUBLIC_BASE_URL: 'http://build.test', LOG_LEVEL: 'silent', ...database?.env, ...env });
+  const config = loadConfig({
+    DATABASE_PATH: path.join(dataDir, 'build.db'),
+    PUBLIC_BASE_URL: 'http://build.test',
+    LOG_LEVEL: 'silent',
+    ...database?.env,
+    ...env,
+  });
   mutate?.(config);
   const service = await createService(config, createLogger('silent'), { validateResponses: true });
   const server: Server = await new Promise((resolve) => {

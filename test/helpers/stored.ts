@@ -60,7 +60,11 @@ export async function storedWrite(at: StoredAt, sql: string, params: unknown[] =
 
 /** Sets a workspace's balance as stored (PostgreSQL also keeps part of it in credit slots: emptied). */
 export async function setStoredBalance(at: StoredAt, workspaceId: string, credits: number): Promise<void> {
-  await storedWrite(at, 'INSERT INTO workspaces (id, credits, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET credits = excluded.credits', [workspaceId, credits, new Date().toISOString()]);
+  await storedWrite(at, 'INSERT INTO workspaces (id, credits, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET credits = excluded.credits', [
+    workspaceId,
+    credits,
+    new Date().toISOString(),
+  ]);
   if (at.databaseUrl) await storedWrite(at, 'UPDATE workspace_credit_slots SET credits = 0 WHERE workspace_id = ?', [workspaceId]);
 }
 

@@ -12,7 +12,12 @@ afterAll(() => t.close());
 
 async function agent(overrides: Partial<AgentCreate> = {}) {
   const res = await t.client().PUT('/api/build/agents', {
-    body: { ...minimalAgent(`Runner ${Math.random().toString(36).slice(2, 8)}`), max_steps: 10, tools: { apps: ['kv', 'core'], connections: 'all', disabled_tools: [], approval: 'destructive' }, ...overrides },
+    body: {
+      ...minimalAgent(`Runner ${Math.random().toString(36).slice(2, 8)}`),
+      max_steps: 10,
+      tools: { apps: ['kv', 'core'], connections: 'all', disabled_tools: [], approval: 'destructive' },
+      ...overrides,
+    },
   });
   expect(res.response.status).toBe(201);
   return res.data!.data.document;
@@ -60,13 +65,24 @@ test('the approval policy holds calls: write holds writes, destructive holds des
   const held = await waitForAgentRun(t, (await startRun(strict.slug, '/call kv.set {"key":"held","value":1}\n/call kv.list {}')).data!.data.run_id);
   expect(held.status).toBe('awaiting_approval');
   expect(held.tool_calls).toEqual([
-    { id: 'call_1', tool: 'kv.set', args: { key: 'held', value: 1 }, status: 'awaiting_approval', output: null, error: null, approval: { decision: null, note: null, decided_by: null, decided_at: null } },
+    {
+      id: 'call_1',
+      tool: 'kv.set',
+      args: { key: 'held', value: 1 },
+      status: 'awaiting_approval',
+      output: null,
+      error: null,
+      approval: { decision: null, note: null, decided_by: null, decided_at: null },
+    },
   ]);
   expect(held.approval_expires_at).toMatch(/Z$/);
   expect(await t.service.store.kv.get('ws-1', 'held')).toBeUndefined();
 
   const lenient = await agent();
-  const run = await waitForAgentRun(t, (await startRun(lenient.slug, '/call kv.set {"key":"kept","value":1}\n/call kv.delete {"key":"kept"}')).data!.data.run_id);
+  const run = await waitForAgentRun(
+    t,
+    (await startRun(lenient.slug, '/call kv.set {"key":"kept","value":1}\n/call kv.delete {"key":"kept"}')).data!.data.run_id,
+  );
   expect(run.status).toBe('awaiting_approval');
   expect(run.tool_calls.map((c) => [c.tool, c.status])).toEqual([
     ['kv.set', 'succeeded'],
@@ -77,7 +93,10 @@ test('the approval policy holds calls: write holds writes, destructive holds des
 
 test('tools outside tools.apps or disabled are refused; bad arguments fail the call, not the run', async () => {
   const doc = await agent({ tools: { apps: ['core'], connections: 'all', disabled_tools: ['core.sleep'], approval: 'destructive' } });
-  const run = await waitForAgentRun(t, (await startRun(doc.slug, '/call kv.get {"key":"x"}\n/call core.sleep {"ms":1}\n/call core.pick {"path":"a"}')).data!.data.run_id);
+  const run = await waitForAgentRun(
+    t,
+    (await startRun(doc.slug, '/call kv.get {"key":"x"}\n/call core.sleep {"ms":1}\n/call core.pick {"path":"a"}')).data!.data.run_id,
+  );
   expect(run.status).toBe('succeeded');
   expect(run.tool_calls.map((c) => [c.tool, c.status, c.error])).toEqual([
     ['kv.get', 'refused', 'kv.get is not available to this agent (not in tools.apps, or disabled)'],
@@ -94,7 +113,9 @@ test('max_steps ends a run that has not answered: failed, with the steps taken',
 
 test('an archived agent refuses test runs with 409 and run_id null', async () => {
   const doc = await agent();
-  await t.client().POST('/api/build/agents/{ref}/status', { params: { path: { ref: doc.id }, header: { 'If-Match': `"${doc.updated_at}"` } }, body: { status: 'archived' } });
+  await t
+    .client()
+    .POST('/api/build/agents/{ref}/status', { params: { path: { ref: doc.id }, header: { 'If-Match': `"${doc.updated_at}"` } }, body: { status: 'archived' } });
   const res = await startRun(doc.slug, 'hi');
   expect(res.response.status).toBe(409);
   expect(res.error).toEqual({ error: `agent '${doc.slug}' is archived; set its status to draft or active to test it`, run_id: null });

@@ -35,7 +35,10 @@ describe('create agent', () => {
     const read = await t.client().GET('/api/build/agents/{ref}', { params: { path: { ref: result.document.id } } });
     expect(read.response.status).toBe(200);
     // The read is the stored document with each trigger's live status (nothing fired yet).
-    expect(read.data!.data).toEqual({ ...result.document, triggers: result.document.triggers.map((tr) => ({ ...tr, last_fired_at: null, next_fire_at: null, last_error: null })) });
+    expect(read.data!.data).toEqual({
+      ...result.document,
+      triggers: result.document.triggers.map((tr) => ({ ...tr, last_fired_at: null, next_fire_at: null, last_error: null })),
+    });
     expect(read.response.headers.get('etag')).toBe(response.headers.get('etag'));
   });
 
@@ -274,9 +277,7 @@ describe('replace agent', () => {
 
   test('concurrent replaces with one stamp: exactly one wins, the rest are 409', async () => {
     const { doc, etag } = await create('Race');
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => replace(doc.slug, etag, { ...replaceBody(doc), instructions: `writer ${i}` })),
-    );
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => replace(doc.slug, etag, { ...replaceBody(doc), instructions: `writer ${i}` })));
     const winners = results.filter((r) => r.response.status === 200);
     expect(winners).toHaveLength(1);
     expect(results.filter((r) => r.response.status === 409)).toHaveLength(19);
@@ -320,7 +321,11 @@ describe('agent status', () => {
 describe('validate agent', () => {
   test('returns the normalised document and what normalisation did; writes nothing', async () => {
     const before = await t.client().GET('/api/build/agents');
-    const body = { ...minimalAgent('Validate only'), status: 'active' as const, triggers: [{ kind: 'webhook' as const, name: 'Hook', secret_prefix: 'whk_x' }] };
+    const body = {
+      ...minimalAgent('Validate only'),
+      status: 'active' as const,
+      triggers: [{ kind: 'webhook' as const, name: 'Hook', secret_prefix: 'whk_x' }],
+    };
     const res = await t.client().POST('/api/build/agents/validate', { body });
     expect(res.response.status).toBe(200);
     expect(res.data!.data.valid).toBe(true);

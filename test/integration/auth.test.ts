@@ -41,7 +41,11 @@ describe('401', () => {
   test('wrong scheme and malformed tokens', async () => {
     // Another scheme is no bearer token at all: no error code (RFC 6750 §3.1); a malformed Bearer one is invalid.
     await expectUnauthorized(await get(null, '/api/build/agents', { authorization: 'Basic dXNlcjpwYXNz' }), METADATA, /must be "Bearer <token>"/);
-    await expectUnauthorized(await get(null, '/api/build/agents', { authorization: 'Bearer a b' }), `${METADATA}, error="invalid_token"`, /must be "Bearer <token>"/);
+    await expectUnauthorized(
+      await get(null, '/api/build/agents', { authorization: 'Bearer a b' }),
+      `${METADATA}, error="invalid_token"`,
+      /must be "Bearer <token>"/,
+    );
     await expectUnauthorized(await get('not-a-jwt'), `${METADATA}, error="invalid_token"`, /not a JWT/);
   });
 
@@ -50,8 +54,11 @@ describe('401', () => {
     ['not yet valid', () => t.token({ now: Math.floor(Date.now() / 1000) + 3600 })],
     ['wrong audience', () => forgeWithServiceKey(claims({ aud: 'someone-else' }))],
     ['wrong issuer', () => forgeWithServiceKey(claims({ iss: 'http://evil.test' }))],
-    ['bad signature', () => t.token().slice(0, -4) + 'AAAA'],
-    ['alg none', () => `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url')}.${Buffer.from(JSON.stringify(claims())).toString('base64url')}.`],
+    ['bad signature', () => `${t.token().slice(0, -4)}AAAA`],
+    [
+      'alg none',
+      () => `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url')}.${Buffer.from(JSON.stringify(claims())).toString('base64url')}.`,
+    ],
     ['HS256 signed with the public key', () => hs256WithPublicKey()],
     ['unknown kid', () => forge({ alg: 'RS256', kid: 'unknown' }, claims(), crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey)],
     ['no workspace claim', () => forgeWithServiceKey(claims({ workspace: undefined }))],
@@ -91,7 +98,7 @@ describe('401', () => {
       expect(await statusOf(valid)).toBe(200);
       expect(await statusOf(valid)).toBe(200);
       expect(await statusOf(t.token({ scope: 'read' }))).toBe(403);
-      expect(await statusOf(valid.slice(0, -4) + 'AAAA')).toBe(401);
+      expect(await statusOf(`${valid.slice(0, -4)}AAAA`)).toBe(401);
       expect(await statusOf(valid)).toBe(200);
       expect(ports.size).toBe(1); // all on the one connection
     } finally {
@@ -143,7 +150,11 @@ describe('403 and scopes', () => {
   });
 
   test('the token is checked before the body: an unauthenticated oversized body is 401, not 413', async () => {
-    const res = await fetch(`${t.baseUrl}/api/build/agents/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: 'x'.repeat(70_000) });
+    const res = await fetch(`${t.baseUrl}/api/build/agents/validate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: 'x'.repeat(70_000),
+    });
     expect(res.status).toBe(401);
   });
 });

@@ -12,7 +12,11 @@ const BACKLOG = 60;
 const WORKSPACES = ['ws-a', 'ws-b'];
 
 const serviceOn = (at: StoredAt) =>
-  startService({ ...(at.databaseUrl ? { DATABASE_URL: at.databaseUrl } : { DATABASE_PATH: at.databasePath }), RUN_WORKERS: '4', RUN_WORKERS_PER_WORKSPACE: '3' });
+  startService({
+    ...(at.databaseUrl ? { DATABASE_URL: at.databaseUrl } : { DATABASE_PATH: at.databasePath }),
+    RUN_WORKERS: '4',
+    RUN_WORKERS_PER_WORKSPACE: '3',
+  });
 
 async function startRun(t: TestService, workspace: string): Promise<string> {
   const res = await t.client(t.token({ workspace })).POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'quick' } }, body: {} });

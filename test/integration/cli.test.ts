@@ -49,13 +49,18 @@ test('token --team (repeatable) and --admin: the teams claim and the administrat
   expect([payload.teams, payload.scope]).toEqual([['finance', 'ops'], 'build']);
   const admin = cli(['token', '--user', 'boss', '--workspace', 'cli-ws', '--admin']).stdout.trim();
   expect((JSON.parse(Buffer.from(admin.split('.')[1]!, 'base64url').toString('utf8')) as { scope: string }).scope).toBe('build build:admin');
-  const created = await t.client(teamed.stdout.trim()).PUT('/api/build/agents', { body: { ...minimalAgent('Finance only'), slug: 'finance-only', space: { team: 'finance' } } });
+  const created = await t
+    .client(teamed.stdout.trim())
+    .PUT('/api/build/agents', { body: { ...minimalAgent('Finance only'), slug: 'finance-only', space: { team: 'finance' } } });
   expect(created.response.status).toBe(201);
   expect((await t.client(admin).GET('/api/build/agents/{ref}', { params: { path: { ref: 'finance-only' } } })).response.status).toBe(200);
   const plain = cli(['token', '--user', 'plain', '--workspace', 'cli-ws']).stdout.trim();
   expect((await t.client(plain).GET('/api/build/agents/{ref}', { params: { path: { ref: 'finance-only' } } })).response.status).toBe(404);
   const bad = cli(['token', '--user', 'u', '--workspace', 'w', '--team', 'Finance Team']);
-  expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([2, "build-api: --team: 'Finance Team' is not a team slug (lowercase letters and digits joined by single hyphens)"]);
+  expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([
+    2,
+    "build-api: --team: 'Finance Team' is not a team slug (lowercase letters and digits joined by single hyphens)",
+  ]);
 });
 
 test('connections add and list work on the service database, and the running service sees them at once', async () => {
@@ -100,7 +105,8 @@ describe('every start-up failure is one line naming its cause, and exit status 1
   });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
   // A SQLite file of its own unless the case says otherwise; a port nobody uses.
-  const serve = (extraEnv: Record<string, string>) => cli(['serve'], { DATABASE_URL: '', DATABASE_PATH: path.join(dir, `${Math.random()}.db`), PORT: '0', ...extraEnv });
+  const serve = (extraEnv: Record<string, string>) =>
+    cli(['serve'], { DATABASE_URL: '', DATABASE_PATH: path.join(dir, `${Math.random()}.db`), PORT: '0', ...extraEnv });
   const oneLine = (res: { code: number | null; stderr: string }, pattern: RegExp) => {
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/^build-api: [^\n]+\n$/);
@@ -123,7 +129,10 @@ describe('every start-up failure is one line naming its cause, and exit status 1
     oneLine(serve({ DATABASE_PATH: path.join(dir, 'garbage.db') }), /cannot open the store \(SQLite file .*garbage\.db\): file is not a database/);
   });
   test('an unreachable PostgreSQL server', () => {
-    oneLine(serve({ DATABASE_URL: 'postgres://user:secret@127.0.0.1:1/build' }), /^build-api: cannot open the store \(PostgreSQL at DATABASE_URL\): connect ECONNREFUSED/);
+    oneLine(
+      serve({ DATABASE_URL: 'postgres://user:secret@127.0.0.1:1/build' }),
+      /^build-api: cannot open the store \(PostgreSQL at DATABASE_URL\): connect ECONNREFUSED/,
+    );
   });
   test('a tracing protocol the service does not speak', () => {
     oneLine(
@@ -137,7 +146,7 @@ describe('every start-up failure is one line naming its cause, and exit status 1
   });
 });
 
-test("the default metrics port held by another process: serve starts with metrics off and says why; METRICS_PORT set to it stops the start", async () => {
+test('the default metrics port held by another process: serve starts with metrics off and says why; METRICS_PORT set to it stops the start', async () => {
   // Holds the default port, unless another process of this machine already does: taken either way.
   const holder = net.createServer();
   await new Promise<void>((resolve) => holder.once('error', () => resolve()).listen(DEFAULT_METRICS_PORT, '127.0.0.1', resolve));
@@ -147,13 +156,17 @@ test("the default metrics port held by another process: serve starts with metric
   try {
     const refused = spawnSync(process.execPath, [bin, 'serve'], { env: { ...serveEnv, METRICS_PORT: String(DEFAULT_METRICS_PORT) }, encoding: 'utf8' });
     expect(refused.status).toBe(1);
-    expect(refused.stderr).toBe(`build-api: cannot listen on 127.0.0.1:${DEFAULT_METRICS_PORT}: the address is in use (another process serves it; set METRICS_PORT or HOST)\n`);
+    expect(refused.stderr).toBe(
+      `build-api: cannot listen on 127.0.0.1:${DEFAULT_METRICS_PORT}: the address is in use (another process serves it; set METRICS_PORT or HOST)\n`,
+    );
 
     // METRICS_PORT empty: unset, the default port.
     const server = await startServer({ METRICS_PORT: '' });
     try {
       const lines = server.logs.filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
-      expect(lines.map((l) => l.msg)).toContain(`metrics off: cannot listen on 127.0.0.1:${DEFAULT_METRICS_PORT}: the address is in use (another process serves it; set METRICS_PORT or HOST)`);
+      expect(lines.map((l) => l.msg)).toContain(
+        `metrics off: cannot listen on 127.0.0.1:${DEFAULT_METRICS_PORT}: the address is in use (another process serves it; set METRICS_PORT or HOST)`,
+      );
       expect(lines.find((l) => l.msg === 'build-api listening')?.metrics).toBe('off');
       expect((await fetch(`${server.baseUrl}/healthz`)).status).toBe(200);
     } finally {

@@ -10,7 +10,12 @@ const agent = () => ({
   ...minimalAgent('Size probe'),
   triggers: Array.from({ length: 10 }, (_, i) => ({ kind: 'webhook' as const, name: `Hook ${i}` })),
 });
-const workflow = () => ({ kind: 'service.workflow/v1' as const, slug: 'size-probe', name: 'Size probe', steps: Array.from({ length: 10 }, (_, i) => ({ id: `s${i}`, kind: 'tool' as const, tool: 'core.echo' })) });
+const workflow = () => ({
+  kind: 'service.workflow/v1' as const,
+  slug: 'size-probe',
+  name: 'Size probe',
+  steps: Array.from({ length: 10 }, (_, i) => ({ id: `s${i}`, kind: 'tool' as const, tool: 'core.echo' })),
+});
 
 async function withLimit<T>(limit: number, fn: (t: TestService) => Promise<T>): Promise<T> {
   const t = await startService({}, (config) => {
@@ -54,7 +59,10 @@ test('a derived slug that grows the document past the limit is refused at the wr
   await withLimit(sizes.agent, async (t) => {
     expect((await t.client().PUT('/api/build/agents', { body: agent() })).response.status).toBe(201);
     const second = await t.client().PUT('/api/build/agents', { body: agent() });
-    expect([second.response.status, second.error]).toEqual([400, { error: `body: the document as stored is ${sizes.agent + 2} bytes; the workspace limit is ${sizes.agent}` }]);
+    expect([second.response.status, second.error]).toEqual([
+      400,
+      { error: `body: the document as stored is ${sizes.agent + 2} bytes; the workspace limit is ${sizes.agent}` },
+    ]);
     expect((await t.client().GET('/api/build/agents')).data!.data).toHaveLength(1);
   });
 });
@@ -67,6 +75,9 @@ test('a workflow: its defaults and stamp count; at the stored size it fits, one 
   });
   await withLimit(sizes.workflow - 1, async (t) => {
     const create = await t.client().PUT('/api/build/workflows', { body: workflow() });
-    expect([create.response.status, create.error]).toEqual([400, { error: `body: the document as stored is ${sizes.workflow} bytes; the workspace limit is ${sizes.workflow - 1}` }]);
+    expect([create.response.status, create.error]).toEqual([
+      400,
+      { error: `body: the document as stored is ${sizes.workflow} bytes; the workspace limit is ${sizes.workflow - 1}` },
+    ]);
   });
 });

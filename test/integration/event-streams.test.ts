@@ -46,7 +46,7 @@ function open(url: string, token: string): Promise<{ status: number; headers: ht
 }
 
 describe('a stream past the end', () => {
-  test("of a finished run, at or past its final event: 204 at once, no body; before it: the rest, then the end", async () => {
+  test('of a finished run, at or past its final event: 204 at once, no body; before it: the rest, then the end', async () => {
     const runId = await start('hello');
     await waitForAgentRun(t, runId);
     const all = await readEventStream(eventsUrl(runId), t.token(), { forMs: 5000 });
@@ -69,7 +69,9 @@ describe('a stream past the end', () => {
     const last = stored.events[stored.events.length - 1]!.id;
     const following = readEventStream(eventsUrl(runId), t.token(), { lastEventId: last + 50, forMs: 10_000 });
     await new Promise((r) => setTimeout(r, 300));
-    const decided = await t.client().POST('/api/build/runs/{runId}/approvals/{callId}', { params: { path: { runId, callId: 'call_1' } }, body: { decision: 'approve' } });
+    const decided = await t
+      .client()
+      .POST('/api/build/runs/{runId}/approvals/{callId}', { params: { path: { runId, callId: 'call_1' } }, body: { decision: 'approve' } });
     expect(decided.response.status).toBe(200);
     const read = await following;
     expect(read.ended).toBe(true);
@@ -88,7 +90,9 @@ describe('streams per caller', () => {
     const refused = await fetch(eventsUrl(runId), { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } });
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toBe('10');
-    expect(await refused.json()).toEqual({ error: '3 event streams are open for this caller already, the limit (EVENT_STREAMS_PER_CALLER); close one or retry after 10 s' });
+    expect(await refused.json()).toEqual({
+      error: '3 event streams are open for this caller already, the limit (EVENT_STREAMS_PER_CALLER); close one or retry after 10 s',
+    });
 
     // Another user of the workspace (a run another user started is 404 to them, so their own run).
     const other = t.token({ user: 'someone-else' });

@@ -73,9 +73,18 @@ test('lone surrogates in names, member names, prompts and inputs: 400 naming whe
 });
 
 test("a lone surrogate a run makes (the model's arguments) reaches no tool: kv keys stay distinct and findable", async () => {
-  const agent = { ...minimalAgent('Kv writer'), slug: 'kv-writer', max_steps: 3, tools: { apps: ['kv'], connections: 'all', disabled_tools: [], approval: 'destructive' } };
+  const agent = {
+    ...minimalAgent('Kv writer'),
+    slug: 'kv-writer',
+    max_steps: 3,
+    tools: { apps: ['kv'], connections: 'all', disabled_tools: [], approval: 'destructive' },
+  };
   expect((await send('PUT', '/api/build/agents', JSON.stringify(agent))).status).toBe(201);
-  const started = await send('POST', '/api/build/agents/kv-writer/test', JSON.stringify({ prompt: '/call kv.set {"key":"sur-\\ud800","value":1}\n/call kv.list {"prefix":"sur-"}' }));
+  const started = await send(
+    'POST',
+    '/api/build/agents/kv-writer/test',
+    JSON.stringify({ prompt: '/call kv.set {"key":"sur-\\ud800","value":1}\n/call kv.list {"prefix":"sur-"}' }),
+  );
   expect(started.status).toBe(202);
   const run = await waitForAgentRun(t, (started.body.data as { run_id: string }).run_id);
   expect(run.tool_calls[0]).toMatchObject({ tool: 'kv.set', status: 'failed' });
@@ -88,10 +97,16 @@ test('a repeated member name, at any depth and however escaped: 400 naming it, n
   const twice = agent.replace('"approval":"write"', '"approval":"write","approval":"destructive"');
   expect(twice).not.toBe(agent);
   const res = await send('PUT', '/api/build/agents', twice);
-  expect([res.status, res.body.error]).toEqual([400, 'body.tools.approval: is a duplicate member name (each member may appear once in an object, as RFC 7493 requires)']);
+  expect([res.status, res.body.error]).toEqual([
+    400,
+    'body.tools.approval: is a duplicate member name (each member may appear once in an object, as RFC 7493 requires)',
+  ]);
   const deep = `{"l":${'[{"x":'.repeat(20)}{"a":1,"\\u0061":2}${'}]'.repeat(20)}}`;
   const nested = await send('PUT', '/api/build/workflows', workflowWithArgs('deep-twice', deep));
-  expect([nested.status, nested.body.error]).toEqual([400, `body.steps[0].args.l${'[0].x'.repeat(20)}.a: is a duplicate member name (each member may appear once in an object, as RFC 7493 requires)`]);
+  expect([nested.status, nested.body.error]).toEqual([
+    400,
+    `body.steps[0].args.l${'[0].x'.repeat(20)}.a: is a duplicate member name (each member may appear once in an object, as RFC 7493 requires)`,
+  ]);
   expect(await stored('agents')).not.toContain('twice');
   expect(await stored('workflows')).not.toContain('deep-twice');
 });

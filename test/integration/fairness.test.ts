@@ -13,7 +13,9 @@ afterAll(() => t.close());
 
 async function workflowIn(workspace: string, ms: number) {
   const client = t.client(t.token({ workspace }));
-  await client.PUT('/api/build/workflows', { body: { kind: 'service.workflow/v1', slug: 'w', name: 'W', steps: [{ id: 'nap', kind: 'tool', tool: 'core.sleep', args: { ms } }] } });
+  await client.PUT('/api/build/workflows', {
+    body: { kind: 'service.workflow/v1', slug: 'w', name: 'W', steps: [{ id: 'nap', kind: 'tool', tool: 'core.sleep', args: { ms } }] },
+  });
   return async () => (await client.POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'w' } }, body: {} })).data!.data.run_id;
 }
 

@@ -43,7 +43,10 @@ test('a member named __proto__, however escaped, anywhere in a body: 400 naming 
       headers: { authorization: `Bearer ${t.token()}`, 'content-type': 'application/json' },
       body: workflow(`{"deep":[{${member}:{"polluted":true}}]}`),
     });
-    expect([res.status, await res.json()]).toEqual([400, { error: 'body.steps[0].args.deep[0].__proto__: the member name __proto__ is refused (it names the prototype of every JavaScript object)' }]);
+    expect([res.status, await res.json()]).toEqual([
+      400,
+      { error: 'body.steps[0].args.deep[0].__proto__: the member name __proto__ is refused (it names the prototype of every JavaScript object)' },
+    ]);
   }
   expect((await t.client().GET('/api/build/workflows/{ref}', { params: { path: { ref: 'proto-member' } } })).response.status).toBe(404);
   // The other names a prototype answers to are a document's to use (a diff's patch folds them: domain/json-patch.ts).
@@ -57,7 +60,12 @@ test('a member named __proto__, however escaped, anywhere in a body: 400 naming 
 
 test("a NUL a run makes (a tool's error) is kept inside the run's JSON, and as U+FFFD in its error text, on either store", async () => {
   const created = await t.client().PUT('/api/build/agents', {
-    body: { ...minimalAgent('Failer'), slug: 'failer', max_steps: 3, tools: { apps: ['core'], connections: 'all', disabled_tools: [], approval: 'destructive' } },
+    body: {
+      ...minimalAgent('Failer'),
+      slug: 'failer',
+      max_steps: 3,
+      tools: { apps: ['core'], connections: 'all', disabled_tools: [], approval: 'destructive' },
+    },
   });
   expect(created.response.status).toBe(201);
   // The prompt holds the six characters \u0000, which the model's JSON turns into the character.
@@ -92,7 +100,10 @@ test("a NUL a run makes (a tool's error) is kept inside the run's JSON, and as U
 test('a webhook delivery of JSON nested deeper than 64 levels reaches its run as text, not as JSON', async () => {
   const created = await t.client().PUT('/api/build/agents', { body: { ...minimalAgent('Deep'), triggers: [{ kind: 'webhook', name: 'In' }] } });
   const etag = created.response.headers.get('etag')!;
-  await t.client().POST('/api/build/agents/{ref}/status', { params: { path: { ref: created.data!.data.document.id }, header: { 'If-Match': etag } }, body: { status: 'active' } });
+  await t.client().POST('/api/build/agents/{ref}/status', {
+    params: { path: { ref: created.data!.data.document.id }, header: { 'If-Match': etag } },
+    body: { status: 'active' },
+  });
   const url = created.data!.data.webhook_urls![0]!.url.replace('http://build.test', t.baseUrl);
   const deep = `${'['.repeat(6000)}${']'.repeat(6000)}`;
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: deep });

@@ -36,7 +36,13 @@ let agentId: string;
 let runId: string;
 beforeAll(async () => {
   t = await startService();
-  const created = await raw(t, 'PUT', '/api/build/agents', { 'content-type': 'application/json' }, JSON.stringify({ ...minimalAgent('Conformance'), slug: 'conformance', instructions: 'Answer politely. '.repeat(200) }));
+  const created = await raw(
+    t,
+    'PUT',
+    '/api/build/agents',
+    { 'content-type': 'application/json' },
+    JSON.stringify({ ...minimalAgent('Conformance'), slug: 'conformance', instructions: 'Answer politely. '.repeat(200) }),
+  );
   expect(created.status).toBe(201);
   agentId = (json(created).data as { document: { id: string } }).document.id;
   const started = await raw(t, 'POST', '/api/build/agents/conformance/test', { 'content-type': 'application/json' }, '{"prompt":"hello"}');
@@ -47,25 +53,31 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 describe('HEAD', () => {
-  test.each(['/api/build/agents', '/api/build/agents/conformance', '/api/build/agents/conformance/versions/1', '/api/build/catalog', '/api/build/runs', '/api/build/connections'])(
-    'HEAD %s: the fields of its GET, no body',
-    async (path) => {
-      const get = await raw(t, 'GET', path);
-      const head = await raw(t, 'HEAD', path);
-      expect(get.status).toBe(200);
-      expect(head.status).toBe(200);
-      expect(head.body.length).toBe(0);
-      expect(stableFields(head.headers)).toEqual(stableFields(get.headers));
-      expect(head.headers.ratelimit).toBeDefined();
-    },
-  );
+  test.each([
+    '/api/build/agents',
+    '/api/build/agents/conformance',
+    '/api/build/agents/conformance/versions/1',
+    '/api/build/catalog',
+    '/api/build/runs',
+    '/api/build/connections',
+  ])('HEAD %s: the fields of its GET, no body', async (path) => {
+    const get = await raw(t, 'GET', path);
+    const head = await raw(t, 'HEAD', path);
+    expect(get.status).toBe(200);
+    expect(head.status).toBe(200);
+    expect(head.body.length).toBe(0);
+    expect(stableFields(head.headers)).toEqual(stableFields(get.headers));
+    expect(head.headers.ratelimit).toBeDefined();
+  });
 
   test('HEAD of a run and of its event stream; HEAD without a token is 401; Allow names HEAD', async () => {
     const run = await raw(t, 'HEAD', `/api/build/runs/${runId}`);
     expect([run.status, run.body.length, run.headers.etag]).toEqual([200, 0, (await raw(t, 'GET', `/api/build/runs/${runId}`)).headers.etag]);
     const stream = await raw(t, 'HEAD', `/api/build/runs/${runId}/events`, { accept: 'text/event-stream' });
     expect([stream.status, stream.headers['content-type'], stream.body.length]).toEqual([200, 'text/event-stream', 0]);
-    const anonymous = await new Promise<number>((resolve) => http.request(`${t.baseUrl}/api/build/agents`, { method: 'HEAD' }, (res) => resolve(res.statusCode as number)).end());
+    const anonymous = await new Promise<number>((resolve) =>
+      http.request(`${t.baseUrl}/api/build/agents`, { method: 'HEAD' }, (res) => resolve(res.statusCode as number)).end(),
+    );
     expect(anonymous).toBe(401);
     const refused = await raw(t, 'PATCH', '/api/build/agents/conformance');
     expect(refused.status).toBe(405);
@@ -83,8 +95,14 @@ describe('conditional reads and Cache-Control', () => {
       expect([again.status, again.body.length, again.headers.etag, again.headers['cache-control']]).toEqual([304, 0, etag, 'private, no-cache']);
     }
     expect((await raw(t, 'GET', '/api/build/agents/conformance', { 'if-none-match': '"2020-01-01T00:00:00.000000Z"' })).status).toBe(200);
-    const document = (json(read).data as Record<string, unknown>);
-    const replaced = await raw(t, 'PUT', '/api/build/agents/conformance', { 'content-type': 'application/json', 'if-match': etag }, JSON.stringify({ ...document, name: 'Conformance 2' }));
+    const document = json(read).data as Record<string, unknown>;
+    const replaced = await raw(
+      t,
+      'PUT',
+      '/api/build/agents/conformance',
+      { 'content-type': 'application/json', 'if-match': etag },
+      JSON.stringify({ ...document, name: 'Conformance 2' }),
+    );
     expect([replaced.status, replaced.headers['cache-control']]).toEqual([200, 'no-store']);
     const changed = await raw(t, 'GET', '/api/build/agents/conformance', { 'if-none-match': etag });
     expect(changed.status).toBe(200);
@@ -133,7 +151,13 @@ describe('compression', () => {
     const docs = await raw(t, 'GET', '/docs', { 'accept-encoding': 'gzip' });
     expect([docs.status, docs.headers['content-encoding']]).toEqual([200, 'gzip']);
     expect(zlib.gunzipSync(docs.body).toString('utf8')).toContain('<html');
-    const list = await raw(t, 'POST', '/mcp', { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'accept-encoding': 'gzip', 'mcp-protocol-version': '2025-11-25' }, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }));
+    const list = await raw(
+      t,
+      'POST',
+      '/mcp',
+      { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'accept-encoding': 'gzip', 'mcp-protocol-version': '2025-11-25' },
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    );
     expect(list.status).toBe(200);
     if (String(list.headers['content-type']).startsWith('application/json')) {
       expect(list.headers['content-encoding']).toBe('gzip');
@@ -153,13 +177,21 @@ describe('media types and Location', () => {
     expect((await raw(t, 'GET', `/api/build/runs/${runId}/events`, { accept: 'text/event-stream' })).status).toBe(200);
     expect((await raw(t, 'GET', '/api/build/agents', { accept: 'text/event-stream' })).status).toBe(406);
     // Before the token: the request alone decides it.
-    const anonymous = await new Promise<number>((resolve) => http.get(`${t.baseUrl}/api/build/agents`, { headers: { accept: 'image/png' } }, (res) => resolve(res.statusCode as number)));
+    const anonymous = await new Promise<number>((resolve) =>
+      http.get(`${t.baseUrl}/api/build/agents`, { headers: { accept: 'image/png' } }, (res) => resolve(res.statusCode as number)),
+    );
     expect(anonymous).toBe(406);
   });
 
   test('a body that is not application/json is 415, merge-patch included; nothing is written', async () => {
     const read = await raw(t, 'GET', '/api/build/agents/conformance');
-    const merge = await raw(t, 'PUT', '/api/build/agents/conformance', { 'content-type': 'application/merge-patch+json', 'if-match': read.headers.etag as string }, '{"name":"Patched"}');
+    const merge = await raw(
+      t,
+      'PUT',
+      '/api/build/agents/conformance',
+      { 'content-type': 'application/merge-patch+json', 'if-match': read.headers.etag as string },
+      '{"name":"Patched"}',
+    );
     expect([merge.status, json(merge).error]).toEqual([415, "Content-Type: must be application/json (UTF-8), got 'application/merge-patch+json'"]);
     expect((await raw(t, 'GET', '/api/build/agents/conformance')).headers.etag).toBe(read.headers.etag);
   });
@@ -168,7 +200,13 @@ describe('media types and Location', () => {
     const agent = await raw(t, 'POST', '/api/build/agents/conformance/test', { 'content-type': 'application/json' }, '{"prompt":"again"}');
     expect(agent.headers.location).toBe(`/api/build/runs/${(json(agent).data as { run_id: string }).run_id}`);
     expect((await raw(t, 'GET', agent.headers.location as string)).status).toBe(200);
-    const workflow = await raw(t, 'PUT', '/api/build/workflows', { 'content-type': 'application/json' }, JSON.stringify({ kind: 'service.workflow/v1', slug: 'located', name: 'L', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo', args: {} }] }));
+    const workflow = await raw(
+      t,
+      'PUT',
+      '/api/build/workflows',
+      { 'content-type': 'application/json' },
+      JSON.stringify({ kind: 'service.workflow/v1', slug: 'located', name: 'L', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo', args: {} }] }),
+    );
     expect(workflow.status).toBe(201);
     const started = await raw(t, 'POST', '/api/build/workflows/located/test', { 'content-type': 'application/json' }, '{}');
     expect(started.headers.location).toBe(`/api/build/workflow-runs/${(json(started).data as { run_id: string }).run_id}`);
@@ -176,9 +214,21 @@ describe('media types and Location', () => {
   });
 
   test('a webhook delivery names its run in Location', async () => {
-    const created = await raw(t, 'PUT', '/api/build/agents', { 'content-type': 'application/json' }, JSON.stringify({ ...minimalAgent('Hooked'), slug: 'hooked', triggers: [{ kind: 'webhook', name: 'In' }] }));
+    const created = await raw(
+      t,
+      'PUT',
+      '/api/build/agents',
+      { 'content-type': 'application/json' },
+      JSON.stringify({ ...minimalAgent('Hooked'), slug: 'hooked', triggers: [{ kind: 'webhook', name: 'In' }] }),
+    );
     const data = json(created).data as { webhook_urls: { url: string }[]; document: { updated_at: string } };
-    await raw(t, 'POST', '/api/build/agents/hooked/status', { 'content-type': 'application/json', 'if-match': created.headers.etag as string }, '{"status":"active"}');
+    await raw(
+      t,
+      'POST',
+      '/api/build/agents/hooked/status',
+      { 'content-type': 'application/json', 'if-match': created.headers.etag as string },
+      '{"status":"active"}',
+    );
     const delivered = await raw(t, 'POST', new URL(data.webhook_urls[0]!.url).pathname, { 'content-type': 'application/json' }, '{"a":1}');
     expect(delivered.status).toBe(202);
     expect(delivered.headers.location).toBe(`/api/build/runs/${(json(delivered).data as { run_id: string }).run_id}`);
@@ -200,7 +250,11 @@ describe('CORS by allow-list', () => {
   afterAll(() => c.close());
 
   test('a preflight from an allowed origin is answered with the methods and fields it may use', async () => {
-    const preflight = await raw(c, 'OPTIONS', '/api/build/agents/x', { origin: 'https://app.example.org', 'access-control-request-method': 'PUT', 'access-control-request-headers': 'authorization, if-match, content-type' });
+    const preflight = await raw(c, 'OPTIONS', '/api/build/agents/x', {
+      origin: 'https://app.example.org',
+      'access-control-request-method': 'PUT',
+      'access-control-request-headers': 'authorization, if-match, content-type',
+    });
     expect(preflight.status).toBe(204);
     expect(preflight.headers['access-control-allow-origin']).toBe('https://app.example.org');
     expect(preflight.headers['access-control-allow-methods']).toContain('PUT');
@@ -209,10 +263,18 @@ describe('CORS by allow-list', () => {
   });
 
   test('a request from an allowed origin may read ETag, Location and the RateLimit fields; another origin gets no CORS fields', async () => {
-    const created = await raw(c, 'PUT', '/api/build/agents', { origin: 'http://localhost:5173', 'content-type': 'application/json' }, JSON.stringify(minimalAgent('Browser')));
+    const created = await raw(
+      c,
+      'PUT',
+      '/api/build/agents',
+      { origin: 'http://localhost:5173', 'content-type': 'application/json' },
+      JSON.stringify(minimalAgent('Browser')),
+    );
     expect(created.status).toBe(201);
     expect(created.headers['access-control-allow-origin']).toBe('http://localhost:5173');
-    const exposed = String(created.headers['access-control-expose-headers']).split(',').map((h) => h.trim());
+    const exposed = String(created.headers['access-control-expose-headers'])
+      .split(',')
+      .map((h) => h.trim());
     expect(exposed).toEqual(expect.arrayContaining(['ETag', 'Location', 'RateLimit', 'RateLimit-Policy', 'Retry-After']));
     const other = await raw(c, 'GET', '/api/build/agents', { origin: 'https://evil.example' });
     expect([other.status, other.headers['access-control-allow-origin']]).toEqual([200, undefined]);

@@ -19,8 +19,7 @@ async function agent(approval: 'write' | 'destructive' = 'destructive') {
   return res.data!.data.document.slug;
 }
 
-const runsOf = async (slug: string) =>
-  (await t.client().GET('/api/build/runs', { params: { query: { agent: slug, limit: 100 } } })).data!.data;
+const runsOf = async (slug: string) => (await t.client().GET('/api/build/runs', { params: { query: { agent: slug, limit: 100 } } })).data!.data;
 
 function testRun(slug: string, prompt: string, key: string, token?: string) {
   return t.client(token).POST('/api/build/agents/{ref}/test', { params: { path: { ref: slug }, header: { 'Idempotency-Key': key } }, body: { prompt } });
@@ -69,7 +68,8 @@ test('a repeated create answers the same 201 with the same ETag and Location and
   const list = (await t.client().GET('/api/build/agents')).data!.data;
   expect(list.filter((a) => a.name === 'Created once')).toHaveLength(1);
   // A refusal is a reply too: kept and answered again.
-  const bad = () => t.client().PUT('/api/build/agents', { params: { header: { 'Idempotency-Key': 'create-2' } }, body: { ...body, slug: first.data!.data.document.slug } });
+  const bad = () =>
+    t.client().PUT('/api/build/agents', { params: { header: { 'Idempotency-Key': 'create-2' } }, body: { ...body, slug: first.data!.data.document.slug } });
   const refused = await bad();
   expect(refused.response.status).toBe(409);
   expect((await bad()).error).toEqual(refused.error);
@@ -78,13 +78,25 @@ test('a repeated create answers the same 201 with the same ETag and Location and
 test('a retry is the same request whatever the order of its members and its whitespace (RFC 8785); another value is not', async () => {
   const body = { ...minimalAgent('Reordered'), description: 'first' };
   const send = (text: string) =>
-    fetch(`${t.baseUrl}/api/build/agents`, { method: 'PUT', headers: { authorization: `Bearer ${t.token()}`, 'content-type': 'application/json', 'idempotency-key': 'reordered-1' }, body: text });
+    fetch(`${t.baseUrl}/api/build/agents`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${t.token()}`, 'content-type': 'application/json', 'idempotency-key': 'reordered-1' },
+      body: text,
+    });
   const first = await send(JSON.stringify(body));
   expect(first.status).toBe(201);
   const created = await first.json();
   // The same members, each object's in reverse order, pretty-printed.
   const reversed = (value: unknown): unknown =>
-    Array.isArray(value) ? value.map(reversed) : value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).reverse().map(([k, v]) => [k, reversed(v)])) : value;
+    Array.isArray(value)
+      ? value.map(reversed)
+      : value && typeof value === 'object'
+        ? Object.fromEntries(
+            Object.entries(value)
+              .reverse()
+              .map(([k, v]) => [k, reversed(v)]),
+          )
+        : value;
   const again = await send(JSON.stringify(reversed(body), null, 2));
   expect(again.status).toBe(201);
   expect(await again.json()).toEqual(created);
@@ -108,7 +120,9 @@ test('a key stored before the canonical fingerprint (members in the order sent) 
 
 test('a repeated cancel answers the same reply; keys past 24 hours are forgotten', async () => {
   const slug = await agent('write');
-  const runId = (await t.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: slug } }, body: { prompt: '/call kv.set {"key":"k","value":1}' } })).data!.data.run_id;
+  const runId = (
+    await t.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: slug } }, body: { prompt: '/call kv.set {"key":"k","value":1}' } })
+  ).data!.data.run_id;
   await waitForAgentRun(t, runId);
   const cancel = () => t.client().POST('/api/build/runs/{runId}/cancel', { params: { path: { runId }, header: { 'Idempotency-Key': 'cancel-1' } } });
   const first = await cancel();

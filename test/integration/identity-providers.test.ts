@@ -139,7 +139,8 @@ describe('key rotation (AUTH_JWKS_CACHE_SECONDS=2)', () => {
       const fetchesBefore = idp.hits.filter((h) => h.endsWith('/v1/keys')).length;
       const crypto = await import('node:crypto');
       const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
-      const forged = (i: number) => signToken({ alg: 'RS256', kid: `garbage-${i}` }, PROVIDERS.okta.claims(idp.issuer, { build: true, workspace: 'acme', user: 'x' }), 'RS256', privateKey);
+      const forged = (i: number) =>
+        signToken({ alg: 'RS256', kid: `garbage-${i}` }, PROVIDERS.okta.claims(idp.issuer, { build: true, workspace: 'acme', user: 'x' }), 'RS256', privateKey);
       const statuses = await Promise.all(Array.from({ length: 20 }, (_, i) => get(t, forged(i)).then((r) => r.status)));
       expect(new Set(statuses)).toEqual(new Set([401]));
       expect(idp.hits.filter((h) => h.endsWith('/v1/keys')).length - fetchesBefore).toBeLessThanOrEqual(1);

@@ -71,7 +71,9 @@ const errorOf = (result: ToolResult) => {
 /** The spec's operations, read here on their own (not through src/mcp/tools.ts). */
 function specOperations(): string[] {
   const spec = yaml.load(fs.readFileSync(specPath, 'utf8')) as { paths: Record<string, Record<string, { operationId?: string }>> };
-  return Object.values(spec.paths).flatMap((item) => Object.values(item).flatMap((op) => (op && typeof op === 'object' && op.operationId ? [op.operationId] : [])));
+  return Object.values(spec.paths).flatMap((item) =>
+    Object.values(item).flatMap((op) => (op && typeof op === 'object' && op.operationId ? [op.operationId] : [])),
+  );
 }
 
 test('the tool list is every operation of openapi.yaml but those listed as not tools, named in snake_case, with schemas and annotations', async () => {
@@ -79,7 +81,12 @@ test('the tool list is every operation of openapi.yaml but those listed as not t
   const { tools } = await client.listTools();
   const operations = specOperations();
   expect(Object.keys(NOT_TOOLS).filter((id) => !operations.includes(id))).toEqual([]);
-  expect(tools.map((tool) => tool.name).sort()).toEqual(operations.filter((id) => !(id in NOT_TOOLS)).map(toolName).sort());
+  expect(tools.map((tool) => tool.name).sort()).toEqual(
+    operations
+      .filter((id) => !(id in NOT_TOOLS))
+      .map(toolName)
+      .sort(),
+  );
   expect(tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['create_agent', 'validate_workflow', 'get_agent_run', 'list_agent_versions']));
   const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
   expect(byName.get_agent!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true });
@@ -149,7 +156,10 @@ test('arguments are the REST request: unknown ones are refused, query values rea
   expect(unknown.body.error).toContain('colour');
   expect(errorOf(await call(client, 'create_agent', {})).status).toBe(400);
   // Only a tool whose operation takes a body takes `body`.
-  expect(errorOf(await call(client, 'get_agent', { ref: 'x', body: {} }))).toEqual({ status: 400, body: { error: 'body: unknown argument; get_agent takes ref' } });
+  expect(errorOf(await call(client, 'get_agent', { ref: 'x', body: {} }))).toEqual({
+    status: 400,
+    body: { error: 'body: unknown argument; get_agent takes ref' },
+  });
   expect(errorOf(await call(client, 'get_catalog', { x: 1 })).body.error).toBe('x: unknown argument; get_catalog takes no arguments');
   // Types as the tool's inputSchema says: no coercion.
   expect(errorOf(await call(client, 'get_agent', { ref: 123 }))).toEqual({ status: 400, body: { error: expect.stringMatching(/^ref: .*string/) } });
@@ -163,7 +173,11 @@ test('arguments are the REST request: unknown ones are refused, query values rea
 
 test('authorization: no token or a bad one is 401 naming the MCP metadata, which is served; no Build scope is 403; a token in the query is refused', async () => {
   const post = (headers: Record<string, string>, query = '') =>
-    fetch(`${t.baseUrl}/mcp${query}`, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }) });
+    fetch(`${t.baseUrl}/mcp${query}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
   const metadataUrl = 'http://build.test/.well-known/oauth-protected-resource/mcp';
   const none = await post({});
   expect(none.status).toBe(401);
@@ -179,7 +193,12 @@ test('authorization: no token or a bad one is 401 naming the MCP metadata, which
 
   const metadata = await fetch(`${t.baseUrl}/.well-known/oauth-protected-resource/mcp`);
   expect(metadata.status).toBe(200);
-  expect(await metadata.json()).toMatchObject({ resource: 'http://build.test/mcp', authorization_servers: [expect.any(String)], scopes_supported: ['build'], bearer_methods_supported: ['header'] });
+  expect(await metadata.json()).toMatchObject({
+    resource: 'http://build.test/mcp',
+    authorization_servers: [expect.any(String)],
+    scopes_supported: ['build'],
+    bearer_methods_supported: ['header'],
+  });
 
   await expect(CLIENTS['v1 client (@modelcontextprotocol/sdk)']('not.a.token')).rejects.toMatchObject({ code: 401 });
   const ok = await post({ Authorization: `Bearer ${t.token()}` });
@@ -198,7 +217,12 @@ test('reads give what the same REST reads give: lists (with their cursor), the c
     ['get_catalog', {}, () => rest.GET('/api/build/catalog'), true],
     ['get_catalog_app', { app: 'kv' }, () => rest.GET('/api/build/catalog/apps/{app}', { params: { path: { app: 'kv' } } }), true],
     ['list_connections', {}, () => rest.GET('/api/build/connections'), false],
-    ['list_agent_versions', { ref: slug, limit: 1 }, () => rest.GET('/api/build/agents/{ref}/versions', { params: { path: { ref: slug }, query: { limit: 1 } } }), false],
+    [
+      'list_agent_versions',
+      { ref: slug, limit: 1 },
+      () => rest.GET('/api/build/agents/{ref}/versions', { params: { path: { ref: slug }, query: { limit: 1 } } }),
+      false,
+    ],
     ['list_agent_runs', { limit: 5 }, () => rest.GET('/api/build/runs', { params: { query: { limit: 5 } } }), false],
   ];
   for (const [name, args, viaRest, isData] of pairs) {
@@ -212,7 +236,12 @@ test('a 2025-06-18 client is served; an idempotency_key replays the first reply 
   const init = await fetch(`${t.baseUrl}/mcp`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${t.token()}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'old', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'old', version: '1' } },
+    }),
   });
   expect(init.status).toBe(200);
   expect(await init.text()).toContain('"protocolVersion":"2025-06-18"');
@@ -230,7 +259,11 @@ test('a 2025-06-18 client is served; an idempotency_key replays the first reply 
 describe('wait_seconds', () => {
   let n = 0;
   async function runOf(client: McpClient, prompt: string, approval: 'write' | 'destructive' = 'destructive') {
-    const agent = { ...minimalAgent(`Waited ${++n}`), max_steps: 20, tools: { apps: ['kv', 'core'], connections: 'all' as const, disabled_tools: [], approval } };
+    const agent = {
+      ...minimalAgent(`Waited ${++n}`),
+      max_steps: 20,
+      tools: { apps: ['kv', 'core'], connections: 'all' as const, disabled_tools: [], approval },
+    };
     const created = await call(client, 'create_agent', { body: agent });
     const slug = (created.structuredContent as { document: { slug: string } }).document.slug;
     return (await call(client, 'test_agent', { ref: slug, body: { prompt } })).structuredContent as { run_id: string };
@@ -282,7 +315,10 @@ describe('wait_seconds', () => {
         method: 'POST',
         headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_agent_run', arguments: { runId, wait_seconds: 30 } } }),
-      }).then((res) => res.text(), () => 'given up');
+      }).then(
+        (res) => res.text(),
+        () => 'given up',
+      );
     const aborts = Array.from({ length: t.config.eventStreamsPerCaller }, () => new AbortController());
     const waits = aborts.map((abort) => wait(abort.signal));
     const refusedIn = async () => {
@@ -313,7 +349,11 @@ describe('wait_seconds', () => {
 
 describe('hostile requests', () => {
   const post = (body: string | Buffer) =>
-    fetch(`${t.baseUrl}/mcp`, { method: 'POST', headers: { Authorization: `Bearer ${t.token()}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body });
+    fetch(`${t.baseUrl}/mcp`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${t.token()}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      body,
+    });
 
   test('an MCP request over 128 KiB is 413 before it is parsed; malformed JSON-RPC is a parse error; the service keeps answering', async () => {
     const lagged = eventLoopLag();

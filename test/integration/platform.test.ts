@@ -25,7 +25,10 @@ test('liveness and readiness', async () => {
 });
 
 test('an unknown path is 404 and a wrong method 405 with Allow, both { error }', async () => {
-  expect(await call('GET', '/api/build/nothing')).toMatchObject({ status: 404, body: { error: 'no route GET /api/build/nothing; the API is described at /openapi.yaml' } });
+  expect(await call('GET', '/api/build/nothing')).toMatchObject({
+    status: 404,
+    body: { error: 'no route GET /api/build/nothing; the API is described at /openapi.yaml' },
+  });
   expect(await call('GET', '/elsewhere')).toMatchObject({ status: 404 });
   const wrong = await call('DELETE', '/api/build/agents/some-agent');
   expect(wrong.status).toBe(405);
@@ -46,7 +49,9 @@ function rawConnection() {
   let received = Buffer.alloc(0);
   let closed = false;
   const waiters: (() => void)[] = [];
-  const wake = () => waiters.splice(0).forEach((w) => w());
+  const wake = () => {
+    for (const w of waiters.splice(0)) w();
+  };
   socket.on('data', (chunk) => {
     received = Buffer.concat([received, chunk]);
     wake();

@@ -28,7 +28,11 @@ describe('OpenAI-compatible provider', () => {
         const toolResults = body.messages.filter((m) => m.role === 'tool').length;
         const message =
           toolResults === 0
-            ? { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'kv__set', arguments: '{"key":"from-openai","value":42}' } }] }
+            ? {
+                role: 'assistant',
+                content: null,
+                tool_calls: [{ id: 'c1', type: 'function', function: { name: 'kv__set', arguments: '{"key":"from-openai","value":42}' } }],
+              }
             : { role: 'assistant', content: 'stored 42' };
         res.setHeader('content-type', 'application/json');
         res.end(JSON.stringify({ id: 'x', choices: [{ index: 0, message, finish_reason: 'stop' }] }));
@@ -52,22 +56,40 @@ describe('OpenAI-compatible provider', () => {
 
   test('a run calls the tool the model asked for and ends with its text', async () => {
     const created = await t.client().PUT('/api/build/agents', {
-      body: { ...minimalAgent('Open'), model: 'fake-1', max_steps: 5, reasoning_effort: 'high', instructions: 'Be brief.', tools: { apps: ['kv'], connections: 'all', disabled_tools: [], approval: 'destructive' } },
+      body: {
+        ...minimalAgent('Open'),
+        model: 'fake-1',
+        max_steps: 5,
+        reasoning_effort: 'high',
+        instructions: 'Be brief.',
+        tools: { apps: ['kv'], connections: 'all', disabled_tools: [], approval: 'destructive' },
+      },
     });
-    const started = await t.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: created.data!.data.document.id } }, body: { prompt: 'store 42' } });
+    const started = await t
+      .client()
+      .POST('/api/build/agents/{ref}/test', { params: { path: { ref: created.data!.data.document.id } }, body: { prompt: 'store 42' } });
     const run = await waitForAgentRun(t, started.data!.data.run_id);
     expect(run).toMatchObject({ status: 'succeeded', final_text: 'stored 42', steps: 2, credits: 2 });
-    expect(run.tool_calls).toEqual([{ id: 'c1', tool: 'kv.set', args: { key: 'from-openai', value: 42 }, status: 'succeeded', output: { key: 'from-openai' }, error: null }]);
+    expect(run.tool_calls).toEqual([
+      { id: 'c1', tool: 'kv.set', args: { key: 'from-openai', value: 42 }, status: 'succeeded', output: { key: 'from-openai' }, error: null },
+    ]);
     expect(await t.service.store.kv.get('ws-1', 'from-openai')).toBe(42);
 
     const first = requests[0]!;
     expect(first.headers.authorization).toBe('Bearer sk-test');
     expect(first.body).toMatchObject({ model: 'fake-1', reasoning_effort: 'high', tool_choice: 'auto' });
-    expect(first.body.messages).toEqual([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'store 42' }]);
+    expect(first.body.messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'store 42' },
+    ]);
     expect((first.body.tools as { function: { name: string } }[]).map((tool) => tool.function.name)).toEqual(['kv__get', 'kv__list', 'kv__set', 'kv__delete']);
     const second = requests[1]!.body.messages as Record<string, unknown>[];
     expect(second.slice(2)).toEqual([
-      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'kv__set', arguments: '{"key":"from-openai","value":42}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'kv__set', arguments: '{"key":"from-openai","value":42}' } }],
+      },
       { role: 'tool', tool_call_id: 'c1', content: '{"key":"from-openai"}' },
     ]);
   });
@@ -82,7 +104,9 @@ describe('OpenAI-compatible provider failures', () => {
       req.resume();
       if (mode === 'error') {
         res.writeHead(500, { 'content-type': 'application/json' });
-        return void res.end(JSON.stringify({ error: { message: 'upstream shard db-7.internal failed; org org-Secret123; prompt was: confidential', request_id: 'req_abc' } }));
+        return void res.end(
+          JSON.stringify({ error: { message: 'upstream shard db-7.internal failed; org org-Secret123; prompt was: confidential', request_id: 'req_abc' } }),
+        );
       }
       res.writeHead(200, { 'content-type': 'application/json' });
       const block = Buffer.alloc(1024 * 1024, 0x20);
@@ -103,7 +127,9 @@ describe('OpenAI-compatible provider failures', () => {
 
   async function runOnce() {
     const created = await t.client().PUT('/api/build/agents', { body: { ...minimalAgent(`Fails ${Math.random()}`), model: 'fake-1' } });
-    const started = await t.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: created.data!.data.document.id } }, body: { prompt: 'hi' } });
+    const started = await t
+      .client()
+      .POST('/api/build/agents/{ref}/test', { params: { path: { ref: created.data!.data.document.id } }, body: { prompt: 'hi' } });
     return waitForAgentRun(t, started.data!.data.run_id, undefined, 20_000);
   }
 
@@ -135,7 +161,11 @@ describe('http.request tool', () => {
 
   async function runHttp(t: TestService, url: string) {
     const created = await t.client().PUT('/api/build/agents', {
-      body: { ...minimalAgent(`Http ${Math.random()}`), max_steps: 3, tools: { apps: ['http'], connections: 'all', disabled_tools: [], approval: 'destructive' } },
+      body: {
+        ...minimalAgent(`Http ${Math.random()}`),
+        max_steps: 3,
+        tools: { apps: ['http'], connections: 'all', disabled_tools: [], approval: 'destructive' },
+      },
     });
     const prompt = `/call http.request ${JSON.stringify({ method: 'GET', url })}`;
     const started = await t.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: created.data!.data.document.id } }, body: { prompt } });
@@ -174,10 +204,19 @@ describe('http.request tool', () => {
     }
   });
 
-  test('a workflow\'s http.request steps cannot reach the special addresses a deny-list let through', async () => {
+  test("a workflow's http.request steps cannot reach the special addresses a deny-list let through", async () => {
     const t = await startService();
     try {
-      const urls = ['http://[::127.0.0.1]/', 'http://[2002:7f00:1::1]/', 'http://[2001::1]/', 'http://[64:ff9b:1::1]/', 'http://[fec0::1]/', 'http://192.88.99.1/', 'http://[::ffff:127.0.0.1]/', 'http://0x7f.1/'];
+      const urls = [
+        'http://[::127.0.0.1]/',
+        'http://[2002:7f00:1::1]/',
+        'http://[2001::1]/',
+        'http://[64:ff9b:1::1]/',
+        'http://[fec0::1]/',
+        'http://192.88.99.1/',
+        'http://[::ffff:127.0.0.1]/',
+        'http://0x7f.1/',
+      ];
       const steps = urls.map((url, i) => ({ id: `s${i}`, kind: 'tool' as const, tool: 'http.request', args: { method: 'GET', url } }));
       const created = await t.client().PUT('/api/build/workflows', { body: { kind: 'service.workflow/v1', slug: 'ssrf', name: 'SSRF', steps } });
       expect(created.response.status).toBe(201);
@@ -186,7 +225,11 @@ describe('http.request tool', () => {
       expect(run.status).toBe('failed');
       for (const [i] of urls.entries()) {
         const result = run.step_results[`s${i}`]!;
-        expect({ url: urls[i], status: result.status, error: result.error }).toEqual({ url: urls[i], status: 'failed', error: expect.stringMatching(/^refused: .* is not a public \(global unicast\) address$/) });
+        expect({ url: urls[i], status: result.status, error: result.error }).toEqual({
+          url: urls[i],
+          status: 'failed',
+          error: expect.stringMatching(/^refused: .* is not a public \(global unicast\) address$/),
+        });
       }
     } finally {
       await t.close();

@@ -23,7 +23,10 @@ function fields(value: string | null): Fields {
 
 async function call(t: TestService, path: string, init: RequestInit & { token?: string } = {}) {
   const { token = t.token(), ...rest } = init;
-  const res = await fetch(`${t.baseUrl}/api/build${path}`, { ...rest, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...rest.headers } });
+  const res = await fetch(`${t.baseUrl}/api/build${path}`, {
+    ...rest,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...rest.headers },
+  });
   const body = await res.text();
   return { status: res.status, headers: res.headers, body: body ? JSON.parse(body) : undefined };
 }
@@ -61,7 +64,9 @@ describe('small quotas', () => {
 
     const refused = await call(t, '/agents', { token });
     expect(refused.status).toBe(429);
-    expect(refused.body).toEqual({ error: expect.stringMatching(/^rate limit 'caller': this caller's quota of 5 requests per 3600 s is used up; retry after \d+ s$/) });
+    expect(refused.body).toEqual({
+      error: expect.stringMatching(/^rate limit 'caller': this caller's quota of 5 requests per 3600 s is used up; retry after \d+ s$/),
+    });
     const retryAfter = Number(refused.headers.get('retry-after'));
     const state = fields(refused.headers.get('ratelimit'));
     expect(state.caller!.r).toBe(0);
@@ -141,7 +146,9 @@ describe('small quotas', () => {
       return fetch(input, init);
     };
     const client = new Client({ name: 'rate-limit-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${t.baseUrl}/mcp`), { fetch: counting, requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${t.baseUrl}/mcp`), { fetch: counting, requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+    );
     try {
       const before = requests;
       expect(before).toBeLessThan(5);
@@ -164,7 +171,12 @@ describe('small quotas', () => {
     const rpc = (id: number, method: string, params: Record<string, unknown> = {}) =>
       fetch(`${t.baseUrl}/mcp`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-11-25',
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
       });
     const initialized = await rpc(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } });
@@ -174,10 +186,19 @@ describe('small quotas', () => {
     const answers = [];
     for (let i = 2; i <= 6; i++) {
       const res = await rpc(i, 'tools/list');
-      answers.push({ status: res.status, remaining: res.status === 200 ? fields(res.headers.get('ratelimit')).caller!.r : null, retryAfter: res.headers.get('retry-after') });
+      answers.push({
+        status: res.status,
+        remaining: res.status === 200 ? fields(res.headers.get('ratelimit')).caller!.r : null,
+        retryAfter: res.headers.get('retry-after'),
+      });
       await res.text();
     }
-    expect(answers.slice(0, 4).map((a) => [a.status, a.remaining])).toEqual([[200, 3], [200, 2], [200, 1], [200, 0]]);
+    expect(answers.slice(0, 4).map((a) => [a.status, a.remaining])).toEqual([
+      [200, 3],
+      [200, 2],
+      [200, 1],
+      [200, 0],
+    ]);
     expect(answers[4]!.status).toBe(429);
     expect(Number(answers[4]!.retryAfter)).toBeGreaterThan(0);
     expect((await call(t, '/agents', { token })).status).toBe(429);

@@ -73,7 +73,9 @@ test('a run that throws is recorded as failed and the workers go on with the nex
     expect(broken.data!.data).toMatchObject({ status: 'failed', error: 'internal error while executing the run', credits: 0 });
 
     const created = await t.client().PUT('/api/build/agents', { body: minimalAgent('After') });
-    const next = await t.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: created.data!.data.document.id } }, body: { prompt: 'still working' } });
+    const next = await t
+      .client()
+      .POST('/api/build/agents/{ref}/test', { params: { path: { ref: created.data!.data.document.id } }, body: { prompt: 'still working' } });
     expect((await waitForAgentRun(t, next.data!.data.run_id)).status).toBe('succeeded');
   } finally {
     await t.close();
@@ -85,7 +87,9 @@ test('at shutdown, a run still executing after the grace period is handed back a
   try {
     const created = await t.client().PUT('/api/build/workflows', {
       body: {
-        kind: 'service.workflow/v1', slug: 'long', name: 'Long',
+        kind: 'service.workflow/v1',
+        slug: 'long',
+        name: 'Long',
         steps: [
           { id: 'nap', kind: 'tool', tool: 'core.sleep', args: { ms: 1500 } },
           { id: 'after', kind: 'tool', tool: 'kv.set', args: { key: 'after-nap', value: 1 }, after: ['nap'] },
@@ -104,7 +108,10 @@ test('at shutdown, a run still executing after the grace period is handed back a
     expect(await t.service.store.workspaces.credits('ws-1', 0)).toBe(before - 1);
     await new Promise((resolve) => setTimeout(resolve, 1800)); // the nap ends: its worker stops, writing nothing
     expect(await t.service.store.kv.get('ws-1', 'after-nap')).toBeUndefined();
-    expect((await t.client().GET('/api/build/workflow-runs/{runId}', { params: { path: { runId } } })).data!.data).toMatchObject({ status: 'failed', error: SHUT_DOWN });
+    expect((await t.client().GET('/api/build/workflow-runs/{runId}', { params: { path: { runId } } })).data!.data).toMatchObject({
+      status: 'failed',
+      error: SHUT_DOWN,
+    });
   } finally {
     await t.close();
   }

@@ -62,7 +62,10 @@ describe('cancel', () => {
     expect(res.data!.data.cancelled_at).toMatch(/Z$/);
     expect(res.data!.data.finished_at).toMatch(/Z$/);
     await waitForAgentRun(t, blocker);
-    expect((await t.client().GET('/api/build/runs/{runId}', { params: { path: { runId: queued } } })).data!.data).toMatchObject({ status: 'cancelled', run_started_at: null });
+    expect((await t.client().GET('/api/build/runs/{runId}', { params: { path: { runId: queued } } })).data!.data).toMatchObject({
+      status: 'cancelled',
+      run_started_at: null,
+    });
     const blocked = (await t.client().GET('/api/build/runs/{runId}', { params: { path: { runId: blocker } } })).data!.data;
     expect(await balance()).toBe(before - (blocked.credits as number)); // the cancelled run cost nothing
     expect((await events(queued)).map((e) => e.type)).toEqual(['run.queued', 'run.finished']);
@@ -112,7 +115,8 @@ describe('cancel', () => {
         body: { ...minimalAgent('Slow'), max_steps: 10, tools: { apps: ['core'], connections: 'all', disabled_tools: [], approval: 'destructive' } },
       });
       const slug = created.data!.data.document.slug;
-      const runId = (await quick.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: slug } }, body: { prompt: sleeps(2, 800) } })).data!.data.run_id;
+      const runId = (await quick.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: slug } }, body: { prompt: sleeps(2, 800) } })).data!
+        .data.run_id;
       await waitForAgentRunStatus(quick, runId, 'running');
       const res = await quick.client().POST('/api/build/runs/{runId}/cancel', { params: { path: { runId } } });
       expect(res.response.status).toBe(202);

@@ -24,7 +24,13 @@ beforeAll(async () => {
   t = await startService({ HTTP_TOOL_ALLOW_PRIVATE: 'true', DEFAULT_CREDITS: '100' });
   const url = `http://127.0.0.1:${(target.address() as AddressInfo).port}/{{inputs.n}}`;
   const created = await t.client().PUT('/api/build/workflows', {
-    body: { kind: 'service.workflow/v1', slug: 'call', name: 'Call', inputs: { n: {} }, steps: [{ id: 'call', kind: 'tool', tool: 'http.request', args: { method: 'GET', url } }] },
+    body: {
+      kind: 'service.workflow/v1',
+      slug: 'call',
+      name: 'Call',
+      inputs: { n: {} },
+      steps: [{ id: 'call', kind: 'tool', tool: 'http.request', args: { method: 'GET', url } }],
+    },
   });
   expect(created.response.status).toBe(201);
   workflow = (await t.service.store.workflows.find('ws-1', 'call'))!;
@@ -41,10 +47,32 @@ afterAll(async () => {
 async function queue(n: number): Promise<QueuedRun> {
   const run: QueuedRun = {
     id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-    kind: 'workflow', workspaceId: 'ws-1', snapshot: workflow.document, request: { input: { n } }, state: initialWorkflowState(workflow.document), creditsReserved: 1, creditsSpent: 0, source: 'test', acceptedAt: new Date().toISOString(), traceParent: null,
+    kind: 'workflow',
+    workspaceId: 'ws-1',
+    snapshot: workflow.document,
+    request: { input: { n } },
+    state: initialWorkflowState(workflow.document),
+    creditsReserved: 1,
+    creditsSpent: 0,
+    source: 'test',
+    acceptedAt: new Date().toISOString(),
+    traceParent: null,
   };
   const outcome = await t.service.store.runs.accept(
-    { id: run.id, kind: 'workflow', workspaceId: 'ws-1', startedBy: 'user-1', targetId: workflow.id, targetVersion: workflow.version, source: 'test', request: run.request, snapshotJson: workflow.json, state: run.state, minimumCost: 1, initialCredits: 100 },
+    {
+      id: run.id,
+      kind: 'workflow',
+      workspaceId: 'ws-1',
+      startedBy: 'user-1',
+      targetId: workflow.id,
+      targetVersion: workflow.version,
+      source: 'test',
+      request: run.request,
+      snapshotJson: workflow.json,
+      state: run.state,
+      minimumCost: 1,
+      initialCredits: 100,
+    },
     () => 'refused',
   );
   expect(outcome.status).toBe('queued');
@@ -76,7 +104,10 @@ test('runs beyond the hand-off limit run from the database: every run once, in a
   const byId: string[] = [];
   const fromTable: string[] = [];
   const runner = runnerWith(2, (real) => ({
-    claim: (id, lease, cap) => (byId.push(id), real.claim(id, lease, cap)),
+    claim: (id, lease, cap) => {
+      byId.push(id);
+      return real.claim(id, lease, cap);
+    },
     claimNext: async (lease, cap) => {
       const row = await real.claimNext(lease, cap);
       if (row) fromTable.push(row.id);

@@ -31,7 +31,9 @@ async function runWorkflow(steps: Step[], opts: { input?: Record<string, unknown
     body: { kind: 'service.workflow/v1', slug, name: slug, inputs: opts.inputs ?? { text: {} }, steps, output: opts.output ?? null },
   });
   expect(created.response.status).toBe(201);
-  const started = await t.client().POST('/api/build/workflows/{ref}/test', { params: { path: { ref: slug } }, body: { input: opts.input ?? { text: 'x'.repeat(1000) } } });
+  const started = await t
+    .client()
+    .POST('/api/build/workflows/{ref}/test', { params: { path: { ref: slug } }, body: { input: opts.input ?? { text: 'x'.repeat(1000) } } });
   expect(started.response.status).toBe(202);
   return waitForWorkflowRun(t, started.data!.data.run_id, undefined, 10_000);
 }
@@ -75,8 +77,16 @@ test('what a run renders in all, across steps', async () => {
 
 test("the run's state: outputs that each fit but together do not", async () => {
   // 7 KB stored by one run; read five times by the next, which renders next to nothing.
-  expect((await runWorkflow([{ id: 'store', kind: 'tool', tool: 'kv.set', args: { key: 'seven', value: Array(7).fill('{{inputs.text}}') } }])).status).toBe('succeeded');
-  const steps: Step[] = Array.from({ length: 5 }, (_, i) => ({ id: `e${i}`, kind: 'tool', tool: 'kv.get', args: { key: 'seven' }, after: i ? [`e${i - 1}`] : [] }));
+  expect((await runWorkflow([{ id: 'store', kind: 'tool', tool: 'kv.set', args: { key: 'seven', value: Array(7).fill('{{inputs.text}}') } }])).status).toBe(
+    'succeeded',
+  );
+  const steps: Step[] = Array.from({ length: 5 }, (_, i) => ({
+    id: `e${i}`,
+    kind: 'tool',
+    tool: 'kv.get',
+    args: { key: 'seven' },
+    after: i ? [`e${i - 1}`] : [],
+  }));
   const run = await runWorkflow(steps);
   expect(run.error).toBe(`step 'e4' failed: the run's state would be larger than ${32 * KiB} bytes (RUN_STATE_BYTES)`);
   expect(run.step_results.e4!.output).toBeNull();
@@ -95,9 +105,14 @@ test("a tool call's wall time", async () => {
   expect(run.error).toBe("step 'nap' failed: core.sleep took longer than 1 s (RUN_TOOL_TIMEOUT_SECONDS)");
 });
 
-test("an agent run whose tool results pass the state limit fails, naming it; so does a final text past the output limit", async () => {
+test('an agent run whose tool results pass the state limit fails, naming it; so does a final text past the output limit', async () => {
   const put = await t.client().PUT('/api/build/agents', {
-    body: { ...minimalAgent('Hoarder'), slug: 'hoarder', max_steps: 20, tools: { apps: ['core'], connections: 'all', disabled_tools: [], approval: 'destructive' } },
+    body: {
+      ...minimalAgent('Hoarder'),
+      slug: 'hoarder',
+      max_steps: 20,
+      tools: { apps: ['core'], connections: 'all', disabled_tools: [], approval: 'destructive' },
+    },
   });
   expect(put.response.status).toBe(201);
   // A prompt is at most 4,000 characters: each call repeats 300 of them 20 times in its output,
@@ -112,7 +127,11 @@ test("an agent run whose tool results pass the state limit fails, naming it; so 
   // No tool calls: the scripted model answers with the prompt itself, here over 2 KiB.
   const chatty = await t.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: 'hoarder' } }, body: { prompt: 'z'.repeat(3 * KiB) } });
   const answered = await waitForAgentRun(t, chatty.data!.data.run_id);
-  expect([answered.status, answered.error, answered.final_text]).toEqual(['failed', `the run's output is larger than ${2 * KiB} bytes (RUN_OUTPUT_BYTES)`, null]);
+  expect([answered.status, answered.error, answered.final_text]).toEqual([
+    'failed',
+    `the run's output is larger than ${2 * KiB} bytes (RUN_OUTPUT_BYTES)`,
+    null,
+  ]);
 });
 
 test('the kv store keeps a workspace within its number of keys: a new key past it is refused in the write, an existing one still updates', async () => {

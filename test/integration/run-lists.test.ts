@@ -11,7 +11,10 @@ beforeAll(async () => {
   const created = await t.client().PUT('/api/build/agents', { body: { ...minimalAgent('Listed'), triggers: [{ kind: 'webhook', name: 'In' }] } });
   agentId = created.data!.data.document.id;
   hookUrl = created.data!.data.webhook_urls![0]!.url.replace('http://build.test', t.baseUrl);
-  await t.client().POST('/api/build/agents/{ref}/status', { params: { path: { ref: agentId }, header: { 'If-Match': created.response.headers.get('etag')! } }, body: { status: 'active' } });
+  await t.client().POST('/api/build/agents/{ref}/status', {
+    params: { path: { ref: agentId }, header: { 'If-Match': created.response.headers.get('etag')! } },
+    body: { status: 'active' },
+  });
   await t.client().PUT('/api/build/agents', { body: minimalAgent('Other agent') });
 });
 afterAll(() => t.close());
@@ -28,14 +31,18 @@ async function listAll(user: string, query: Record<string, string | string[]> = 
     expect(res.response.status).toBe(200);
     seen.push(...res.data!.data.map((r) => r.id));
     const next = res.data!.next_cursor;
-    expect(res.response.headers.get('link')).toBe(next ? `</api/build/runs?${new URLSearchParams({ ...query, limit: String(limit), ...(cursor && { cursor }), cursor: next } as Record<string, string>).toString()}>; rel="next"` : null);
+    expect(res.response.headers.get('link')).toBe(
+      next
+        ? `</api/build/runs?${new URLSearchParams({ ...query, limit: String(limit), ...(cursor && { cursor }), cursor: next } as Record<string, string>).toString()}>; rel="next"`
+        : null,
+    );
     if (!next) return seen;
     cursor = next;
   }
   throw new Error('too many pages');
 }
 
-test('a caller lists their own test runs and the workspace\'s triggered runs, newest first, across pages', async () => {
+test("a caller lists their own test runs and the workspace's triggered runs, newest first, across pages", async () => {
   const mine = [await testRun(), await testRun(), await testRun()];
   const theirs = [await testRun('user-2')];
   const hooks = [await webhookRun(), await webhookRun()];
@@ -76,7 +83,11 @@ test('filters: agent, status (repeatable), source, started_after and started_bef
 });
 
 test('a bad cursor or filter is 400 naming the parameter', async () => {
-  const get = (query: string) => fetch(`${t.baseUrl}/api/build/runs?${query}`, { headers: { authorization: `Bearer ${t.token()}` } }).then(async (r) => [r.status, ((await r.json()) as { error: string }).error]);
+  const get = (query: string) =>
+    fetch(`${t.baseUrl}/api/build/runs?${query}`, { headers: { authorization: `Bearer ${t.token()}` } }).then(async (r) => [
+      r.status,
+      ((await r.json()) as { error: string }).error,
+    ]);
   expect(await get('cursor=not-a-cursor')).toEqual([400, 'cursor: not a cursor of this list; pass the next_cursor of the previous page as it was given']);
   expect((await get('limit=0'))[0]).toBe(400);
   expect((await get('limit=0'))[1]).toMatch(/limit/);
@@ -106,14 +117,28 @@ test('paging while runs are inserted: no run shown twice, none of those that exi
   await t.service.runner.idle();
 });
 
-test('workflow runs list the same way, by workflow id or slug, a deleted workflow\'s by its id', async () => {
-  await t.client().PUT('/api/build/workflows', { body: { kind: 'service.workflow/v1', slug: 'listed-wf', name: 'W', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] } });
+test("workflow runs list the same way, by workflow id or slug, a deleted workflow's by its id", async () => {
+  await t.client().PUT('/api/build/workflows', {
+    body: { kind: 'service.workflow/v1', slug: 'listed-wf', name: 'W', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] },
+  });
   const workflowId = (await t.service.store.workflows.find('ws-1', 'listed-wf'))!.id;
   const run = (await t.client().POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'listed-wf' } }, body: {} })).data!.data.run_id;
   await t.service.runner.idle();
   const bySlug = await t.client().GET('/api/build/workflow-runs', { params: { query: { workflow: 'listed-wf' } } });
   expect(bySlug.data!.data).toEqual([
-    { id: run, workflow_id: workflowId, workflow_version_id: `${workflowId}@1`, status: 'succeeded', source: 'test', trigger_id: null, credits: 1, error: null, accepted_at: expect.any(String), started_at: expect.any(String), finished_at: expect.any(String) },
+    {
+      id: run,
+      workflow_id: workflowId,
+      workflow_version_id: `${workflowId}@1`,
+      status: 'succeeded',
+      source: 'test',
+      trigger_id: null,
+      credits: 1,
+      error: null,
+      accepted_at: expect.any(String),
+      started_at: expect.any(String),
+      finished_at: expect.any(String),
+    },
   ]);
   await t.client().DELETE('/api/build/workflows/{ref}', { params: { path: { ref: 'listed-wf' } } });
   const byId = await t.client().GET('/api/build/workflow-runs', { params: { query: { workflow: workflowId } } });

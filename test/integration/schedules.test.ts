@@ -22,7 +22,14 @@ let n = 0;
 async function scheduledWorkflow(cron: string, extra: Partial<WorkflowCreate> = {}) {
   const slug = `scheduled-${++n}`;
   const res = await t.client().PUT('/api/build/workflows', {
-    body: { kind: 'service.workflow/v1', slug, name: slug, schedule: { cron, timezone: 'UTC' }, steps: [{ id: 'a', kind: 'tool', tool: 'core.echo', args: { at: 'now' } }], ...extra },
+    body: {
+      kind: 'service.workflow/v1',
+      slug,
+      name: slug,
+      schedule: { cron, timezone: 'UTC' },
+      steps: [{ id: 'a', kind: 'tool', tool: 'core.echo', args: { at: 'now' } }],
+      ...extra,
+    },
   });
   expect(res.response.status).toBe(201);
   const doc = res.data!.data.document;
@@ -34,7 +41,10 @@ const schedule = async (id: string) => (await t.service.store.schedules.find(id)
 const fires = (id: string) => t.service.store.schedules.fires(id);
 
 const runsOf = (targetId: string, source = 'schedule') =>
-  storedRows<{ id: string; status: string }>(t.config, 'SELECT id, status, source, started_by FROM runs WHERE target_id = ? AND source = ? ORDER BY id', [targetId, source]);
+  storedRows<{ id: string; status: string }>(t.config, 'SELECT id, status, source, started_by FROM runs WHERE target_id = ? AND source = ? ORDER BY id', [
+    targetId,
+    source,
+  ]);
 
 async function tick(now: number) {
   await t.service.scheduler.tick(now);
@@ -99,7 +109,13 @@ describe('workflow schedules', () => {
   test('two schedulers deciding the same due time at once start one run', async () => {
     const wf = await scheduledWorkflow('*/5 * * * *');
     const due = (await schedule(wf.scheduleId)).next_due_at!;
-    const other = startScheduler(ctxOf(t), { catchUpMs: 600_000, tickMs: 0, http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1024 }, limits: t.config.runLimits, logger: createLogger('silent') });
+    const other = startScheduler(ctxOf(t), {
+      catchUpMs: 600_000,
+      tickMs: 0,
+      http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1024 },
+      limits: t.config.runLimits,
+      logger: createLogger('silent'),
+    });
     await Promise.all([t.service.scheduler.tick(due), other.tick(due), other.tick(due)]);
     await t.service.runner.idle();
     expect(await runsOf(wf.id)).toHaveLength(1);
@@ -128,21 +144,36 @@ describe('workflow schedules', () => {
   });
 
   test('a workflow whose inputs have no defaults cannot run on a schedule: the due time is recorded as failed', async () => {
-    const wf = await scheduledWorkflow('*/5 * * * *', { inputs: { needed: {} }, steps: [{ id: 'a', kind: 'tool', tool: 'core.echo', args: { v: '{{inputs.needed}}' } }] });
+    const wf = await scheduledWorkflow('*/5 * * * *', {
+      inputs: { needed: {} },
+      steps: [{ id: 'a', kind: 'tool', tool: 'core.echo', args: { v: '{{inputs.needed}}' } }],
+    });
     const due = (await schedule(wf.scheduleId)).next_due_at!;
     await tick(due);
     expect(await runsOf(wf.id)).toEqual([]);
-    expect(await fires(wf.scheduleId)).toEqual([{ due_at: due, outcome: 'failed', run_id: null, detail: "a scheduled run uses the inputs' defaults: body.input.needed: required: the input has no default" }]);
+    expect(await fires(wf.scheduleId)).toEqual([
+      {
+        due_at: due,
+        outcome: 'failed',
+        run_id: null,
+        detail: "a scheduled run uses the inputs' defaults: body.input.needed: required: the input has no default",
+      },
+    ]);
   });
 });
 
 describe('agent schedules', () => {
-  async function scheduledAgent(status: 'draft' | 'active', schedule: Record<string, unknown> = { enabled: true, cron: '*/10 * * * *', timezone: 'Europe/Berlin', prompt: 'Morning report.' }) {
+  async function scheduledAgent(
+    status: 'draft' | 'active',
+    schedule: Record<string, unknown> = { enabled: true, cron: '*/10 * * * *', timezone: 'Europe/Berlin', prompt: 'Morning report.' },
+  ) {
     const created = await t.client().PUT('/api/build/agents', { body: { ...minimalAgent(`Scheduled ${++n}`), schedule } });
     let doc = created.data!.data.document;
     let etag = created.response.headers.get('etag')!;
     if (status === 'active') {
-      const res = await t.client().POST('/api/build/agents/{ref}/status', { params: { path: { ref: doc.id }, header: { 'If-Match': etag } }, body: { status: 'active' } });
+      const res = await t
+        .client()
+        .POST('/api/build/agents/{ref}/status', { params: { path: { ref: doc.id }, header: { 'If-Match': etag } }, body: { status: 'active' } });
       doc = res.data!.data.document;
       etag = res.response.headers.get('etag')!;
     }
@@ -159,9 +190,15 @@ describe('agent schedules', () => {
     const runs = await runsOf(agent.doc.id);
     expect(runs).toHaveLength(1);
     const run = await t.client().GET('/api/build/runs/{runId}', { params: { path: { runId: runs[0]!.id } } });
-    expect(run.data!.data).toMatchObject({ status: 'succeeded', source: 'schedule', transcript: [{ role: 'user', content: 'Morning report.' }, expect.anything()] });
+    expect(run.data!.data).toMatchObject({
+      status: 'succeeded',
+      source: 'schedule',
+      transcript: [{ role: 'user', content: 'Morning report.' }, expect.anything()],
+    });
 
-    const archived = await t.client().POST('/api/build/agents/{ref}/status', { params: { path: { ref: agent.doc.id }, header: { 'If-Match': agent.etag } }, body: { status: 'archived' } });
+    const archived = await t
+      .client()
+      .POST('/api/build/agents/{ref}/status', { params: { path: { ref: agent.doc.id }, header: { 'If-Match': agent.etag } }, body: { status: 'archived' } });
     expect(archived.response.status).toBe(200);
     expect(await schedule(agent.scheduleId)).toMatchObject({ active: 0, next_due_at: null });
     await tick(due + 60 * MINUTE);
@@ -172,10 +209,16 @@ describe('agent schedules', () => {
 describe('poll triggers', () => {
   async function pollingAgent(tool: string, args: Record<string, unknown>) {
     const created = await t.client().PUT('/api/build/agents', {
-      body: { ...minimalAgent(`Poller ${++n}`), triggers: [{ kind: 'poll', name: 'Watch', tool, args, cron: '* * * * *', timezone: 'UTC', prompt: 'Something changed.' }] },
+      body: {
+        ...minimalAgent(`Poller ${++n}`),
+        triggers: [{ kind: 'poll', name: 'Watch', tool, args, cron: '* * * * *', timezone: 'UTC', prompt: 'Something changed.' }],
+      },
     });
     const doc = created.data!.data.document;
-    const active = await t.client().POST('/api/build/agents/{ref}/status', { params: { path: { ref: doc.id }, header: { 'If-Match': created.response.headers.get('etag')! } }, body: { status: 'active' } });
+    const active = await t.client().POST('/api/build/agents/{ref}/status', {
+      params: { path: { ref: doc.id }, header: { 'If-Match': created.response.headers.get('etag')! } },
+      body: { status: 'active' },
+    });
     const trigger = active.data!.data.document.triggers[0]!;
     return { doc: active.data!.data.document, scheduleId: `poll:${trigger.id}`, triggerId: trigger.id };
   }
@@ -239,7 +282,10 @@ describe('fire records are bounded', () => {
 
     // A replace that drops the schedule drops its records; so does deleting the workflow.
     const replaced = await t.client().PUT('/api/build/workflows/{ref}', {
-      params: { path: { ref: wf.slug }, header: { 'If-Match': (await t.client().GET('/api/build/workflows/{ref}', { params: { path: { ref: wf.slug } } })).response.headers.get('etag')! } },
+      params: {
+        path: { ref: wf.slug },
+        header: { 'If-Match': (await t.client().GET('/api/build/workflows/{ref}', { params: { path: { ref: wf.slug } } })).response.headers.get('etag')! },
+      },
       body: { ...(await t.client().GET('/api/build/workflows/{ref}', { params: { path: { ref: wf.slug } } })).data!.data, schedule: null },
     });
     expect(replaced.response.status).toBe(200);
@@ -262,12 +308,28 @@ describe('fair across workspaces', () => {
     if (intoMinute > MINUTE - 15_000) await new Promise((resolve) => setTimeout(resolve, MINUTE - intoMinute + 100));
     // Workspace `noisy`: 30 poll triggers whose detector sleeps 3 s, all due each minute.
     const noisy = t.token({ workspace: 'noisy' });
-    const triggers = Array.from({ length: 20 }, (_, i) => ({ kind: 'poll' as const, name: `Slow ${i}`, tool: 'core.sleep', args: { ms: 3000 }, cron: '* * * * *', timezone: 'UTC' }));
+    const triggers = Array.from({ length: 20 }, (_, i) => ({
+      kind: 'poll' as const,
+      name: `Slow ${i}`,
+      tool: 'core.sleep',
+      args: { ms: 3000 },
+      cron: '* * * * *',
+      timezone: 'UTC',
+    }));
     const ids: string[] = [];
     for (const batch of [0, 1]) {
-      const created = await t.client(noisy).PUT('/api/build/agents', { body: { ...minimalAgent(`Noisy ${batch}`), tools: { apps: ['core'], connections: 'all', disabled_tools: [], approval: 'destructive' }, triggers: batch ? triggers.slice(0, 10) : triggers } });
+      const created = await t.client(noisy).PUT('/api/build/agents', {
+        body: {
+          ...minimalAgent(`Noisy ${batch}`),
+          tools: { apps: ['core'], connections: 'all', disabled_tools: [], approval: 'destructive' },
+          triggers: batch ? triggers.slice(0, 10) : triggers,
+        },
+      });
       expect(created.response.status).toBe(201);
-      const active = await t.client(noisy).POST('/api/build/agents/{ref}/status', { params: { path: { ref: created.data!.data.document.id }, header: { 'If-Match': created.response.headers.get('etag')! } }, body: { status: 'active' } });
+      const active = await t.client(noisy).POST('/api/build/agents/{ref}/status', {
+        params: { path: { ref: created.data!.data.document.id }, header: { 'If-Match': created.response.headers.get('etag')! } },
+        body: { status: 'active' },
+      });
       ids.push(...active.data!.data.document.triggers.map((tr) => `poll:${tr.id}`));
     }
     // Another workspace's every-minute schedule, due at the same minute.
@@ -275,7 +337,14 @@ describe('fair across workspaces', () => {
     const due = (await schedule(quiet.scheduleId)).next_due_at!;
     for (const id of ids) expect((await schedule(id)).next_due_at).toBe(due);
 
-    const scheduler = startScheduler(ctxOf(t), { catchUpMs: 600_000, tickMs: 0, http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1024 }, limits: t.config.runLimits, detectorTimeoutMs: 1000, logger: createLogger('silent') });
+    const scheduler = startScheduler(ctxOf(t), {
+      catchUpMs: 600_000,
+      tickMs: 0,
+      http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1024 },
+      limits: t.config.runLimits,
+      detectorTimeoutMs: 1000,
+      logger: createLogger('silent'),
+    });
     const started = performance.now();
     await scheduler.tick(due);
     const tickMs = performance.now() - started;

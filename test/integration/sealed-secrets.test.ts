@@ -14,10 +14,15 @@ import { minimalAgent } from '../helpers/fixtures';
 const newKey = () => crypto.randomBytes(32).toString('base64');
 
 async function signedAgent(t: TestService) {
-  const created = await t.client().PUT('/api/build/agents', { body: { ...minimalAgent('Signed'), triggers: [{ kind: 'webhook', name: 'In', signing: 'standard-webhooks' }] } });
+  const created = await t
+    .client()
+    .PUT('/api/build/agents', { body: { ...minimalAgent('Signed'), triggers: [{ kind: 'webhook', name: 'In', signing: 'standard-webhooks' }] } });
   expect(created.response.status).toBe(201);
   const doc = created.data!.data.document;
-  const activated = await t.client().POST('/api/build/agents/{ref}/status', { params: { path: { ref: doc.id }, header: { 'If-Match': created.response.headers.get('etag')! } }, body: { status: 'active' } });
+  const activated = await t.client().POST('/api/build/agents/{ref}/status', {
+    params: { path: { ref: doc.id }, header: { 'If-Match': created.response.headers.get('etag')! } },
+    body: { status: 'active' },
+  });
   expect(activated.response.status).toBe(200);
   const hook = created.data!.data.webhook_urls![0]!;
   return { triggerId: hook.trigger_id, path: new URL(hook.url).pathname, signingSecret: hook.signing_secret! };
@@ -28,14 +33,22 @@ async function deliver(t: TestService, path: string, secret: string): Promise<nu
   const body = '{"n":1}';
   const ts = Math.floor(Date.now() / 1000);
   const id = `msg_${crypto.randomUUID()}`;
-  const mac = crypto.createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64')).update(`${id}.${ts}.${body}`).digest('base64');
-  const res = await fetch(`${t.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(ts), 'webhook-signature': `v1,${mac}` }, body });
+  const mac = crypto
+    .createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64'))
+    .update(`${id}.${ts}.${body}`)
+    .digest('base64');
+  const res = await fetch(`${t.baseUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(ts), 'webhook-signature': `v1,${mac}` },
+    body,
+  });
   return res.status;
 }
 
 const stored = (at: StoredAt, triggerId: string) => storedValue<string>(at, 'SELECT signing_secret FROM agent_triggers WHERE id = ?', [triggerId]);
 /** The same database again (its SQLite file, or its PostgreSQL database), with other keys. */
-const again = (at: StoredAt, secretsKey: string) => startService({ ...(at.databaseUrl ? { DATABASE_URL: at.databaseUrl } : { DATABASE_PATH: at.databasePath }), SECRETS_KEY: secretsKey });
+const again = (at: StoredAt, secretsKey: string) =>
+  startService({ ...(at.databaseUrl ? { DATABASE_URL: at.databaseUrl } : { DATABASE_PATH: at.databasePath }), SECRETS_KEY: secretsKey });
 
 test('a signing key is stored sealed, and still verifies deliveries', async () => {
   const t = await startService({ SECRETS_KEY: newKey() });

@@ -162,17 +162,29 @@ describe('template references and input names see own properties only', () => {
     fetch(`${t.baseUrl}/api/build/workflows`, { method: 'PUT', headers: { authorization: `Bearer ${t.token()}`, 'content-type': 'application/json' }, body });
 
   test.each(['constructor', '__proto__', 'tostring', 'hasownproperty'])('{{inputs.%s}} without such an input is 400', async (name) => {
-    const res = await put(JSON.stringify({ kind: 'service.workflow/v1', slug: `ref-${name.replace(/_/g, '')}`, name: 'R', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo', args: { v: `{{inputs.${name}}}` } }] }));
+    const res = await put(
+      JSON.stringify({
+        kind: 'service.workflow/v1',
+        slug: `ref-${name.replace(/_/g, '')}`,
+        name: 'R',
+        steps: [{ id: 'a', kind: 'tool', tool: 'core.echo', args: { v: `{{inputs.${name}}}` } }],
+      }),
+    );
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: `body.steps[0].args.v: {{inputs.${name}}} names no declared input; declare '${name}' in inputs` });
   });
 
   test.each(['__proto__', 'constructor', 'prototype'])('an input named %s is 400 and nothing is written', async (name) => {
     // Raw JSON: JSON.parse makes "__proto__" an own member, as it does for a client's request.
-    const res = await put(`{"kind":"service.workflow/v1","slug":"reserved-input","name":"R","inputs":{"${name}":{"description":"d","default":"x"}},"steps":[{"id":"a","kind":"tool","tool":"core.echo","args":{"v":"{{inputs.${name}}}"}}]}`);
+    const res = await put(
+      `{"kind":"service.workflow/v1","slug":"reserved-input","name":"R","inputs":{"${name}":{"description":"d","default":"x"}},"steps":[{"id":"a","kind":"tool","tool":"core.echo","args":{"v":"{{inputs.${name}}}"}}]}`,
+    );
     expect(res.status).toBe(400);
     // __proto__ is refused in any body before the document's rules see it (http/body.ts).
-    const rule = name === '__proto__' ? 'the member name __proto__ is refused (it names the prototype of every JavaScript object)' : `'${name}' is a reserved name; input names cannot be __proto__, constructor or prototype`;
+    const rule =
+      name === '__proto__'
+        ? 'the member name __proto__ is refused (it names the prototype of every JavaScript object)'
+        : `'${name}' is a reserved name; input names cannot be __proto__, constructor or prototype`;
     expect(((await res.json()) as { error: string }).error).toContain(`body.inputs.${name}: ${rule}`);
     expect((await t.client().GET('/api/build/workflows/{ref}', { params: { path: { ref: 'reserved-input' } } })).response.status).toBe(404);
   });

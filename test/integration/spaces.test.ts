@@ -34,7 +34,15 @@ async function call(who: string, method: string, path: string, body?: unknown, h
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, etag: res.headers.get('etag'), body: (text ? JSON.parse(text) : {}) as { error?: string; data?: any; next_cursor?: string | null } };
+  return {
+    status: res.status,
+    etag: res.headers.get('etag'),
+    body: (text ? JSON.parse(text) : {}) as {
+      error?: string; // biome-ignore lint/suspicious/noExplicitAny: a reply of any operation, read by each test as it knows it
+      data?: any;
+      next_cursor?: string | null;
+    },
+  };
 }
 
 const SEES: Record<string, string[]> = {
@@ -156,7 +164,9 @@ test('lists filter by space and by folder, segment by segment', async () => {
 
 test('over MCP, the same rule: an invisible agent is an unknown one', async () => {
   const client = new Client({ name: 'spaces-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${t.baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${tokens.beta}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${t.baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${tokens.beta}` } } }),
+  );
   try {
     const hidden = (await client.callTool({ name: 'get_agent', arguments: { ref: 'alpha-payroll' } })) as { isError?: boolean; content: { text: string }[] };
     expect(hidden.isError).toBe(true);
@@ -174,7 +184,9 @@ describe('who belongs where, from the token', () => {
   const reads = (service: TestService, claims: Record<string, unknown>, scope = 'build') =>
     Promise.all(
       ['alpha-payroll', 'beta-agent'].map(async (slug) => {
-        const res = await fetch(`${service.baseUrl}/api/build/agents/${slug}`, { headers: { authorization: `Bearer ${service.token({ user: 'probe', scope, claims })}` } });
+        const res = await fetch(`${service.baseUrl}/api/build/agents/${slug}`, {
+          headers: { authorization: `Bearer ${service.token({ user: 'probe', scope, claims })}` },
+        });
         return res.status;
       }),
     );
@@ -194,7 +206,10 @@ describe('who belongs where, from the token', () => {
     const namespaced = await startService({ AUTH_TEAMS_CLAIM: 'https://example.com/teams', AUTH_ADMIN_GRANT: 'platform-admin' });
     try {
       const admin = namespaced.token({ user: 'ada', scope: 'build platform-admin' });
-      for (const [slug, team] of [['alpha-payroll', 'alpha'], ['beta-agent', 'beta']] as const) {
+      for (const [slug, team] of [
+        ['alpha-payroll', 'alpha'],
+        ['beta-agent', 'beta'],
+      ] as const) {
         const created = await fetch(`${namespaced.baseUrl}/api/build/agents`, {
           method: 'PUT',
           headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
@@ -281,7 +296,12 @@ describe('pages and folders', () => {
   });
 
   test('folders: each path and those above it, with the agents in or below it that the caller sees, per space', async () => {
-    const deep = await call('alpha', 'PUT', '/api/build/agents', { ...minimalAgent('Deep'), slug: 'deep', space: { team: 'alpha' }, folder: 'payroll/monthly/2026' });
+    const deep = await call('alpha', 'PUT', '/api/build/agents', {
+      ...minimalAgent('Deep'),
+      slug: 'deep',
+      space: { team: 'alpha' },
+      folder: 'payroll/monthly/2026',
+    });
     expect(deep.status).toBe(201);
     const mine = await call('alpha', 'GET', '/api/build/folders');
     expect(mine.body.data).toEqual([
@@ -365,7 +385,11 @@ test('a replayed write answers only while its caller still sees what it is about
   const member = t.token({ user: 'mover', teams: ['alpha'] });
   const former = t.token({ user: 'mover', teams: [] });
   const send = (token: string, method: string, path: string, body: unknown) =>
-    fetch(`${t.baseUrl}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': `replay-${path}` }, body: JSON.stringify(body) });
+    fetch(`${t.baseUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': `replay-${path}` },
+      body: JSON.stringify(body),
+    });
   const body = { ...minimalAgent('Replayed'), slug: 'replayed', space: { team: 'alpha' } };
   expect((await send(member, 'PUT', '/api/build/agents', body)).status).toBe(201);
   expect((await send(member, 'PUT', '/api/build/agents', body)).status).toBe(201);

@@ -20,7 +20,9 @@ afterAll(() => t.close());
 let n = 0;
 /** An agent (with a webhook trigger when `hooked`), its read document and ETag. */
 async function createAgent(hooked = false) {
-  const res = await t.client().PUT('/api/build/agents', { body: { ...minimalAgent(`Versioned ${++n}`), triggers: hooked ? [{ kind: 'webhook', name: 'Inbound' }] : [] } });
+  const res = await t
+    .client()
+    .PUT('/api/build/agents', { body: { ...minimalAgent(`Versioned ${++n}`), triggers: hooked ? [{ kind: 'webhook', name: 'Inbound' }] : [] } });
   expect(res.response.status).toBe(201);
   return { doc: res.data!.data.document, etag: res.response.headers.get('etag')!, urls: res.data!.data.webhook_urls ?? [] };
 }
@@ -57,7 +59,13 @@ test('each write is a version: listed newest first with its id, stamp, author an
   expect(listed.response.headers.get('link')).toBeNull();
   expect(listed.data).toEqual({
     data: [
-      { version: 3, version_id: `${doc.id}@3`, updated_at: activated.data!.data.document.updated_at, author: 'user-2', changes: ['status changed from draft to active'] },
+      {
+        version: 3,
+        version_id: `${doc.id}@3`,
+        updated_at: activated.data!.data.document.updated_at,
+        author: 'user-2',
+        changes: ['status changed from draft to active'],
+      },
       { version: 2, version_id: `${doc.id}@2`, updated_at: renamed.data!.data.document.updated_at, author: 'user-1', changes: ['name changed'] },
       { version: 1, version_id: `${doc.id}@1`, updated_at: doc.updated_at, author: 'user-1', changes: [`agent '${doc.slug}' created`] },
     ],
@@ -78,7 +86,9 @@ test('each write is a version: listed newest first with its id, stamp, author an
   // Another workspace: the agent is not there, nor its versions.
   const elsewhere = t.token({ workspace: 'ws-elsewhere' });
   expect((await versionsOf(doc.id, {}, elsewhere)).response.status).toBe(404);
-  expect((await t.client(elsewhere).GET('/api/build/agents/{ref}/versions/{version}', { params: { path: { ref: doc.id, version: '1' } } })).response.status).toBe(404);
+  expect(
+    (await t.client(elsewhere).GET('/api/build/agents/{ref}/versions/{version}', { params: { path: { ref: doc.id, version: '1' } } })).response.status,
+  ).toBe(404);
 });
 
 test('a limit outside 1..100 or not written in decimal digits is 400 naming it', async () => {
@@ -143,7 +153,12 @@ test('a diff is an RFC 6902 patch that another library applies to give the other
   await replaceAgent(doc.id, () => ({ name: 'Two', skills: ['a/b', 'c~d', 'e'], eval_criteria: ['x', 'y'] }));
   await replaceAgent(doc.id, () => ({ description: 'Three', skills: ['e'], eval_criteria: ['y', 'x', 'z'], folder: 'a/b~c' }));
   const kept = async (v: string) => (await versionOf(doc.id, v)).data!.data;
-  for (const [from, to] of [['1', 'current'], ['2', '3'], ['3', '1'], ['2', `${doc.id}@2`]] as const) {
+  for (const [from, to] of [
+    ['1', 'current'],
+    ['2', '3'],
+    ['3', '1'],
+    ['2', `${doc.id}@2`],
+  ] as const) {
     const res = await t.client().GET('/api/build/agents/{ref}/versions/{version}/diff', { params: { path: { ref: doc.id, version: from }, query: { to } } });
     expect(res.response.status).toBe(200);
     const toNumber = to === 'current' ? 3 : Number(to.split('@').pop());
@@ -153,7 +168,9 @@ test('a diff is an RFC 6902 patch that another library applies to give the other
     expect(applyPatch(patched, res.data!.data.patch as never).every((error) => error === null)).toBe(true);
     expect(patched).toEqual(target);
   }
-  const unknown = await t.client().GET('/api/build/agents/{ref}/versions/{version}/diff', { params: { path: { ref: doc.id, version: '1' }, query: { to: '9' } } });
+  const unknown = await t
+    .client()
+    .GET('/api/build/agents/{ref}/versions/{version}/diff', { params: { path: { ref: doc.id, version: '1' }, query: { to: '9' } } });
   expect(unknown.response.status).toBe(404);
 });
 
@@ -204,7 +221,9 @@ test('a restore racing a replace from the same stamp: one wins, one version is a
   const read = storedPart((await t.client().GET('/api/build/agents/{ref}', { params: { path: { ref: doc.id } } })).data!.data);
   const [restored, replaced] = await Promise.all([
     restore(doc.id, '1', etag),
-    t.client().PUT('/api/build/agents/{ref}', { params: { path: { ref: doc.id }, header: { 'If-Match': etag } }, body: { ...replaceBody(read), name: 'Racer' } }),
+    t
+      .client()
+      .PUT('/api/build/agents/{ref}', { params: { path: { ref: doc.id }, header: { 'If-Match': etag } }, body: { ...replaceBody(read), name: 'Racer' } }),
   ]);
   expect([restored.response.status, replaced.response.status].sort()).toEqual([200, 409]);
   const versions = (await versionsOf(doc.id)).data!.data;
@@ -229,14 +248,18 @@ test('a test run of a kept version runs it and says which; the current version d
   expect(unknown.response.status).toBe(404);
   expect((unknown.error as { error: string }).error).toMatch(/^body\.version: /);
   // Archived now, the agent runs no version of itself: the current version decides.
-  await t.client().POST('/api/build/agents/{ref}/status', { params: { path: { ref: doc.id }, header: { 'If-Match': await etagOf(doc.id) } }, body: { status: 'archived' } });
+  await t
+    .client()
+    .POST('/api/build/agents/{ref}/status', { params: { path: { ref: doc.id }, header: { 'If-Match': await etagOf(doc.id) } }, body: { status: 'archived' } });
   const archived = await t.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: doc.id } }, body: { prompt: 'hello', version: 1 } });
   expect(archived.response.status).toBe(409);
 });
 
 test('workflows: versions kept, restored and run; deleting the workflow deletes them', async () => {
   const step = (value: string) => [{ id: 'say', kind: 'tool' as const, tool: 'core.echo', args: { value } }];
-  const created = await t.client().PUT('/api/build/workflows', { body: { kind: 'service.workflow/v1', slug: 'versioned-flow', name: 'Flow', steps: step('one') } });
+  const created = await t
+    .client()
+    .PUT('/api/build/workflows', { body: { kind: 'service.workflow/v1', slug: 'versioned-flow', name: 'Flow', steps: step('one') } });
   expect(created.response.status).toBe(201);
   const v1 = created.data!.data.document;
   const replaced = await t.client().PUT('/api/build/workflows/{ref}', {
@@ -245,11 +268,18 @@ test('workflows: versions kept, restored and run; deleting the workflow deletes 
   });
   expect(replaced.response.status).toBe(200);
   const listed = await t.client().GET('/api/build/workflows/{ref}/versions', { params: { path: { ref: 'versioned-flow' } } });
-  expect(listed.data!.data.map((v) => [v.version, v.changes])).toEqual([[2, ["step 'say' changed"]], [1, ["workflow 'versioned-flow' created"]]]);
+  expect(listed.data!.data.map((v) => [v.version, v.changes])).toEqual([
+    [2, ["step 'say' changed"]],
+    [1, ["workflow 'versioned-flow' created"]],
+  ]);
 
   const run = await t.client().POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'versioned-flow' } }, body: { version: 1 } });
   const ran = await waitForWorkflowRun(t, run.data!.data.run_id);
-  expect(ran).toMatchObject({ status: 'succeeded', workflow_version_id: `${ran.workflow_id}@1`, step_results: { say: { status: 'succeeded', output: { value: 'one' } } } });
+  expect(ran).toMatchObject({
+    status: 'succeeded',
+    workflow_version_id: `${ran.workflow_id}@1`,
+    step_results: { say: { status: 'succeeded', output: { value: 'one' } } },
+  });
 
   const restored = await t.client().POST('/api/build/workflows/{ref}/versions/{version}/restore', {
     params: { path: { ref: 'versioned-flow', version: '1' }, header: { 'If-Match': replaced.response.headers.get('etag')! } },
@@ -263,7 +293,7 @@ test('workflows: versions kept, restored and run; deleting the workflow deletes 
   expect(Number(await storedValue(t.config, 'SELECT COUNT(*) FROM workflow_versions WHERE document_id = ?', [id]))).toBe(0);
 });
 
-test("a workflow diff through members named constructor or prototype applies with rfc6902, which refuses such paths", async () => {
+test('a workflow diff through members named constructor or prototype applies with rfc6902, which refuses such paths', async () => {
   const step = (args: Record<string, unknown>) => [{ id: 'say', kind: 'tool' as const, tool: 'core.echo', args }];
   const created = await t.client().PUT('/api/build/workflows', {
     body: { kind: 'service.workflow/v1', slug: 'prototype-args', name: 'Flow', steps: step({ constructor: { x: 1 }, prototype: [1], value: 'a' }) },
@@ -274,9 +304,15 @@ test("a workflow diff through members named constructor or prototype applies wit
     body: { ...created.data!.data.document, name: 'Flow 2', steps: step({ constructor: { x: 2 }, value: 'b' }) } as never,
   });
   expect(replaced.response.status).toBe(200);
-  const kept = async (v: string) => (await t.client().GET('/api/build/workflows/{ref}/versions/{version}', { params: { path: { ref: 'prototype-args', version: v } } })).data!.data;
-  for (const [from, to] of [['1', '2'], ['2', '1']] as const) {
-    const res = await t.client().GET('/api/build/workflows/{ref}/versions/{version}/diff', { params: { path: { ref: 'prototype-args', version: from }, query: { to } } });
+  const kept = async (v: string) =>
+    (await t.client().GET('/api/build/workflows/{ref}/versions/{version}', { params: { path: { ref: 'prototype-args', version: v } } })).data!.data;
+  for (const [from, to] of [
+    ['1', '2'],
+    ['2', '1'],
+  ] as const) {
+    const res = await t
+      .client()
+      .GET('/api/build/workflows/{ref}/versions/{version}/diff', { params: { path: { ref: 'prototype-args', version: from }, query: { to } } });
     expect(res.response.status).toBe(200);
     const patched = structuredClone(await kept(from));
     // Parsed again here: rfc6902 tells an array by its constructor, and the client's JSON was parsed in another realm than jest's.
@@ -287,7 +323,9 @@ test("a workflow diff through members named constructor or prototype applies wit
 });
 
 test('no version holds a webhook secret, a signing secret or a secret’s hash', async () => {
-  const res = await t.client().PUT('/api/build/agents', { body: { ...minimalAgent('Secretive'), triggers: [{ kind: 'webhook', name: 'Signed', signing: 'standard-webhooks' }] } });
+  const res = await t
+    .client()
+    .PUT('/api/build/agents', { body: { ...minimalAgent('Secretive'), triggers: [{ kind: 'webhook', name: 'Signed', signing: 'standard-webhooks' }] } });
   const { webhook_urls: urls, document } = res.data!.data;
   const secret = urls![0]!.url.split('/').pop()!;
   const signing = urls![0]!.signing_secret!;

@@ -27,7 +27,9 @@ async function hookedAgent(opts: { status?: 'draft' | 'active'; trigger?: Partia
   let doc = created.data!.data.document;
   let etag = created.response.headers.get('etag')!;
   if ((opts.status ?? 'active') === 'active') {
-    const active = await t.client().POST('/api/build/agents/{ref}/status', { params: { path: { ref: doc.id }, header: { 'If-Match': etag } }, body: { status: 'active' } });
+    const active = await t
+      .client()
+      .POST('/api/build/agents/{ref}/status', { params: { path: { ref: doc.id }, header: { 'If-Match': etag } }, body: { status: 'active' } });
     doc = active.data!.data.document;
     etag = active.response.headers.get('etag')!;
   }
@@ -51,7 +53,11 @@ function sign(secret: string, id: string, timestamp: number, body: string): stri
 describe('a delivery starts a run', () => {
   test('POST JSON: 202 with the queued run; the run is readable by every member of the workspace and gets the delivery', async () => {
     const { url, triggerId, doc } = await hookedAgent({ trigger: { prompt: 'File this ticket.' } });
-    const res = await post(`${url}?source=crm&tag=a&tag=b`, json({ ticket: { id: 4711 } }), { 'content-type': 'application/json', 'user-agent': 'crm/1.0', 'x-secret-header': 'not forwarded' });
+    const res = await post(`${url}?source=crm&tag=a&tag=b`, json({ ticket: { id: 4711 } }), {
+      'content-type': 'application/json',
+      'user-agent': 'crm/1.0',
+      'x-secret-header': 'not forwarded',
+    });
     expect(res.status).toBe(202);
     const body = (await res.json()) as { data: { run_id: string; status: string } };
     expect(body.data.status).toBe('queued');
@@ -125,14 +131,22 @@ describe('refusals', () => {
     const draft = await hookedAgent({ status: 'draft' });
     const res = await post(draft.url, '{}');
     expect(res.status).toBe(409);
-    expect(await res.json()).toEqual({ error: `agent '${draft.doc.slug}' is draft; only an active agent's triggers fire (POST /api/build/agents/${draft.doc.slug}/status)`, run_id: null });
+    expect(await res.json()).toEqual({
+      error: `agent '${draft.doc.slug}' is draft; only an active agent's triggers fire (POST /api/build/agents/${draft.doc.slug}/status)`,
+      run_id: null,
+    });
 
     const disabled = await hookedAgent({ trigger: { enabled: false } });
     const off = await post(disabled.url, '{}');
     expect(off.status).toBe(409);
-    expect(((await off.json()) as { error: string }).error).toBe(`trigger 'Inbound' of agent '${disabled.doc.slug}' is disabled; enable it to receive deliveries`);
+    expect(((await off.json()) as { error: string }).error).toBe(
+      `trigger 'Inbound' of agent '${disabled.doc.slug}' is disabled; enable it to receive deliveries`,
+    );
 
-    const archived = await t.client().POST('/api/build/agents/{ref}/status', { params: { path: { ref: disabled.doc.id }, header: { 'If-Match': `"${disabled.doc.updated_at}"` } }, body: { status: 'archived' } });
+    const archived = await t.client().POST('/api/build/agents/{ref}/status', {
+      params: { path: { ref: disabled.doc.id }, header: { 'If-Match': `"${disabled.doc.updated_at}"` } },
+      body: { status: 'archived' },
+    });
     expect(archived.response.status).toBe(200);
     expect((await post(disabled.url, '{}')).status).toBe(409);
     expect((await runsOfTrigger(draft.triggerId)) + (await runsOfTrigger(disabled.triggerId))).toBe(0);
@@ -210,11 +224,18 @@ describe('Standard Webhooks signatures', () => {
     expect((doc.triggers[0] as Extract<Agent['triggers'][number], { kind: 'webhook' }>).signing).toBe('standard-webhooks');
     const body = '{"event":"paid"}';
     const now = Math.floor(Date.now() / 1000);
-    const headers = (id: string, ts: number, signature: string) => ({ 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(ts), 'webhook-signature': signature });
+    const headers = (id: string, ts: number, signature: string) => ({
+      'content-type': 'application/json',
+      'webhook-id': id,
+      'webhook-timestamp': String(ts),
+      'webhook-signature': signature,
+    });
 
     const unsigned = await post(url, body, { 'content-type': 'application/json' });
     expect(unsigned.status).toBe(401);
-    expect(await unsigned.json()).toEqual({ error: 'this trigger requires a Standard Webhooks signature: send webhook-id, webhook-timestamp and webhook-signature' });
+    expect(await unsigned.json()).toEqual({
+      error: 'this trigger requires a Standard Webhooks signature: send webhook-id, webhook-timestamp and webhook-signature',
+    });
     const forged = await post(url, body, headers('msg_a', now, sign(`whsec_${Buffer.alloc(32, 1).toString('base64')}`, 'msg_a', now, body)));
     expect(forged.status).toBe(401);
     expect(await forged.json()).toEqual({ error: "webhook-signature: no signature matches the trigger's signing secret" });
@@ -239,7 +260,8 @@ describe('Standard Webhooks signatures', () => {
     expect(fresh.signing_secret).not.toBe(signingSecret);
     const url = fresh.url.replace('http://build.test', t.baseUrl);
     const now = Math.floor(Date.now() / 1000);
-    const send = (secret: string, id: string) => post(url, '{}', { 'webhook-id': id, 'webhook-timestamp': String(now), 'webhook-signature': sign(secret, id, now, '{}') });
+    const send = (secret: string, id: string) =>
+      post(url, '{}', { 'webhook-id': id, 'webhook-timestamp': String(now), 'webhook-signature': sign(secret, id, now, '{}') });
     expect((await send(signingSecret!, 'old')).status).toBe(401);
     expect((await send(fresh.signing_secret!, 'new')).status).toBe(202);
   });
@@ -268,7 +290,9 @@ test("the agent read shows each trigger's live status; a replace that sends it b
   const run = await waitForAgentRun(t, delivered.data.run_id);
   expect(after.data!.data.triggers[0]!.last_fired_at).toBe(run.started_at);
 
-  const replaced = await t.client().PUT('/api/build/agents/{ref}', { params: { path: { ref: doc.id }, header: { 'If-Match': etag } }, body: replaceBody(after.data!.data) });
+  const replaced = await t
+    .client()
+    .PUT('/api/build/agents/{ref}', { params: { path: { ref: doc.id }, header: { 'If-Match': etag } }, body: replaceBody(after.data!.data) });
   expect(replaced.response.status).toBe(200);
   expect(replaced.data!.data.document.triggers[0]).not.toHaveProperty('last_fired_at');
 });

@@ -99,7 +99,12 @@ test('an agent step runs the named agent with its rendered prompt', async () => 
 
 test('an agent step runs the agent as stored when the run was accepted, whatever is written to it during the run', async () => {
   const created = await t.client().PUT('/api/build/agents', {
-    body: { ...minimalAgent('Versioned'), slug: 'versioned', max_steps: 3, tools: { apps: ['kv'], connections: 'all', disabled_tools: [], approval: 'destructive' } },
+    body: {
+      ...minimalAgent('Versioned'),
+      slug: 'versioned',
+      max_steps: 3,
+      tools: { apps: ['kv'], connections: 'all', disabled_tools: [], approval: 'destructive' },
+    },
   });
   const agent = created.data!.data.document;
   const slug = await workflow({
@@ -162,7 +167,12 @@ test('a disabled workflow refuses test runs with 409 and run_id null', async () 
 });
 
 test('a balance below the number of steps is refused and recorded', async () => {
-  const slug = await workflow({ steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }, { id: 'b', kind: 'tool', tool: 'core.echo' }] });
+  const slug = await workflow({
+    steps: [
+      { id: 'a', kind: 'tool', tool: 'core.echo' },
+      { id: 'b', kind: 'tool', tool: 'core.echo' },
+    ],
+  });
   await withCredits(t, 'ws-1', 1, async () => {
     const res = await startRun(slug);
     expect(res.response.status).toBe(409);

@@ -32,7 +32,11 @@ test('200 simultaneous replaces with one stamp: exactly one 200, 199 × 409 with
   for (const loser of losers) {
     const body = loser.error as { current: unknown; applied: string[] };
     expect(body.applied).toEqual([]);
-    expect(body.current === null || (body.current as { updated_at: string }).updated_at === winner.updated_at || (body.current as { updated_at: string }).updated_at === doc.updated_at).toBe(true);
+    expect(
+      body.current === null ||
+        (body.current as { updated_at: string }).updated_at === winner.updated_at ||
+        (body.current as { updated_at: string }).updated_at === doc.updated_at,
+    ).toBe(true);
   }
   const read = await s.client().GET('/api/build/agents/{ref}', { params: { path: { ref: doc.id } } });
   expect(read.data!.data).toEqual(winner);
@@ -62,7 +66,9 @@ test('1,000 rapid sequential writes: stamps strictly increase and version counts
 });
 
 test('concurrent creates with one slug: one 201, the rest 409, one row', async () => {
-  const results = await Promise.all(Array.from({ length: 50 }, () => s.client().PUT('/api/build/agents', { body: { ...minimalAgent('Same'), slug: 'same-slug' } })));
+  const results = await Promise.all(
+    Array.from({ length: 50 }, () => s.client().PUT('/api/build/agents', { body: { ...minimalAgent('Same'), slug: 'same-slug' } })),
+  );
   expect(results.filter((r) => r.response.status === 201)).toHaveLength(1);
   expect(results.filter((r) => r.response.status === 409)).toHaveLength(49);
   const list = await s.client().GET('/api/build/agents');
@@ -70,12 +76,16 @@ test('concurrent creates with one slug: one 201, the rest 409, one row', async (
 });
 
 test('concurrent test runs against a small balance: never more spent than the balance; every refusal recorded', async () => {
-  const created = await s.client().PUT('/api/build/agents', { body: { ...minimalAgent('Spender'), max_steps: 5, tools: { apps: ['core'], connections: 'all', disabled_tools: [], approval: 'destructive' } } });
+  const created = await s.client().PUT('/api/build/agents', {
+    body: { ...minimalAgent('Spender'), max_steps: 5, tools: { apps: ['core'], connections: 'all', disabled_tools: [], approval: 'destructive' } },
+  });
   await setStoredBalance(s, 'ws-1', 10);
   // Each run wants 3 model steps (two calls and an answer): 10 credits cannot pay for all of them.
   const prompt = '/call core.echo {}\n/call core.echo {}';
   const starts = await Promise.all(
-    Array.from({ length: 30 }, () => s.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: created.data!.data.document.id } }, body: { prompt } })),
+    Array.from({ length: 30 }, () =>
+      s.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: created.data!.data.document.id } }, body: { prompt } }),
+    ),
   );
   const accepted = starts.filter((r) => r.response.status === 202).map((r) => r.data!.data.run_id);
   const refused = starts.filter((r) => r.response.status === 409).map((r) => (r.error as { run_id: string }).run_id);

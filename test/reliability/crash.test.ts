@@ -39,12 +39,22 @@ let rngAt = 0;
 const random = (n: number) => (rng[rngAt++ % rng.length] as number) % n;
 
 beforeAll(async () => {
-  s = await startServer({ DEFAULT_CREDITS: String(INITIAL_CREDITS), RUN_WORKERS: '4', ...(storeUnderTest === 'postgres' && { RUN_LEASE_SECONDS: String(LEASE_SECONDS) }) });
+  s = await startServer({
+    DEFAULT_CREDITS: String(INITIAL_CREDITS),
+    RUN_WORKERS: '4',
+    ...(storeUnderTest === 'postgres' && { RUN_LEASE_SECONDS: String(LEASE_SECONDS) }),
+  });
 });
 afterAll(() => s.dispose());
 
 function agentBody(name: string) {
-  return { ...minimalAgent(name), triggers: [{ kind: 'webhook' as const, name: 'Hook' }, { kind: 'poll' as const, name: 'Poll', tool: 'kv.list', cron: '*/5 * * * *', timezone: 'UTC' }] };
+  return {
+    ...minimalAgent(name),
+    triggers: [
+      { kind: 'webhook' as const, name: 'Hook' },
+      { kind: 'poll' as const, name: 'Poll', tool: 'kv.list', cron: '*/5 * * * *', timezone: 'UTC' },
+    ],
+  };
 }
 
 function workflowBody(slug: string) {

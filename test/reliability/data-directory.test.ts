@@ -21,7 +21,16 @@ afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
 /** The environment a stranger has, plus DATABASE_PATH: no DATABASE_URL, no PORT from the caller. */
 function env(databasePath: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_PATH: databasePath, PORT: '0', METRICS_PORT: '0', DRAIN_SECONDS: '0', LOG_LEVEL: 'info', ...extra };
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    DATABASE_PATH: databasePath,
+    PORT: '0',
+    METRICS_PORT: '0',
+    DRAIN_SECONDS: '0',
+    LOG_LEVEL: 'info',
+    ...extra,
+  };
 }
 
 function cli(args: string[], databasePath: string, prefix: string[] = []) {
@@ -83,7 +92,11 @@ sqliteOnly('the data directory', () => {
       },
       (p: string) => `build-api: DATABASE_PATH: cannot create the directory ${path.dirname(p)}: a part of the path is a file, not a directory\n`,
     ],
-    ['the path is a directory', () => fs.mkdtempSync(path.join(root, 'is-a-dir-')), (p: string) => `build-api: DATABASE_PATH: cannot open ${p}: it is a directory\n`],
+    [
+      'the path is a directory',
+      () => fs.mkdtempSync(path.join(root, 'is-a-dir-')),
+      (p: string) => `build-api: DATABASE_PATH: cannot open ${p}: it is a directory\n`,
+    ],
   ])('%s: serve and the CLI stop with exit 1 and one line naming DATABASE_PATH and the reason', (_name, make, message) => {
     const databasePath = make();
     for (const args of [['serve'], ['token', '--user', 'u', '--workspace', 'w']]) {
@@ -109,7 +122,10 @@ sqliteOnly('the data directory', () => {
       expect([res.status, res.stderr]).toEqual([1, `build-api: DATABASE_PATH: cannot create the directory ${path.dirname(missing)}: permission denied\n`]);
       const inExisting = path.join(locked, 'existing', 'build.db');
       const res2 = cli(['serve'], inExisting, asUnprivileged!);
-      expect([res2.status, res2.stderr]).toEqual([1, `build-api: DATABASE_PATH: cannot open ${inExisting}.serve-lock: unable to open database file (is ${path.dirname(inExisting)} writable?)\n`]);
+      expect([res2.status, res2.stderr]).toEqual([
+        1,
+        `build-api: DATABASE_PATH: cannot open ${inExisting}.serve-lock: unable to open database file (is ${path.dirname(inExisting)} writable?)\n`,
+      ]);
     } finally {
       fs.chmodSync(locked, 0o755);
     }

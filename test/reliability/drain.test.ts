@@ -43,7 +43,9 @@ test('draining: readiness fails at once, the API keeps answering for DRAIN_SECON
   });
   const slug = created.data!.data.document.slug;
   // A run that outlasts the drain: executing when the listener closes, so it is handed back.
-  const runId = (await s.client(token).POST('/api/build/agents/{ref}/test', { params: { path: { ref: slug } }, body: { prompt: '/call core.sleep {"ms":8000}' } })).data!.data.run_id;
+  const runId = (
+    await s.client(token).POST('/api/build/agents/{ref}/test', { params: { path: { ref: slug } }, body: { prompt: '/call core.sleep {"ms":8000}' } })
+  ).data!.data.run_id;
   const stream = fetch(`${s.baseUrl}/api/build/runs/${runId}/events`, { headers: { ...headers, accept: 'text/event-stream' } }).then((res) => res.text());
   expect(await status(`${s.baseUrl}/readyz`)).toBe(200);
 

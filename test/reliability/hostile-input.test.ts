@@ -19,11 +19,22 @@ let baseline: string;
 beforeAll(async () => {
   s = await startServer();
   token = s.token();
-  await storedWrite(s, 'INSERT INTO connections (workspace_id, ref, app, label, status, created_at) VALUES (?, ?, ?, ?, ?, ?)', ['ws-1', 'kv-main', 'kv', null, 'connected', new Date().toISOString()]);
-  const hooked = await s.client().PUT('/api/build/agents', { body: { ...minimalAgent('Fixture'), slug: 'fixture', triggers: [{ kind: 'webhook', name: 'Hook' }] } });
+  await storedWrite(s, 'INSERT INTO connections (workspace_id, ref, app, label, status, created_at) VALUES (?, ?, ?, ?, ?, ?)', [
+    'ws-1',
+    'kv-main',
+    'kv',
+    null,
+    'connected',
+    new Date().toISOString(),
+  ]);
+  const hooked = await s
+    .client()
+    .PUT('/api/build/agents', { body: { ...minimalAgent('Fixture'), slug: 'fixture', triggers: [{ kind: 'webhook', name: 'Hook' }] } });
   expect(hooked.response.status).toBe(201);
   await s.client().PUT('/api/build/agents', { body: { ...minimalAgent('Helper'), slug: 'helper' } });
-  await s.client().PUT('/api/build/workflows', { body: { kind: 'service.workflow/v1', slug: 'fixture', name: 'Fixture', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] } });
+  await s.client().PUT('/api/build/workflows', {
+    body: { kind: 'service.workflow/v1', slug: 'fixture', name: 'Fixture', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] },
+  });
   baseline = await storedState();
 });
 afterAll(() => s.dispose());
@@ -46,7 +57,12 @@ const agentHints: Hints = {
   '.tools.connections': fc.constantFrom('all', ['kv-main']),
   '.schedule': fc.oneof(
     fc.constant({}),
-    fc.record({ enabled: fc.boolean(), cron: fc.constantFrom('0 7 * * 1-5', '*/15 * * * *', '@daily'), timezone: fc.constantFrom('UTC', 'Europe/Berlin'), prompt: anyText }),
+    fc.record({
+      enabled: fc.boolean(),
+      cron: fc.constantFrom('0 7 * * 1-5', '*/15 * * * *', '@daily'),
+      timezone: fc.constantFrom('UTC', 'Europe/Berlin'),
+      prompt: anyText,
+    }),
   ),
   '.triggers[].id': 'omit',
   '.triggers[].tool': fc.constantFrom('kv.get', 'kv.list', 'time.now'),
@@ -57,18 +73,25 @@ const agentHints: Hints = {
 };
 
 const stepIds = ['fetch', 'shape', 'store', 'notify'];
-const workflowSteps = fc.integer({ min: 1, max: 4 }).chain((count) =>
-  fc.tuple(
-    ...stepIds.slice(0, count).map((id, i) =>
-      fc.tuple(fc.boolean(), fc.subarray(stepIds.slice(0, i)), fc.dictionary(fc.stringMatching(/^[a-z]{1,6}$/), fc.oneof(fc.integer(), anyText), { maxKeys: 3 })).map(
-        ([agentStep, after, args]) =>
-          agentStep
-            ? { id, kind: 'agent', agent: 'helper', prompt: `Step ${id}`, after }
-            : { id, kind: 'tool', tool: 'core.echo', args, after },
-      ),
+const workflowSteps = fc
+  .integer({ min: 1, max: 4 })
+  .chain((count) =>
+    fc.tuple(
+      ...stepIds
+        .slice(0, count)
+        .map((id, i) =>
+          fc
+            .tuple(
+              fc.boolean(),
+              fc.subarray(stepIds.slice(0, i)),
+              fc.dictionary(fc.stringMatching(/^[a-z]{1,6}$/), fc.oneof(fc.integer(), anyText), { maxKeys: 3 }),
+            )
+            .map(([agentStep, after, args]) =>
+              agentStep ? { id, kind: 'agent', agent: 'helper', prompt: `Step ${id}`, after } : { id, kind: 'tool', tool: 'core.echo', args, after },
+            ),
+        ),
     ),
-  ),
-);
+  );
 const workflowHints: Hints = {
   '.space': spaceHint,
   '.steps': workflowSteps,
@@ -98,7 +121,12 @@ const operations: Operation[] = [
   { name: 'rotateWebhook', schema: 'RotateWebhookRequest', hints: {}, send: (b) => request('POST', '/api/build/agents/fixture/rotate-webhook', b) },
   { name: 'validateWorkflow', schema: 'WorkflowDraft', hints: workflowHints, send: (b) => request('POST', '/api/build/workflows/validate', b) },
   { name: 'createWorkflow', schema: 'WorkflowCreate', hints: workflowHints, send: (b) => request('PUT', '/api/build/workflows', b) },
-  { name: 'replaceWorkflow', schema: 'WorkflowReplace', hints: workflowHints, send: (b) => request('PUT', '/api/build/workflows/fixture', b, { 'if-match': '*' }) },
+  {
+    name: 'replaceWorkflow',
+    schema: 'WorkflowReplace',
+    hints: workflowHints,
+    send: (b) => request('PUT', '/api/build/workflows/fixture', b, { 'if-match': '*' }),
+  },
   { name: 'testWorkflow', schema: 'WorkflowTestRequest', hints: {}, send: (b) => request('POST', '/api/build/workflows/fixture/test', b) },
 ];
 
@@ -114,12 +142,15 @@ async function expectError(res: Response, statuses: number[]): Promise<string> {
 test('documents generated from the spec are accepted by validate', async () => {
   const validates = operations.filter((op) => op.name.startsWith('validate'));
   await fc.assert(
-    fc.asyncProperty(fc.constantFrom(...validates).chain((op) => arbitraryFor(schemaNamed(op.schema), op.hints).map((doc) => ({ op, doc }))), async ({ op, doc }) => {
-      const res = await op.send(doc);
-      if (res.status !== 200) throw new Error(`${op.name} refused a valid document: ${res.status} ${await res.text()}`);
-      const body = (await res.json()) as { data: { valid: boolean } };
-      expect(body.data.valid).toBe(true);
-    }),
+    fc.asyncProperty(
+      fc.constantFrom(...validates).chain((op) => arbitraryFor(schemaNamed(op.schema), op.hints).map((doc) => ({ op, doc }))),
+      async ({ op, doc }) => {
+        const res = await op.send(doc);
+        if (res.status !== 200) throw new Error(`${op.name} refused a valid document: ${res.status} ${await res.text()}`);
+        const body = (await res.json()) as { data: { valid: boolean } };
+        expect(body.data.valid).toBe(true);
+      },
+    ),
     { seed: SEED, numRuns: Math.ceil(RUNS / 4) },
   );
 });
@@ -183,18 +214,40 @@ describe('garbage', () => {
       'body.name: must not contain a lone surrogate (a \\uD800-\\uDFFF escape without its pair): the text must be valid Unicode',
     );
 
-    const proto = '{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}},"kind":"service.workflow/v1","slug":"p","name":"P","steps":[{"id":"a","kind":"tool","tool":"core.echo","args":{"__proto__":{"polluted":true}}}]}';
+    const proto =
+      '{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}},"kind":"service.workflow/v1","slug":"p","name":"P","steps":[{"id":"a","kind":"tool","tool":"core.echo","args":{"__proto__":{"polluted":true}}}]}';
     const error = await expectError(await request('POST', '/api/build/workflows/validate', proto), [400]);
     expect(error).toBe('body.__proto__: the member name __proto__ is refused (it names the prototype of every JavaScript object)');
-    const inArgs = (args: string) => `{"kind":"service.workflow/v1","slug":"p","name":"P","steps":[{"id":"a","kind":"tool","tool":"core.echo","args":${args}}]}`;
-    const escaped = await expectError(await request('POST', '/api/build/workflows/validate', inArgs('{"constructor":1,"\\u005f_proto__":{"polluted":true}}')), [400]);
+    const inArgs = (args: string) =>
+      `{"kind":"service.workflow/v1","slug":"p","name":"P","steps":[{"id":"a","kind":"tool","tool":"core.echo","args":${args}}]}`;
+    const escaped = await expectError(
+      await request('POST', '/api/build/workflows/validate', inArgs('{"constructor":1,"\\u005f_proto__":{"polluted":true}}')),
+      [400],
+    );
     expect(escaped).toBe('body.steps[0].args.__proto__: the member name __proto__ is refused (it names the prototype of every JavaScript object)');
     const ok = await request('POST', '/api/build/workflows/validate', inArgs('{"constructor":1,"prototype":{"polluted":true}}'));
     expect(ok.status).toBe(200);
-    expect(((await ok.json()) as { data: { document: { steps: { args: Record<string, unknown> }[] } } }).data.document.steps[0]!.args).toEqual({ constructor: 1, prototype: { polluted: true } });
+    expect(((await ok.json()) as { data: { document: { steps: { args: Record<string, unknown> }[] } } }).data.document.steps[0]!.args).toEqual({
+      constructor: 1,
+      prototype: { polluted: true },
+    });
 
-    expect(await expectError(await request('POST', '/api/build/agents/validate', JSON.stringify(minimalAgent('Num')).replace('"max_steps":1', '"max_steps":1e400')), [400])).toBe('body.max_steps: 1e400 is beyond the range of a double (±1.7976931348623157e308)');
-    expect(await expectError(await request('POST', '/api/build/agents/validate', JSON.stringify(minimalAgent('Num')).replace('"max_steps":1', '"max_steps":123456789012345678901234567890')), [400])).toMatch(/^body\.max_steps: 123456789012345678901234567890 is an integer beyond ±9007199254740991/);
+    expect(
+      await expectError(
+        await request('POST', '/api/build/agents/validate', JSON.stringify(minimalAgent('Num')).replace('"max_steps":1', '"max_steps":1e400')),
+        [400],
+      ),
+    ).toBe('body.max_steps: 1e400 is beyond the range of a double (±1.7976931348623157e308)');
+    expect(
+      await expectError(
+        await request(
+          'POST',
+          '/api/build/agents/validate',
+          JSON.stringify(minimalAgent('Num')).replace('"max_steps":1', '"max_steps":123456789012345678901234567890'),
+        ),
+        [400],
+      ),
+    ).toMatch(/^body\.max_steps: 123456789012345678901234567890 is an integer beyond ±9007199254740991/);
   });
 
   test('after all of it: the process is up, healthy, and nothing was stored', async () => {

@@ -27,11 +27,14 @@ async function poll(path: string, token: string) {
 }
 
 describe('isolation', () => {
-  test('every ref and runId operation on another workspace is 404; another user\'s run is 404; lists stay apart', async () => {
+  test("every ref and runId operation on another workspace is 404; another user's run is 404; lists stay apart", async () => {
     const owner = s.token({ user: 'alice', workspace: 'acme' });
     const a = s.client(owner);
-    const agent = (await a.PUT('/api/build/agents', { body: { ...minimalAgent('Secret plan'), triggers: [{ kind: 'webhook', name: 'Hook' }] } })).data!.data.document;
-    await a.PUT('/api/build/workflows', { body: { kind: 'service.workflow/v1', slug: 'private-flow', name: 'P', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] } });
+    const agent = (await a.PUT('/api/build/agents', { body: { ...minimalAgent('Secret plan'), triggers: [{ kind: 'webhook', name: 'Hook' }] } })).data!.data
+      .document;
+    await a.PUT('/api/build/workflows', {
+      body: { kind: 'service.workflow/v1', slug: 'private-flow', name: 'P', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] },
+    });
     const agentRun = (await a.POST('/api/build/agents/{ref}/test', { params: { path: { ref: agent.id } }, body: { prompt: 'hi' } })).data!.data.run_id;
     const workflowRun = (await a.POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'private-flow' } }, body: {} })).data!.data.run_id;
     await poll(`/api/build/runs/${agentRun}`, owner);
@@ -47,7 +50,17 @@ describe('isolation', () => {
       ['POST', `/api/build/agents/${agent.id}/test`, '{"prompt":"hi"}'],
       ['POST', `/api/build/agents/${agent.id}/rotate-webhook`, JSON.stringify({ trigger_id: hookId })],
       ['GET', '/api/build/workflows/private-flow'],
-      ['PUT', '/api/build/workflows/private-flow', JSON.stringify({ kind: 'service.workflow/v1', slug: 'private-flow', name: 'P', updated_at: '2026-01-01T00:00:00.000000Z', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] })],
+      [
+        'PUT',
+        '/api/build/workflows/private-flow',
+        JSON.stringify({
+          kind: 'service.workflow/v1',
+          slug: 'private-flow',
+          name: 'P',
+          updated_at: '2026-01-01T00:00:00.000000Z',
+          steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }],
+        }),
+      ],
       ['POST', '/api/build/workflows/private-flow/test', '{}'],
       ['DELETE', '/api/build/workflows/private-flow'],
       ['GET', `/api/build/runs/${agentRun}`],
@@ -71,7 +84,9 @@ describe('isolation', () => {
 
   test('read-only members never take effect: status and secret_prefix are ignored, foreign trigger ids and id on create refused', async () => {
     const api = s.client(s.token({ workspace: 'ro' }));
-    const created = await api.PUT('/api/build/agents', { body: { ...minimalAgent('Read only'), status: 'archived', triggers: [{ kind: 'webhook', name: 'Hook', secret_prefix: 'whk_fake' }] } });
+    const created = await api.PUT('/api/build/agents', {
+      body: { ...minimalAgent('Read only'), status: 'archived', triggers: [{ kind: 'webhook', name: 'Hook', secret_prefix: 'whk_fake' }] },
+    });
     const doc = created.data!.data.document;
     expect(doc.status).toBe('draft');
     const hook = doc.triggers[0]! as { secret_prefix: string | null };
@@ -85,7 +100,9 @@ describe('isolation', () => {
     expect(replaced.data!.data.document.status).toBe('draft');
     expect((replaced.data!.data.document.triggers[0] as { secret_prefix: string }).secret_prefix).toBe(hook.secret_prefix);
 
-    const foreign = await api.PUT('/api/build/agents', { body: { ...minimalAgent('Foreign'), triggers: [{ kind: 'webhook', name: 'H', id: doc.triggers[0]!.id }] } });
+    const foreign = await api.PUT('/api/build/agents', {
+      body: { ...minimalAgent('Foreign'), triggers: [{ kind: 'webhook', name: 'H', id: doc.triggers[0]!.id }] },
+    });
     expect(foreign.response.status).toBe(400);
     const withId = await api.PUT('/api/build/agents', { body: { ...minimalAgent('With id'), id: doc.id } as never });
     expect(withId.response.status).toBe(400);
@@ -99,7 +116,15 @@ describe('secrets', () => {
     const secrets: string[] = [];
     const secretOf = (url: string) => url.split('/').pop() as string;
 
-    const created = await api.PUT('/api/build/agents', { body: { ...minimalAgent('Hooks'), triggers: [{ kind: 'webhook', name: 'One' }, { kind: 'webhook', name: 'Two' }] } });
+    const created = await api.PUT('/api/build/agents', {
+      body: {
+        ...minimalAgent('Hooks'),
+        triggers: [
+          { kind: 'webhook', name: 'One' },
+          { kind: 'webhook', name: 'Two' },
+        ],
+      },
+    });
     secrets.push(...created.data!.data.webhook_urls!.map((u) => secretOf(u.url)));
     let doc = created.data!.data.document;
     for (const trigger of doc.triggers) {
@@ -140,7 +165,13 @@ describe('secrets', () => {
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...(key && { 'idempotency-key': key }) },
         body: JSON.stringify(body),
       });
-    type Written = { data: { document: { id: string; slug: string; updated_at: string }; webhook_urls?: { trigger_id: string; url: string; signing_secret?: string }[]; webhook_urls_withheld?: string[] } };
+    type Written = {
+      data: {
+        document: { id: string; slug: string; updated_at: string };
+        webhook_urls?: { trigger_id: string; url: string; signing_secret?: string }[];
+        webhook_urls_withheld?: string[];
+      };
+    };
     const remember = (written: Written) => {
       for (const u of written.data.webhook_urls ?? []) {
         secrets.push(u.url.split('/').pop()!, u.signing_secret!, u.signing_secret!.replace(/^whsec_/, ''));
@@ -167,11 +198,17 @@ describe('secrets', () => {
 
     // The sealed key still verifies: a delivery signed by hand with the key the create showed.
     const agent = firstBody.data.document;
-    await s.client(token).POST('/api/build/agents/{ref}/status', { params: { path: { ref: agent.id }, header: { 'If-Match': `"${agent.updated_at}"` } }, body: { status: 'active' } });
+    await s.client(token).POST('/api/build/agents/{ref}/status', {
+      params: { path: { ref: agent.id }, header: { 'If-Match': `"${agent.updated_at}"` } },
+      body: { status: 'active' },
+    });
     const hook = firstBody.data.webhook_urls![0]!;
     const payload = '{"ticket":1}';
     const ts = Math.floor(Date.now() / 1000);
-    const signature = crypto.createHmac('sha256', Buffer.from(hook.signing_secret!.replace(/^whsec_/, ''), 'base64')).update(`msg_1.${ts}.${payload}`).digest('base64');
+    const signature = crypto
+      .createHmac('sha256', Buffer.from(hook.signing_secret!.replace(/^whsec_/, ''), 'base64'))
+      .update(`msg_1.${ts}.${payload}`)
+      .digest('base64');
     const delivered = await fetch(hook.url.replace(PUBLIC_BASE_URL, s.baseUrl), {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'webhook-id': 'msg_1', 'webhook-timestamp': String(ts), 'webhook-signature': `v1,${signature}` },

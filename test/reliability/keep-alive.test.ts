@@ -61,7 +61,11 @@ function connect() {
   let received = '';
   socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
   const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
-  const replies = () => received.split('HTTP/1.1 ').slice(1).map((reply) => Number(reply.slice(0, 3)));
+  const replies = () =>
+    received
+      .split('HTTP/1.1 ')
+      .slice(1)
+      .map((reply) => Number(reply.slice(0, 3)));
   const replied = async (count: number) => {
     while (replies().length < count && !socket.destroyed) await new Promise((r) => setTimeout(r, 20));
     return replies();
@@ -128,7 +132,10 @@ test(`${REQUESTS.toLocaleString('en-US')} requests over ${CONNECTIONS} keep-aliv
 
   // The stalled bodies' connections: answered 401, then closed within UNREAD_BODY_MS (and a margin).
   let deadline: NodeJS.Timeout | undefined;
-  const closedIn = await Promise.race([Promise.all(stalled.map((c) => c.closed)).then(() => 'closed'), new Promise((r) => (deadline = setTimeout(() => r('still open'), UNREAD_BODY_MS + 5000)))]);
+  const closedIn = await Promise.race([
+    Promise.all(stalled.map((c) => c.closed)).then(() => 'closed'),
+    new Promise((r) => (deadline = setTimeout(() => r('still open'), UNREAD_BODY_MS + 5000))),
+  ]);
   clearTimeout(deadline);
   expect([closedIn, stalled.map((c) => c.replies())]).toEqual(['closed', stalled.map(() => [401])]);
   // The connection whose body arrived was not closed by the bound: it answered again after it.

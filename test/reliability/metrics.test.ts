@@ -104,7 +104,10 @@ test('webhook deliveries by outcome, and open event streams', async () => {
   const { document } = created.data!.data;
   const url = created.data!.data.webhook_urls![0]!.url.replace('http://reliability.test', s.baseUrl);
   const read = await client.GET('/api/build/agents/{ref}', { params: { path: { ref: document.slug } } });
-  await client.POST('/api/build/agents/{ref}/status', { params: { path: { ref: document.slug }, header: { 'If-Match': read.response.headers.get('etag')! } }, body: { status: 'active' } });
+  await client.POST('/api/build/agents/{ref}/status', {
+    params: { path: { ref: document.slug }, header: { 'If-Match': read.response.headers.get('etag')! } },
+    body: { status: 'active' },
+  });
   expect((await fetch(url, { method: 'POST', body: '{"n":1}', headers: { 'content-type': 'application/json', 'webhook-id': 'm-1' } })).status).toBe(202);
   expect((await fetch(url, { method: 'POST', body: '{"n":1}', headers: { 'content-type': 'application/json', 'webhook-id': 'm-1' } })).status).toBe(202);
   expect((await fetch(`${url}x`, { method: 'POST', body: '{}' })).status).toBe(404);
@@ -119,9 +122,15 @@ test('webhook deliveries by outcome, and open event streams', async () => {
   const sleeper = await client.PUT('/api/build/agents', {
     body: { ...minimalAgent('Metrics stream'), max_steps: 4, tools: { apps: ['core'], connections: 'all', disabled_tools: [], approval: 'destructive' } },
   });
-  const started = await client.POST('/api/build/agents/{ref}/test', { params: { path: { ref: sleeper.data!.data.document.slug } }, body: { prompt: '/call core.sleep {"ms":5000}' } });
+  const started = await client.POST('/api/build/agents/{ref}/test', {
+    params: { path: { ref: sleeper.data!.data.document.slug } },
+    body: { prompt: '/call core.sleep {"ms":5000}' },
+  });
   const controller = new AbortController();
-  const stream = await fetch(`${s.baseUrl}/api/build/runs/${started.data!.data.run_id}/events`, { headers: { authorization: `Bearer ${s.token({ workspace: 'ws-metrics-hooks' })}` }, signal: controller.signal });
+  const stream = await fetch(`${s.baseUrl}/api/build/runs/${started.data!.data.run_id}/events`, {
+    headers: { authorization: `Bearer ${s.token({ workspace: 'ws-metrics-hooks' })}` },
+    signal: controller.signal,
+  });
   expect(stream.status).toBe(200);
   await until(async () => value(await scrape(), 'build_api_event_streams_open') === 1);
   controller.abort();

@@ -82,14 +82,18 @@ test('replicas started together applied each migration once and share one issuer
 });
 
 test('200 replaces with one stamp spread over the replicas: exactly one wins; every replica then reads the winner', async () => {
-  const created = await anyReplica().client().PUT('/api/build/agents', { body: minimalAgent('Contended') });
+  const created = await anyReplica()
+    .client()
+    .PUT('/api/build/agents', { body: minimalAgent('Contended') });
   const doc = created.data!.data.document;
   const results = await Promise.all(
     Array.from({ length: 200 }, (_, i) =>
-      anyReplica().client().PUT('/api/build/agents/{ref}', {
-        params: { path: { ref: doc.id }, header: { 'If-Match': `"${doc.updated_at}"` } },
-        body: { ...replaceBody(doc), instructions: `writer ${i}` },
-      }),
+      anyReplica()
+        .client()
+        .PUT('/api/build/agents/{ref}', {
+          params: { path: { ref: doc.id }, header: { 'If-Match': `"${doc.updated_at}"` } },
+          body: { ...replaceBody(doc), instructions: `writer ${i}` },
+        }),
     ),
   );
   const winners = results.filter((r) => r.response.status === 200);
@@ -127,7 +131,11 @@ test('reads after writes on other replicas see the write (documents, lists, vers
       const after = await reader.client().GET('/api/build/workflows/{ref}', { params: { path: { ref: doc.slug } } });
       expect(after.data!.data).toEqual(doc);
       const list = await anyReplica().client().GET('/api/build/workflows');
-      expect(list.data!.data.find((w) => w.slug === doc.slug)).toMatchObject({ name: doc.name, updated_at: doc.updated_at, version: replaced.data!.data.version });
+      expect(list.data!.data.find((w) => w.slug === doc.slug)).toMatchObject({
+        name: doc.name,
+        updated_at: doc.updated_at,
+        version: replaced.data!.data.version,
+      });
       // Every replica held the version list's first page of the previous version (read after the previous write): each shows this one first.
       for (const replica of replicas) {
         const page = await replica.client().GET('/api/build/workflows/{ref}/versions', { params: { path: { ref: doc.slug }, query: { limit: 2 } } });
@@ -160,16 +168,26 @@ test("a caller's quota is shared by the replicas: of 120 validations at once spr
 
 test('1,000 test runs accepted across the replicas: each executed exactly once, credits exact', async () => {
   const workspace = 'ws-runs';
-  const create = await anyReplica().client(anyReplica().token({ workspace })).PUT('/api/build/workflows', {
-    body: { kind: 'service.workflow/v1', slug: 'hit', name: 'Hit', inputs: { n: {} }, steps: [{ id: 'hit', kind: 'tool', tool: 'http.request', args: { method: 'GET', url: `${targetUrl}/hit/{{inputs.n}}` } }] },
-  });
+  const create = await anyReplica()
+    .client(anyReplica().token({ workspace }))
+    .PUT('/api/build/workflows', {
+      body: {
+        kind: 'service.workflow/v1',
+        slug: 'hit',
+        name: 'Hit',
+        inputs: { n: {} },
+        steps: [{ id: 'hit', kind: 'tool', tool: 'http.request', args: { method: 'GET', url: `${targetUrl}/hit/{{inputs.n}}` } }],
+      },
+    });
   expect(create.response.status).toBe(201);
   const runIds: string[] = [];
   for (let batch = 0; batch < 20; batch++) {
     const started = await Promise.all(
       Array.from({ length: 50 }, (_, i) => {
         const replica = anyReplica();
-        return replica.client(replica.token({ workspace })).POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'hit' } }, body: { input: { n: batch * 50 + i } } });
+        return replica
+          .client(replica.token({ workspace }))
+          .POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'hit' } }, body: { input: { n: batch * 50 + i } } });
       }),
     );
     for (const res of started) {
@@ -177,12 +195,18 @@ test('1,000 test runs accepted across the replicas: each executed exactly once, 
       runIds.push(res.data!.data.run_id as string);
     }
   }
-  await until('every run to end', async () => (await count(`SELECT COUNT(*) AS n FROM runs WHERE workspace_id = $1 AND finished_at IS NULL`, [workspace])) === 0, 120_000);
+  await until(
+    'every run to end',
+    async () => (await count(`SELECT COUNT(*) AS n FROM runs WHERE workspace_id = $1 AND finished_at IS NULL`, [workspace])) === 0,
+    120_000,
+  );
   expect(await count(`SELECT COUNT(*) AS n FROM runs WHERE workspace_id = $1 AND status = 'succeeded'`, [workspace])).toBe(1000);
   for (let n = 0; n < 1000; n++) expect([n, hits.get(`/hit/${n}`)]).toEqual([n, 1]);
   // Claimed once each: one run.started event per run, numbered without gaps.
   expect(await count(`SELECT COUNT(*) AS n FROM run_events WHERE type = 'run.started' AND run_id = ANY($1)`, [runIds])).toBe(1000);
-  expect(await count(`SELECT COUNT(*) AS n FROM (SELECT run_id FROM run_events WHERE run_id = ANY($1) GROUP BY run_id HAVING MAX(seq) != COUNT(*)) g`, [runIds])).toBe(0);
+  expect(
+    await count(`SELECT COUNT(*) AS n FROM (SELECT run_id FROM run_events WHERE run_id = ANY($1) GROUP BY run_id HAVING MAX(seq) != COUNT(*)) g`, [runIds]),
+  ).toBe(0);
   const spent = await count(`SELECT SUM(credits_spent) AS n FROM runs WHERE workspace_id = $1`, [workspace]);
   expect(spent).toBe(1000);
   expect(await count('SELECT credits AS n FROM workspace_balances WHERE id = $1', [workspace])).toBe(INITIAL_CREDITS - spent);
@@ -191,16 +215,22 @@ test('1,000 test runs accepted across the replicas: each executed exactly once, 
 test('a run executing on one replica is streamed by another as it happens', async () => {
   const workspace = 'ws-stream';
   const token = replicas[0]!.token({ workspace });
-  await anyReplica().client(token).PUT('/api/build/workflows', {
-    body: {
-      kind: 'service.workflow/v1', slug: 'slow', name: 'Slow',
-      steps: [
-        { id: 'one', kind: 'tool', tool: 'core.sleep', args: { ms: 400 } },
-        { id: 'two', kind: 'tool', tool: 'core.sleep', args: { ms: 400 }, after: ['one'] },
-      ],
-    },
-  });
-  const started = await anyReplica().client(token).POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'slow' } }, body: {} });
+  await anyReplica()
+    .client(token)
+    .PUT('/api/build/workflows', {
+      body: {
+        kind: 'service.workflow/v1',
+        slug: 'slow',
+        name: 'Slow',
+        steps: [
+          { id: 'one', kind: 'tool', tool: 'core.sleep', args: { ms: 400 } },
+          { id: 'two', kind: 'tool', tool: 'core.sleep', args: { ms: 400 }, after: ['one'] },
+        ],
+      },
+    });
+  const started = await anyReplica()
+    .client(token)
+    .POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'slow' } }, body: {} });
   const runId = started.data!.data.run_id as string;
   // Which replica executes it (its lease names the process), and a stream from one that does not.
   let owner = '';
@@ -215,7 +245,15 @@ test('a run executing on one replica is streamed by another as it happens', asyn
   expect(stream.status).toBe(200);
   expect(stream.ended).toBe(true);
   expect(stream.events.map((e) => e.id)).toEqual(stream.events.map((_, i) => i + 1));
-  expect(stream.events.map((e) => e.event)).toEqual(['run.queued', 'run.started', 'step.started', 'step.finished', 'step.started', 'step.finished', 'run.finished']);
+  expect(stream.events.map((e) => e.event)).toEqual([
+    'run.queued',
+    'run.started',
+    'step.started',
+    'step.finished',
+    'step.started',
+    'step.finished',
+    'run.finished',
+  ]);
   expect(stream.events.at(-1)!.data).toMatchObject({ data: { status: 'succeeded' } });
 });
 
@@ -237,13 +275,23 @@ test('an MCP client whose every request goes to another replica: builds, replace
   const v1 = new V1McpClient({ name: 'replicas-v1', version: '1.0.0' });
   await v1.connect(new V1McpTransport(new URL(`${replicas[0]!.baseUrl}/mcp`), { requestInit: { headers }, fetch: spread }));
   for (const [i, client] of [v2, v1].entries()) {
-    const created = (await client.callTool({ name: 'create_workflow', arguments: { body: { kind: 'service.workflow/v1', slug: `mcp-${i}`, name: 'MCP', steps: [{ id: 'one', kind: 'tool', tool: 'core.sleep', args: { ms: 300 } }] } } })) as { structuredContent: { document: { updated_at: string } } };
+    const created = (await client.callTool({
+      name: 'create_workflow',
+      arguments: {
+        body: { kind: 'service.workflow/v1', slug: `mcp-${i}`, name: 'MCP', steps: [{ id: 'one', kind: 'tool', tool: 'core.sleep', args: { ms: 300 } }] },
+      },
+    })) as { structuredContent: { document: { updated_at: string } } };
     const document = created.structuredContent.document;
-    const replaced = (await client.callTool({ name: 'replace_workflow', arguments: { ref: `mcp-${i}`, if_match: document.updated_at, body: { ...document, name: 'MCP, renamed' } } })) as { isError?: boolean; structuredContent: { version: number } };
+    const replaced = (await client.callTool({
+      name: 'replace_workflow',
+      arguments: { ref: `mcp-${i}`, if_match: document.updated_at, body: { ...document, name: 'MCP, renamed' } },
+    })) as { isError?: boolean; structuredContent: { version: number } };
     expect(replaced.isError).toBeFalsy();
     expect(replaced.structuredContent.version).toBe(2);
     const started = (await client.callTool({ name: 'test_workflow', arguments: { ref: `mcp-${i}`, body: {} } })) as { structuredContent: { run_id: string } };
-    const run = (await client.callTool({ name: 'get_workflow_run', arguments: { runId: started.structuredContent.run_id, wait_seconds: 30 } })) as { structuredContent: { status: string; workflow_version_id: string } };
+    const run = (await client.callTool({ name: 'get_workflow_run', arguments: { runId: started.structuredContent.run_id, wait_seconds: 30 } })) as {
+      structuredContent: { status: string; workflow_version_id: string };
+    };
     expect(run.structuredContent).toMatchObject({ status: 'succeeded', workflow_version_id: expect.stringMatching(/@2$/) });
   }
   expect(served.size).toBe(replicas.length);
@@ -253,31 +301,47 @@ test('an MCP client whose every request goes to another replica: builds, replace
 test('a replica killed mid-run: another fails its runs once their lease passes, their credits returned exactly; queued ones still run once', async () => {
   const workspace = 'ws-kill';
   const token = replicas[0]!.token({ workspace });
-  await anyReplica().client(token).PUT('/api/build/workflows', {
-    body: {
-      kind: 'service.workflow/v1', slug: 'long', name: 'Long', inputs: { n: {} },
-      steps: [
-        { id: 'nap', kind: 'tool', tool: 'core.sleep', args: { ms: 5000 } },
-        { id: 'hit', kind: 'tool', tool: 'http.request', args: { method: 'GET', url: `${targetUrl}/after-nap/{{inputs.n}}` }, after: ['nap'] },
-      ],
-    },
-  });
+  await anyReplica()
+    .client(token)
+    .PUT('/api/build/workflows', {
+      body: {
+        kind: 'service.workflow/v1',
+        slug: 'long',
+        name: 'Long',
+        inputs: { n: {} },
+        steps: [
+          { id: 'nap', kind: 'tool', tool: 'core.sleep', args: { ms: 5000 } },
+          { id: 'hit', kind: 'tool', tool: 'http.request', args: { method: 'GET', url: `${targetUrl}/after-nap/{{inputs.n}}` }, after: ['nap'] },
+        ],
+      },
+    });
   const ids: string[] = [];
   // More than a replica executes for one workspace at once (RUN_WORKERS_PER_WORKSPACE: 7): some wait queued.
   for (let n = 0; n < 10; n++) {
-    const res = await anyReplica().client(token).POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'long' } }, body: { input: { n } } });
+    const res = await anyReplica()
+      .client(token)
+      .POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'long' } }, body: { input: { n } } });
     ids.push(res.data!.data.run_id as string);
   }
   // Any replica may claim any run (each is woken by the queued run's NOTIFY), so the victim is one
   // that does hold some: the owner named by a running run's lease.
   let owner = '';
-  await until('a replica to hold runs', async () => {
-    owner = ((await sql.query(`SELECT lease_owner FROM runs WHERE id = ANY($1) AND status = 'running' LIMIT 1`, [ids])).rows[0]?.lease_owner as string | undefined) ?? '';
-    return owner !== '';
-  }, 10_000);
+  await until(
+    'a replica to hold runs',
+    async () => {
+      owner =
+        ((await sql.query(`SELECT lease_owner FROM runs WHERE id = ANY($1) AND status = 'running' LIMIT 1`, [ids])).rows[0]?.lease_owner as
+          | string
+          | undefined) ?? '';
+      return owner !== '';
+    },
+    10_000,
+  );
   const victim = replicas.find((r) => owner.includes(`/${r.pid()}/`)) as ServerProcess;
   const pid = victim.pid();
-  const held = (await sql.query(`SELECT id FROM runs WHERE id = ANY($1) AND status = 'running' AND lease_owner LIKE $2`, [ids, `%/${pid}/%`])).rows.map((r) => r.id as string);
+  const held = (await sql.query(`SELECT id FROM runs WHERE id = ANY($1) AND status = 'running' AND lease_owner LIKE $2`, [ids, `%/${pid}/%`])).rows.map(
+    (r) => r.id as string,
+  );
   await victim.kill('SIGKILL');
   await until('every run to end', async () => (await count('SELECT COUNT(*) AS n FROM runs WHERE id = ANY($1) AND finished_at IS NULL', [ids])) === 0, 30_000);
   const rows = (await sql.query('SELECT id, status, error, credits_spent, credits_reserved FROM runs WHERE id = ANY($1)', [ids])).rows;

@@ -70,12 +70,14 @@ test('1,000 runs paged through while 100 more are inserted: none twice, none of 
   expect([...seen].sort().reverse()).toEqual(seen);
 });
 
-test('cancels racing the runs\' ends: exactly one outcome each, credits exact', async () => {
+test("cancels racing the runs' ends: exactly one outcome each, credits exact", async () => {
   const slug = await createAgent('Raced');
   // The balance as stored (the API does not show it): read from the server's database.
   const balance = async () => (await storedValue<number>(s, "SELECT credits FROM workspace_balances WHERE id = 'ws-1'"))!;
   const before = await balance();
-  const runs = await Promise.all(Array.from({ length: 60 }, (_, i) => start(slug, Array.from({ length: 1 + (i % 4) }, () => '/call core.sleep {"ms":30}').join('\n'))));
+  const runs = await Promise.all(
+    Array.from({ length: 60 }, (_, i) => start(slug, Array.from({ length: 1 + (i % 4) }, () => '/call core.sleep {"ms":30}').join('\n'))),
+  );
   const answers = await Promise.all(
     runs.map(async (runId, i) => {
       await new Promise((r) => setTimeout(r, (i * 7) % 150)); // before, during and after each run's end
@@ -135,7 +137,9 @@ test('a shutdown ends open event streams at once (clients resume elsewhere) and 
       body: { ...minimalAgent('Parked'), tools: { apps: ['kv'], connections: 'all', disabled_tools: [], approval: 'write' } },
     });
     const slug = created.data!.data.document.slug;
-    const runId = (await other.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: slug } }, body: { prompt: '/call kv.set {"key":"k","value":1}' } })).data!.data.run_id;
+    const runId = (
+      await other.client().POST('/api/build/agents/{ref}/test', { params: { path: { ref: slug } }, body: { prompt: '/call kv.set {"key":"k","value":1}' } })
+    ).data!.data.run_id;
     const streams = Array.from({ length: 5 }, () => readEventStream(`${other.baseUrl}/api/build/runs/${runId}/events`, other.token(), { forMs: 20_000 }));
     await new Promise((r) => setTimeout(r, 500)); // the streams are open (the run parks: they stay open)
     const started = Date.now();

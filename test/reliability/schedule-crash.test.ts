@@ -17,40 +17,56 @@ beforeAll(async () => {
 });
 afterAll(() => s.dispose());
 
-test('every due time fires once across kills around the due times', async () => {
-  for (let i = 0; i < SCHEDULES; i++) {
-    const res = await s.client().PUT('/api/build/workflows', {
-      body: { kind: 'service.workflow/v1', slug: `every-minute-${i}`, name: `Every minute ${i}`, schedule: { cron: '* * * * *', timezone: 'UTC' }, steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] },
-    });
-    expect(res.response.status).toBe(201);
-  }
-  const firstDue = Math.ceil((Date.now() + 1) / MINUTE) * MINUTE;
-  for (const boundary of [firstDue, firstDue + MINUTE]) {
-    await sleepUntil(boundary - 700);
-    await s.kill('SIGKILL'); // down across the due time: it fires as the catch-up when the server is back
-    await s.restart();
-    await sleepUntil(boundary + 1000);
-    await s.kill('SIGKILL'); // around the scheduler's decision of the due time
-    await s.restart();
-  }
-  await sleepUntil(firstDue + MINUTE + 10_000); // the last due time decided, its runs done (room for a slow restart)
+test(
+  'every due time fires once across kills around the due times',
+  async () => {
+    for (let i = 0; i < SCHEDULES; i++) {
+      const res = await s.client().PUT('/api/build/workflows', {
+        body: {
+          kind: 'service.workflow/v1',
+          slug: `every-minute-${i}`,
+          name: `Every minute ${i}`,
+          schedule: { cron: '* * * * *', timezone: 'UTC' },
+          steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }],
+        },
+      });
+      expect(res.response.status).toBe(201);
+    }
+    const firstDue = Math.ceil((Date.now() + 1) / MINUTE) * MINUTE;
+    for (const boundary of [firstDue, firstDue + MINUTE]) {
+      await sleepUntil(boundary - 700);
+      await s.kill('SIGKILL'); // down across the due time: it fires as the catch-up when the server is back
+      await s.restart();
+      await sleepUntil(boundary + 1000);
+      await s.kill('SIGKILL'); // around the scheduler's decision of the due time
+      await s.restart();
+    }
+    await sleepUntil(firstDue + MINUTE + 10_000); // the last due time decided, its runs done (room for a slow restart)
 
-  const fires = await storedRows<{ schedule_id: string; due_at: number; outcome: string; run_id: string | null }>(
-    s,
-    `SELECT schedule_id, due_at, outcome, run_id FROM schedule_fires ORDER BY schedule_id, due_at`,
-  );
-  const runs = await storedRows<{ id: string; started_by: string; status: string }>(s, `SELECT id, started_by, status FROM runs WHERE source = 'schedule'`);
-  const schedules = (await storedRows<{ id: string }>(s, `SELECT id FROM schedules`)).map((r) => r.id);
-  expect(schedules).toHaveLength(SCHEDULES);
-  for (const id of schedules) {
-    const own = fires.filter((f) => f.schedule_id === id);
-    // No gap and no repeat: exactly the due times that passed.
-    expect({ id, due: own.map((f) => f.due_at) }).toEqual({ id, due: [firstDue, firstDue + MINUTE] });
-    for (const f of own) expect(['fired', 'overlap']).toContain(f.outcome);
-    const fired = own.filter((f) => f.outcome === 'fired').map((f) => f.run_id).sort();
-    const theirRuns = runs.filter((r) => r.started_by === `schedule:${id}`).map((r) => r.id).sort();
-    expect(theirRuns).toEqual(fired); // one run per fire, none besides
-  }
-  // Runs left running by a kill were failed (at the next start; with PostgreSQL once their lease passed); none is left in between.
-  expect(runs.filter((r) => r.status === 'queued' || r.status === 'running')).toEqual([]);
-}, 4 * MINUTE);
+    const fires = await storedRows<{ schedule_id: string; due_at: number; outcome: string; run_id: string | null }>(
+      s,
+      `SELECT schedule_id, due_at, outcome, run_id FROM schedule_fires ORDER BY schedule_id, due_at`,
+    );
+    const runs = await storedRows<{ id: string; started_by: string; status: string }>(s, `SELECT id, started_by, status FROM runs WHERE source = 'schedule'`);
+    const schedules = (await storedRows<{ id: string }>(s, `SELECT id FROM schedules`)).map((r) => r.id);
+    expect(schedules).toHaveLength(SCHEDULES);
+    for (const id of schedules) {
+      const own = fires.filter((f) => f.schedule_id === id);
+      // No gap and no repeat: exactly the due times that passed.
+      expect({ id, due: own.map((f) => f.due_at) }).toEqual({ id, due: [firstDue, firstDue + MINUTE] });
+      for (const f of own) expect(['fired', 'overlap']).toContain(f.outcome);
+      const fired = own
+        .filter((f) => f.outcome === 'fired')
+        .map((f) => f.run_id)
+        .sort();
+      const theirRuns = runs
+        .filter((r) => r.started_by === `schedule:${id}`)
+        .map((r) => r.id)
+        .sort();
+      expect(theirRuns).toEqual(fired); // one run per fire, none besides
+    }
+    // Runs left running by a kill were failed (at the next start; with PostgreSQL once their lease passed); none is left in between.
+    expect(runs.filter((r) => r.status === 'queued' || r.status === 'running')).toEqual([]);
+  },
+  4 * MINUTE,
+);

@@ -34,10 +34,17 @@ function stringArbitrary(schema: Schema): fc.Arbitrary<unknown> {
   const min = (schema.minLength as number | undefined) ?? 0;
   const max = (schema.maxLength as number | undefined) ?? 200;
   if (schema.format === 'uuid') return fc.uuid({ version: 4 });
-  if (schema.format === 'date-time') return fc.date({ min: new Date('2020-01-01'), max: new Date('2030-01-01'), noInvalidDate: true }).map((d) => d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z'));
+  if (schema.format === 'date-time')
+    return fc
+      .date({ min: new Date('2020-01-01'), max: new Date('2030-01-01'), noInvalidDate: true })
+      .map((d) => d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z'));
   if (schema.pattern === '^[a-z0-9]+(-[a-z0-9]+)*$') return slugArbitrary(max);
   // A kept version's ref (VersionRef): its number, or `<document id>@<number>`.
-  if (String(schema.pattern).startsWith('^([1-9][0-9]{0,8}|')) return fc.oneof(fc.integer({ min: 1, max: 999 }).map(String), fc.tuple(fc.uuid({ version: 4 }), fc.integer({ min: 1, max: 999 })).map(([id, n]) => `${id}@${n}`));
+  if (String(schema.pattern).startsWith('^([1-9][0-9]{0,8}|'))
+    return fc.oneof(
+      fc.integer({ min: 1, max: 999 }).map(String),
+      fc.tuple(fc.uuid({ version: 4 }), fc.integer({ min: 1, max: 999 })).map(([id, n]) => `${id}@${n}`),
+    );
   // A display name (Name): `text` holds no control or bidirectional character.
   if (String(schema.pattern).startsWith('^[^\\u0000-')) return text(Math.max(min, 0), max);
   if (schema.pattern) throw new Error(`no generator for pattern ${String(schema.pattern)}`);
@@ -58,15 +65,17 @@ export function arbitraryFor(input: Schema, hints: Hints = {}, path = ''): fc.Ar
   else if (schema.type === 'boolean') arb = fc.boolean();
   else if (schema.type === 'array') {
     const min = (schema.minItems as number) ?? 0;
-    arb = fc.array(arbitraryFor(schema.items as Schema, hints, `${path}[]`), { minLength: min, maxLength: Math.min((schema.maxItems as number) ?? 3, min + 3) });
+    arb = fc.array(arbitraryFor(schema.items as Schema, hints, `${path}[]`), {
+      minLength: min,
+      maxLength: Math.min((schema.maxItems as number) ?? 3, min + 3),
+    });
   } else if (schema.type === 'object' || schema.properties) {
     const properties = (schema.properties ?? {}) as Record<string, Schema>;
     const required = new Set((schema.required ?? []) as string[]);
     const keys = Object.keys(properties).filter((k) => hints[`${path}.${k}`] !== 'omit');
-    const record = fc.record(
-      Object.fromEntries(keys.map((k) => [k, arbitraryFor(properties[k] as Schema, hints, `${path}.${k}`)])),
-      { requiredKeys: keys.filter((k) => required.has(k)) },
-    );
+    const record = fc.record(Object.fromEntries(keys.map((k) => [k, arbitraryFor(properties[k] as Schema, hints, `${path}.${k}`)])), {
+      requiredKeys: keys.filter((k) => required.has(k)),
+    });
     const extra = schema.additionalProperties;
     if (extra && typeof extra === 'object') {
       arb = fc.dictionary(fc.stringMatching(/^[a-z][a-z0-9_]{0,8}$/), arbitraryFor(extra as Schema, hints, `${path}.*`), { maxKeys: 3 });
@@ -123,7 +132,9 @@ export function mutationsOf(value: unknown, input: Schema, at: Segment[] = []): 
   if (schema.oneOf && !schema.discriminator) return out; // alternatives: covered by their own members
   if (schema.oneOf && schema.discriminator) {
     const tag = (schema.discriminator as { propertyName: string }).propertyName;
-    const branch = (schema.oneOf as Schema[]).map(resolve).find((b) => ((b.properties as Record<string, Schema>)[tag]?.enum as unknown[])?.includes((value as Record<string, unknown>)[tag]));
+    const branch = (schema.oneOf as Schema[])
+      .map(resolve)
+      .find((b) => ((b.properties as Record<string, Schema>)[tag]?.enum as unknown[])?.includes((value as Record<string, unknown>)[tag]));
     return branch ? mutationsOf(value, branch, at) : out;
   }
   if (schema.type && at.length) replaceWith('wrong type', wrongTypeValue(schema));
@@ -134,16 +145,30 @@ export function mutationsOf(value: unknown, input: Schema, at: Segment[] = []): 
   if (typeof value === 'number' && typeof schema.maximum === 'number') replaceWith('over the maximum', schema.maximum + 1);
   if (Array.isArray(value)) {
     if (typeof schema.maxItems === 'number' && value.length > 0) {
-      replaceWith('over the item limit', Array.from({ length: (schema.maxItems as number) + 1 }, (_, i) => value[i % value.length]));
+      replaceWith(
+        'over the item limit',
+        Array.from({ length: (schema.maxItems as number) + 1 }, (_, i) => value[i % value.length]),
+      );
     }
-    value.forEach((item, i) => out.push(...mutationsOf(item, schema.items as Schema, [...at, i])));
+    for (const [i, item] of value.entries()) out.push(...mutationsOf(item, schema.items as Schema, [...at, i]));
   } else if (value && typeof value === 'object') {
     const properties = (schema.properties ?? {}) as Record<string, Schema>;
     for (const key of (schema.required ?? []) as string[]) {
-      out.push({ rule: 'missing required member', path: callerPath([...at, key]), apply: (root) => (at.length ? setAt(root, at, (p, k) => delete (p[k] as Record<string, unknown>)[key]) : (({ [key]: _gone, ...rest }) => rest)(root as Record<string, unknown>)) });
+      out.push({
+        rule: 'missing required member',
+        path: callerPath([...at, key]),
+        apply: (root) =>
+          at.length
+            ? setAt(root, at, (p, k) => delete (p[k] as Record<string, unknown>)[key])
+            : (({ [key]: _gone, ...rest }) => rest)(root as Record<string, unknown>),
+      });
     }
     if (schema.additionalProperties === false || schema.additionalProperties === undefined) {
-      out.push({ rule: 'unknown member', path: callerPath([...at, 'zz_unknown']), apply: (root) => (at.length ? setAt(root, at, (p, k) => ((p[k] as Record<string, unknown>).zz_unknown = 1)) : { ...(root as object), zz_unknown: 1 }) });
+      out.push({
+        rule: 'unknown member',
+        path: callerPath([...at, 'zz_unknown']),
+        apply: (root) => (at.length ? setAt(root, at, (p, k) => ((p[k] as Record<string, unknown>).zz_unknown = 1)) : { ...(root as object), zz_unknown: 1 }),
+      });
     }
     for (const [key, child] of Object.entries(value)) {
       const childSchema = properties[key] ?? (typeof schema.additionalProperties === 'object' ? (schema.additionalProperties as Schema) : undefined);

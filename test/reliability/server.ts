@@ -77,7 +77,18 @@ export async function startServer(env: Record<string, string> = {}, opts: { watc
   async function launch(): Promise<void> {
     const watcher = opts.watch ? ['--require', path.join(__dirname, 'loop-watch.js')] : [];
     child = spawn(process.execPath, [...watcher, path.join(projectRoot, 'bin', 'build-api.js'), 'serve'], {
-      env: { ...process.env, PORT: '0', METRICS_PORT: '0', DRAIN_SECONDS: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, PUBLIC_BASE_URL, LOG_LEVEL: 'info', ...database?.env, ...env },
+      env: {
+        ...process.env,
+        PORT: '0',
+        METRICS_PORT: '0',
+        DRAIN_SECONDS: '0',
+        HOST: '127.0.0.1',
+        DATABASE_PATH: databasePath,
+        PUBLIC_BASE_URL,
+        LOG_LEVEL: 'info',
+        ...database?.env,
+        ...env,
+      },
       stdio: opts.watch ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
     });
     baseUrl = await new Promise<string>((resolve, reject) => {

@@ -26,11 +26,22 @@ beforeAll(async () => {
   token = s.token({ workspace: 'hostile' });
   const api = s.client(token);
   const agent = await api.PUT('/api/build/agents', {
-    body: { ...minimalAgent('Target'), slug: 'target', max_steps: 40, tools: { apps: ['core', 'kv'], connections: 'all', disabled_tools: [], approval: 'write' } },
+    body: {
+      ...minimalAgent('Target'),
+      slug: 'target',
+      max_steps: 40,
+      tools: { apps: ['core', 'kv'], connections: 'all', disabled_tools: [], approval: 'write' },
+    },
   });
   expect(agent.response.status).toBe(201);
   const wf = await api.PUT('/api/build/workflows', {
-    body: { kind: 'service.workflow/v1', slug: 'target', name: 'Target', inputs: { text: { default: '' } }, steps: [{ id: 'a', kind: 'tool', tool: 'core.echo', args: { t: '{{inputs.text}}' } }] },
+    body: {
+      kind: 'service.workflow/v1',
+      slug: 'target',
+      name: 'Target',
+      inputs: { text: { default: '' } },
+      steps: [{ id: 'a', kind: 'tool', tool: 'core.echo', args: { t: '{{inputs.text}}' } }],
+    },
   });
   expect(wf.response.status).toBe(201);
   await s.loopStats(); // start counting from here
@@ -88,7 +99,10 @@ const bodies: { name: string; method: string; path: string; doc: unknown; header
       description: 'd',
       instructions: 'i',
       schedule: { enabled: false, cron: '0 7 * * 1-5', timezone: 'UTC', prompt: 'p' },
-      triggers: [{ kind: 'webhook', name: 'w', prompt: 'p' }, { kind: 'poll', name: 'p', tool: 'kv.get', args: { key: 'k' }, cron: '*/5 * * * *', timezone: 'UTC' }],
+      triggers: [
+        { kind: 'webhook', name: 'w', prompt: 'p' },
+        { kind: 'poll', name: 'p', tool: 'kv.get', args: { key: 'k' }, cron: '*/5 * * * *', timezone: 'UTC' },
+      ],
     },
   },
   {
@@ -139,7 +153,13 @@ test('pathological text in every string field of every body never blocks the eve
 test('amplifying workflows and agents at the default limits fail naming a limit; memory stays bounded and another workspace is served', async () => {
   const api = s.client(token);
   // The issue's workflow: a template repeating its input 4,000 times, a step tripling that, eight echoes of it.
-  const echoes = Array.from({ length: 8 }, (_, i) => ({ id: `e${i}`, kind: 'tool' as const, tool: 'core.echo', args: { v: '{{steps.triple.output}}' }, after: ['triple'] }));
+  const echoes = Array.from({ length: 8 }, (_, i) => ({
+    id: `e${i}`,
+    kind: 'tool' as const,
+    tool: 'core.echo',
+    args: { v: '{{steps.triple.output}}' },
+    after: ['triple'],
+  }));
   const created = await api.PUT('/api/build/workflows', {
     body: {
       kind: 'service.workflow/v1',
@@ -158,7 +178,10 @@ test('amplifying workflows and agents at the default limits fail naming a limit;
   const health = watchHealth(s, s.token({ workspace: 'bystander' }));
   const runIds: string[] = [];
   for (let i = 0; i < 4; i++) {
-    const started = await api.POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'amplifier' } }, body: { input: { text: 'x'.repeat(60_000) } } });
+    const started = await api.POST('/api/build/workflows/{ref}/test', {
+      params: { path: { ref: 'amplifier' } },
+      body: { input: { text: 'x'.repeat(60_000) } },
+    });
     expect(started.response.status).toBe(202);
     runIds.push(started.data!.data.run_id);
   }
@@ -168,13 +191,16 @@ test('amplifying workflows and agents at the default limits fail naming a limit;
   expect(agentRun.response.status).toBe(202);
 
   for (const runId of runIds) {
-    let run;
+    let run: { status: string; error: string | null } | undefined;
     for (let i = 0; i < 600; i++) {
       run = (await api.GET('/api/build/workflow-runs/{runId}', { params: { path: { runId } } })).data!.data;
       if (['succeeded', 'failed'].includes(run.status)) break;
       await new Promise((r) => setTimeout(r, 50));
     }
-    expect([run!.status, run!.error]).toEqual(['failed', `step 'grow' failed: the output of core.template is larger than ${2 * MiB} bytes (RUN_STEP_OUTPUT_BYTES)`]);
+    expect([run!.status, run!.error]).toEqual([
+      'failed',
+      `step 'grow' failed: the output of core.template is larger than ${2 * MiB} bytes (RUN_STEP_OUTPUT_BYTES)`,
+    ]);
   }
   const { slowest, failures } = await health();
   const after = await s.loopStats();
@@ -188,7 +214,10 @@ test('amplifying workflows and agents at the default limits fail naming a limit;
 
 test('hundreds of streams and half-sent requests: refused past the per-caller limit or timed out; /healthz stays fast', async () => {
   const api = s.client(token);
-  const run = await api.POST('/api/build/agents/{ref}/test', { params: { path: { ref: 'target' } }, body: { prompt: '/call kv.set {"key":"held","value":1}' } });
+  const run = await api.POST('/api/build/agents/{ref}/test', {
+    params: { path: { ref: 'target' } },
+    body: { prompt: '/call kv.set {"key":"held","value":1}' },
+  });
   const runId = run.data!.data.run_id;
   for (let i = 0; i < 200; i++) {
     if ((await api.GET('/api/build/runs/{runId}', { params: { path: { runId } } })).data!.data.status === 'awaiting_approval') break;
@@ -214,7 +243,10 @@ test('hundreds of streams and half-sent requests: refused past the per-caller li
       Array.from({ length: 50 }, async () => {
         const controller = new AbortController();
         controllers.push(controller);
-        const res = await fetch(`${s.baseUrl}/api/build/runs/${runId}/events`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' }, signal: controller.signal });
+        const res = await fetch(`${s.baseUrl}/api/build/runs/${runId}/events`, {
+          headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
+          signal: controller.signal,
+        });
         if (res.status !== 200) await res.arrayBuffer();
         else held.push(res);
         return res.status;
@@ -229,15 +261,33 @@ test('hundreds of streams and half-sent requests: refused past the per-caller li
   const sockets = Array.from({ length: 200 }, (_, i) => {
     const socket = net.connect(Number(new URL(s.baseUrl).port), '127.0.0.1');
     socket.on('error', () => undefined);
-    socket.write(i % 2 ? 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ' : 'POST /api/build/agents/validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"name":');
+    socket.write(
+      i % 2
+        ? 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: '
+        : 'POST /api/build/agents/validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"name":',
+    );
     let got = '';
     socket.on('data', (d) => (got += d));
-    return { socket, got: () => `${i % 2 ? 'headers' : 'body'}: ${got.slice(0, 30)}`, open: () => !socket.destroyed, closed: new Promise<void>((resolve) => socket.on('close', () => resolve())) };
+    return {
+      socket,
+      got: () => `${i % 2 ? 'headers' : 'body'}: ${got.slice(0, 30)}`,
+      open: () => !socket.destroyed,
+      closed: new Promise<void>((resolve) => socket.on('close', () => resolve())),
+    };
   });
   // Every one is closed within seconds: unfinished headers by the request timeout (3 s here, with a
   // 408), a body that stops after its request was answered (401: no token) once UNREAD_BODY_MS pass.
-  const closedIn = await Promise.race([Promise.all(sockets.map((x) => x.closed)).then(() => 'closed'), new Promise((r) => setTimeout(() => r('still open'), UNREAD_BODY_MS + 5000))]);
-  expect([closedIn, sockets.filter((x) => x.open()).map((x) => x.got()).slice(0, 5)]).toEqual(['closed', []]);
+  const closedIn = await Promise.race([
+    Promise.all(sockets.map((x) => x.closed)).then(() => 'closed'),
+    new Promise((r) => setTimeout(() => r('still open'), UNREAD_BODY_MS + 5000)),
+  ]);
+  expect([
+    closedIn,
+    sockets
+      .filter((x) => x.open())
+      .map((x) => x.got())
+      .slice(0, 5),
+  ]).toEqual(['closed', []]);
 
   for (const c of controllers) c.abort();
   held.length = 0;

@@ -17,7 +17,9 @@ beforeAll(async () => {
   s = await startServer();
   stolenKeyPem = await signingKeyOf(s);
   await s.client().PUT('/api/build/agents', { body: { ...minimalAgent('Target'), slug: 'target', triggers: [{ kind: 'webhook', name: 'Hook' }] } });
-  await s.client().PUT('/api/build/workflows', { body: { kind: 'service.workflow/v1', slug: 'target', name: 'T', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] } });
+  await s
+    .client()
+    .PUT('/api/build/workflows', { body: { kind: 'service.workflow/v1', slug: 'target', name: 'T', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] } });
 });
 afterAll(() => s.dispose());
 
@@ -25,8 +27,18 @@ const METADATA = `Bearer resource_metadata="${PUBLIC_BASE_URL}/.well-known/oauth
 const now = () => Math.floor(Date.now() / 1000);
 const serviceKey = () => crypto.createPrivateKey(stolenKeyPem);
 const kid = () => (JSON.parse(Buffer.from(s.token().split('.')[0]!, 'base64url').toString()) as { kid: string }).kid;
-const claims = (extra: Record<string, unknown> = {}) => ({ iss: PUBLIC_BASE_URL, aud: 'build-api', sub: 'attacker', workspace: 'ws-1', scope: 'build', iat: now(), exp: now() + 600, ...extra });
-const forge = (payload: Record<string, unknown>, key = serviceKey(), header: Record<string, unknown> = { alg: 'RS256', kid: kid() }) => signJwt(header, payload, key);
+const claims = (extra: Record<string, unknown> = {}) => ({
+  iss: PUBLIC_BASE_URL,
+  aud: 'build-api',
+  sub: 'attacker',
+  workspace: 'ws-1',
+  scope: 'build',
+  iat: now(),
+  exp: now() + 600,
+  ...extra,
+});
+const forge = (payload: Record<string, unknown>, key = serviceKey(), header: Record<string, unknown> = { alg: 'RS256', kid: kid() }) =>
+  signJwt(header, payload, key);
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 
 const attacks: [string, () => Record<string, string>, 401 | 403, RegExp][] = [
@@ -49,7 +61,14 @@ const attacks: [string, () => Record<string, string>, 401 | 403, RegExp][] = [
     401,
     /invalid token/,
   ],
-  ['unknown kid', () => ({ authorization: `Bearer ${forge(claims(), crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey, { alg: 'RS256', kid: 'not-ours' })}` }), 401, /invalid token/],
+  [
+    'unknown kid',
+    () => ({
+      authorization: `Bearer ${forge(claims(), crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey, { alg: 'RS256', kid: 'not-ours' })}`,
+    }),
+    401,
+    /invalid token/,
+  ],
   ['no workspace claim', () => ({ authorization: `Bearer ${forge(claims({ workspace: undefined }))}` }), 401, /workspace/],
   ['no build scope', () => ({ authorization: `Bearer ${forge(claims({ scope: 'read write' }))}` }), 403, /scope "build"/],
 ];
@@ -64,7 +83,10 @@ interface Call {
 /** One request per operation of the spec that needs a token, built from its examples. */
 function everyOperation(): Call[] {
   const doc = loadSpec().document as {
-    paths: Record<string, Record<string, { operationId: string; security?: unknown[]; requestBody?: { content: Record<string, { examples: Record<string, { $ref: string }> }> } }>>;
+    paths: Record<
+      string,
+      Record<string, { operationId: string; security?: unknown[]; requestBody?: { content: Record<string, { examples: Record<string, { $ref: string }> }> } }>
+    >;
     components: { examples: Record<string, { value: unknown }> };
   };
   const calls: Call[] = [];
@@ -72,7 +94,12 @@ function everyOperation(): Call[] {
     for (const [method, op] of Object.entries(item)) {
       // Operations that declare no security (webhook deliveries: the URL's secret is the credential) take no token.
       if (!op.operationId || op.security?.length === 0) continue;
-      const url = template.replace('{ref}', 'target').replace('{runId}', '5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d').replace('{app}', 'kv').replace('{callId}', 'call_1').replace('{version}', '1');
+      const url = template
+        .replace('{ref}', 'target')
+        .replace('{runId}', '5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d')
+        .replace('{app}', 'kv')
+        .replace('{callId}', 'call_1')
+        .replace('{version}', '1');
       const example = op.requestBody && Object.values(op.requestBody.content['application/json']!.examples)[0]!.$ref.split('/').pop()!;
       calls.push({ name: op.operationId, method: method.toUpperCase(), path: url, body: example && JSON.stringify(doc.components.examples[example]!.value) });
     }

@@ -46,7 +46,9 @@ async function otlpReceiver() {
   const { url, server } = await listen(async (req, res) => {
     const text = await body(req);
     posts.push({ path: req.url ?? '', contentType: String(req.headers['content-type']) });
-    const payload = JSON.parse(text) as { resourceSpans: { resource: { attributes: ExportedSpan['attributes'] }; scopeSpans: { spans: Omit<ExportedSpan, 'service'>[] }[] }[] };
+    const payload = JSON.parse(text) as {
+      resourceSpans: { resource: { attributes: ExportedSpan['attributes'] }; scopeSpans: { spans: Omit<ExportedSpan, 'service'>[] }[] }[];
+    };
     for (const rs of payload.resourceSpans) {
       const service = String(rs.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue);
       for (const ss of rs.scopeSpans) for (const span of ss.spans) spans.push({ ...span, service });
@@ -134,7 +136,9 @@ describe('with an OTLP exporter configured', () => {
     const api = s.client();
     const created = await api.PUT('/api/build/workflows', {
       body: {
-        kind: 'service.workflow/v1', slug: 'traced', name: 'Traced',
+        kind: 'service.workflow/v1',
+        slug: 'traced',
+        name: 'Traced',
         steps: [{ id: 'call', kind: 'tool', tool: 'http.request', args: { method: 'GET', url: `${downstream.url}/hit` } }],
       },
     });
@@ -149,7 +153,11 @@ describe('with an OTLP exporter configured', () => {
     const inTrace = () => receiver.spans.filter((x) => x.traceId === caller.traceId);
     const request = await until('the testWorkflow span', () => inTrace().find((x) => x.name === 'testWorkflow'));
     const run = await until('the run span', () => inTrace().find((x) => x.name === 'workflow run'));
-    expect(run).toMatchObject({ kind: CONSUMER, parentSpanId: request.spanId, links: [expect.objectContaining({ traceId: caller.traceId, spanId: request.spanId })] });
+    expect(run).toMatchObject({
+      kind: CONSUMER,
+      parentSpanId: request.spanId,
+      links: [expect.objectContaining({ traceId: caller.traceId, spanId: request.spanId })],
+    });
     expect(attr(run, 'build.run.id')).toBe(((await res.json()) as { data: { run_id: string } }).data.run_id);
     expect(attr(run, 'build.run.status')).toBe('succeeded');
     const step = await until('the step span', () => inTrace().find((x) => x.name === 'workflow step'));

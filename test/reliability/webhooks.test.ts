@@ -29,7 +29,8 @@ test('deliver, read the run, repeat, restart, deliver again', async () => {
   });
   const path = new URL(webhook_urls![0]!.url).pathname;
   const secret = path.split('/').pop()!;
-  const deliver = (id: string) => fetch(`${s.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': id }, body: '{"order":1}' });
+  const deliver = (id: string) =>
+    fetch(`${s.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': id }, body: '{"order":1}' });
 
   const first = await deliver('evt_1');
   expect(first.status).toBe(202);

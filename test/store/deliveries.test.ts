@@ -18,7 +18,11 @@ describe.each(adapters)('$name: deliveries', (adapter) => {
     expect(await store.runs.accept(delivered(first, ws, trigger, 'msg-1', { minimumCost: 2 }), () => 'refused')).toEqual({ status: 'queued', claimed: false });
     expect(await store.webhooks.delivery(trigger, 'msg-1', minuteAgo())).toEqual({ runId: first, httpStatus: 202 });
     const repeat = unique('run');
-    expect(await store.runs.accept(delivered(repeat, ws, trigger, 'msg-1', { minimumCost: 2 }), () => 'refused')).toEqual({ status: 'repeated', runId: first, httpStatus: 202 });
+    expect(await store.runs.accept(delivered(repeat, ws, trigger, 'msg-1', { minimumCost: 2 }), () => 'refused')).toEqual({
+      status: 'repeated',
+      runId: first,
+      httpStatus: 202,
+    });
     expect(await store.runs.find(repeat)).toBeNull();
     expect(await store.workspaces.credits(ws, 0)).toBe(998); // charged once
     // Another key, or the same key on another trigger, is another delivery.
@@ -45,7 +49,9 @@ describe.each(adapters)('$name: deliveries', (adapter) => {
     await store.runs.accept(delivered(first, ws, trigger, 'k'), () => 'refused');
     const later = unique('run');
     const since = new Date(Date.now() + 1000).toISOString(); // the first one is older than this window
-    expect(await store.runs.accept(newRun(later, { workspaceId: ws, source: 'webhook', triggerId: trigger, delivery: { key: 'k', since } }), () => 'refused')).toEqual({ status: 'queued', claimed: false });
+    expect(
+      await store.runs.accept(newRun(later, { workspaceId: ws, source: 'webhook', triggerId: trigger, delivery: { key: 'k', since } }), () => 'refused'),
+    ).toEqual({ status: 'queued', claimed: false });
     expect(await store.webhooks.delivery(trigger, 'k', minuteAgo())).toEqual({ runId: later, httpStatus: 202 });
   });
 
@@ -99,7 +105,9 @@ describe.each(adapters)('$name: deliveries', (adapter) => {
     const ws = workspace();
     const trigger = unique('rated');
     const rate = { window: 7, limit: 5 };
-    const outcomes = await Promise.all(Array.from({ length: 12 }, (_, i) => store.runs.accept(delivered(unique('run'), ws, trigger, `c${i}`, { rate }), () => 'refused')));
+    const outcomes = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => store.runs.accept(delivered(unique('run'), ws, trigger, `c${i}`, { rate }), () => 'refused')),
+    );
     expect(outcomes.filter((o) => o.status === 'queued')).toHaveLength(5);
     expect(outcomes.filter((o) => o.status === 'rate_limited')).toHaveLength(7);
   });
@@ -111,7 +119,10 @@ describe.each(adapters)('$name: deliveries', (adapter) => {
     const b = unique('run');
     await store.runs.accept(newRun(a, { workspaceId: ws, triggerId: t1, source: 'webhook' }), () => 'refused');
     await store.runs.accept(newRun(b, { workspaceId: ws, triggerId: t1, source: 'webhook' }), () => 'refused');
-    await store.runs.accept(newRun(unique('run'), { workspaceId: workspace(), triggerId: t2, source: 'webhook', minimumCost: 5, initialCredits: 0 }), () => 'refused');
+    await store.runs.accept(
+      newRun(unique('run'), { workspaceId: workspace(), triggerId: t2, source: 'webhook', minimumCost: 5, initialCredits: 0 }),
+      () => 'refused',
+    );
     const found = await store.runs.lastStartedBy([t1, t2, none]);
     expect([...found.keys()]).toEqual([t1]);
     expect(found.get(t1)).toBe((await store.runs.find(b))!.accepted_at);
@@ -126,7 +137,9 @@ describe.each(adapters)('$name: deliveries’ retention', (adapter) => {
     const ws = workspace();
     const trigger = unique('trigger');
     const since = new Date(Date.now() - 60_000).toISOString();
-    const runs = Array.from({ length: 3 }, (_, i) => newRun(unique('run'), { workspaceId: ws, triggerId: trigger, source: 'webhook', delivery: { key: `d${i}`, since } }));
+    const runs = Array.from({ length: 3 }, (_, i) =>
+      newRun(unique('run'), { workspaceId: ws, triggerId: trigger, source: 'webhook', delivery: { key: `d${i}`, since } }),
+    );
     for (const run of runs) await store.runs.accept(run, () => 'refused');
     expect(await store.webhooks.pruneDeliveries('2000-01-01T00:00:00.000Z', 10)).toBe(0);
     const later = new Date(Date.now() + 60_000).toISOString();

@@ -92,21 +92,31 @@ describe.each(adapters)('$name: documents', (adapter) => {
       const first = await ok(store.agents.create(ws, randomUUID(), agent('sized'), { deriveSlug: true, limit: 10 }, [], CREATOR));
       const doc = agent('sized');
       const exact = Buffer.byteLength(JSON.stringify({ ...doc, slug: 'sized-2', updated_at: first.updatedAt }));
-      expect(await store.agents.create(ws, doc.id, doc, { deriveSlug: true, limit: 10, maxBytes: exact - 1 }, [], CREATOR)).toEqual({ ok: false, reason: 'too_large', bytes: exact });
+      expect(await store.agents.create(ws, doc.id, doc, { deriveSlug: true, limit: 10, maxBytes: exact - 1 }, [], CREATOR)).toEqual({
+        ok: false,
+        reason: 'too_large',
+        bytes: exact,
+      });
       expect(await store.agents.find(ws, doc.id)).toBeNull();
       const stored = await ok(store.agents.create(ws, doc.id, doc, { deriveSlug: true, limit: 10, maxBytes: exact }, [], CREATOR));
       expect(stored.slug).toBe('sized-2');
       expect(Buffer.byteLength(stored.json)).toBe(exact);
       const wf = workflow('big-wf');
       const wfBytes = Buffer.byteLength(JSON.stringify({ ...wf, slug: 'big-wf', updated_at: first.updatedAt }));
-      expect(await store.workflows.create(ws, randomUUID(), wf, { limit: 10, maxBytes: wfBytes - 1 }, CREATOR)).toEqual({ ok: false, reason: 'too_large', bytes: wfBytes });
+      expect(await store.workflows.create(ws, randomUUID(), wf, { limit: 10, maxBytes: wfBytes - 1 }, CREATOR)).toEqual({
+        ok: false,
+        reason: 'too_large',
+        bytes: wfBytes,
+      });
     });
 
     test('a create with an id already used is a fault (it rejects), whatever the workspace', async () => {
       const ws = workspace();
       const doc = agent('first-of-id');
       await createAgent(store, ws, doc);
-      await expect(store.agents.create(workspace(), doc.id, { ...doc, slug: 'second-of-id' }, opts(), [], CREATOR)).rejects.toMatchObject({ message: expect.any(String) }); // (better-sqlite3's error may be of another realm's class)
+      await expect(store.agents.create(workspace(), doc.id, { ...doc, slug: 'second-of-id' }, opts(), [], CREATOR)).rejects.toMatchObject({
+        message: expect.any(String),
+      }); // (better-sqlite3's error may be of another realm's class)
       const id = randomUUID();
       await ok(store.workflows.create(ws, id, workflow('wf-id'), { limit: 10 }, CREATOR));
       await expect(store.workflows.create(ws, id, workflow('wf-id-2'), { limit: 10 }, CREATOR)).rejects.toMatchObject({ message: expect.any(String) }); // (better-sqlite3's error may be of another realm's class)
@@ -116,10 +126,12 @@ describe.each(adapters)('$name: documents', (adapter) => {
 
     test('concurrent creates of one slug: one is created, the others are slug_taken (no exception)', async () => {
       const ws = workspace();
-      const outcomes = await Promise.all(Array.from({ length: 10 }, () => {
-        const doc = agent('same');
-        return store.agents.create(ws, doc.id, doc, opts(), [], CREATOR);
-      }));
+      const outcomes = await Promise.all(
+        Array.from({ length: 10 }, () => {
+          const doc = agent('same');
+          return store.agents.create(ws, doc.id, doc, opts(), [], CREATOR);
+        }),
+      );
       expect(outcomes.filter((o) => o.ok)).toHaveLength(1);
       expect(outcomes.filter((o) => !o.ok && o.reason === 'slug_taken')).toHaveLength(9);
       const flows = await Promise.all(Array.from({ length: 6 }, () => store.workflows.create(ws, randomUUID(), workflow('same-wf'), { limit: 100 }, CREATOR)));
@@ -129,18 +141,22 @@ describe.each(adapters)('$name: documents', (adapter) => {
 
     test('concurrent creates under a limit create exactly the limit; concurrent derived slugs are all distinct', async () => {
       const ws = workspace();
-      const outcomes = await Promise.all(Array.from({ length: 15 }, (_, i) => {
-        const doc = agent(`limited-${i}`);
-        return store.agents.create(ws, doc.id, doc, opts(5), [], CREATOR);
-      }));
+      const outcomes = await Promise.all(
+        Array.from({ length: 15 }, (_, i) => {
+          const doc = agent(`limited-${i}`);
+          return store.agents.create(ws, doc.id, doc, opts(5), [], CREATOR);
+        }),
+      );
       expect(outcomes.filter((o) => o.ok)).toHaveLength(5);
       expect(outcomes.filter((o) => !o.ok && o.reason === 'limit_reached')).toHaveLength(10);
       expect(JSON.parse((await store.agents.list(ws)).json)).toHaveLength(5);
       const other = workspace();
-      const derived = await Promise.all(Array.from({ length: 8 }, () => {
-        const doc = agent('helper');
-        return store.agents.create(other, doc.id, doc, opts(100, true), [], CREATOR);
-      }));
+      const derived = await Promise.all(
+        Array.from({ length: 8 }, () => {
+          const doc = agent('helper');
+          return store.agents.create(other, doc.id, doc, opts(100, true), [], CREATOR);
+        }),
+      );
       const slugs = derived.map((o) => (o.ok ? o.record.slug : `failed: ${JSON.stringify(o)}`));
       expect(new Set(slugs)).toEqual(new Set(['helper', ...Array.from({ length: 7 }, (_, i) => `helper-${i + 2}`)]));
     });
@@ -159,7 +175,11 @@ describe.each(adapters)('$name: documents', (adapter) => {
       const slugs = ['b', 'a-2', 'a', 'z9', 'a-10', 'c'];
       const records = new Map<string, { id: string; updatedAt: string }>();
       for (const [i, name] of names.entries()) {
-        const record = await createAgent(store, ws, agent(slugs[i]!, { name, status: i % 2 ? 'active' : 'draft', space: { team: i % 3 ? null : 'finance' }, folder: i % 2 ? `payroll/${i}` : null }));
+        const record = await createAgent(
+          store,
+          ws,
+          agent(slugs[i]!, { name, status: i % 2 ? 'active' : 'draft', space: { team: i % 3 ? null : 'finance' }, folder: i % 2 ? `payroll/${i}` : null }),
+        );
         records.set(slugs[i]!, record);
       }
       const json = (await store.agents.list(ws)).json;
@@ -197,7 +217,14 @@ describe.each(adapters)('$name: documents', (adapter) => {
       ]);
       expect(Object.keys(list[0]!)).toEqual(['slug', 'name', 'enabled', 'version', 'updated_at', 'space']);
       const nul = await ok(store.workflows.create(ws, randomUUID(), workflow('c-nul', { name: 'NUL \u0000 in a workflow' }), { limit: 10 }, CREATOR));
-      expect((await parsed(store.workflows.list(ws)))[2]).toEqual({ slug: 'c-nul', name: 'NUL \u0000 in a workflow', enabled: true, version: 1, updated_at: nul.updatedAt, space: { team: null } });
+      expect((await parsed(store.workflows.list(ws)))[2]).toEqual({
+        slug: 'c-nul',
+        name: 'NUL \u0000 in a workflow',
+        enabled: true,
+        version: 1,
+        updated_at: nul.updatedAt,
+        space: { team: null },
+      });
     });
 
     it('a name with a lone surrogate lists as U+FFFD (no text either database holds); the document keeps it', async () => {
@@ -218,7 +245,9 @@ describe.each(adapters)('$name: documents', (adapter) => {
       expect((await parsed(store.workflows.list(ws))).map((w) => w.name)).toEqual(['One']);
       // Read again without a write between: the same list.
       expect((await store.agents.list(ws)).json).toBe((await store.agents.list(ws)).json);
-      const renamed = await ok(store.agents.replace(ws, created.id, created.stampMicros, { ...created.document, name: 'Renamed', status: 'active' }, [], WRITER));
+      const renamed = await ok(
+        store.agents.replace(ws, created.id, created.stampMicros, { ...created.document, name: 'Renamed', status: 'active' }, [], WRITER),
+      );
       await ok(store.workflows.replace(ws, flow.id, flow.stampMicros, { ...flow.document, name: 'Two', enabled: false }, WRITER));
       expect((await parsed(store.agents.list(ws)))[0]).toMatchObject({ name: 'Renamed', status: 'active', updated_at: renamed.updatedAt });
       expect((await parsed(store.workflows.list(ws)))[0]).toMatchObject({ name: 'Two', enabled: false, version: 2 });
@@ -256,7 +285,11 @@ describe.each(adapters)('$name: documents', (adapter) => {
     test('of concurrent replaces with one stamp, exactly one wins; every loser is told the winner’s version', async () => {
       const ws = workspace();
       const created = await createAgent(store, ws, agent('contested'));
-      const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => store.agents.replace(ws, created.id, created.stampMicros, { ...created.document, name: `writer ${i}` }, [], WRITER)));
+      const outcomes = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          store.agents.replace(ws, created.id, created.stampMicros, { ...created.document, name: `writer ${i}` }, [], WRITER),
+        ),
+      );
       const winners = outcomes.filter((o) => o.ok);
       expect(winners).toHaveLength(1);
       const stored = (await store.agents.find(ws, created.id))!;
@@ -340,7 +373,10 @@ describe.each(replicated)('$name only: documents against a raw writer', (adapter
     expect(Math.abs(record.stampMicros - Date.now() * 1000)).toBeLessThan(60_000_000); // this process's clock
     const ahead = record.stampMicros + 3_600_000_000;
     await client.query('UPDATE agents SET stamp_us = $1 WHERE id = $2', [ahead, record.id]);
-    expect(await store.agents.replace(ws, record.id, ahead, record.document, [], WRITER)).toMatchObject({ ok: true, record: { stampMicros: ahead + 1, version: 2 } });
+    expect(await store.agents.replace(ws, record.id, ahead, record.document, [], WRITER)).toMatchObject({
+      ok: true,
+      record: { stampMicros: ahead + 1, version: 2 },
+    });
   });
 
   test('a replace whose UPDATE waits for another writer that then commits changes nothing and returns that writer’s version', async () => {
@@ -349,7 +385,10 @@ describe.each(replicated)('$name only: documents against a raw writer', (adapter
     const record = await createAgent(store, ws, agent('overtaken', { status: 'active', triggers: [poll(pollId)] }));
     await client.query('BEGIN');
     try {
-      await client.query('UPDATE agents SET version = 2, stamp_us = stamp_us + 1, document = $2 WHERE id = $1', [record.id, JSON.stringify({ ...record.document, name: 'other' })]);
+      await client.query('UPDATE agents SET version = 2, stamp_us = stamp_us + 1, document = $2 WHERE id = $1', [
+        record.id,
+        JSON.stringify({ ...record.document, name: 'other' }),
+      ]);
       const pending = store.agents.replace(ws, record.id, record.stampMicros, { ...record.document, status: 'archived', triggers: [] }, [], WRITER);
       await new Promise((resolve) => setTimeout(resolve, 300));
       await client.query('COMMIT');
@@ -369,7 +408,9 @@ describe.each(replicated)('$name only: documents against a raw writer', (adapter
     const pollId = unique('kept-poll');
     const first = await createAgent(store, ws, agent('followed', { status: 'active', triggers: [poll(pollId)] }));
     const other = await opened.another(); // holds no version: its replace writes every follower
-    const scheduleOf = async () => (await client.query('SELECT next_due_at::float8 AS next_due_at, failures, last_output_hash, detector FROM schedules WHERE id = $1', [`poll:${pollId}`])).rows[0];
+    const scheduleOf = async () =>
+      (await client.query('SELECT next_due_at::float8 AS next_due_at, failures, last_output_hash, detector FROM schedules WHERE id = $1', [`poll:${pollId}`]))
+        .rows[0];
     // The scheduler's state, which a write that does not touch the schedule must keep.
     await client.query(`UPDATE schedules SET next_due_at = 4102444800000, failures = 3, last_output_hash = 'seen' WHERE id = $1`, [`poll:${pollId}`]);
     const kept = { next_due_at: 4102444800000, failures: 3, last_output_hash: 'seen' };
@@ -387,7 +428,10 @@ describe.each(replicated)('$name only: documents against a raw writer', (adapter
     const ws = workspace();
     await client.query('BEGIN');
     try {
-      await client.query(`INSERT INTO agents (id, workspace_id, slug, name, status, version, stamp_us, created_at, document) VALUES ($1, $2, 'raced', 'x', 'draft', 1, 1, 'now', '{}')`, [randomUUID(), ws]);
+      await client.query(
+        `INSERT INTO agents (id, workspace_id, slug, name, status, version, stamp_us, created_at, document) VALUES ($1, $2, 'raced', 'x', 'draft', 1, 1, 'now', '{}')`,
+        [randomUUID(), ws],
+      );
       const doc = agent('raced');
       const pending = store.agents.create(ws, doc.id, doc, opts(), [], CREATOR);
       await new Promise((resolve) => setTimeout(resolve, 300));

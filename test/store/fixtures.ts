@@ -39,7 +39,12 @@ export const hook = (id: string, signing: 'none' | 'standard-webhooks' = 'none')
 export const poll = (id: string, args: Record<string, unknown> = { key: 'x' }, cron = '*/5 * * * *'): TriggerDoc =>
   ({ kind: 'poll', id, name: id, prompt: null, enabled: true, tool: 'kv.get', args, cron, timezone: 'UTC' }) as TriggerDoc;
 
-export const secret = (triggerId: string, hash: string, signingSecret: string | null = null): SecretRow => ({ triggerId, hash, prefix: `whk_${hash.slice(0, 4)}`, signingSecret });
+export const secret = (triggerId: string, hash: string, signingSecret: string | null = null): SecretRow => ({
+  triggerId,
+  hash,
+  prefix: `whk_${hash.slice(0, 4)}`,
+  signingSecret,
+});
 
 export const opts = (limit = 100, deriveSlug = false) => ({ deriveSlug, limit });
 
@@ -51,7 +56,8 @@ export async function ok<T>(outcome: Promise<CreateOutcome<T> | ReplaceOutcome<T
 }
 
 /** Creates an agent (must succeed) and returns its record. */
-export const createAgent = (store: Store, ws: string, doc: Agent, secrets: SecretRow[] = []) => ok(store.agents.create(ws, doc.id, doc, opts(), secrets, CREATOR));
+export const createAgent = (store: Store, ws: string, doc: Agent, secrets: SecretRow[] = []) =>
+  ok(store.agents.create(ws, doc.id, doc, opts(), secrets, CREATOR));
 
 export const newRun = (id: string, o: Partial<NewRun> = {}): NewRun => ({
   id,

@@ -11,7 +11,13 @@ const reply = { status: 201, headers: { etag: '"x"', location: '/things/1' }, bo
 describe.each(adapters)('$name: idempotency keys', (adapter) => {
   const { store } = useStore(adapter);
 
-  const key = (ws: string, k = 'k1', more: Partial<IdempotencyKey> = {}): IdempotencyKey => ({ workspaceId: ws, userId: 'user-1', operation: 'create', key: k, ...more });
+  const key = (ws: string, k = 'k1', more: Partial<IdempotencyKey> = {}): IdempotencyKey => ({
+    workspaceId: ws,
+    userId: 'user-1',
+    operation: 'create',
+    key: k,
+    ...more,
+  });
 
   test('begin claims a new key; a repeat is told the holder’s fingerprint, then its reply once complete', async () => {
     const ws = workspace();
@@ -58,10 +64,16 @@ describe.each(adapters)('$name: idempotency keys', (adapter) => {
     await store.idempotency.begin(key(ws, 'dying'), 'fp', now, LATER, LONG_AGO);
     // Still locked: held.
     expect((await store.idempotency.begin(key(ws, 'dying'), 'fp-2', '2029-01-01T00:00:00.000Z', '2029-01-01T00:01:00.000Z', LONG_AGO)).outcome).toBe('held');
-    expect(await store.idempotency.begin(key(ws, 'dying'), 'fp-3', '2031-01-01T00:00:00.000Z', '2031-01-01T00:01:00.000Z', LONG_AGO)).toEqual({ outcome: 'claimed' });
+    expect(await store.idempotency.begin(key(ws, 'dying'), 'fp-3', '2031-01-01T00:00:00.000Z', '2031-01-01T00:01:00.000Z', LONG_AGO)).toEqual({
+      outcome: 'claimed',
+    });
     // An answered key is never taken over for its lock, only for its age.
     await store.idempotency.complete(key(ws, 'dying'), 'fp-3', reply);
-    expect(await store.idempotency.begin(key(ws, 'dying'), 'fp-4', '2040-01-01T00:00:00.000Z', '2040-01-01T00:01:00.000Z', LONG_AGO)).toEqual({ outcome: 'held', fingerprint: 'fp-3', reply });
+    expect(await store.idempotency.begin(key(ws, 'dying'), 'fp-4', '2040-01-01T00:00:00.000Z', '2040-01-01T00:01:00.000Z', LONG_AGO)).toEqual({
+      outcome: 'held',
+      fingerprint: 'fp-3',
+      reply,
+    });
   });
 
   test('of concurrent first requests with one key, exactly one claims it', async () => {

@@ -57,13 +57,17 @@ describe.each(replicated)('$name only: planner statistics', (adapter) => {
     const raw = new pg.Client({ connectionString: opened.url as string });
     await raw.connect();
     try {
-      const analyzedAt = async () => (await raw.query(`SELECT last_analyze FROM pg_stat_user_tables WHERE relname = 'kv_entries'`)).rows[0].last_analyze as Date | null;
+      const analyzedAt = async () =>
+        (await raw.query(`SELECT last_analyze FROM pg_stat_user_tables WHERE relname = 'kv_entries'`)).rows[0].last_analyze as Date | null;
       expect(await analyzedAt()).toBeNull();
       // Autovacuum left out of this table (of this test's own database): an ANALYZE of its own
       // would leave the store nothing stale to analyze. In CI's full runs, with a database per test
       // on the cluster, its workers came round within the deadline and the case failed.
       await raw.query('ALTER TABLE kv_entries SET (autovacuum_enabled = false)');
-      await raw.query(`INSERT INTO kv_entries (workspace_id, key, value, updated_at) SELECT $1, 'k' || i, '1', '2026-01-01T00:00:00.000Z' FROM generate_series(1, 1000) AS i`, [workspace()]);
+      await raw.query(
+        `INSERT INTO kv_entries (workspace_id, key, value, updated_at) SELECT $1, 'k' || i, '1', '2026-01-01T00:00:00.000Z' FROM generate_series(1, 1000) AS i`,
+        [workspace()],
+      );
       await flushStatistics(raw);
       // Alone it takes 2–3 s (a check every 2 s); the deadline allows for a loaded machine.
       await until(async () => (await analyzedAt()) !== null, 40_000);

@@ -6,7 +6,26 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { adapters, FINAL_EVENT, openPgDatabase, replicated, type OpenedStore, type ScheduledFire, type Store } from './adapters';
-import { agent, createAgent, emptyQueue, eventTypes, lease, newRun, now, ok, opts, poll, queue, range, running, sleep, unique, until, workflow, workspace } from './fixtures';
+import {
+  agent,
+  createAgent,
+  emptyQueue,
+  eventTypes,
+  lease,
+  newRun,
+  now,
+  ok,
+  opts,
+  poll,
+  queue,
+  range,
+  running,
+  sleep,
+  unique,
+  until,
+  workflow,
+  workspace,
+} from './fixtures';
 import { CREATOR, WRITER } from './fixtures';
 
 describe.each(adapters)('$name: two stores on one database', (adapter) => {
@@ -28,7 +47,9 @@ describe.each(adapters)('$name: two stores on one database', (adapter) => {
     const ws = workspace();
     const doc = agent('contested');
     const record = await createAgent(A, ws, doc);
-    const outcomes = await Promise.all(range(20).map((i) => either(i).agents.replace(ws, doc.id, record.stampMicros, { ...record.document, name: `writer ${i}` }, [], WRITER)));
+    const outcomes = await Promise.all(
+      range(20).map((i) => either(i).agents.replace(ws, doc.id, record.stampMicros, { ...record.document, name: `writer ${i}` }, [], WRITER)),
+    );
     const winners = outcomes.filter((o) => o.ok);
     expect(winners).toHaveLength(1);
     const stored = (await (await fresh()).agents.find(ws, doc.id))!;
@@ -39,41 +60,57 @@ describe.each(adapters)('$name: two stores on one database', (adapter) => {
 
   test('creates from both stores: one per slug, exactly the limit, derived slugs distinct', async () => {
     const ws = workspace();
-    const same = await Promise.all(range(10).map((i) => {
-      const doc = agent('same');
-      return either(i).agents.create(ws, doc.id, doc, opts(), [], CREATOR);
-    }));
+    const same = await Promise.all(
+      range(10).map((i) => {
+        const doc = agent('same');
+        return either(i).agents.create(ws, doc.id, doc, opts(), [], CREATOR);
+      }),
+    );
     expect(same.filter((o) => o.ok)).toHaveLength(1);
     expect(same.filter((o) => !o.ok && o.reason === 'slug_taken')).toHaveLength(9);
     const limited = workspace();
-    const outcomes = await Promise.all(range(12).map((i) => {
-      const doc = agent(`limited-${i}`);
-      return either(i).agents.create(limited, doc.id, doc, opts(5), [], CREATOR);
-    }));
+    const outcomes = await Promise.all(
+      range(12).map((i) => {
+        const doc = agent(`limited-${i}`);
+        return either(i).agents.create(limited, doc.id, doc, opts(5), [], CREATOR);
+      }),
+    );
     expect(outcomes.filter((o) => o.ok)).toHaveLength(5);
     expect(JSON.parse((await (await fresh()).agents.list(limited)).json)).toHaveLength(5);
-    const derived = await Promise.all(range(8).map((i) => {
-      const doc = agent('helper');
-      return either(i).agents.create(ws, doc.id, doc, opts(100, true), [], CREATOR);
-    }));
+    const derived = await Promise.all(
+      range(8).map((i) => {
+        const doc = agent('helper');
+        return either(i).agents.create(ws, doc.id, doc, opts(100, true), [], CREATOR);
+      }),
+    );
     expect(new Set(derived.map((o) => (o.ok ? o.record.slug : 'failed')))).toEqual(new Set(['helper', ...range(7).map((i) => `helper-${i + 1}`)]));
   });
 
   test('a schedule’s due time is claimed exactly once, whether by advances or by the runs it starts', async () => {
     const ws = workspace();
     const pollId = unique('poll');
-    const doc = agent('raced-schedule', { status: 'active', triggers: [poll(pollId)], schedule: { cron: '* * * * *', timezone: 'UTC', enabled: true } as never });
+    const doc = agent('raced-schedule', {
+      status: 'active',
+      triggers: [poll(pollId)],
+      schedule: { cron: '* * * * *', timezone: 'UTC', enabled: true } as never,
+    });
     await createAgent(A, ws, doc);
     const id = `poll:${pollId}`;
     const due = (await A.schedules.find(id))!.next_due_at as number;
-    const claims = await Promise.all(range(10).map((i) => either(i).schedules.advance({ id, expectedDue: due, next: due + 60_000, fires: [{ dueAt: due, outcome: 'polling' }] })));
+    const claims = await Promise.all(
+      range(10).map((i) => either(i).schedules.advance({ id, expectedDue: due, next: due + 60_000, fires: [{ dueAt: due, outcome: 'polling' }] })),
+    );
     expect(claims.filter(Boolean)).toHaveLength(1);
     expect(await (await fresh()).schedules.fires(id)).toEqual([{ due_at: due, outcome: 'polling', run_id: null, detail: null }]);
     const own = `agent:${doc.id}`;
     const ownDue = (await A.schedules.find(own))!.next_due_at as number;
     const fire: ScheduledFire = { kind: 'schedule', claim: { id: own, expectedDue: ownDue, next: ownDue + 60_000, fires: [] }, dueAt: ownDue };
     const ids = range(6).map(() => unique('fire'));
-    const outcomes = await Promise.all(ids.map((runId, i) => either(i).runs.accept(newRun(runId, { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'schedule', fire }), () => 'refused')));
+    const outcomes = await Promise.all(
+      ids.map((runId, i) =>
+        either(i).runs.accept(newRun(runId, { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'schedule', fire }), () => 'refused'),
+      ),
+    );
     expect(outcomes.map((o) => o.status).sort()).toEqual(['queued', 'raced', 'raced', 'raced', 'raced', 'raced']);
     const winner = ids[outcomes.findIndex((o) => o.status === 'queued')]!;
     const after = await fresh();
@@ -83,7 +120,9 @@ describe.each(adapters)('$name: two stores on one database', (adapter) => {
 
   test('credits never go below zero under concurrent acceptances and reservations on both stores', async () => {
     const ws = workspace();
-    const outcomes = await Promise.all(range(30).map((i) => either(i).runs.accept(newRun(unique('credit'), { workspaceId: ws, minimumCost: 1, initialCredits: 20 }), () => 'refused')));
+    const outcomes = await Promise.all(
+      range(30).map((i) => either(i).runs.accept(newRun(unique('credit'), { workspaceId: ws, minimumCost: 1, initialCredits: 20 }), () => 'refused')),
+    );
     expect(outcomes.filter((o) => o.status === 'queued')).toHaveLength(20);
     expect(await (await fresh()).workspaces.credits(ws, 0)).toBe(0);
     const other = workspace();
@@ -112,7 +151,9 @@ describe.each(adapters)('$name: two stores on one database', (adapter) => {
     for (const id of ids.slice(0, 10)) expect(await eventTypes(after, id)).toEqual(['run.queued', 'run.started']);
     const byIdRuns = range(20).map(() => unique('by-id'));
     for (const id of byIdRuns) await queue(A, newRun(id, { workspaceId: workspace() }));
-    const results = await Promise.all(byIdRuns.map(async (id) => [await A.runs.claim(id, lease('a'), 1000), await B.runs.claimNext(lease('b'), 1000)] as const));
+    const results = await Promise.all(
+      byIdRuns.map(async (id) => [await A.runs.claim(id, lease('a'), 1000), await B.runs.claimNext(lease('b'), 1000)] as const),
+    );
     const byId = byIdRuns.filter((_, i) => results[i]![0]);
     const byNext = results.map(([, row]) => row?.id).filter((id): id is string => !!id);
     expect(byId.filter((id) => byNext.includes(id))).toEqual([]);
@@ -147,24 +188,48 @@ describe.each(adapters)('$name: two stores on one database', (adapter) => {
     const trigger = unique('trigger');
     const since = new Date(Date.now() - 60_000).toISOString();
     const deliveries = range(8).map(() => unique('delivery'));
-    const outcomes = await Promise.all(deliveries.map((id, i) => either(i).runs.accept(newRun(id, { workspaceId: ws, source: 'webhook', triggerId: trigger, delivery: { key: 'msg', since } }), () => 'refused')));
+    const outcomes = await Promise.all(
+      deliveries.map((id, i) =>
+        either(i).runs.accept(newRun(id, { workspaceId: ws, source: 'webhook', triggerId: trigger, delivery: { key: 'msg', since } }), () => 'refused'),
+      ),
+    );
     expect(outcomes.filter((o) => o.status === 'queued')).toHaveLength(1);
     const winner = deliveries[outcomes.findIndex((o) => o.status === 'queued')]!;
     for (const o of outcomes) if (o.status !== 'queued') expect(o).toEqual({ status: 'repeated', runId: winner, httpStatus: 202 });
 
     const parked = unique('parked');
     await running(A, newRun(parked, { workspaceId: ws, kind: 'agent' }));
-    expect(await A.runs.park(parked, { state: { tool_calls: [{ id: 'c', status: 'awaiting_approval' }] }, spent: 0, calls: [{ id: 'c', tool: 't' }], expiresAt: '2099-01-01T00:00:00.000Z', events: [] }, now())).toBe('parked');
-    const decisions = await Promise.all([A.runs.decide(parked, 'c', 'approve', null, 'user-a', now()), B.runs.decide(parked, 'c', 'reject', null, 'user-b', now())]);
+    expect(
+      await A.runs.park(
+        parked,
+        {
+          state: { tool_calls: [{ id: 'c', status: 'awaiting_approval' }] },
+          spent: 0,
+          calls: [{ id: 'c', tool: 't' }],
+          expiresAt: '2099-01-01T00:00:00.000Z',
+          events: [],
+        },
+        now(),
+      ),
+    ).toBe('parked');
+    const decisions = await Promise.all([
+      A.runs.decide(parked, 'c', 'approve', null, 'user-a', now()),
+      B.runs.decide(parked, 'c', 'reject', null, 'user-b', now()),
+    ]);
     expect(decisions.map((d) => d.outcome).sort()).toEqual(['decided_before', 'resumed']);
 
     const key = { workspaceId: ws, userId: 'u', operation: 'op', key: 'k' };
-    const begins = await Promise.all(range(8).map((i) => either(i).idempotency.begin(key, `fp-${i}`, now(), '2030-01-01T00:00:00.000Z', '2000-01-01T00:00:00.000Z')));
+    const begins = await Promise.all(
+      range(8).map((i) => either(i).idempotency.begin(key, `fp-${i}`, now(), '2030-01-01T00:00:00.000Z', '2000-01-01T00:00:00.000Z')),
+    );
     expect(begins.filter((b) => b.outcome === 'claimed')).toHaveLength(1);
 
     const cancelled = range(8).map(() => unique('cancel'));
     for (const id of cancelled) await queue(A, newRun(id, { workspaceId: ws }));
-    const [cancels, claims] = await Promise.all([Promise.all(cancelled.map((id) => B.runs.cancel(id, 'user-2', now()))), Promise.all(cancelled.map((id) => A.runs.claim(id, lease('a'), 1000)))]);
+    const [cancels, claims] = await Promise.all([
+      Promise.all(cancelled.map((id) => B.runs.cancel(id, 'user-2', now()))),
+      Promise.all(cancelled.map((id) => A.runs.claim(id, lease('a'), 1000))),
+    ]);
     const after = await fresh();
     for (const [i, id] of cancelled.entries()) {
       expect(cancels[i]).toEqual(claims[i] ? { outcome: 'requested' } : { outcome: 'cancelled' });
@@ -177,7 +242,11 @@ describe.each(adapters)('$name: two stores on one database', (adapter) => {
     const trigger = unique('rated');
     const since = new Date(Date.now() - 60_000).toISOString();
     const rate = { window: 100, limit: 7 };
-    const outcomes = await Promise.all(range(20).map((i) => either(i).runs.accept(newRun(unique('rated'), { workspaceId: ws, triggerId: trigger, delivery: { key: `d${i}`, since }, rate }), () => 'refused')));
+    const outcomes = await Promise.all(
+      range(20).map((i) =>
+        either(i).runs.accept(newRun(unique('rated'), { workspaceId: ws, triggerId: trigger, delivery: { key: `d${i}`, since }, rate }), () => 'refused'),
+      ),
+    );
     expect(outcomes.filter((o) => o.status === 'queued')).toHaveLength(7);
     expect(outcomes.filter((o) => o.status === 'rate_limited')).toHaveLength(13);
     const fresh_ = workspace();
@@ -190,7 +259,12 @@ describe.each(adapters)('$name: two stores on one database', (adapter) => {
  * Another writer: a raw transaction does `hold` (taking its row locks), `write` starts meanwhile and
  * waits for them; 150 ms later the transaction does `beforeCommit` and commits. `write`'s outcome.
  */
-async function whileRawTransaction<T>(raw: pg.Client, hold: () => Promise<unknown>, write: () => Promise<T>, beforeCommit: () => Promise<unknown> = async () => undefined): Promise<T> {
+async function whileRawTransaction<T>(
+  raw: pg.Client,
+  hold: () => Promise<unknown>,
+  write: () => Promise<T>,
+  beforeCommit: () => Promise<unknown> = async () => undefined,
+): Promise<T> {
   await raw.query('BEGIN');
   await hold();
   const pending = write();
@@ -245,7 +319,9 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
       // B holds every entry, with reads still in flight while A writes.
       const inFlight = Promise.all([...docs.map((d) => B.agents.find(ws, d.slug)), B.agents.list(ws), B.workflows.list(ws)]);
       const target = round % docs.length;
-      const written = await ok(A.agents.replace(ws, latest[target]!.id, latest[target]!.stampMicros, { ...latest[target]!.document, name: `Round ${round}` }, [], WRITER));
+      const written = await ok(
+        A.agents.replace(ws, latest[target]!.id, latest[target]!.stampMicros, { ...latest[target]!.document, name: `Round ${round}` }, [], WRITER),
+      );
       latest[target] = written;
       await inFlight;
       const reads = await Promise.all(range(20).map((i) => (i % 3 === 0 ? B.agents.list(ws) : B.agents.find(ws, i % 2 ? written.id : written.slug))));
@@ -271,7 +347,10 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
     await createAgent(A, ws, doc);
     for (let i = 0; i < 3; i++) {
       const before = await Promise.all(range(5).map(() => B.schedules.statusVersion(doc.id)));
-      const outcome = await A.runs.accept(newRun(unique('run'), { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'webhook', triggerId: unique('t') }), () => 'refused');
+      const outcome = await A.runs.accept(
+        newRun(unique('run'), { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'webhook', triggerId: unique('t') }),
+        () => 'refused',
+      );
       expect(outcome).toEqual({ status: 'queued', claimed: false });
       const after = await Promise.all(range(5).map(() => B.schedules.statusVersion(doc.id)));
       for (const v of after) expect(v).toBeGreaterThan(before[0]!);
@@ -328,7 +407,9 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
       const ws = workspace();
       const [gone, kept] = [unique('poll'), unique('poll')];
       const record = await createAgent(A, ws, agent('polled', { status: 'active', triggers: [poll(gone), poll(kept)] }));
-      const replaced = await whileAdvancing(`poll:${gone}`, () => B.agents.replace(ws, record.id, record.stampMicros, { ...record.document, triggers: [poll(kept)] }, [], WRITER));
+      const replaced = await whileAdvancing(`poll:${gone}`, () =>
+        B.agents.replace(ws, record.id, record.stampMicros, { ...record.document, triggers: [poll(kept)] }, [], WRITER),
+      );
       expect(replaced).toMatchObject({ ok: true });
       expect((await raw.query('SELECT COUNT(*)::int AS n FROM schedule_fires WHERE schedule_id = $1', [`poll:${gone}`])).rows[0].n).toBe(0);
       expect(await A.schedules.find(`poll:${gone}`)).toBeNull();
@@ -414,7 +495,9 @@ describe.each(replicated)('$name only: replicas', (adapter) => {
     const admin = new pg.Client({ connectionString: opened.url! });
     await admin.connect();
     try {
-      const { rowCount } = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'build-api-listener' AND datname = current_database()`);
+      const { rowCount } = await admin.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'build-api-listener' AND datname = current_database()`,
+      );
       expect(rowCount).toBeGreaterThanOrEqual(2);
     } finally {
       await admin.end();

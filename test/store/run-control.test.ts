@@ -27,7 +27,14 @@ describe.each(adapters)('$name: run control', (adapter) => {
       expect(await balance(store, ws)).toBe(99);
       const events = await store.runs.events(id, 0, 10);
       expect(events.map((e) => e.type)).toEqual(['run.queued', 'run.started', 'step', 'run.awaiting_approval']);
-      expect(JSON.parse(events[3]!.data)).toEqual({ status: 'awaiting_approval', calls: [{ id: 'c1', tool: 'kv.delete' }, { id: 'c2', tool: 'kv.delete' }], expires_at: FUTURE });
+      expect(JSON.parse(events[3]!.data)).toEqual({
+        status: 'awaiting_approval',
+        calls: [
+          { id: 'c1', tool: 'kv.delete' },
+          { id: 'c2', tool: 'kv.delete' },
+        ],
+        expires_at: FUTURE,
+      });
       // It holds no worker: progress and an end do not land, and it is not abandoned.
       expect(await store.runs.saveState(id, () => ({ state: {}, spent: 2 }))).toBe('not_running');
       expect(await store.runs.finish(id, 'succeeded', null, {}, 1, now())).toBe(false);
@@ -55,10 +62,23 @@ describe.each(adapters)('$name: run control', (adapter) => {
       const at = '2030-01-01T00:00:05.000Z';
       expect(await store.runs.decide(id, 'c1', 'approve', 'fine', 'user-1', at)).toEqual({ outcome: 'decided' });
       expect(await store.runs.find(id)).toMatchObject({ status: 'awaiting_approval' });
-      expect(JSON.parse((await store.runs.find(id))!.state).tool_calls[0]).toEqual({ id: 'c1', status: 'awaiting_approval', approval: { decision: 'approve', note: 'fine', decided_by: 'user-1', decided_at: at } });
+      expect(JSON.parse((await store.runs.find(id))!.state).tool_calls[0]).toEqual({
+        id: 'c1',
+        status: 'awaiting_approval',
+        approval: { decision: 'approve', note: 'fine', decided_by: 'user-1', decided_at: at },
+      });
       expect(await store.runs.decide(id, 'c1', 'reject', null, 'user-2', now())).toEqual({
         outcome: 'decided_before',
-        approval: { run_id: id, call_id: 'c1', tool: 'kv.delete', requested_at: expect.any(String), decision: 'approve', note: 'fine', decided_by: 'user-1', decided_at: at },
+        approval: {
+          run_id: id,
+          call_id: 'c1',
+          tool: 'kv.delete',
+          requested_at: expect.any(String),
+          decision: 'approve',
+          note: 'fine',
+          decided_by: 'user-1',
+          decided_at: at,
+        },
       });
       expect(await store.runs.decide(id, 'c2', 'reject', null, 'user-2', at)).toEqual({ outcome: 'resumed' });
       const run = (await store.runs.find(id))!;
@@ -89,7 +109,16 @@ describe.each(adapters)('$name: run control', (adapter) => {
       expect(await store.runs.reserveMore(id, 2)).toBe(true);
       expect(await store.runs.finish(id, 'succeeded', null, {}, 2, now())).toBe(true);
       expect(await balance(store, ws)).toBe(98);
-      expect(await eventTypes(store, id)).toEqual(['run.queued', 'run.started', 'step', 'run.awaiting_approval', 'approval.decided', 'run.queued', 'run.started', FINAL_EVENT]);
+      expect(await eventTypes(store, id)).toEqual([
+        'run.queued',
+        'run.started',
+        'step',
+        'run.awaiting_approval',
+        'approval.decided',
+        'run.queued',
+        'run.started',
+        FINAL_EVENT,
+      ]);
     });
 
     test('one call decided twice at once: one decision wins, the other is told it', async () => {
@@ -150,7 +179,14 @@ describe.each(adapters)('$name: run control', (adapter) => {
       await queue(store, newRun(id, { workspaceId: ws, minimumCost: 3, initialCredits: 10 }));
       const at = '2030-01-01T00:00:01.000Z';
       expect(await store.runs.cancel(id, 'user-1', at)).toEqual({ outcome: 'cancelled' });
-      expect(await store.runs.find(id)).toMatchObject({ status: 'cancelled', finished_at: at, cancel_requested_at: at, cancelled_by: 'user-1', credits_reserved: 0, credits_spent: 0 });
+      expect(await store.runs.find(id)).toMatchObject({
+        status: 'cancelled',
+        finished_at: at,
+        cancel_requested_at: at,
+        cancelled_by: 'user-1',
+        credits_reserved: 0,
+        credits_spent: 0,
+      });
       expect(await balance(store, ws)).toBe(10);
       const events = await store.runs.events(id, 0, 10);
       expect(events.map((e) => [e.type, JSON.parse(e.data)])).toEqual([
@@ -208,7 +244,10 @@ describe.each(adapters)('$name: run control', (adapter) => {
       const ws = workspace();
       const ids = range(10).map(() => unique('cancel-claim'));
       for (const id of ids) await queue(store, newRun(id, { workspaceId: ws, minimumCost: 2, initialCredits: 100 }));
-      const [cancels, claims] = await Promise.all([Promise.all(ids.map((id) => store.runs.cancel(id, 'user-2', now()))), Promise.all(ids.map((id) => store.runs.claim(id, lease('w'), 100)))]);
+      const [cancels, claims] = await Promise.all([
+        Promise.all(ids.map((id) => store.runs.cancel(id, 'user-2', now()))),
+        Promise.all(ids.map((id) => store.runs.claim(id, lease('w'), 100))),
+      ]);
       for (const [i, id] of ids.entries()) {
         const run = (await store.runs.find(id))!;
         if (claims[i]) {

@@ -13,7 +13,15 @@ describe.each(adapters)('$name: run events', (adapter) => {
     const ws = workspace();
     const id = unique('run');
     await running(store, newRun(id, { workspaceId: ws }));
-    for (let k = 0; k < 3; k++) await store.runs.saveState(id, () => ({ state: { k }, spent: 0, events: [{ type: 'step', data: { k } }, { type: 'tool', data: { k } }] }));
+    for (let k = 0; k < 3; k++)
+      await store.runs.saveState(id, () => ({
+        state: { k },
+        spent: 0,
+        events: [
+          { type: 'step', data: { k } },
+          { type: 'tool', data: { k } },
+        ],
+      }));
     expect((await store.runs.events(id, 0, 100)).map((e) => e.seq)).toEqual(range(8));
     expect((await store.runs.events(id, 3, 2)).map((e) => [e.seq, e.type, JSON.parse(e.data)])).toEqual([
       [4, 'tool', { k: 0 }],
@@ -29,7 +37,15 @@ describe.each(adapters)('$name: run events', (adapter) => {
   test('concurrent writes of one run’s events are numbered without gaps; a cancel’s request is one event', async () => {
     const id = unique('busy');
     await running(store, newRun(id, { workspaceId: workspace() }));
-    const save = (k: number) => store.runs.saveState(id, () => ({ state: { k }, spent: 0, events: [{ type: 'step', data: { k } }, { type: 'tool', data: { k } }] }));
+    const save = (k: number) =>
+      store.runs.saveState(id, () => ({
+        state: { k },
+        spent: 0,
+        events: [
+          { type: 'step', data: { k } },
+          { type: 'tool', data: { k } },
+        ],
+      }));
     await Promise.all([...range(20).map(save), store.runs.cancel(id, 'user-2', now()), store.runs.cancel(id, 'user-3', now())]);
     await store.runs.finish(id, 'cancelled', null, {}, 0, now(), [{ type: 'last', data: {} }]);
     const n = 2 + 40 + 1 + 2;
@@ -106,7 +122,10 @@ describe.each(adapters)('$name: run lists', (adapter) => {
     const p = unique('list');
     const ids = range(25).map((i) => seq(p, i));
     for (const [i, id] of ids.entries()) {
-      await queue(store, newRun(id, { workspaceId: ws, kind: 'agent', targetId: i % 2 ? 'agent-odd' : 'agent-even', agent: { slug: 'helper', name: 'Helper' } }));
+      await queue(
+        store,
+        newRun(id, { workspaceId: ws, kind: 'agent', targetId: i % 2 ? 'agent-odd' : 'agent-even', agent: { slug: 'helper', name: 'Helper' } }),
+      );
     }
     await queue(store, newRun(`${p}-x-other-user`, { workspaceId: ws, kind: 'agent', startedBy: 'user-2' }));
     await queue(store, newRun(`${p}-y-webhook`, { workspaceId: ws, kind: 'agent', startedBy: 'user-2', source: 'webhook', triggerId: 't' }));
@@ -141,9 +160,9 @@ describe.each(adapters)('$name: run lists', (adapter) => {
     expect((await page({ targetId: 'agent-odd' })).map((r) => r.id)).toEqual(ids.filter((_, i) => i % 2).reverse());
     expect((await page({ statuses: ['succeeded'] })).map((r) => r.id)).toEqual([ids[3]]);
     expect((await page({ statuses: ['succeeded', 'cancelled'] })).map((r) => r.id)).toEqual([ids[4], ids[3]]);
-    expect((await page({ statuses: ['queued'] }))).toHaveLength(11);
+    expect(await page({ statuses: ['queued'] })).toHaveLength(11);
     expect((await page({ source: 'webhook' })).map((r) => r.id)).toEqual([`${p}-webhook`]);
-    expect((await page({ targetId: 'agent-even', statuses: ['succeeded'] }))).toEqual([]);
+    expect(await page({ targetId: 'agent-even', statuses: ['succeeded'] })).toEqual([]);
     const accepted = await Promise.all(ids.map(async (id) => (await store.runs.find(id))!.accepted_at));
     const [from, before] = [accepted[2]!, accepted[9]!];
     const within = ids.filter((_, i) => accepted[i]! >= from && accepted[i]! < before);
@@ -165,14 +184,48 @@ describe.each(adapters)('$name: run lists', (adapter) => {
     const [refused, ended] = rows.map((r) => JSON.parse(r.item));
     const run = (await store.runs.find(agentRun))!;
     expect(Object.keys(ended)).toEqual(['id', 'agent', 'status', 'source', 'trigger_id', 'credits', 'error', 'started_at', 'run_started_at', 'finished_at']);
-    expect(ended).toEqual({ id: agentRun, agent: { slug: 'helper', name: 'Helper' }, status: 'succeeded', source: 'test', trigger_id: null, credits: 1, error: null, started_at: run.accepted_at, run_started_at: run.started_at, finished_at: at });
+    expect(ended).toEqual({
+      id: agentRun,
+      agent: { slug: 'helper', name: 'Helper' },
+      status: 'succeeded',
+      source: 'test',
+      trigger_id: null,
+      credits: 1,
+      error: null,
+      started_at: run.accepted_at,
+      run_started_at: run.started_at,
+      finished_at: at,
+    });
     expect(refused).toMatchObject({ id: `${p}-b-refused`, agent: null, status: 'refused', credits: null, error: 'only 999', run_started_at: null });
     await queue(store, newRun(`${p}-c-wf`, { workspaceId: ws, kind: 'workflow', targetId: 'wf-9', targetVersion: 3, source: 'schedule', triggerId: 'sched' }));
     const [workflowRow] = await store.runs.list({ kind: 'workflow', workspaceId: ws, userId: 'user-1', limit: 5 });
     const item = JSON.parse(workflowRow!.item);
-    expect(Object.keys(item)).toEqual(['id', 'workflow_id', 'workflow_version_id', 'status', 'source', 'trigger_id', 'credits', 'error', 'accepted_at', 'started_at', 'finished_at']);
-    expect(item).toEqual({ id: `${p}-c-wf`, workflow_id: 'wf-9', workflow_version_id: 'wf-9@3', status: 'queued', source: 'schedule', trigger_id: 'sched', credits: 0, error: null,
-      accepted_at: (await store.runs.find(`${p}-c-wf`))!.accepted_at, started_at: null, finished_at: null });
+    expect(Object.keys(item)).toEqual([
+      'id',
+      'workflow_id',
+      'workflow_version_id',
+      'status',
+      'source',
+      'trigger_id',
+      'credits',
+      'error',
+      'accepted_at',
+      'started_at',
+      'finished_at',
+    ]);
+    expect(item).toEqual({
+      id: `${p}-c-wf`,
+      workflow_id: 'wf-9',
+      workflow_version_id: 'wf-9@3',
+      status: 'queued',
+      source: 'schedule',
+      trigger_id: 'sched',
+      credits: 0,
+      error: null,
+      accepted_at: (await store.runs.find(`${p}-c-wf`))!.accepted_at,
+      started_at: null,
+      finished_at: null,
+    });
   });
 
   test('a limit that is not a whole number of at least 1 rejects (RangeError)', async () => {
@@ -201,8 +254,14 @@ describe.each(replicated)('$name only: a run list’s plan', (adapter) => {
           [ids, ws],
         );
       const day = Date.now() - 86_400_000;
-      await insert(mine, range(600).map((i) => uuidV7(day + i)));
-      await insert(theirs, range(3000).map((i) => uuidV7(Date.now() + i)));
+      await insert(
+        mine,
+        range(600).map((i) => uuidV7(day + i)),
+      );
+      await insert(
+        theirs,
+        range(3000).map((i) => uuidV7(Date.now() + i)),
+      );
       await raw.query('ANALYZE runs');
       const { text, values } = pgRunListStatement({ workspaceId: mine, kind: 'agent', userId: 'u', limit: 21 });
       // The plan for these values, and the generic plan every session of the adapter uses
@@ -210,7 +269,10 @@ describe.each(replicated)('$name only: a run list’s plan', (adapter) => {
       await raw.query(`PREPARE listed AS ${text}`);
       await raw.query('SET plan_cache_mode = force_generic_plan');
       const args = values.map((v) => raw.escapeLiteral(String(v))).join(', ');
-      for (const [explained, params] of [[`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values], [`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE listed(${args})`, []]] as const) {
+      for (const [explained, params] of [
+        [`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values],
+        [`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE listed(${args})`, []],
+      ] as const) {
         const plan = JSON.stringify((await raw.query(explained, [...params])).rows[0]['QUERY PLAN']);
         expect(plan).toContain('"Index Name":"runs_listed"');
         const removed = [...plan.matchAll(/"Rows Removed by Filter":(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);

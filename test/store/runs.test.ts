@@ -5,8 +5,29 @@ import { adapters, useStore, FINAL_EVENT } from './adapters';
 import { balance, emptyQueue, eventTypes, lease, newRun, now, queue, range, running, sleep, unique, workspace } from './fixtures';
 
 const RUN_KEYS = [
-  'id', 'kind', 'workspace_id', 'started_by', 'target_id', 'target_version', 'status', 'source', 'trigger_id', 'request', 'snapshot', 'step_agents', 'state',
-  'credits_reserved', 'credits_spent', 'error', 'accepted_at', 'started_at', 'finished_at', 'cancel_requested_at', 'cancelled_by', 'approval_expires_at', 'team',
+  'id',
+  'kind',
+  'workspace_id',
+  'started_by',
+  'target_id',
+  'target_version',
+  'status',
+  'source',
+  'trigger_id',
+  'request',
+  'snapshot',
+  'step_agents',
+  'state',
+  'credits_reserved',
+  'credits_spent',
+  'error',
+  'accepted_at',
+  'started_at',
+  'finished_at',
+  'cancel_requested_at',
+  'cancelled_by',
+  'approval_expires_at',
+  'team',
 ].sort();
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -17,14 +38,44 @@ describe.each(adapters)('$name: runs', (adapter) => {
     test('an accepted run is queued with its minimum cost reserved from a new workspace’s initial credits; find shows the projection', async () => {
       const ws = workspace();
       const id = unique('run');
-      await queue(store, newRun(id, { workspaceId: ws, kind: 'agent', targetId: 'agent-1', targetVersion: 3, minimumCost: 4, initialCredits: 10, request: { prompt: 'p' },
-        snapshotJson: '{"slug":"helper","name":"Helper","instructions":"long"}', stepAgentsJson: '{}', agent: { slug: 'helper', name: 'Helper' }, state: { steps: 0 } }));
+      await queue(
+        store,
+        newRun(id, {
+          workspaceId: ws,
+          kind: 'agent',
+          targetId: 'agent-1',
+          targetVersion: 3,
+          minimumCost: 4,
+          initialCredits: 10,
+          request: { prompt: 'p' },
+          snapshotJson: '{"slug":"helper","name":"Helper","instructions":"long"}',
+          stepAgentsJson: '{}',
+          agent: { slug: 'helper', name: 'Helper' },
+          state: { steps: 0 },
+        }),
+      );
       expect(await balance(store, ws)).toBe(6);
       const found = (await store.runs.find(id))!;
       expect(Object.keys(found).sort()).toEqual(RUN_KEYS);
       expect(found).toMatchObject({
-        id, kind: 'agent', workspace_id: ws, started_by: 'user-1', target_id: 'agent-1', target_version: 3, status: 'queued', source: 'test', trigger_id: null,
-        step_agents: null, credits_reserved: 4, credits_spent: 0, error: null, started_at: null, finished_at: null, cancel_requested_at: null, cancelled_by: null, approval_expires_at: null,
+        id,
+        kind: 'agent',
+        workspace_id: ws,
+        started_by: 'user-1',
+        target_id: 'agent-1',
+        target_version: 3,
+        status: 'queued',
+        source: 'test',
+        trigger_id: null,
+        step_agents: null,
+        credits_reserved: 4,
+        credits_spent: 0,
+        error: null,
+        started_at: null,
+        finished_at: null,
+        cancel_requested_at: null,
+        cancelled_by: null,
+        approval_expires_at: null,
       });
       expect(found.accepted_at).toMatch(ISO_MS);
       expect(JSON.parse(found.request)).toEqual({ prompt: 'p' });
@@ -44,8 +95,17 @@ describe.each(adapters)('$name: runs', (adapter) => {
     test('a run the balance cannot cover is refused: kept with the refusal as its error, nothing reserved, its only event final', async () => {
       const ws = workspace();
       const id = unique('run');
-      expect(await store.runs.accept(newRun(id, { workspaceId: ws, minimumCost: 11, initialCredits: 10 }), (b) => `only ${b}`)).toEqual({ status: 'refused', balance: 10 });
-      expect(await store.runs.find(id)).toMatchObject({ status: 'refused', error: 'only 10', credits_reserved: 0, credits_spent: 0, finished_at: expect.stringMatching(ISO_MS) });
+      expect(await store.runs.accept(newRun(id, { workspaceId: ws, minimumCost: 11, initialCredits: 10 }), (b) => `only ${b}`)).toEqual({
+        status: 'refused',
+        balance: 10,
+      });
+      expect(await store.runs.find(id)).toMatchObject({
+        status: 'refused',
+        error: 'only 10',
+        credits_reserved: 0,
+        credits_spent: 0,
+        finished_at: expect.stringMatching(ISO_MS),
+      });
       expect(await balance(store, ws)).toBe(10);
       const events = await store.runs.events(id, 0, 10);
       expect(events.map((e) => [e.seq, e.type, JSON.parse(e.data)])).toEqual([[1, FINAL_EVENT, { status: 'refused', error: 'only 10' }]]);
@@ -56,7 +116,9 @@ describe.each(adapters)('$name: runs', (adapter) => {
 
     test('concurrent acceptances never take a balance below zero: exactly as many are queued as it covers', async () => {
       const ws = workspace();
-      const outcomes = await Promise.all(range(15).map(() => store.runs.accept(newRun(unique('run'), { workspaceId: ws, minimumCost: 2, initialCredits: 20 }), () => 'refused')));
+      const outcomes = await Promise.all(
+        range(15).map(() => store.runs.accept(newRun(unique('run'), { workspaceId: ws, minimumCost: 2, initialCredits: 20 }), () => 'refused')),
+      );
       expect(outcomes.filter((o) => o.status === 'queued')).toHaveLength(10);
       expect(outcomes.filter((o) => o.status === 'refused')).toHaveLength(5);
       expect(await balance(store, ws)).toBe(0);
@@ -68,7 +130,10 @@ describe.each(adapters)('$name: runs', (adapter) => {
       expect(await balance(store, ws)).toBe(15);
       await queue(store, newRun(unique('run'), { workspaceId: ws, minimumCost: 10 })); // more than any eighth of 15
       expect(await balance(store, ws)).toBe(5);
-      expect(await store.runs.accept(newRun(unique('run'), { workspaceId: ws, minimumCost: 6 }), (b) => `only ${b}`)).toEqual({ status: 'refused', balance: 5 });
+      expect(await store.runs.accept(newRun(unique('run'), { workspaceId: ws, minimumCost: 6 }), (b) => `only ${b}`)).toEqual({
+        status: 'refused',
+        balance: 5,
+      });
       const id = unique('run');
       await running(store, newRun(id, { workspaceId: ws, minimumCost: 5 }));
       expect(await balance(store, ws)).toBe(0);
@@ -85,7 +150,9 @@ describe.each(adapters)('$name: runs', (adapter) => {
     test('of 120 concurrent acceptances of mixed costs against a small balance, each refusal saw less than its cost, and what was taken is exactly what left the balance', async () => {
       const ws = workspace();
       const costs = range(120).map((i) => 1 + (i % 3));
-      const outcomes = await Promise.all(costs.map((minimumCost) => store.runs.accept(newRun(unique('run'), { workspaceId: ws, minimumCost, initialCredits: 150 }), () => 'refused')));
+      const outcomes = await Promise.all(
+        costs.map((minimumCost) => store.runs.accept(newRun(unique('run'), { workspaceId: ws, minimumCost, initialCredits: 150 }), () => 'refused')),
+      );
       const taken = outcomes.reduce((sum, o, i) => sum + (o.status === 'queued' ? costs[i]! : 0), 0);
       outcomes.forEach((o, i) => {
         if (o.status === 'refused') expect(o.balance).toBeLessThan(costs[i]!);
@@ -119,7 +186,14 @@ describe.each(adapters)('$name: runs', (adapter) => {
       await queue(store, newRun(ids[3]!, { workspaceId: other }));
       const first = (await store.runs.claimNext(lease('w'), 2))!;
       // The trace context of the request that queued it comes with the claim (whichever replica claims it).
-      expect(first).toMatchObject({ id: ids[0], status: 'running', snapshot: '{"slug":"wf","steps":[1]}', step_agents: '{"a":{}}', started_at: expect.stringMatching(ISO_MS), trace_parent: traceParent });
+      expect(first).toMatchObject({
+        id: ids[0],
+        status: 'running',
+        snapshot: '{"slug":"wf","steps":[1]}',
+        step_agents: '{"a":{}}',
+        started_at: expect.stringMatching(ISO_MS),
+        trace_parent: traceParent,
+      });
       const second = (await store.runs.claimNext(lease('w'), 2))!;
       expect(second).toMatchObject({ id: ids[1], trace_parent: null });
       expect((await store.runs.claimNext(lease('w'), 2))!.id).toBe(ids[3]); // busy has 2 running
@@ -174,25 +248,41 @@ describe.each(adapters)('$name: runs', (adapter) => {
       const ws = workspace();
       const worker = lease(unique('w'));
       const [a, b, c, d] = [unique('a'), unique('b'), unique('c'), unique('d')];
-      expect(await store.runs.accept(newRun(a, { workspaceId: ws, minimumCost: 2, initialCredits: 10, claim: { lease: worker, cap: 2 } }), () => 'refused')).toEqual({ status: 'queued', claimed: true });
+      expect(
+        await store.runs.accept(newRun(a, { workspaceId: ws, minimumCost: 2, initialCredits: 10, claim: { lease: worker, cap: 2 } }), () => 'refused'),
+      ).toEqual({ status: 'queued', claimed: true });
       const claimed = (await store.runs.find(a))!;
       expect(claimed).toMatchObject({ status: 'running', credits_reserved: 2, started_at: expect.stringMatching(ISO_MS) });
       expect(claimed.started_at! >= claimed.accepted_at).toBe(true);
-      expect((await store.runs.events(a, 0, 10)).map((e) => [e.seq, e.type, JSON.parse(e.data)])).toEqual([[1, 'run.queued', { status: 'queued' }], [2, 'run.started', { status: 'running' }]]);
+      expect((await store.runs.events(a, 0, 10)).map((e) => [e.seq, e.type, JSON.parse(e.data)])).toEqual([
+        [1, 'run.queued', { status: 'queued' }],
+        [2, 'run.started', { status: 'running' }],
+      ]);
       // Held under the worker's lease: it renews it, another owner does not; no queue claim finds it.
       expect(await store.runs.renewLeases(worker, [a])).toEqual([a]);
       expect(await store.runs.renewLeases(lease('someone-else'), [a])).toEqual([]);
       expect(await store.runs.claim(a, lease('w'), 64)).toBe(false);
       // A trigger's run (the acceptance's whole transaction) is claimed alike.
-      expect(await store.runs.accept(newRun(b, { workspaceId: ws, source: 'webhook', triggerId: unique('trigger'), claim: { lease: worker, cap: 2 } }), () => 'refused')).toEqual({ status: 'queued', claimed: true });
+      expect(
+        await store.runs.accept(
+          newRun(b, { workspaceId: ws, source: 'webhook', triggerId: unique('trigger'), claim: { lease: worker, cap: 2 } }),
+          () => 'refused',
+        ),
+      ).toEqual({ status: 'queued', claimed: true });
       expect(await eventTypes(store, b)).toEqual(['run.queued', 'run.started']);
       // Two running: at the cap, the next is queued, not claimed, and waits for the queue's claims.
-      expect(await store.runs.accept(newRun(c, { workspaceId: ws, claim: { lease: worker, cap: 2 } }), () => 'refused')).toEqual({ status: 'queued', claimed: false });
+      expect(await store.runs.accept(newRun(c, { workspaceId: ws, claim: { lease: worker, cap: 2 } }), () => 'refused')).toEqual({
+        status: 'queued',
+        claimed: false,
+      });
       expect(await store.runs.find(c)).toMatchObject({ status: 'queued', started_at: null });
       expect(await eventTypes(store, c)).toEqual(['run.queued']);
       expect(await store.runs.renewLeases(worker, [a, b, c])).toEqual([a, b]);
       // A refused run is not claimed, and nothing is reserved.
-      expect(await store.runs.accept(newRun(d, { workspaceId: ws, minimumCost: 100, claim: { lease: worker, cap: 64 } }), (left) => `only ${left}`)).toEqual({ status: 'refused', balance: 6 });
+      expect(await store.runs.accept(newRun(d, { workspaceId: ws, minimumCost: 100, claim: { lease: worker, cap: 64 } }), (left) => `only ${left}`)).toEqual({
+        status: 'refused',
+        balance: 6,
+      });
       expect(await store.runs.find(d)).toMatchObject({ status: 'refused', started_at: null });
       expect(await balance(store, ws)).toBe(6);
       // The claimed run ends as any claimed run does, its reservation settled.
@@ -233,7 +323,16 @@ describe.each(adapters)('$name: runs', (adapter) => {
       const ws = workspace();
       const id = unique('run');
       await running(store, newRun(id, { workspaceId: ws, minimumCost: 2, initialCredits: 10 }));
-      expect(await store.runs.saveState(id, () => ({ state: { steps: 1 }, spent: 1, events: [{ type: 'step', data: { n: 1 }, at: '2030-01-01T00:00:00.000Z' }, { type: 'tool', data: { n: 2 } }] }))).toBe('saved');
+      expect(
+        await store.runs.saveState(id, () => ({
+          state: { steps: 1 },
+          spent: 1,
+          events: [
+            { type: 'step', data: { n: 1 }, at: '2030-01-01T00:00:00.000Z' },
+            { type: 'tool', data: { n: 2 } },
+          ],
+        })),
+      ).toBe('saved');
       expect(await store.runs.find(id)).toMatchObject({ state: '{"steps":1}', credits_spent: 1, credits_reserved: 2 });
       expect(await store.runs.saveState(id, () => ({ state: { steps: 3 }, spent: 3 }))).toBe('saved');
       expect(await store.runs.find(id)).toMatchObject({ state: '{"steps":3}', credits_spent: 2 });
@@ -280,7 +379,14 @@ describe.each(adapters)('$name: runs', (adapter) => {
       await running(store, newRun(id, { workspaceId: ws, minimumCost: 5, initialCredits: 10 }));
       const at = '2030-01-01T00:00:09.000Z';
       expect(await store.runs.finish(id, 'failed', 'boom', { done: true }, 2, at, [{ type: 'step', data: { last: true } }])).toBe(true);
-      expect(await store.runs.find(id)).toMatchObject({ status: 'failed', error: 'boom', state: '{"done":true}', credits_spent: 2, credits_reserved: 2, finished_at: at });
+      expect(await store.runs.find(id)).toMatchObject({
+        status: 'failed',
+        error: 'boom',
+        state: '{"done":true}',
+        credits_spent: 2,
+        credits_reserved: 2,
+        finished_at: at,
+      });
       expect(await balance(store, ws)).toBe(8);
       const events = await store.runs.events(id, 0, 10);
       expect(events.slice(-2).map((e) => [e.type, JSON.parse(e.data), e.at])).toEqual([
@@ -305,7 +411,10 @@ describe.each(adapters)('$name: runs', (adapter) => {
       const ids = range(20).map(() => unique('credit'));
       for (const id of ids) await running(store, newRun(id, { workspaceId: ws, minimumCost: 3, initialCredits: initial }));
       expect(await balance(store, ws)).toBe(40);
-      expect(await store.runs.accept(newRun(unique('run'), { workspaceId: ws, minimumCost: 41 }), (b) => `only ${b}`)).toEqual({ status: 'refused', balance: 40 });
+      expect(await store.runs.accept(newRun(unique('run'), { workspaceId: ws, minimumCost: 41 }), (b) => `only ${b}`)).toEqual({
+        status: 'refused',
+        balance: 40,
+      });
       // 20 runs × 5 more each, asked for at once: the 40 left cover exactly 40 of them.
       const more = await Promise.all(ids.flatMap((id) => range(5).map(() => store.runs.reserveMore(id, 1))));
       expect(more.filter(Boolean)).toHaveLength(40);
@@ -353,7 +462,14 @@ describe.each(adapters)('$name: leases', (adapter) => {
     await sleep(300);
     expect(await store.runs.recoverAbandoned('abandoned')).toBe(1);
     expect(await store.runs.recoverAbandoned('abandoned')).toBe(0);
-    expect(await store.runs.find(expired)).toMatchObject({ status: 'failed', error: 'abandoned', credits_reserved: 2, credits_spent: 2, state: '{"step":1}', finished_at: expect.stringMatching(ISO_MS) });
+    expect(await store.runs.find(expired)).toMatchObject({
+      status: 'failed',
+      error: 'abandoned',
+      credits_reserved: 2,
+      credits_spent: 2,
+      state: '{"step":1}',
+      finished_at: expect.stringMatching(ISO_MS),
+    });
     expect(await store.runs.find(live)).toMatchObject({ status: 'running' });
     expect(await balance(store, ws)).toBe(20 - 2 - 5);
     const events = await store.runs.events(expired, 0, 10);

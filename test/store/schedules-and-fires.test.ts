@@ -31,7 +31,14 @@ describe.each(adapters)('$name: schedules and fires', (adapter) => {
         [`poll:${pollId}`, 'poll', ws, doc.id, pollId, '*/5 * * * *', 'UTC', 1],
       ]);
       for (const row of rows) expect(row.next_due_at).toBeGreaterThan(before);
-      expect(rows[1]).toMatchObject({ detector: JSON.stringify({ tool: 'kv.get', args: { key: 'x' } }), last_output_hash: null, failures: 0, last_error: null, last_fired_at: null, last_run_id: null });
+      expect(rows[1]).toMatchObject({
+        detector: JSON.stringify({ tool: 'kv.get', args: { key: 'x' } }),
+        last_output_hash: null,
+        failures: 0,
+        last_error: null,
+        last_fired_at: null,
+        last_run_id: null,
+      });
       expect(await store.schedules.find(`poll:${pollId}`)).toEqual(rows[1]);
       const draft = agent('draft-timed', { triggers: [poll(unique('poll'))], schedule: ownSchedule('0 9 * * *') });
       await createAgent(store, ws, draft);
@@ -60,7 +67,13 @@ describe.each(adapters)('$name: schedules and fires', (adapter) => {
       expect(await store.schedules.advance({ id, expectedDue: 2000, next: 3000, fires: [{ dueAt: 2000, outcome: 'polling' }] })).toBe(true);
       await store.schedules.recordPoll(id, 2000, { kind: 'failed', error: 'boom', retryAt: 2500 });
       expect(await store.schedules.find(id)).toMatchObject({ next_due_at: 3000, last_output_hash: 'seen', failures: 1, last_error: 'boom' });
-      expect(await replace({ ...record.document, name: 'renamed' })).toMatchObject({ next_due_at: 3000, last_output_hash: 'seen', failures: 1, last_error: 'boom', active: 1 });
+      expect(await replace({ ...record.document, name: 'renamed' })).toMatchObject({
+        next_due_at: 3000,
+        last_output_hash: 'seen',
+        failures: 1,
+        last_error: 'boom',
+        active: 1,
+      });
       // Other arguments: a new detector forgets the output and the failures (the due time depends on the cron alone).
       expect(await replace({ ...record.document, triggers: [poll(pollId, { key: 'y' })] })).toMatchObject({
         next_due_at: 3000,
@@ -82,8 +95,17 @@ describe.each(adapters)('$name: schedules and fires', (adapter) => {
     test('a workflow’s schedule row follows it: disabled keeps the row without a due time; removed takes the row and its fires', async () => {
       const ws = workspace();
       const id = randomUUID();
-      const record = await ok(store.workflows.create(ws, id, workflow('timed-wf', { schedule: { cron: '0 * * * *', timezone: 'UTC' } } as never), { limit: 10 }, CREATOR));
-      expect(await store.schedules.find(`workflow:${id}`)).toMatchObject({ kind: 'workflow', owner_id: id, workspace_id: ws, trigger_id: null, active: 1, next_due_at: expect.any(Number) });
+      const record = await ok(
+        store.workflows.create(ws, id, workflow('timed-wf', { schedule: { cron: '0 * * * *', timezone: 'UTC' } } as never), { limit: 10 }, CREATOR),
+      );
+      expect(await store.schedules.find(`workflow:${id}`)).toMatchObject({
+        kind: 'workflow',
+        owner_id: id,
+        workspace_id: ws,
+        trigger_id: null,
+        active: 1,
+        next_due_at: expect.any(Number),
+      });
       await moveTo(`workflow:${id}`, 5000);
       expect(await store.schedules.advance({ id: `workflow:${id}`, expectedDue: 5000, next: 6000, fires: [{ dueAt: 5000, outcome: 'missed' }] })).toBe(true);
       const disabled = await ok(store.workflows.replace(ws, id, record.stampMicros, { ...record.document, enabled: false }, WRITER));
@@ -108,7 +130,9 @@ describe.each(adapters)('$name: schedules and fires', (adapter) => {
       await createAgent(store, ws, doc);
       const id = `poll:${pollId}`;
       await moveTo(id, 1000);
-      const claims = await Promise.all(Array.from({ length: 10 }, (_, i) => store.schedules.advance({ id, expectedDue: 1000, next: 2000 + i, fires: [{ dueAt: 1000, outcome: 'polling' }] })));
+      const claims = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => store.schedules.advance({ id, expectedDue: 1000, next: 2000 + i, fires: [{ dueAt: 1000, outcome: 'polling' }] })),
+      );
       expect(claims.filter(Boolean)).toHaveLength(1);
       expect(await store.schedules.find(id)).toMatchObject({ next_due_at: 2000 + claims.indexOf(true) });
       expect(await store.schedules.fires(id)).toEqual([{ due_at: 1000, outcome: 'polling', run_id: null, detail: null }]);
@@ -117,7 +141,17 @@ describe.each(adapters)('$name: schedules and fires', (adapter) => {
       expect((await store.schedules.fires(id)).length).toBe(1);
       // Several decisions of one claim, with their runs and details; a claim may stop the schedule (next: null).
       const next = (await store.schedules.find(id))!.next_due_at as number;
-      expect(await store.schedules.advance({ id, expectedDue: next, next: null, fires: [{ dueAt: next, outcome: 'overlap', runId: 'run-x', detail: 'still running' }, { dueAt: next + 1, outcome: 'missed' }] })).toBe(true);
+      expect(
+        await store.schedules.advance({
+          id,
+          expectedDue: next,
+          next: null,
+          fires: [
+            { dueAt: next, outcome: 'overlap', runId: 'run-x', detail: 'still running' },
+            { dueAt: next + 1, outcome: 'missed' },
+          ],
+        }),
+      ).toBe(true);
       expect(await store.schedules.fires(id)).toEqual([
         { due_at: 1000, outcome: 'polling', run_id: null, detail: null },
         { due_at: next, outcome: 'overlap', run_id: 'run-x', detail: 'still running' },
@@ -186,7 +220,10 @@ describe.each(adapters)('$name: schedules and fires', (adapter) => {
       await store.schedules.recordPoll(`poll:${pollId}`, 100, { kind: 'baseline', hash: 'h' });
       const v2 = await store.schedules.statusVersion(doc.id);
       expect(v2).toBeGreaterThan(v1);
-      const outcome = await store.runs.accept(newRun(unique('run'), { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'webhook', triggerId: unique('t') }), () => 'refused');
+      const outcome = await store.runs.accept(
+        newRun(unique('run'), { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'webhook', triggerId: unique('t') }),
+        () => 'refused',
+      );
       expect(outcome).toEqual({ status: 'queued', claimed: false });
       expect(await store.schedules.statusVersion(doc.id)).toBeGreaterThan(v2);
     });
@@ -201,11 +238,16 @@ describe.each(adapters)('$name: schedules and fires', (adapter) => {
       await moveTo(id, 60_000);
       const fire: ScheduledFire = { kind: 'schedule', claim: { id, expectedDue: 60_000, next: 120_000, fires: [] }, dueAt: 60_000 };
       const runId = unique('run');
-      expect(await store.runs.accept(newRun(runId, { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'schedule', fire }), () => 'refused')).toEqual({ status: 'queued', claimed: false });
+      expect(await store.runs.accept(newRun(runId, { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'schedule', fire }), () => 'refused')).toEqual({
+        status: 'queued',
+        claimed: false,
+      });
       expect(await store.schedules.fires(id)).toEqual([{ due_at: 60_000, outcome: 'fired', run_id: runId, detail: null }]);
       expect(await store.schedules.find(id)).toMatchObject({ next_due_at: 120_000, last_run_id: runId, last_fired_at: expect.any(String) });
       const again = unique('run');
-      expect(await store.runs.accept(newRun(again, { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'schedule', fire }), () => 'refused')).toEqual({ status: 'raced' });
+      expect(await store.runs.accept(newRun(again, { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'schedule', fire }), () => 'refused')).toEqual({
+        status: 'raced',
+      });
       expect(await store.runs.find(again)).toBeNull();
       expect(await store.schedules.fires(id)).toHaveLength(1);
     });
@@ -218,7 +260,10 @@ describe.each(adapters)('$name: schedules and fires', (adapter) => {
       await moveTo(id, 60_000);
       const fire: ScheduledFire = { kind: 'schedule', claim: { id, expectedDue: 60_000, next: 120_000, fires: [] }, dueAt: 60_000 };
       const runId = unique('run');
-      const outcome = await store.runs.accept(newRun(runId, { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'schedule', fire, minimumCost: 5, initialCredits: 1 }), (b) => `only ${b}`);
+      const outcome = await store.runs.accept(
+        newRun(runId, { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'schedule', fire, minimumCost: 5, initialCredits: 1 }),
+        (b) => `only ${b}`,
+      );
       expect(outcome).toEqual({ status: 'refused', balance: 1 });
       expect(await store.schedules.fires(id)).toEqual([{ due_at: 60_000, outcome: 'refused', run_id: runId, detail: 'only 1' }]);
       expect(await store.runs.find(runId)).toMatchObject({ status: 'refused', error: 'only 1' });
@@ -234,10 +279,17 @@ describe.each(adapters)('$name: schedules and fires', (adapter) => {
       expect(await store.schedules.advance({ id, expectedDue: 1000, next: 2000, fires: [{ dueAt: 1000, outcome: 'polling' }] })).toBe(true);
       const fire: ScheduledFire = { kind: 'poll', scheduleId: id, dueAt: 1000, seenHash: null, newHash: 'out-1' };
       const runId = unique('run');
-      expect(await store.runs.accept(newRun(runId, { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'poll', triggerId: pollId, fire }), () => 'refused')).toEqual({ status: 'queued', claimed: false });
+      expect(
+        await store.runs.accept(newRun(runId, { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'poll', triggerId: pollId, fire }), () => 'refused'),
+      ).toEqual({ status: 'queued', claimed: false });
       expect(await store.schedules.fires(id)).toEqual([{ due_at: 1000, outcome: 'fired', run_id: runId, detail: null }]);
       expect(await store.schedules.find(id)).toMatchObject({ last_output_hash: 'out-1', last_run_id: runId, failures: 0 });
-      expect(await store.runs.accept(newRun(unique('run'), { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'poll', triggerId: pollId, fire }), () => 'refused')).toEqual({ status: 'raced' });
+      expect(
+        await store.runs.accept(
+          newRun(unique('run'), { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'poll', triggerId: pollId, fire }),
+          () => 'refused',
+        ),
+      ).toEqual({ status: 'raced' });
       expect((await store.runs.lastStartedBy([pollId])).get(pollId)).toEqual((await store.runs.find(runId))!.accepted_at);
     });
 
@@ -249,7 +301,9 @@ describe.each(adapters)('$name: schedules and fires', (adapter) => {
       await moveTo(id, 60_000);
       const fire: ScheduledFire = { kind: 'schedule', claim: { id, expectedDue: 60_000, next: 120_000, fires: [] }, dueAt: 60_000 };
       const ids = Array.from({ length: 6 }, () => unique('run'));
-      const outcomes = await Promise.all(ids.map((runId) => store.runs.accept(newRun(runId, { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'schedule', fire }), () => 'refused')));
+      const outcomes = await Promise.all(
+        ids.map((runId) => store.runs.accept(newRun(runId, { workspaceId: ws, kind: 'agent', targetId: doc.id, source: 'schedule', fire }), () => 'refused')),
+      );
       expect(outcomes.map((o) => o.status).sort()).toEqual(['queued', 'raced', 'raced', 'raced', 'raced', 'raced']);
       const winner = ids[outcomes.findIndex((o) => o.status === 'queued')]!;
       expect(await store.schedules.fires(id)).toEqual([{ due_at: 60_000, outcome: 'fired', run_id: winner, detail: null }]);

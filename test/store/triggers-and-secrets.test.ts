@@ -116,7 +116,12 @@ describe.each(adapters)('$name: retired secrets’ retention', (adapter) => {
     const ws = workspace();
     const ids = [unique('r1'), unique('r2'), unique('r3')];
     const doc = agent('retiring', { triggers: ids.map((id) => hook(id)) });
-    const record = await createAgent(store, ws, doc, ids.map((id, i) => secret(id, `old-${i}`)));
+    const record = await createAgent(
+      store,
+      ws,
+      doc,
+      ids.map((id, i) => secret(id, `old-${i}`)),
+    );
     await ok(store.agents.replace(ws, doc.id, record.stampMicros, { ...record.document, triggers: [] }, [], WRITER));
     expect(await Promise.all(ids.map((id, i) => store.webhooks.retired(id, `old-${i}`)))).toEqual(['dropped', 'dropped', 'dropped']);
     expect(await store.webhooks.pruneRetired('2000-01-01T00:00:00.000Z', 10)).toBe(0);

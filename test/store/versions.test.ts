@@ -11,7 +11,14 @@ async function replaceTimes(store: Store, ws: string, id: string, n: number) {
   const records = [];
   for (let i = 0; i < n; i++) {
     const current = (await store.agents.find(ws, id))!;
-    records.push(await ok(store.agents.replace(ws, id, current.stampMicros, { ...current.document, description: `write ${i + 2}` }, [], { author: `user-${i + 2}`, changes: [`write ${i + 2}`] })));
+    records.push(
+      await ok(
+        store.agents.replace(ws, id, current.stampMicros, { ...current.document, description: `write ${i + 2}` }, [], {
+          author: `user-${i + 2}`,
+          changes: [`write ${i + 2}`],
+        }),
+      ),
+    );
   }
   return records;
 }
@@ -44,9 +51,13 @@ describe.each(adapters)('$name: document versions', (adapter) => {
     const ws = workspace();
     await createAgent(store, ws, agent('derived'));
     const doc = agent('derived');
-    const record = await ok(store.agents.create(ws, doc.id, doc, { deriveSlug: true, limit: 10 }, [], (stored) => ({ author: 'me', changes: [`created as ${stored.slug}`] })));
+    const record = await ok(
+      store.agents.create(ws, doc.id, doc, { deriveSlug: true, limit: 10 }, [], (stored) => ({ author: 'me', changes: [`created as ${stored.slug}`] })),
+    );
     expect(record.slug).toBe('derived-2');
-    expect(await store.agents.versions.list(doc.id, null, 10)).toEqual([{ version: 1, stampMicros: record.stampMicros, author: 'me', changesJson: JSON.stringify(['created as derived-2']) }]);
+    expect(await store.agents.versions.list(doc.id, null, 10)).toEqual([
+      { version: 1, stampMicros: record.stampMicros, author: 'me', changesJson: JSON.stringify(['created as derived-2']) },
+    ]);
   });
 
   test('a refused write keeps no version: a stale stamp, a taken slug', async () => {
@@ -104,7 +115,8 @@ describe.each(adapters)('$name: document versions', (adapter) => {
     const ws = workspace();
     const created = await createAgent(store, ws, agent('raced'));
     const other = await opened.another();
-    const write = (s: Store, author: string) => s.agents.replace(ws, created.id, created.stampMicros, { ...created.document, description: author }, [], { author, changes: [] });
+    const write = (s: Store, author: string) =>
+      s.agents.replace(ws, created.id, created.stampMicros, { ...created.document, description: author }, [], { author, changes: [] });
     const outcomes = await Promise.all([write(store, 'a'), write(other, 'b')]);
     expect(outcomes.filter((o) => o.ok)).toHaveLength(1);
     const versions = await store.agents.versions.list(created.id, null, 10);

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../../src/paths';
 
-test("the prestart leaves a current build alone: nothing in dist/ is written again", () => {
+test('the prestart leaves a current build alone: nothing in dist/ is written again', () => {
   const built = path.join(projectRoot, 'dist', 'src', 'cli.js');
   const record = path.join(projectRoot, 'dist', '.build-inputs');
   // The suite runs after `npm run build` (npm test, .ci/run), which records its inputs.

@@ -43,7 +43,7 @@ test.each([
   expect(() => loadConfig(env)).toThrow(message);
 });
 
-test('AUTH_ISSUER and AUTH_JWKS_URI are kept exactly as given (a token\'s iss is compared verbatim)', () => {
+test("AUTH_ISSUER and AUTH_JWKS_URI are kept exactly as given (a token's iss is compared verbatim)", () => {
   const config = loadConfig({ AUTH_ISSUER: 'https://tenant.eu.auth0.com/', AUTH_JWKS_URI: 'https://tenant.eu.auth0.com/.well-known/jwks.json' });
   expect(config.auth.issuer).toBe('https://tenant.eu.auth0.com/');
   expect(config.auth.jwksUri).toBe('https://tenant.eu.auth0.com/.well-known/jwks.json');
@@ -68,8 +68,14 @@ test('OPENAI_BASE_URL over plain http only for a loopback host (the key would tr
 test('DATABASE_URL selects PostgreSQL (unset: the SQLite file); a refused value is not echoed, as it may carry a password', () => {
   expect(loadConfig({})).toMatchObject({ databaseUrl: null, pgPoolSize: 10, runLeaseMs: 30_000 });
   const url = 'postgresql://build:s3cret@db.internal:5432/build?sslmode=require';
-  expect(loadConfig({ DATABASE_URL: url, PG_POOL_SIZE: '25', RUN_LEASE_SECONDS: '10' })).toMatchObject({ databaseUrl: url, pgPoolSize: 25, runLeaseMs: 10_000 });
-  expect(() => loadConfig({ DATABASE_URL: 'mysql://build:s3cret@db/build' })).toThrow(expect.objectContaining({ message: expect.not.stringContaining('s3cret') }));
+  expect(loadConfig({ DATABASE_URL: url, PG_POOL_SIZE: '25', RUN_LEASE_SECONDS: '10' })).toMatchObject({
+    databaseUrl: url,
+    pgPoolSize: 25,
+    runLeaseMs: 10_000,
+  });
+  expect(() => loadConfig({ DATABASE_URL: 'mysql://build:s3cret@db/build' })).toThrow(
+    expect.objectContaining({ message: expect.not.stringContaining('s3cret') }),
+  );
 });
 
 test('RUN_WORKERS defaults to 4 on SQLite and 32 on PostgreSQL (whose workers mostly wait for the database); one less per workspace', () => {

@@ -33,7 +33,17 @@ test('steps are paid from the reservation, then reserved one by one from the bal
 });
 
 test('what was reserved and not spent goes back to the workspace at the end', async () => {
-  const run = await claimed(queueRun(t.store, toolWorkflow([{ id: 'a', tool: 'core.echo' }, { id: 'b', tool: 'core.echo' }, { id: 'c', tool: 'core.echo' }]), { initialCredits: 10 }));
+  const run = await claimed(
+    queueRun(
+      t.store,
+      toolWorkflow([
+        { id: 'a', tool: 'core.echo' },
+        { id: 'b', tool: 'core.echo' },
+        { id: 'c', tool: 'core.echo' },
+      ]),
+      { initialCredits: 10 },
+    ),
+  );
   const ledger = createCreditLedger(run, { runs: t.store.runs, logger });
   await ledger.charge();
   await ledger.finish({ status: 'failed', error: 'step b\u0000 failed', state: {} });
@@ -89,6 +99,11 @@ test('parking records the held calls and when they expire; a cancel that came fi
 
   const cancelled = await claimed(queueRun(t.store, scriptedAgent()));
   await t.store.runs.cancel(cancelled.id, 'user-1', new Date().toISOString());
-  await createCreditLedger(cancelled, { runs: t.store.runs, logger }).park({ status: 'awaiting_approval', error: null, state, held: [{ id: 'call-1', tool: 'kv.set' }] });
+  await createCreditLedger(cancelled, { runs: t.store.runs, logger }).park({
+    status: 'awaiting_approval',
+    error: null,
+    state,
+    held: [{ id: 'call-1', tool: 'kv.set' }],
+  });
   expect(await row(cancelled.id)).toMatchObject({ status: 'cancelled' });
 });

@@ -91,7 +91,20 @@ describe('workflows', () => {
 
   test('normalisation fills every default in schema order', () => {
     const doc = materialiseWorkflow(normaliseWorkflow(base).document, 'stamp');
-    expect(Object.keys(doc)).toEqual(['kind', 'slug', 'name', 'description', 'enabled', 'updated_at', 'space', 'send_as', 'inputs', 'schedule', 'steps', 'output']);
+    expect(Object.keys(doc)).toEqual([
+      'kind',
+      'slug',
+      'name',
+      'description',
+      'enabled',
+      'updated_at',
+      'space',
+      'send_as',
+      'inputs',
+      'schedule',
+      'steps',
+      'output',
+    ]);
     expect(doc.steps[0]).toEqual({ id: 'a', kind: 'tool', tool: 'core.echo', args: {}, after: [] });
   });
 });
@@ -103,9 +116,26 @@ describe('change descriptions', () => {
   test('members, status and triggers', () => {
     const hook = { kind: 'webhook' as const, id: 't1', name: 'Hook', prompt: null, enabled: true, secret_prefix: null, signing: 'none' as const };
     const before = agent({ triggers: [hook] });
-    const after = agent({ name: 'B', status: 'active', triggers: [{ ...hook, enabled: false }, { ...hook, id: 't2', name: 'New' }] });
-    expect(describeAgentChanges(before, after)).toEqual(['name changed', 'status changed from draft to active', "trigger 'Hook' changed", "trigger 'New' added"]);
-    expect(describeAgentChanges(after, before)).toEqual(['name changed', 'status changed from active to draft', "trigger 'Hook' changed", "trigger 'New' removed"]);
+    const after = agent({
+      name: 'B',
+      status: 'active',
+      triggers: [
+        { ...hook, enabled: false },
+        { ...hook, id: 't2', name: 'New' },
+      ],
+    });
+    expect(describeAgentChanges(before, after)).toEqual([
+      'name changed',
+      'status changed from draft to active',
+      "trigger 'Hook' changed",
+      "trigger 'New' added",
+    ]);
+    expect(describeAgentChanges(after, before)).toEqual([
+      'name changed',
+      'status changed from active to draft',
+      "trigger 'Hook' changed",
+      "trigger 'New' removed",
+    ]);
     expect(describeAgentChanges(before, before)).toEqual(['no changes']);
   });
 

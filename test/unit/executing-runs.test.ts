@@ -11,7 +11,11 @@ test('a run is listed while it executes, and a stop request reaches it and resol
   const runs = new ExecutingRuns();
   const body = gate();
   const stops: string[] = [];
-  const tracked = runs.track('r1', () => stops.push('r1'), () => body.opened);
+  const tracked = runs.track(
+    'r1',
+    () => stops.push('r1'),
+    () => body.opened,
+  );
   expect(runs.ids()).toEqual(['r1']);
   expect(runs.size).toBe(1);
   let ended = false;
@@ -32,11 +36,19 @@ test('stop and stopAll reach only the runs executing; a body that throws still l
   const stops: string[] = [];
   const a = gate();
   const b = gate();
-  const ta = runs.track('a', () => stops.push('a'), () => a.opened);
-  const tb = runs.track('b', () => stops.push('b'), async () => {
-    await b.opened;
-    throw new Error('boom');
-  });
+  const ta = runs.track(
+    'a',
+    () => stops.push('a'),
+    () => a.opened,
+  );
+  const tb = runs.track(
+    'b',
+    () => stops.push('b'),
+    async () => {
+      await b.opened;
+      throw new Error('boom');
+    },
+  );
   runs.stop('a');
   runs.stop('nope');
   expect(stops).toEqual(['a']);

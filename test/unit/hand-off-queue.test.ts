@@ -2,7 +2,8 @@
 import { HandOffQueue } from '../../src/runtime/runner/hand-off-queue';
 import type { QueuedRun } from '../../src/runtime/runner';
 
-const run = (id: string) => ({ id, kind: 'workflow', workspaceId: 'ws', snapshot: null, request: null, state: null, creditsReserved: 1, creditsSpent: 0 }) as QueuedRun;
+const run = (id: string) =>
+  ({ id, kind: 'workflow', workspaceId: 'ws', snapshot: null, request: null, state: null, creditsReserved: 1, creditsSpent: 0 }) as QueuedRun;
 const drain = (queue: HandOffQueue) => {
   const taken: string[] = [];
   for (let next = queue.take(); next; next = queue.take()) taken.push(next.id);

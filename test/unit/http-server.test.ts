@@ -57,7 +57,7 @@ test("express changes no request's or response's prototype on this server (it ch
   expect(standard).toEqual({ status: 200, body: { hello: 'build', path: '/hello' }, prototypeChanges: 2 });
 });
 
-test('an idle keep-alive connection outlives a load balancer\'s 60 s and is never answered 408 before it closes', () => {
+test("an idle keep-alive connection outlives a load balancer's 60 s and is never answered 408 before it closes", () => {
   const server = createHttpServer(appWithRoute());
   expect(server.keepAliveTimeout).toBe(KEEP_ALIVE_TIMEOUT_MS);
   expect(server.keepAliveTimeout).toBeGreaterThan(60_000);

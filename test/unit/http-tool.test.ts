@@ -40,14 +40,17 @@ test('the size cap covers the whole exchange: headers, and bodies summed over re
   const chunk = 'y'.repeat(400 * 1024);
   const url = await listen((req, res) => {
     const n = Number(req.url!.slice(1) || '0');
-    if (n < 3) res.writeHead(302, { location: `/${n + 1}` }).end(chunk); // 400 KiB per hop: under the cap alone, over it summed
+    if (n < 3)
+      res.writeHead(302, { location: `/${n + 1}` }).end(chunk); // 400 KiB per hop: under the cap alone, over it summed
     else res.end('done');
   });
   await expect(httpRequest({ method: 'GET', url: `${url}/0` }, options)).rejects.toThrow(`the exchange is over ${1024 * 1024} bytes`);
   await expect(httpRequest({ method: 'GET', url: `${url}/1` }, options)).resolves.toMatchObject({ status: 200, body: 'done' });
   const bigHeaders = await listen((_req, res) => res.writeHead(200, { 'x-big': 'z'.repeat(8000) }).end('ok'));
   await expect(httpRequest({ method: 'GET', url: bigHeaders }, { ...options, maxBytes: 4000 })).rejects.toThrow('the exchange is over 4000 bytes');
-  await expect(httpRequest({ method: 'POST', url, body: 'b'.repeat(2000) }, { ...options, maxBytes: 1000 })).rejects.toThrow('body: the request body is 2000 bytes');
+  await expect(httpRequest({ method: 'POST', url, body: 'b'.repeat(2000) }, { ...options, maxBytes: 1000 })).rejects.toThrow(
+    'body: the request body is 2000 bytes',
+  );
 });
 
 test('redirects are followed (at most 5), 303 becomes a GET, credentials stay with their origin', async () => {
@@ -65,16 +68,31 @@ test('redirects are followed (at most 5), 303 becomes a GET, credentials stay wi
     res.end('target');
   });
   await expect(httpRequest({ method: 'POST', url: `${url}/see-other`, body: { a: 1 } }, options)).resolves.toMatchObject({ status: 200, body: 'target' });
-  expect(seen.splice(0)).toEqual([{ path: '/see-other', method: 'POST' }, { path: '/target', method: 'GET' }]);
-  await expect(httpRequest({ method: 'GET', url: `${url}/away`, headers: { Authorization: 'Bearer s3cret' } }, options)).resolves.toMatchObject({ body: { landed: true } });
-  expect(seen.splice(0)).toEqual([{ path: '/away', method: 'GET', auth: 'Bearer s3cret' }, { path: 'other/there', method: 'GET' }]);
+  expect(seen.splice(0)).toEqual([
+    { path: '/see-other', method: 'POST' },
+    { path: '/target', method: 'GET' },
+  ]);
+  await expect(httpRequest({ method: 'GET', url: `${url}/away`, headers: { Authorization: 'Bearer s3cret' } }, options)).resolves.toMatchObject({
+    body: { landed: true },
+  });
+  expect(seen.splice(0)).toEqual([
+    { path: '/away', method: 'GET', auth: 'Bearer s3cret' },
+    { path: 'other/there', method: 'GET' },
+  ]);
   const looped = await httpRequest({ method: 'GET', url: `${url}/loop` }, options);
   expect(looped).toMatchObject({ status: 302, headers: { location: '/loop6' } });
 });
 
 test('every redirect hop is vetted: a public server cannot bounce the call to a private or special address', () => {
   const hop: Hop = { url: new URL('https://93.184.216.34/start'), method: 'GET', headers: {}, payload: undefined };
-  for (const location of ['http://127.0.0.1/admin', 'http://[::ffff:7f00:1]/', 'http://169.254.169.254/latest/meta-data', 'http://[2002:7f00:1::1]/', 'http://[::127.0.0.1]/', 'http://192.88.99.1/']) {
+  for (const location of [
+    'http://127.0.0.1/admin',
+    'http://[::ffff:7f00:1]/',
+    'http://169.254.169.254/latest/meta-data',
+    'http://[2002:7f00:1::1]/',
+    'http://[::127.0.0.1]/',
+    'http://192.88.99.1/',
+  ]) {
     expect(() => nextHop(hop, 302, location, false)).toThrow(/^refused: /);
   }
   expect(nextHop(hop, 302, '/next', false)!.url.href).toBe('https://93.184.216.34/next');
@@ -82,5 +100,7 @@ test('every redirect hop is vetted: a public server cannot bounce the call to a 
 });
 
 test('a host name is refused when any address it resolves to is not global', async () => {
-  await expect(httpRequest({ method: 'GET', url: 'http://localhost:9/' }, { ...options, allowPrivate: false })).rejects.toThrow(/^refused: localhost resolves to/);
+  await expect(httpRequest({ method: 'GET', url: 'http://localhost:9/' }, { ...options, allowPrivate: false })).rejects.toThrow(
+    /^refused: localhost resolves to/,
+  );
 });

@@ -6,8 +6,12 @@ test('member order does not matter, values and array order do', () => {
   const b = fingerprintOf('PUT', '/api/build/agents', { force: 'true' }, { tools: { approval: 'write', apps: ['kv', 'core'] }, name: 'A' });
   expect(b.canonical).toBe(a.canonical);
   expect(b.legacy).not.toBe(a.legacy); // the fingerprint stored before: in the order sent
-  expect(fingerprintOf('PUT', '/api/build/agents', { force: 'true' }, { name: 'A', tools: { apps: ['core', 'kv'], approval: 'write' } }).canonical).not.toBe(a.canonical);
-  expect(fingerprintOf('PUT', '/api/build/agents', { force: 'true' }, { name: 'B', tools: { apps: ['kv', 'core'], approval: 'write' } }).canonical).not.toBe(a.canonical);
+  expect(fingerprintOf('PUT', '/api/build/agents', { force: 'true' }, { name: 'A', tools: { apps: ['core', 'kv'], approval: 'write' } }).canonical).not.toBe(
+    a.canonical,
+  );
+  expect(fingerprintOf('PUT', '/api/build/agents', { force: 'true' }, { name: 'B', tools: { apps: ['kv', 'core'], approval: 'write' } }).canonical).not.toBe(
+    a.canonical,
+  );
 });
 
 test('a number JSON cannot hold (1e400 parses as Infinity) has no canonical form: the request is still fingerprinted', () => {

@@ -9,9 +9,29 @@ const refusal = (text: string) => inexactJsonIn(text, 'body');
 
 describe('numbers', () => {
   test.each([
-    '0', '-0', '0.0', '0e400', '-0.000e-999', '1', '-1', '0.1', '0.30000000000000004', '1.5e300', '1.7976931348623157e308', '5e-324',
-    '2.2250738585072014e-308', '9007199254740991', '-9007199254740991', '9007199254740992.0', '1e21', '1E+21', '123456789012345',
-    '100000000000000000000.0', '0.000001', '1e-7', '12.50000000000000000000',
+    '0',
+    '-0',
+    '0.0',
+    '0e400',
+    '-0.000e-999',
+    '1',
+    '-1',
+    '0.1',
+    '0.30000000000000004',
+    '1.5e300',
+    '1.7976931348623157e308',
+    '5e-324',
+    '2.2250738585072014e-308',
+    '9007199254740991',
+    '-9007199254740991',
+    '9007199254740992.0',
+    '1e21',
+    '1E+21',
+    '123456789012345',
+    '100000000000000000000.0',
+    '0.000001',
+    '1e-7',
+    '12.50000000000000000000',
   ])('%s is held exactly', (literal) => {
     expect(inexactNumber(literal)).toBeNull();
   });
@@ -85,7 +105,9 @@ const hasBigInteger = (value: unknown): boolean =>
   typeof value === 'number'
     ? Number.isInteger(value) && Math.abs(value) > Number.MAX_SAFE_INTEGER && Math.abs(value) < 1e21
     : value !== null && typeof value === 'object' && Object.values(value).some(hasBigInteger);
-const exactValue = fc.jsonValue({ maxDepth: 4, stringUnit: 'grapheme' }).filter((value) => !hasBigInteger(value) && !JSON.stringify(value).includes('"__proto__":'));
+const exactValue = fc
+  .jsonValue({ maxDepth: 4, stringUnit: 'grapheme' })
+  .filter((value) => !hasBigInteger(value) && !JSON.stringify(value).includes('"__proto__":'));
 
 test('property: whatever JSON.stringify writes passes, and parses back to the same value', () => {
   fc.assert(

@@ -14,11 +14,23 @@ function diff(from: Record<string, unknown>, to: Record<string, unknown>) {
 }
 
 const cases: [string, string, string][] = [
-  ['a member of a guarded member changes', '{"steps":[{"args":{"constructor":{"x":1},"y":1}}],"name":"a"}', '{"steps":[{"args":{"constructor":{"x":2},"y":2}}],"name":"b"}'],
+  [
+    'a member of a guarded member changes',
+    '{"steps":[{"args":{"constructor":{"x":1},"y":1}}],"name":"a"}',
+    '{"steps":[{"args":{"constructor":{"x":2},"y":2}}],"name":"b"}',
+  ],
   ['a guarded member is added', '{"steps":[{"args":{"y":1}}]}', '{"steps":[{"args":{"y":1,"constructor":{"polluted":true}}}]}'],
   ['a guarded member is removed', '{"steps":[{"args":{"prototype":[1,2],"y":1}}]}', '{"steps":[{"args":{"y":1}}]}'],
-  ['guarded members nested in each other, and a step removed after', '{"steps":[{"args":{"a":{"prototype":{"constructor":1}}}},{"args":{}},{"args":{}}]}', '{"steps":[{"args":{"a":{"prototype":{"constructor":2}}}},{"args":{"prototype":3}}]}'],
-  ['guarded members in several steps, items added', '{"steps":[{"args":{"constructor":1}},{"args":{"constructor":1}}]}', '{"steps":[{"args":{"constructor":2}},{"args":{"constructor":3}},{"args":{"constructor":4}}]}'],
+  [
+    'guarded members nested in each other, and a step removed after',
+    '{"steps":[{"args":{"a":{"prototype":{"constructor":1}}}},{"args":{}},{"args":{}}]}',
+    '{"steps":[{"args":{"a":{"prototype":{"constructor":2}}}},{"args":{"prototype":3}}]}',
+  ],
+  [
+    'guarded members in several steps, items added',
+    '{"steps":[{"args":{"constructor":1}},{"args":{"constructor":1}}]}',
+    '{"steps":[{"args":{"constructor":2}},{"args":{"constructor":3}},{"args":{"constructor":4}}]}',
+  ],
 ];
 
 test.each(cases)('%s: no path goes through a guarded member, and both libraries give the target exactly', (_name, fromJson, toJson) => {

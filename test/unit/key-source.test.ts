@@ -17,7 +17,9 @@ function jwksServer(handler: (path: string) => unknown) {
 
 test('discovers jwks_uri from the issuer metadata, caches, and refetches for an unknown kid (after the cooldown, waiting for it if need be)', async () => {
   let keys = [{ kid: 'k1', kty: 'RSA', alg: 'RS256', use: 'sig' }];
-  const srv = await jwksServer((path) => (path === '/.well-known/oauth-authorization-server' ? { jwks_uri: `${srv.url}/keys` } : path === '/keys' ? { keys } : undefined));
+  const srv = await jwksServer((path) =>
+    path === '/.well-known/oauth-authorization-server' ? { jwks_uri: `${srv.url}/keys` } : path === '/keys' ? { keys } : undefined,
+  );
   let now = 0;
   const slept: number[] = [];
   const sleep = async (ms: number) => {
@@ -63,8 +65,14 @@ test('a key set older than its lifetime is fetched again: a removed key is gone'
 });
 
 test.each([
-  ['https://tenant.eu.auth0.com/', ['https://tenant.eu.auth0.com/.well-known/openid-configuration', 'https://tenant.eu.auth0.com/.well-known/oauth-authorization-server']],
-  ['https://tenant.eu.auth0.com', ['https://tenant.eu.auth0.com/.well-known/openid-configuration', 'https://tenant.eu.auth0.com/.well-known/oauth-authorization-server']],
+  [
+    'https://tenant.eu.auth0.com/',
+    ['https://tenant.eu.auth0.com/.well-known/openid-configuration', 'https://tenant.eu.auth0.com/.well-known/oauth-authorization-server'],
+  ],
+  [
+    'https://tenant.eu.auth0.com',
+    ['https://tenant.eu.auth0.com/.well-known/openid-configuration', 'https://tenant.eu.auth0.com/.well-known/oauth-authorization-server'],
+  ],
   [
     'https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/v2.0',
     [

@@ -15,7 +15,10 @@ beforeEach(() => {
 });
 afterEach(() => t.close());
 
-const workflow = toolWorkflow([{ id: 'a', tool: 'core.echo' }, { id: 'b', tool: 'core.echo' }]);
+const workflow = toolWorkflow([
+  { id: 'a', tool: 'core.echo' },
+  { id: 'b', tool: 'core.echo' },
+]);
 /** A run queued (2 credits reserved of 10) and claimed under `lease`. */
 async function claimedBy(lease: Lease): Promise<string> {
   const run = await queueRun(t.store, workflow, { initialCredits: 10 });
@@ -29,7 +32,11 @@ const statusOf = async (id: string) => {
 /** Keeps run `id` listed as executing here until the returned function is called; `stops` records stop requests. */
 function executingHere(executing: ExecutingRuns, id: string, stops: string[]): () => void {
   let end = () => {};
-  void executing.track(id, () => stops.push(id), () => new Promise<void>((resolve) => (end = resolve)));
+  void executing.track(
+    id,
+    () => stops.push(id),
+    () => new Promise<void>((resolve) => (end = resolve)),
+  );
   return () => end();
 }
 
@@ -100,7 +107,13 @@ test('at shutdown, the runs still executing are failed as shut down and then ask
   const lease = newLease();
   const executing = new ExecutingRuns();
   let releases = 0;
-  const runs = { ...t.store.runs, releaseAll: (owner: string, message: string) => (releases++, t.store.runs.releaseAll(owner, message)) };
+  const runs = {
+    ...t.store.runs,
+    releaseAll: (owner: string, message: string) => {
+      releases++;
+      return t.store.runs.releaseAll(owner, message);
+    },
+  };
   const keeper = createLeaseKeeper({ runs, lease, executing, logger });
   await keeper.handBack();
   expect(releases).toBe(0);

@@ -23,7 +23,9 @@ import { parseCallLine } from '../../src/runtime/models/scripted';
 function regexesInSource(): { where: string; source: string; flags: string }[] {
   const found: { where: string; source: string; flags: string }[] = [];
   const files = (dir: string): string[] =>
-    fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
+    fs
+      .readdirSync(dir, { withFileTypes: true })
+      .flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
   for (const file of files(path.join(projectRoot, 'src'))) {
     const source = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
     const visit = (node: ts.Node) => {
@@ -46,7 +48,7 @@ function regexesInSource(): { where: string; source: string; flags: string }[] {
 function specPatterns(): { where: string; source: string; flags: string }[] {
   const found: { where: string; source: string; flags: string }[] = [];
   const walk = (value: unknown, at: string) => {
-    if (Array.isArray(value)) value.forEach((v, i) => walk(v, `${at}[${i}]`));
+    if (Array.isArray(value)) for (const [i, v] of value.entries()) walk(v, `${at}[${i}]`);
     else if (value && typeof value === 'object') {
       for (const [k, v] of Object.entries(value)) {
         if (k === 'pattern' && typeof v === 'string') found.push({ where: `openapi.yaml ${at}`, source: v, flags: 'u' });

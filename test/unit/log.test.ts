@@ -25,7 +25,12 @@ test.each([
 
 test('log lines carry an ISO 8601 UTC time of when they were written', async () => {
   const lines: string[] = [];
-  const sink = new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) });
+  const sink = new Writable({
+    write: (chunk, _enc, done) => {
+      lines.push(String(chunk));
+      done();
+    },
+  });
   const logger = createLogger('info', sink);
   const before = Date.now();
   logger.info('one');
@@ -44,7 +49,12 @@ test('log lines carry an ISO 8601 UTC time of when they were written', async () 
 
 test("a request's access line is the line pino writes for the same fields (built by hand: src/log.ts logAccess)", () => {
   const lines: string[] = [];
-  const sink = new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) });
+  const sink = new Writable({
+    write: (chunk, _enc, done) => {
+      lines.push(String(chunk));
+      done();
+    },
+  });
   const logger = createLogger('info', sink);
   const cases: AccessLine[] = [
     { reqId: '0190a0c4-5f1e-7cc2-8e51-3c1b4f1d2a11', method: 'GET', path: '/api/build/agents/support', status: 200, ms: 1.2345678901234, workspace: 'acme' },

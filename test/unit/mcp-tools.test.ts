@@ -18,14 +18,21 @@ describe('SchemaConverter', () => {
   const components = {
     Name: { type: 'string', minLength: 1, example: 'x', 'x-internal': true },
     Maybe: { type: 'string', nullable: true, enum: ['a', 'b'] },
-    Box: { type: 'object', properties: { name: { $ref: '#/components/schemas/Name' }, inner: { $ref: '#/components/schemas/Box' } }, discriminator: { propertyName: 'name' } },
+    Box: {
+      type: 'object',
+      properties: { name: { $ref: '#/components/schemas/Name' }, inner: { $ref: '#/components/schemas/Box' } },
+      discriminator: { propertyName: 'name' },
+    },
     Either: { allOf: [{ $ref: '#/components/schemas/Name' }], nullable: true },
     Unused: { type: 'integer' },
   };
   const converter = new SchemaConverter(components);
 
   test("nullable becomes a null type (and a null in an enum); OpenAPI's own keywords are left out", () => {
-    const schema = converter.standalone({ type: 'object', properties: { m: { $ref: '#/components/schemas/Maybe' }, e: { $ref: '#/components/schemas/Either' } } });
+    const schema = converter.standalone({
+      type: 'object',
+      properties: { m: { $ref: '#/components/schemas/Maybe' }, e: { $ref: '#/components/schemas/Either' } },
+    });
     expect(schema.$defs).toEqual({
       Maybe: { type: ['string', 'null'], enum: ['a', 'b', null] },
       Either: { anyOf: [{ allOf: [{ $ref: '#/$defs/Name' }] }, { type: 'null' }] },

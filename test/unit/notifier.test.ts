@@ -20,7 +20,10 @@ test('one send at a time: what arrives meanwhile goes in the next, a pending rep
   fail = true;
   inFlight.shift()!();
   await new Promise((resolve) => setImmediate(resolve));
-  expect(sent[1]).toEqual([['events', 'queued'], ['a:2', 'a']]);
+  expect(sent[1]).toEqual([
+    ['events', 'queued'],
+    ['a:2', 'a'],
+  ]);
   inFlight.shift()!(); // this one fails
   await new Promise((resolve) => setImmediate(resolve));
   fail = false;

@@ -11,8 +11,14 @@ test("the backend loads the spec without openapi-backend's schema check, and com
     const api = await createContractValidator(loadSpec());
     expect(check).not.toHaveBeenCalled();
     // The validator's stores, named as openapi-backend names them: empty until asked.
-    const validator = api.validator as unknown as { responseValidators: Record<string, unknown>; statusBasedResponseValidators: Record<string, unknown>; requestValidators: Record<string, unknown> };
-    expect([Object.keys(validator.responseValidators), Object.keys(validator.statusBasedResponseValidators), Object.keys(validator.requestValidators)]).toEqual([[], [], []]);
+    const validator = api.validator as unknown as {
+      responseValidators: Record<string, unknown>;
+      statusBasedResponseValidators: Record<string, unknown>;
+      requestValidators: Record<string, unknown>;
+    };
+    expect([Object.keys(validator.responseValidators), Object.keys(validator.statusBasedResponseValidators), Object.keys(validator.requestValidators)]).toEqual(
+      [[], [], []],
+    );
 
     // Asked for, a reply is checked (a validator compiled then): a wrong body is refused, a right one passes.
     expect(api.validateResponse({ data: 'not a list' }, 'listAgents', 200).errors?.length).toBeGreaterThan(0);

@@ -8,7 +8,17 @@ import { minimalAgent } from '../helpers/fixtures';
 const agentDoc = { ...minimalAgent('Helper'), id: 'a-1', slug: 'helper', status: 'active', updated_at: '' } as unknown as Agent;
 const agent = { id: 'a-1', slug: 'helper', version: 4, json: JSON.stringify(agentDoc), document: agentDoc };
 const workflowDoc = {
-  kind: 'service.workflow/v1', slug: 'w', name: 'W', description: null, enabled: true, updated_at: '', space: { team: null }, send_as: null, inputs: {}, schedule: null, output: null,
+  kind: 'service.workflow/v1',
+  slug: 'w',
+  name: 'W',
+  description: null,
+  enabled: true,
+  updated_at: '',
+  space: { team: null },
+  send_as: null,
+  inputs: {},
+  schedule: null,
+  output: null,
   steps: [
     { id: 'a', kind: 'tool', tool: 'core.echo', args: {}, after: [] },
     { id: 'b', kind: 'agent', agent: 'helper', prompt: 'go', after: ['a'] },
@@ -19,8 +29,15 @@ const workflow = { id: 'w-1', slug: 'w', version: 2, json: JSON.stringify(workfl
 test('an agent run: the stored version, named by slug and name, one credit reserved, an empty transcript', () => {
   const run = agentRun(agent, { prompt: 'hi' }, { workspaceId: 'ws', startedBy: 'user-1', source: 'test' });
   expect(run).toEqual({
-    kind: 'agent', workspaceId: 'ws', startedBy: 'user-1', source: 'test',
-    targetId: 'a-1', targetVersion: 4, team: null, request: { prompt: 'hi' }, snapshot: agent,
+    kind: 'agent',
+    workspaceId: 'ws',
+    startedBy: 'user-1',
+    source: 'test',
+    targetId: 'a-1',
+    targetVersion: 4,
+    team: null,
+    request: { prompt: 'hi' },
+    snapshot: agent,
     agent: { slug: 'helper', name: 'Helper' },
     state: { transcript: [], tool_calls: [], final_text: null, steps: 0 },
     minimumCost: 1,
@@ -41,8 +58,16 @@ test('a workflow run: its resolved input, its step agents, one credit per step, 
   const stepAgents = { helper: agentDoc };
   const run = workflowRun(workflow, { n: 3 }, stepAgents, { workspaceId: 'ws', startedBy: 'schedule:s', source: 'schedule' });
   expect(run).toEqual({
-    kind: 'workflow', workspaceId: 'ws', startedBy: 'schedule:s', source: 'schedule',
-    targetId: 'w-1', targetVersion: 2, team: null, request: { input: { n: 3 } }, snapshot: workflow, stepAgents,
+    kind: 'workflow',
+    workspaceId: 'ws',
+    startedBy: 'schedule:s',
+    source: 'schedule',
+    targetId: 'w-1',
+    targetVersion: 2,
+    team: null,
+    request: { input: { n: 3 } },
+    snapshot: workflow,
+    stepAgents,
     state: initialWorkflowState(workflowDoc),
     minimumCost: 2,
   });

@@ -19,8 +19,15 @@ beforeEach(() => {
   t = openTempStore();
   executing = new ExecutingRuns();
   execute = createRunExecutor({
-    runs: t.store.runs, kv: t.store.kv, models: createModelRegistry({ openai: null }), apps: createAppRegistry(), http: { timeoutMs: 1000, maxBytes: 1024, allowPrivate: false },
-    limits: DEFAULT_RUN_LIMITS, executing, logger: createLogger('silent'), metrics: NO_METRICS,
+    runs: t.store.runs,
+    kv: t.store.kv,
+    models: createModelRegistry({ openai: null }),
+    apps: createAppRegistry(),
+    http: { timeoutMs: 1000, maxBytes: 1024, allowPrivate: false },
+    limits: DEFAULT_RUN_LIMITS,
+    executing,
+    logger: createLogger('silent'),
+    metrics: NO_METRICS,
   });
 });
 afterEach(() => t.close());
@@ -29,7 +36,16 @@ const claimed = (run: Promise<QueuedRun>) => claimedRun(t.store, run, lease);
 const row = async (id: string) => (await t.store.runs.find(id))!;
 
 test("a workflow run executes its steps in the run's workspace, pays each, and records its end", async () => {
-  const run = await claimed(queueRun(t.store, toolWorkflow([{ id: 'a', tool: 'core.echo', args: { value: 1 } }, { id: 'b', tool: 'kv.set', args: { key: 'k', value: 'v' } }]), { workspaceId: 'ws-9' }));
+  const run = await claimed(
+    queueRun(
+      t.store,
+      toolWorkflow([
+        { id: 'a', tool: 'core.echo', args: { value: 1 } },
+        { id: 'b', tool: 'kv.set', args: { key: 'k', value: 'v' } },
+      ]),
+      { workspaceId: 'ws-9' },
+    ),
+  );
   await execute(run);
   const ended = await row(run.id);
   expect(ended).toMatchObject({ status: 'succeeded', credits_spent: 2, error: null });
@@ -66,7 +82,15 @@ test('an agent run answers, or parks when the approval policy holds a call', asy
 });
 
 test('a run asked to stop while it executes ends cancelled before its next step', async () => {
-  const run = await claimed(queueRun(t.store, toolWorkflow([{ id: 'nap', tool: 'core.sleep', args: { ms: 200 } }, { id: 'after', tool: 'kv.set', args: { key: 'after', value: 1 } }])));
+  const run = await claimed(
+    queueRun(
+      t.store,
+      toolWorkflow([
+        { id: 'nap', tool: 'core.sleep', args: { ms: 200 } },
+        { id: 'after', tool: 'kv.set', args: { key: 'after', value: 1 } },
+      ]),
+    ),
+  );
   const executed = execute(run);
   const stopped = executing.requestStop(run.id);
   expect(stopped).not.toBeNull();

@@ -26,10 +26,19 @@ describe('template rendering', () => {
 });
 
 describe('tool access and approval', () => {
-  const agent = (tools: Partial<Agent['tools']>) => ({ ...minimalAgent(), tools: { apps: ['kv', 'core'], connections: 'all', disabled_tools: [], approval: 'write', ...tools } }) as unknown as Agent;
+  const agent = (tools: Partial<Agent['tools']>) =>
+    ({ ...minimalAgent(), tools: { apps: ['kv', 'core'], connections: 'all', disabled_tools: [], approval: 'write', ...tools } }) as unknown as Agent;
 
-  test('the tools of the agent\'s apps minus the disabled ones', () => {
-    expect([...toolsOf(agent({ disabled_tools: ['kv.delete', 'core.fail'] }), builtinApps()).keys()]).toEqual(['kv.get', 'kv.list', 'kv.set', 'core.echo', 'core.template', 'core.pick', 'core.sleep']);
+  test("the tools of the agent's apps minus the disabled ones", () => {
+    expect([...toolsOf(agent({ disabled_tools: ['kv.delete', 'core.fail'] }), builtinApps()).keys()]).toEqual([
+      'kv.get',
+      'kv.list',
+      'kv.set',
+      'core.echo',
+      'core.template',
+      'core.pick',
+      'core.sleep',
+    ]);
   });
 
   test('write holds writes and destructive calls; destructive holds destructive calls only', () => {
@@ -49,7 +58,21 @@ test('the scripted model reads /call lines in order; unparsable arguments are pa
 
 test('public and special-purpose addresses', () => {
   for (const ok of ['93.184.216.34', '2606:4700::1111']) expect(isPublicAddress(ok)).toBe(true);
-  for (const bad of ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:a00:1', 'not-an-ip']) {
+  for (const bad of [
+    '127.0.0.1',
+    '10.0.0.1',
+    '172.16.5.4',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '::1',
+    'fe80::1',
+    'fd00::1',
+    '::ffff:127.0.0.1',
+    '::ffff:a00:1',
+    'not-an-ip',
+  ]) {
     expect(isPublicAddress(bad)).toBe(false);
   }
 });
@@ -57,10 +80,29 @@ test('public and special-purpose addresses', () => {
 describe('workflow executor', () => {
   const step = (id: string, after: string[] = [], tool = 'core.echo', args: Record<string, unknown> = {}) => ({ id, kind: 'tool' as const, tool, args, after });
   const wf = (steps: Workflow['steps']): Workflow =>
-    ({ kind: 'service.workflow/v1', slug: 'w', name: 'W', description: null, enabled: true, updated_at: '', space: { team: null }, send_as: null, inputs: {}, schedule: null, steps, output: null }) as Workflow;
+    ({
+      kind: 'service.workflow/v1',
+      slug: 'w',
+      name: 'W',
+      description: null,
+      enabled: true,
+      updated_at: '',
+      space: { team: null },
+      send_as: null,
+      inputs: {},
+      schedule: null,
+      steps,
+      output: null,
+    }) as Workflow;
   const deps = (overrides: Partial<WorkflowExecutorDeps> = {}): WorkflowExecutorDeps => ({
     apps: builtinApps(),
-    tools: { workspaceId: 'w', kv: {} as never, http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1000 }, limits: DEFAULT_RUN_LIMITS, budget: renderBudget(DEFAULT_RUN_LIMITS) },
+    tools: {
+      workspaceId: 'w',
+      kv: {} as never,
+      http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1000 },
+      limits: DEFAULT_RUN_LIMITS,
+      budget: renderBudget(DEFAULT_RUN_LIMITS),
+    },
     runAgentStep: async () => ({ ok: true, output: 'agent' }),
     chargeStep: async () => true,
     onProgress: async () => undefined,
@@ -97,16 +139,35 @@ test('rendering reads own members only: names of Object.prototype render as noth
   expect(renderValue('{{steps.constructor.output}}', scope)).toBeNull();
 });
 
-test('kv.set refuses a value over KV_VALUE_BYTES, a new key past the workspace\'s KV_MAX_KEYS and a key holding U+0000, naming each', async () => {
+test("kv.set refuses a value over KV_VALUE_BYTES, a new key past the workspace's KV_MAX_KEYS and a key holding U+0000, naming each", async () => {
   const invokeTool = builtinApps().invoke;
   const { KV_MAX_KEYS, KV_VALUE_BYTES } = await import('../../src/apps/builtin/kv');
   const full = { set: async () => false } as never;
   const roomy = { set: async () => true } as never;
-  const ctx = (kv: never) => ({ workspaceId: 'w', kv, http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1000 }, limits: DEFAULT_RUN_LIMITS, budget: renderBudget(DEFAULT_RUN_LIMITS) });
-  expect(await invokeTool('kv.set', { key: 'k', value: 'x'.repeat(KV_VALUE_BYTES) }, ctx(roomy))).toEqual({ ok: false, error: `args.value: larger than ${KV_VALUE_BYTES} bytes as JSON, the most one key holds` });
-  expect(await invokeTool('kv.set', { key: 'k', value: 1 }, ctx(full))).toEqual({ ok: false, error: `the workspace holds ${KV_MAX_KEYS} keys, the most it may; delete some (kv.delete) before adding another` });
+  const ctx = (kv: never) => ({
+    workspaceId: 'w',
+    kv,
+    http: { allowPrivate: false, timeoutMs: 1000, maxBytes: 1000 },
+    limits: DEFAULT_RUN_LIMITS,
+    budget: renderBudget(DEFAULT_RUN_LIMITS),
+  });
+  expect(await invokeTool('kv.set', { key: 'k', value: 'x'.repeat(KV_VALUE_BYTES) }, ctx(roomy))).toEqual({
+    ok: false,
+    error: `args.value: larger than ${KV_VALUE_BYTES} bytes as JSON, the most one key holds`,
+  });
+  expect(await invokeTool('kv.set', { key: 'k', value: 1 }, ctx(full))).toEqual({
+    ok: false,
+    error: `the workspace holds ${KV_MAX_KEYS} keys, the most it may; delete some (kv.delete) before adding another`,
+  });
   expect(await invokeTool('kv.set', { key: 'k', value: 1 }, ctx(roomy))).toEqual({ ok: true, output: { key: 'k' } });
   // No store holds U+0000 in a key: the tool's schema refuses it, and the store is asked nothing.
-  const untouched = { set: async () => { throw new Error('the store was asked'); } } as never;
-  expect(await invokeTool('kv.set', { key: 'k\u0000', value: 1 }, ctx(untouched))).toEqual({ ok: false, error: 'invalid arguments for kv.set: args.key: must be text matching ^[^\\u0000]*$' });
+  const untouched = {
+    set: async () => {
+      throw new Error('the store was asked');
+    },
+  } as never;
+  expect(await invokeTool('kv.set', { key: 'k\u0000', value: 1 }, ctx(untouched))).toEqual({
+    ok: false,
+    error: 'invalid arguments for kv.set: args.key: must be text matching ^[^\\u0000]*$',
+  });
 });

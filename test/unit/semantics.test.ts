@@ -23,7 +23,8 @@ const refs: References = {
 };
 
 const agent = (overrides: Partial<AgentDraft> = {}) => normaliseAgent({ ...minimalAgent(), ...overrides } as AgentDraft).document;
-const agentProblems = (overrides: Partial<AgentDraft> = {}, r: References = refs, bytes = 100) => checkAgent(agent(overrides), r, bytes).map((p) => `${p.path}: ${p.message}`);
+const agentProblems = (overrides: Partial<AgentDraft> = {}, r: References = refs, bytes = 100) =>
+  checkAgent(agent(overrides), r, bytes).map((p) => `${p.path}: ${p.message}`);
 
 describe('agent rules', () => {
   test('a valid agent has no problems', () => {
@@ -76,7 +77,10 @@ describe('agent rules', () => {
 
   test('trigger count and document size within the workspace limits', () => {
     const small = { ...refs, limits: { ...refs.limits, triggers_per_agent: 1, document_bytes: 50 } };
-    const hooks = [{ kind: 'webhook' as const, name: 'A' }, { kind: 'webhook' as const, name: 'B' }];
+    const hooks = [
+      { kind: 'webhook' as const, name: 'A' },
+      { kind: 'webhook' as const, name: 'B' },
+    ];
     expect(agentProblems({ triggers: hooks }, small, 51)).toEqual([
       'body: the document as stored is 51 bytes; the workspace limit is 50',
       'body.triggers: has 2 triggers; the workspace limit is 1',
@@ -88,7 +92,13 @@ const workflow = (steps: WorkflowDraft['steps'], extra: Partial<WorkflowDraft> =
   normaliseWorkflow({ kind: 'service.workflow/v1', slug: 'w', name: 'W', steps, ...extra }).document;
 const workflowProblems = (steps: WorkflowDraft['steps'], extra: Partial<WorkflowDraft> = {}, r = refs) =>
   checkWorkflow(workflow(steps, extra), r, 100).map((p) => `${p.path}: ${p.message}`);
-const tool = (id: string, after: string[] = [], args: Record<string, unknown> = {}, slug = 'core.echo') => ({ id, kind: 'tool' as const, tool: slug, args, after });
+const tool = (id: string, after: string[] = [], args: Record<string, unknown> = {}, slug = 'core.echo') => ({
+  id,
+  kind: 'tool' as const,
+  tool: slug,
+  args,
+  after,
+});
 
 describe('workflow rules', () => {
   test('fan-out and fan-in with references to waited-for steps and declared inputs', () => {
@@ -116,7 +126,9 @@ describe('workflow rules', () => {
     expect(workflowProblems([tool('a', ['c']), tool('b', ['a']), tool('c', ['b'])])).toEqual([
       'body.steps: the after lists form a cycle: a → b → c → a (each step waits for the one before it)',
     ]);
-    expect(workflowProblems([tool('self', ['self'])])).toEqual(['body.steps: the after lists form a cycle: self → self (each step waits for the one before it)']);
+    expect(workflowProblems([tool('self', ['self'])])).toEqual([
+      'body.steps: the after lists form a cycle: self → self (each step waits for the one before it)',
+    ]);
   });
 
   test('references: undeclared inputs, steps not waited for, unknown steps, malformed references', () => {
@@ -126,7 +138,7 @@ describe('workflow rules', () => {
         tool('b', [], { z: 'text {{steps.nope.output}} and {{steps.a}}', keep: '{{name}} is core.template text' }),
       ]),
     ).toEqual([
-      'body.steps[0].args.x: {{inputs.missing}} names no declared input; declare \'missing\' in inputs',
+      "body.steps[0].args.x: {{inputs.missing}} names no declared input; declare 'missing' in inputs",
       "body.steps[0].args.y: {{steps.b.output}}: this step does not wait for step 'b'; add it to after (directly or through another step)",
       'body.steps[1].args.z: {{steps.nope.output}} names no step of this workflow',
       'body.steps[1].args.z: {{steps.a}} is not a reference; use {{inputs.<name>}}, {{steps.<id>.output}} or {{steps.<id>.output.<path>}}',
@@ -136,7 +148,11 @@ describe('workflow rules', () => {
   test('tools and agents must exist; agent-step prompts and the output are checked too', () => {
     expect(
       workflowProblems(
-        [tool('a', [], {}, 'kv.nope'), { id: 'b', kind: 'agent', agent: 'ghost', prompt: 'Use {{inputs.x}}' }, { id: 'c', kind: 'agent', agent: 'helper', prompt: 'ok' }],
+        [
+          tool('a', [], {}, 'kv.nope'),
+          { id: 'b', kind: 'agent', agent: 'ghost', prompt: 'Use {{inputs.x}}' },
+          { id: 'c', kind: 'agent', agent: 'helper', prompt: 'ok' },
+        ],
         { output: '{{steps.zzz.output}}' },
       ),
     ).toEqual([
@@ -183,7 +199,11 @@ describe('building blocks', () => {
   });
 
   test('dag: ancestors are transitive', () => {
-    const nodes = [{ id: 'a', after: [] }, { id: 'b', after: ['a'] }, { id: 'c', after: ['b'] }];
+    const nodes = [
+      { id: 'a', after: [] },
+      { id: 'b', after: ['a'] },
+      { id: 'c', after: ['b'] },
+    ];
     expect([...ancestorsOf(nodes).get('c')!].sort()).toEqual(['a', 'b']);
     expect(findCycle(nodes)).toBeNull();
   });

@@ -21,7 +21,9 @@ test('the driver the running Node gets is installed in the major chosen for it, 
   try {
     db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)');
     const insert = db.prepare('INSERT INTO t (body) VALUES (?)');
-    db.transaction(() => ['a', 'b'].forEach((body) => insert.run(body)))();
+    db.transaction(() => {
+      for (const body of ['a', 'b']) insert.run(body);
+    })();
     expect(db.prepare('SELECT body FROM t ORDER BY id').pluck().all()).toEqual(['a', 'b']);
   } finally {
     db.close();

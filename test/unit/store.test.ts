@@ -27,8 +27,7 @@ beforeEach(() => {
 });
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-const agent = (id: string, slug: string): Agent =>
-  ({ ...minimalAgent(slug), id, slug, status: 'draft', updated_at: '', reasoning_effort: null }) as Agent;
+const agent = (id: string, slug: string): Agent => ({ ...minimalAgent(slug), id, slug, status: 'draft', updated_at: '', reasoning_effort: null }) as Agent;
 
 test('migrations apply once and are recorded; the file uses WAL', () => {
   const db = openDatabase(path.join(dir, 'a.db'));
@@ -47,18 +46,39 @@ test('trigger rows follow the document (a replace reads them from the document: 
   const hook = (id: string) => ({ kind: 'webhook' as const, id, name: id, prompt: null, enabled: true, secret_prefix: null, signing: 'none' as const });
   // The rows carry what the document says of each trigger but its signing (which the document alone keeps).
   const fromDocument = (doc: Agent) => storedTriggersOf(doc).map(({ signing: _signing, ...row }) => row);
-  const created = await store.agents.create('ws', 'id-1', { ...agent('id-1', 'a'), triggers: [hook('t1'), hook('t2')] }, { deriveSlug: false, limit: 10 }, [{ triggerId: 't1', hash: 'h1', prefix: 'whk_abcd', signingSecret: null }], CREATOR);
+  const created = await store.agents.create(
+    'ws',
+    'id-1',
+    { ...agent('id-1', 'a'), triggers: [hook('t1'), hook('t2')] },
+    { deriveSlug: false, limit: 10 },
+    [{ triggerId: 't1', hash: 'h1', prefix: 'whk_abcd', signingSecret: null }],
+    CREATOR,
+  );
   if (!created.ok) throw new Error('create failed');
   expect(rows()).toEqual([
     { id: 't1', kind: 'webhook', secret_prefix: 'whk_abcd' },
     { id: 't2', kind: 'webhook', secret_prefix: null },
   ]);
-  const replaced = await store.agents.replace('ws', 'id-1', created.record.stampMicros, { ...created.record.document, triggers: [hook('t2'), { ...hook('t3'), secret_prefix: 'whk_efgh' }] }, [{ triggerId: 't3', hash: 'h3', prefix: 'whk_efgh', signingSecret: null }], WRITER);
+  const replaced = await store.agents.replace(
+    'ws',
+    'id-1',
+    created.record.stampMicros,
+    { ...created.record.document, triggers: [hook('t2'), { ...hook('t3'), secret_prefix: 'whk_efgh' }] },
+    [{ triggerId: 't3', hash: 'h3', prefix: 'whk_efgh', signingSecret: null }],
+    WRITER,
+  );
   if (!replaced.ok) throw new Error('replace failed');
   expect(rows()).toEqual(fromDocument(replaced.record.document));
   expect(rows().map((t) => (t as { id: string }).id)).toEqual(['t2', 't3']);
   // A replace of a version the cache holds (the one the last replace wrote).
-  const again = await store.agents.replace('ws', 'id-1', replaced.record.stampMicros, { ...replaced.record.document, triggers: [replaced.record.document.triggers[1]!, hook('t4')] }, [], WRITER);
+  const again = await store.agents.replace(
+    'ws',
+    'id-1',
+    replaced.record.stampMicros,
+    { ...replaced.record.document, triggers: [replaced.record.document.triggers[1]!, hook('t4')] },
+    [],
+    WRITER,
+  );
   if (!again.ok) throw new Error('replace failed');
   expect(rows()).toEqual(fromDocument(again.record.document));
   expect(rows().map((t) => (t as { id: string }).id)).toEqual(['t3', 't4']);
@@ -73,9 +93,19 @@ test('a run read back from memory is the row in the table after every write (acc
   const store = createSqliteStore(openDatabase(file), new StampClock());
   const fromTable = createSqliteStore(openDatabase(file), new StampClock()); // another connection: nothing in its memory
   const run = (id: string, kind: NewRun['kind'], minimumCost: number): NewRun => ({
-    id, kind, workspaceId: 'ws', startedBy: 'u', targetId: 'doc', targetVersion: 2, source: 'test', request: { prompt: 'p' },
-    snapshotJson: JSON.stringify({ slug: 'helper', name: 'Helper', instructions: 'long' }), agent: kind === 'agent' ? { slug: 'helper', name: 'Helper' } : undefined,
-    state: { steps: 0 }, minimumCost, initialCredits: 10,
+    id,
+    kind,
+    workspaceId: 'ws',
+    startedBy: 'u',
+    targetId: 'doc',
+    targetVersion: 2,
+    source: 'test',
+    request: { prompt: 'p' },
+    snapshotJson: JSON.stringify({ slug: 'helper', name: 'Helper', instructions: 'long' }),
+    agent: kind === 'agent' ? { slug: 'helper', name: 'Helper' } : undefined,
+    state: { steps: 0 },
+    minimumCost,
+    initialCredits: 10,
   });
   const same = async (id: string) => {
     const row = await store.runs.find(id);
@@ -119,7 +149,20 @@ test('a run write whose group fails to commit leaves no trace in the runs kept i
     CREATE TRIGGER orphan AFTER UPDATE OF status ON runs WHEN new.status = 'running' BEGIN INSERT INTO c VALUES (1); END;`);
   const store = createSqliteStore(db, new StampClock());
   await store.runs.accept(
-    { id: 'run-1', kind: 'workflow', workspaceId: 'ws', startedBy: 'u', targetId: 'wf', targetVersion: 1, source: 'test', request: {}, snapshotJson: '{}', state: {}, minimumCost: 1, initialCredits: 5 },
+    {
+      id: 'run-1',
+      kind: 'workflow',
+      workspaceId: 'ws',
+      startedBy: 'u',
+      targetId: 'wf',
+      targetVersion: 1,
+      source: 'test',
+      request: {},
+      snapshotJson: '{}',
+      state: {},
+      minimumCost: 1,
+      initialCredits: 5,
+    },
     () => 'refused',
   );
   // (Matched by its message: better-sqlite3's error class may come from another test file's realm.)
@@ -137,7 +180,20 @@ test('runs beyond the memory budget (the oldest first) are read from the table, 
   await Promise.all(
     ids.map((id) =>
       store.runs.accept(
-        { id, kind: 'workflow', workspaceId: 'ws', startedBy: 'u', targetId: 'wf', targetVersion: 1, source: 'test', request: {}, snapshotJson: '{}', state, minimumCost: 0, initialCredits: 0 },
+        {
+          id,
+          kind: 'workflow',
+          workspaceId: 'ws',
+          startedBy: 'u',
+          targetId: 'wf',
+          targetVersion: 1,
+          source: 'test',
+          request: {},
+          snapshotJson: '{}',
+          state,
+          minimumCost: 0,
+          initialCredits: 0,
+        },
         () => 'refused',
       ),
     ),
@@ -158,8 +214,11 @@ test('runs beyond the memory budget (the oldest first) are read from the table, 
 
 test('the run queue lookups use their partial indexes, not a scan of every run', () => {
   const db = openDatabase(path.join(dir, 'q.db'));
-  const plan = (sql: string, params: unknown[] = []) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail).join('; ');
-  expect(plan(NEXT_QUEUED_SQL, [{ cap: 3 }])).toBe('SCAN runs USING COVERING INDEX runs_queued; LIST SUBQUERY 1; SCAN runs USING COVERING INDEX runs_running; CREATE BLOOM FILTER');
+  const plan = (sql: string, params: unknown[] = []) =>
+    (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail).join('; ');
+  expect(plan(NEXT_QUEUED_SQL, [{ cap: 3 }])).toBe(
+    'SCAN runs USING COVERING INDEX runs_queued; LIST SUBQUERY 1; SCAN runs USING COVERING INDEX runs_running; CREATE BLOOM FILTER',
+  );
   expect(plan(ABANDONED_SQL, [{ now: new Date().toISOString(), self: null }])).toBe('SCAN runs USING INDEX runs_leases');
   db.close();
 });
@@ -179,7 +238,10 @@ describe('group commit with the WAL synced on the side', () => {
   }
   const settled = async (p: Promise<unknown>) => {
     let state = 'pending';
-    p.then(() => (state = 'resolved'), () => (state = 'rejected'));
+    p.then(
+      () => (state = 'resolved'),
+      () => (state = 'rejected'),
+    );
     await new Promise((resolve) => setImmediate(resolve));
     return state;
   };
@@ -327,7 +389,10 @@ test('a list cache holds each list until it is dropped, within its byte budget (
   // a 12-character list takes 280, so a budget of 600 holds two.
   const cache = new ListCache(600);
   let builds = 0;
-  const build = (json: string) => () => (builds++, json);
+  const build = (json: string) => () => {
+    builds++;
+    return json;
+  };
   const a = cache.get('ws-a', build('[1,2,3,4,55]'));
   expect(cache.get('ws-a', build('[other]'))).toBe(a); // held: not built again
   expect(builds).toBe(1);

@@ -28,7 +28,9 @@ describe('the placeholder scanner', () => {
     fc.assert(
       fc.property(templateish, (text) => {
         const values = { a: 'A', 'inputs.x': 1 };
-        const expected = text.replace(OLD_CORE_TEMPLATE, (_m, name: string) => (Object.hasOwn(values, name) ? String(values[name as keyof typeof values]) : ''));
+        const expected = text.replace(OLD_CORE_TEMPLATE, (_m, name: string) =>
+          Object.hasOwn(values, name) ? String(values[name as keyof typeof values]) : '',
+        );
         const got = substitute(text, unlimitedBudget(), (name) => (name && !/\s/.test(name) ? (values as Record<string, unknown>)[name] : KEEP));
         expect(got).toBe(expected);
       }),

@@ -70,7 +70,8 @@ describe('runs of versions for the pages read once', () => {
     const read = async (before: number, count: number): Promise<ListedVersion[]> => {
       queries++;
       const listed: ListedVersion[] = [];
-      for (let v = Math.min(before - 1, current); v >= 1 && listed.length < count; v--) if (!missing.includes(v)) listed.push({ version: v, json: `{"version":${v},"text":"v${v}"}` });
+      for (let v = Math.min(before - 1, current); v >= 1 && listed.length < count; v--)
+        if (!missing.includes(v)) listed.push({ version: v, json: `{"version":${v},"text":"v${v}"}` });
       return listed;
     };
     return { read, queries: () => queries };
@@ -122,7 +123,11 @@ describe('runs of versions for the pages read once', () => {
   test('runs pruning may reach are read on every page, never held', async () => {
     const pages = new VersionPages(KEPT); // current 1,000: pruning may delete up to 990
     const store = versionsOf(1_000, [500]);
-    expect(seen(await pages.build('doc', 1_000, 505, 9, store.read))).toEqual({ versions: [504, 503, 502, 501, 499, 498, 497, 496, 495], next: 495, lowestRead: 494 });
+    expect(seen(await pages.build('doc', 1_000, 505, 9, store.read))).toEqual({
+      versions: [504, 503, 502, 501, 499, 498, 497, 496, 495],
+      next: 495,
+      lowestRead: 494,
+    });
     await pages.build('doc', 1_000, 505, 9, store.read);
     expect(store.queries()).toBe(2);
   });

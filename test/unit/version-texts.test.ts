@@ -28,7 +28,8 @@ const texts = (db: ReturnType<typeof openDatabase>, kind: 'agent' | 'workflow') 
 function databaseBefore(version: number): ReturnType<typeof openSqlite> {
   const before = path.join(dir, `before-${version}`);
   fs.mkdirSync(before);
-  for (const file of fs.readdirSync(migrationsDir).filter((f) => f.endsWith('.sql') && Number(f.slice(0, 3)) < version)) fs.copyFileSync(path.join(migrationsDir, file), path.join(before, file));
+  for (const file of fs.readdirSync(migrationsDir).filter((f) => f.endsWith('.sql') && Number(f.slice(0, 3)) < version))
+    fs.copyFileSync(path.join(migrationsDir, file), path.join(before, file));
   const db = openSqlite(path.join(dir, `before-${version}.db`));
   db.pragma('foreign_keys = ON');
   migrate(db, before);
@@ -37,7 +38,9 @@ function databaseBefore(version: number): ReturnType<typeof openSqlite> {
 
 test('a version list page reads the versions’ rows by their primary key, not their texts', () => {
   const db = openDatabase(path.join(dir, 'plan.db'));
-  const plan = (db.prepare(`EXPLAIN QUERY PLAN ${versionStatements('agents').list}`).all({ id: 'a', before: 10, limit: 21 }) as { detail: string }[]).map((r) => r.detail);
+  const plan = (db.prepare(`EXPLAIN QUERY PLAN ${versionStatements('agents').list}`).all({ id: 'a', before: 10, limit: 21 }) as { detail: string }[]).map(
+    (r) => r.detail,
+  );
   expect(plan).toEqual(['SEARCH agent_versions USING PRIMARY KEY (document_id=? AND version<?)']);
   db.close();
 });
@@ -78,12 +81,16 @@ test('each write keeps one text; a pruned version’s text and a deleted workflo
 
 test('a database written before the split keeps each version’s text, and reads it after', () => {
   const db = databaseBefore(16);
-  db.prepare(`INSERT INTO agents (id, workspace_id, slug, name, status, version, stamp_us, created_at) VALUES ('agt-1', 'ws', 'old', 'Old', 'draft', 2, 2, '2026-01-01T00:00:00Z')`).run();
+  db.prepare(
+    `INSERT INTO agents (id, workspace_id, slug, name, status, version, stamp_us, created_at) VALUES ('agt-1', 'ws', 'old', 'Old', 'draft', 2, 2, '2026-01-01T00:00:00Z')`,
+  ).run();
   const keep = db.prepare('INSERT INTO agent_versions (document_id, version, stamp_us, author, changes, document) VALUES (?, ?, ?, ?, ?, ?)');
   keep.run('agt-1', 1, 1, 'alice', '["created"]', '{"v":1}');
   keep.run('agt-1', 2, 2, 'bob', '["replaced"]', '{"v":2}');
   expect(migrate(db)[0]).toBe(16); // and every migration after it
-  expect(db.prepare('SELECT v.version, v.author, t.document FROM agent_versions AS v JOIN agent_version_texts AS t ON t.id = v.text_id ORDER BY v.version').all()).toEqual([
+  expect(
+    db.prepare('SELECT v.version, v.author, t.document FROM agent_versions AS v JOIN agent_version_texts AS t ON t.id = v.text_id ORDER BY v.version').all(),
+  ).toEqual([
     { version: 1, author: 'alice', document: '{"v":1}' },
     { version: 2, author: 'bob', document: '{"v":2}' },
   ]);
@@ -94,10 +101,14 @@ test('migration 017 fills each document’s space and folder from its current ve
   const db = databaseBefore(17);
   const text = db.prepare('INSERT INTO agent_version_texts (document) VALUES (?)');
   const version = db.prepare('INSERT INTO agent_versions (document_id, version, stamp_us, author, changes, text_id) VALUES (?, ?, ?, NULL, ?, ?)');
-  db.prepare(`INSERT INTO agents (id, workspace_id, slug, name, status, version, stamp_us, created_at) VALUES ('agt-1', 'ws', 'moved', 'Moved', 'draft', 2, 2, '2026-01-01T00:00:00Z')`).run();
+  db.prepare(
+    `INSERT INTO agents (id, workspace_id, slug, name, status, version, stamp_us, created_at) VALUES ('agt-1', 'ws', 'moved', 'Moved', 'draft', 2, 2, '2026-01-01T00:00:00Z')`,
+  ).run();
   version.run('agt-1', 1, 1, '[]', text.run(JSON.stringify({ space: { team: 'old-team' }, folder: 'old' })).lastInsertRowid);
   version.run('agt-1', 2, 2, '[]', text.run(JSON.stringify({ space: { team: 'finance' }, folder: 'payroll/monthly' })).lastInsertRowid);
-  db.prepare(`INSERT INTO workflows (id, workspace_id, slug, name, enabled, version, stamp_us, created_at) VALUES ('wf-1', 'ws', 'flow', 'Flow', 1, 1, 1, '2026-01-01T00:00:00Z')`).run();
+  db.prepare(
+    `INSERT INTO workflows (id, workspace_id, slug, name, enabled, version, stamp_us, created_at) VALUES ('wf-1', 'ws', 'flow', 'Flow', 1, 1, 1, '2026-01-01T00:00:00Z')`,
+  ).run();
   db.prepare('INSERT INTO workflow_versions (document_id, version, stamp_us, author, changes, text_id) VALUES (?, 1, 1, NULL, ?, ?)').run(
     'wf-1',
     '[]',

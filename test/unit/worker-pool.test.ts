@@ -42,7 +42,10 @@ test('runs handed over are claimed by id, the rest from the database, each execu
   const claims: string[] = [];
   const fromTable: string[] = [];
   const runs = {
-    claim: (id: string, l: typeof lease, cap: number) => (claims.push(id), t.store.runs.claim(id, l, cap)),
+    claim: (id: string, l: typeof lease, cap: number) => {
+      claims.push(id);
+      return t.store.runs.claim(id, l, cap);
+    },
     claimNext: async (l: typeof lease, cap: number) => {
       const row = await t.store.runs.claimNext(l, cap);
       if (row) fromTable.push(row.id);
@@ -98,7 +101,13 @@ test("a workspace at its cap waits in the table while others' runs go; its run g
 
 test('a reserved worker executes the run its acceptance claimed and goes on; a released one lets a run notified meanwhile go; none is reserved while no worker is free or a run waits here', async () => {
   const claims: string[] = [];
-  const runs = { claim: (id: string, l: typeof lease, cap: number) => (claims.push(id), t.store.runs.claim(id, l, cap)), claimNext: t.store.runs.claimNext };
+  const runs = {
+    claim: (id: string, l: typeof lease, cap: number) => {
+      claims.push(id);
+      return t.store.runs.claim(id, l, cap);
+    },
+    claimNext: t.store.runs.claimNext,
+  };
   const r = recorder(true);
   const workers = pool({ runs, workers: 2, perWorkspace: 3, execute: r.execute });
   const first = workers.reserve()!;
@@ -141,7 +150,10 @@ test('a reserved worker executes the run its acceptance claimed and goes on; a r
 
 test('a claim that fails sends the next worker to the table, where the run still waits', async () => {
   let failures = 0;
-  const runs = { claim: (id: string, l: typeof lease, cap: number) => (failures++ ? t.store.runs.claim(id, l, cap) : Promise.reject(new Error('database is locked'))), claimNext: t.store.runs.claimNext };
+  const runs = {
+    claim: (id: string, l: typeof lease, cap: number) => (failures++ ? t.store.runs.claim(id, l, cap) : Promise.reject(new Error('database is locked'))),
+    claimNext: t.store.runs.claimNext,
+  };
   const r = recorder();
   const workers = pool({ runs, execute: r.execute });
   const run = await queueRun(t.store, workflow);

@@ -19,7 +19,7 @@ function fill(template: string, values: Record<string, unknown>, ctx: ToolContex
 function pick(value: unknown, path: string): unknown {
   let current = value;
   for (const key of path.split('.').filter(Boolean)) {
-    if (current === null || typeof current !== 'object' || !Object.prototype.hasOwnProperty.call(current, key)) return null;
+    if (current === null || typeof current !== 'object' || !Object.hasOwn(current, key)) return null;
     current = (current as Record<string, unknown>)[key];
   }
   return current ?? null;
@@ -47,13 +47,27 @@ export const coreApp: AppModule = {
       objectOf({ value: {}, path: { type: 'string', maxLength: 500 } }, ['value', 'path']),
       async (args) => pick(args.value, args.path as string),
     ),
-    tool('core.fail', 'Fail', 'Fails the step or call with message.', 'read', objectOf({ message: { type: 'string', minLength: 1, maxLength: 1000 } }, ['message']), async (args) => {
-      throw new ToolError(args.message as string);
-    }),
-    tool('core.sleep', 'Sleep', 'Waits ms milliseconds (at most 5000).', 'read', objectOf({ ms: { type: 'integer', minimum: 0, maximum: 5000 } }, ['ms']), async (args) => {
-      const ms = args.ms as number;
-      await new Promise((resolve) => setTimeout(resolve, ms));
-      return { slept_ms: ms };
-    }),
+    tool(
+      'core.fail',
+      'Fail',
+      'Fails the step or call with message.',
+      'read',
+      objectOf({ message: { type: 'string', minLength: 1, maxLength: 1000 } }, ['message']),
+      async (args) => {
+        throw new ToolError(args.message as string);
+      },
+    ),
+    tool(
+      'core.sleep',
+      'Sleep',
+      'Waits ms milliseconds (at most 5000).',
+      'read',
+      objectOf({ ms: { type: 'integer', minimum: 0, maximum: 5000 } }, ['ms']),
+      async (args) => {
+        const ms = args.ms as number;
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        return { slept_ms: ms };
+      },
+    ),
   ],
 };

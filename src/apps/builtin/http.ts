@@ -83,7 +83,8 @@ function firstHop(args: RequestArgs, options: HttpToolOptions): Hop {
   let payload: Buffer | undefined;
   if (args.body !== undefined && args.body !== null) {
     payload = Buffer.from(typeof args.body === 'string' ? args.body : JSON.stringify(args.body));
-    if (payload.length > options.maxBytes) throw new ToolError(`body: the request body is ${payload.length} bytes; the limit of an exchange is ${options.maxBytes}`);
+    if (payload.length > options.maxBytes)
+      throw new ToolError(`body: the request body is ${payload.length} bytes; the limit of an exchange is ${options.maxBytes}`);
     if (typeof args.body !== 'string' && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
     headers['content-length'] = String(payload.length);
   }
@@ -109,7 +110,8 @@ export function nextHop(hop: Hop, status: number, location: string | undefined, 
     for (const name of Object.keys(headers)) if (/^(content-type|content-length)$/i.test(name)) delete headers[name];
   }
   // Credentials are for the origin they were given to.
-  if (url.origin !== hop.url.origin) for (const name of Object.keys(headers)) if (/^(authorization|cookie|proxy-authorization)$/i.test(name)) delete headers[name];
+  if (url.origin !== hop.url.origin)
+    for (const name of Object.keys(headers)) if (/^(authorization|cookie|proxy-authorization)$/i.test(name)) delete headers[name];
   return { url, method, headers, payload };
 }
 
@@ -118,20 +120,24 @@ function send(hop: Hop, exchange: Exchange): Promise<{ status: number; headers: 
   const client = hop.url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     const fail = (err: Error) => reject(err instanceof ToolError ? err : new ToolError(`request failed: ${err.message}`));
-    const req = client.request(hop.url, { method: hop.method, headers: hop.headers, lookup: vettedLookup(options.allowPrivate), signal: exchange.signal }, (res) => {
-      const chunks: Buffer[] = [];
-      // The status line and headers count against the cap too.
-      exchange.bytesLeft -= res.rawHeaders.reduce((n, h) => n + Buffer.byteLength(h) + 2, 0);
-      const over = () => new ToolError(`the exchange is over ${options.maxBytes} bytes`);
-      if (exchange.bytesLeft < 0) return req.destroy(over());
-      res.on('data', (chunk: Buffer) => {
-        exchange.bytesLeft -= chunk.length;
+    const req = client.request(
+      hop.url,
+      { method: hop.method, headers: hop.headers, lookup: vettedLookup(options.allowPrivate), signal: exchange.signal },
+      (res) => {
+        const chunks: Buffer[] = [];
+        // The status line and headers count against the cap too.
+        exchange.bytesLeft -= res.rawHeaders.reduce((n, h) => n + Buffer.byteLength(h) + 2, 0);
+        const over = () => new ToolError(`the exchange is over ${options.maxBytes} bytes`);
         if (exchange.bytesLeft < 0) return req.destroy(over());
-        chunks.push(chunk);
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks) }));
-      res.on('error', fail);
-    });
+        res.on('data', (chunk: Buffer) => {
+          exchange.bytesLeft -= chunk.length;
+          if (exchange.bytesLeft < 0) return req.destroy(over());
+          chunks.push(chunk);
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks) }));
+        res.on('error', fail);
+      },
+    );
     req.on('error', fail);
     req.end(hop.payload);
   });

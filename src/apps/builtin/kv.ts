@@ -20,16 +20,26 @@ export const kvApp: AppModule = {
       const value = await ctx.kv.get(ctx.workspaceId, args.key as string);
       return { key: args.key, value: value === undefined ? null : value };
     }),
-    tool('kv.list', 'List', 'Lists the keys, optionally those with a prefix.', 'read', objectOf({ prefix: { type: 'string', maxLength: 200 } }), async (args, ctx) => ({
-      keys: await ctx.kv.list(ctx.workspaceId, (args.prefix as string | undefined) ?? '', LIST_LIMIT),
-    })),
+    tool(
+      'kv.list',
+      'List',
+      'Lists the keys, optionally those with a prefix.',
+      'read',
+      objectOf({ prefix: { type: 'string', maxLength: 200 } }),
+      async (args, ctx) => ({
+        keys: await ctx.kv.list(ctx.workspaceId, (args.prefix as string | undefined) ?? '', LIST_LIMIT),
+      }),
+    ),
     tool('kv.set', 'Set', 'Stores value under key.', 'write', objectOf({ key, value: {} }, ['key', 'value']), async (args, ctx) => {
-      if (jsonBytesWithin(args.value, KV_VALUE_BYTES) === null) throw new ToolError(`args.value: larger than ${KV_VALUE_BYTES} bytes as JSON, the most one key holds`);
+      if (jsonBytesWithin(args.value, KV_VALUE_BYTES) === null)
+        throw new ToolError(`args.value: larger than ${KV_VALUE_BYTES} bytes as JSON, the most one key holds`);
       if (!(await ctx.kv.set(ctx.workspaceId, args.key as string, args.value, KV_MAX_KEYS))) {
         throw new ToolError(`the workspace holds ${KV_MAX_KEYS} keys, the most it may; delete some (kv.delete) before adding another`);
       }
       return { key: args.key };
     }),
-    tool('kv.delete', 'Delete', 'Deletes one key.', 'destructive', objectOf({ key }, ['key']), async (args, ctx) => ({ deleted: await ctx.kv.delete(ctx.workspaceId, args.key as string) })),
+    tool('kv.delete', 'Delete', 'Deletes one key.', 'destructive', objectOf({ key }, ['key']), async (args, ctx) => ({
+      deleted: await ctx.kv.delete(ctx.workspaceId, args.key as string),
+    })),
   ],
 };

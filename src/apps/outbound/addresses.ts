@@ -16,7 +16,8 @@ for (const [address, prefix] of [
   ['2002::', 16], // 6to4: it embeds any IPv4 address, private ones included
   ['3fff::', 20], // documentation (RFC 9637)
   ['5f00::', 16], // segment routing SIDs
-] as const) NOT_GLOBAL_V6.addSubnet(address, prefix, 'ipv6');
+] as const)
+  NOT_GLOBAL_V6.addSubnet(address, prefix, 'ipv6');
 
 const NOT_GLOBAL_V4 = new net.BlockList();
 for (const [address, prefix] of [
@@ -34,7 +35,8 @@ for (const [address, prefix] of [
   ['198.51.100.0', 24], // documentation
   ['203.0.113.0', 24], // documentation
   ['224.0.0.0', 3], // multicast 224/4, reserved 240/4 and the broadcast address: not unicast
-] as const) NOT_GLOBAL_V4.addSubnet(address, prefix, 'ipv4');
+] as const)
+  NOT_GLOBAL_V4.addSubnet(address, prefix, 'ipv4');
 
 /** The eight 16-bit groups of an IPv6 address (any spelling: `::`, an embedded dotted IPv4). */
 export function ipv6Groups(address: string): number[] {

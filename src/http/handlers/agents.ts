@@ -13,7 +13,10 @@ import { nextLink } from './next-link';
 function writeResult(write: AgentWrite) {
   const result = { applied: write.applied, changes: write.changes, version: write.record.version };
   // webhook_urls appears only when the write created a webhook trigger (its URL is shown once).
-  return withDocumentJson<components['schemas']['AgentWriteResult']>(write.record.json, write.webhookUrls.length ? { ...result, webhook_urls: write.webhookUrls } : result);
+  return withDocumentJson<components['schemas']['AgentWriteResult']>(
+    write.record.json,
+    write.webhookUrls.length ? { ...result, webhook_urls: write.webhookUrls } : result,
+  );
 }
 
 const etag = (write: AgentWrite) => etagFor(write.record.updatedAt);
@@ -49,7 +52,9 @@ export const agentHandlers: Pick<
     const headers = { ETag: etagFor(record.updatedAt) };
     const live = await agents.agentWithTriggerStatus(ctx, record);
     // With triggers, their live status is spliced in (built again only when it changed); without, the stored version is sent as is.
-    return live === null ? { status: 200, headers, rawData: record.json, stable: record } : { status: 200, headers, rawData: live.json as Serialized<Agent>, stable: live.stable };
+    return live === null
+      ? { status: 200, headers, rawData: record.json, stable: record }
+      : { status: 200, headers, rawData: live.json as Serialized<Agent>, stable: live.stable };
   },
 
   replaceAgent: async ({ ctx, principal, params, query, headers, body }) => {
@@ -76,7 +81,12 @@ export const agentHandlers: Pick<
       status: 200,
       headers: { ETag: etagFor(record.document.updated_at) },
       body: {
-        data: { trigger_id: secret.triggerId, secret_prefix: secret.prefix, url: secret.url, ...(secret.signingSecret !== null && { signing_secret: secret.signingSecret }) },
+        data: {
+          trigger_id: secret.triggerId,
+          secret_prefix: secret.prefix,
+          url: secret.url,
+          ...(secret.signingSecret !== null && { signing_secret: secret.signingSecret }),
+        },
       },
     };
   },

@@ -51,7 +51,10 @@ async function follow(ctx: ServiceContext, who: Principal, runId: string, kind: 
   return { status: 200 as const, stream: eventStream(ctx, id, from, events.streamSlot(ctx, who)) };
 }
 
-export const runControlHandlers: Pick<Handlers, 'cancelAgentRun' | 'cancelWorkflowRun' | 'decideToolCall' | 'streamAgentRunEvents' | 'streamWorkflowRunEvents'> = {
+export const runControlHandlers: Pick<
+  Handlers,
+  'cancelAgentRun' | 'cancelWorkflowRun' | 'decideToolCall' | 'streamAgentRunEvents' | 'streamWorkflowRunEvents'
+> = {
   cancelAgentRun: async ({ ctx, principal, params }) => {
     const { stopped, run } = await control.cancelRun(ctx, principal, params.runId, 'agent');
     return stopped ? { status: 200, body: { data: run } } : { status: 202, body: { data: run } };

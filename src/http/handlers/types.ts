@@ -16,11 +16,8 @@ export type OperationId = Exclude<keyof operations, WebhookOperationId>;
 type JsonOf<T> = T extends { content: { 'application/json': infer B } } ? B : never;
 type Op<K extends OperationId> = operations[K];
 
-export type RequestBodyOf<K extends OperationId> = Op<K> extends { requestBody: infer R }
-  ? JsonOf<R>
-  : Op<K> extends { requestBody?: infer R }
-    ? JsonOf<NonNullable<R>> | undefined
-    : undefined;
+export type RequestBodyOf<K extends OperationId> =
+  Op<K> extends { requestBody: infer R } ? JsonOf<R> : Op<K> extends { requestBody?: infer R } ? JsonOf<NonNullable<R>> | undefined : undefined;
 
 export type PathParamsOf<K extends OperationId> = Op<K>['parameters'] extends { path: infer P } ? P : Record<string, never>;
 export type QueryOf<K extends OperationId> = Op<K>['parameters'] extends { query?: infer Q } ? NonNullable<Q> : Record<string, never>;

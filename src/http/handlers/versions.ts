@@ -23,7 +23,12 @@ function versionReplies<T>(
   return {
     async list(ctx: ServiceContext, who: Principal, ref: string, query: { limit?: number; cursor?: string }) {
       const page = await versions.listVersions(kind(ctx), ctx.versionPages, await find(ctx, who, ref), query.limit, query.cursor);
-      return { status: 200 as const, headers: nextLink(`${base}/${encodeURIComponent(ref)}/versions`, query, page.nextCursor), rawBody: page.json, stable: page };
+      return {
+        status: 200 as const,
+        headers: nextLink(`${base}/${encodeURIComponent(ref)}/versions`, query, page.nextCursor),
+        rawBody: page.json,
+        stable: page,
+      };
     },
     async read(ctx: ServiceContext, who: Principal, ref: string, version: string) {
       const kept = await versions.readVersion(kind(ctx), await find(ctx, who, ref), version);

@@ -9,7 +9,11 @@ import { listPage, listRequest } from '../../services/document-lists';
 import { nextLink } from './next-link';
 
 function writeResult(write: WorkflowWrite) {
-  return withDocumentJson<components['schemas']['WorkflowWriteResult']>(write.record.json, { applied: write.applied, changes: write.changes, version: write.record.version });
+  return withDocumentJson<components['schemas']['WorkflowWriteResult']>(write.record.json, {
+    applied: write.applied,
+    changes: write.changes,
+    version: write.record.version,
+  });
 }
 
 const etag = (write: WorkflowWrite) => etagFor(write.record.updatedAt);

@@ -42,7 +42,7 @@ async function readCapped(res: Response, signal: AbortSignal): Promise<string> {
     }
   } catch (err) {
     if (err instanceof ModelError) throw err;
-    throw new ModelError(signal.aborted ? `the model provider did not answer within ${TIMEOUT_MS / 1000} s` : 'the model provider\'s answer was cut off');
+    throw new ModelError(signal.aborted ? `the model provider did not answer within ${TIMEOUT_MS / 1000} s` : "the model provider's answer was cut off");
   }
   return Buffer.concat(chunks).toString('utf8');
 }
@@ -55,7 +55,10 @@ export function openAiProvider(config: OpenAiConfig): ModelProvider {
         model: request.model,
         messages: request.messages.map(toOpenAiMessage),
         ...(request.tools.length && {
-          tools: request.tools.map((t) => ({ type: 'function', function: { name: toFunctionName(t.slug), description: t.description, parameters: t.parameters } })),
+          tools: request.tools.map((t) => ({
+            type: 'function',
+            function: { name: toFunctionName(t.slug), description: t.description, parameters: t.parameters },
+          })),
           tool_choice: 'auto',
         }),
         ...(request.reasoningEffort && { reasoning_effort: request.reasoningEffort }),

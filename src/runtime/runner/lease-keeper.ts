@@ -68,7 +68,10 @@ export function createLeaseKeeper(opts: LeaseKeeperOptions): LeaseKeeper {
     },
     renew,
     startRenewing() {
-      renewer = setInterval(() => renew().catch((err: unknown) => logger.error({ err }, 'could not renew run leases')), Math.max(100, Math.floor(lease.ms / 3)));
+      renewer = setInterval(
+        () => renew().catch((err: unknown) => logger.error({ err }, 'could not renew run leases')),
+        Math.max(100, Math.floor(lease.ms / 3)),
+      );
       renewer.unref();
     },
     stopRenewing() {

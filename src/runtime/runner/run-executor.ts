@@ -39,11 +39,18 @@ export interface RunExecutorOptions {
 /** Executes a claimed run and records its end (or its parking); never rejects for the run's own failure. */
 export type RunExecutor = (run: QueuedRun) => Promise<void>;
 
+// Long because both kinds of run share the options, the tool context and the ledger it closes over.
 export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
   const { logger } = opts;
 
   /** What a run's tool calls get: one rendering budget for the whole run (its agent steps included). */
-  const toolContext = (workspaceId: string): ToolContext => ({ workspaceId, kv: opts.kv, http: opts.http, limits: opts.limits, budget: renderBudget(opts.limits) });
+  const toolContext = (workspaceId: string): ToolContext => ({
+    workspaceId,
+    kv: opts.kv,
+    http: opts.http,
+    limits: opts.limits,
+    budget: renderBudget(opts.limits),
+  });
 
   async function executeAgentRun(run: QueuedRun, account: CreditLedger): Promise<string> {
     const agent = run.snapshot as Agent;
@@ -112,7 +119,9 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
     let status = 'failed';
     await opts.executing.track(run.id, account.stop, async () => {
       try {
-        status = await inRunSpan(`${run.kind} run`, run.traceParent, runAttributes(run), () => (run.kind === 'agent' ? executeAgentRun(run, account) : executeWorkflowRun(run, account)));
+        status = await inRunSpan(`${run.kind} run`, run.traceParent, runAttributes(run), () =>
+          run.kind === 'agent' ? executeAgentRun(run, account) : executeWorkflowRun(run, account),
+        );
       } catch (err) {
         logger.error({ err, runId: run.id }, 'run failed unexpectedly');
         await account.finish({ status: 'failed', error: 'internal error while executing the run', state: run.state }).catch((e: unknown) => {
@@ -125,4 +134,9 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
 }
 
 /** What a run's span says of it (its ids are trace data, never metric labels). */
-const runAttributes = (run: QueuedRun) => ({ 'build.run.id': run.id, 'build.run.kind': run.kind, 'build.run.source': run.source, 'build.workspace.id': run.workspaceId });
+const runAttributes = (run: QueuedRun) => ({
+  'build.run.id': run.id,
+  'build.run.kind': run.kind,
+  'build.run.source': run.source,
+  'build.workspace.id': run.workspaceId,
+});

@@ -102,7 +102,12 @@ class ActiveWorkers {
  * A worker counted active now, for a run being accepted: given the run the acceptance claimed, it
  * works from there; released, it leaves, then calls `released`.
  */
-function reservedWorker(active: ActiveWorkers, claim: { lease: Lease; cap: number }, work: (first: QueuedRun) => Promise<void>, released: () => void): WorkerReservation {
+function reservedWorker(
+  active: ActiveWorkers,
+  claim: { lease: Lease; cap: number },
+  work: (first: QueuedRun) => Promise<void>,
+  released: () => void,
+): WorkerReservation {
   let handOver!: (run: QueuedRun | null) => void;
   active.start(async () => {
     const run = await new Promise<QueuedRun | null>((resolve) => (handOver = resolve));

@@ -52,7 +52,14 @@ export interface AgentRepository {
    * `secrets`: the hashes of webhook secrets minted for this write; `meta`: its version's author and
    * changes (a create's, of the document as stored: its slug may be derived). Both stored in the same transaction.
    */
-  create(workspaceId: string, id: string, doc: Agent, opts: CreateOptions, secrets: SecretRow[], meta: (stored: Agent) => VersionMeta): Promise<CreateOutcome<Agent>>;
+  create(
+    workspaceId: string,
+    id: string,
+    doc: Agent,
+    opts: CreateOptions,
+    secrets: SecretRow[],
+    meta: (stored: Agent) => VersionMeta,
+  ): Promise<CreateOutcome<Agent>>;
   replace(workspaceId: string, id: string, expectedStampMicros: number, doc: Agent, secrets: SecretRow[], meta: VersionMeta): Promise<ReplaceOutcome<Agent>>;
   /** The agents' kept versions (each write keeps one). */
   versions: VersionRepository<Agent>;
@@ -72,7 +79,13 @@ export interface WorkflowRepository {
   list(workspaceId: string): Promise<ListVersion<WorkflowListItem[]>>;
   find(workspaceId: string, ref: string): Promise<WorkflowRecord | null>;
   /** `meta`: the version's author and changes, stored in the same transaction. */
-  create(workspaceId: string, id: string, doc: Workflow, opts: { limit: number; maxBytes?: number }, meta: (stored: Workflow) => VersionMeta): Promise<CreateOutcome<Workflow>>;
+  create(
+    workspaceId: string,
+    id: string,
+    doc: Workflow,
+    opts: { limit: number; maxBytes?: number },
+    meta: (stored: Workflow) => VersionMeta,
+  ): Promise<CreateOutcome<Workflow>>;
   replace(workspaceId: string, id: string, expectedStampMicros: number, doc: Workflow, meta: VersionMeta): Promise<ReplaceOutcome<Workflow>>;
   /** Deletes the workflow and every version it kept. */
   remove(workspaceId: string, id: string): Promise<boolean>;

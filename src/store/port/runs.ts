@@ -150,7 +150,6 @@ export type AcceptOutcome =
   /** The trigger received its `rate.limit` deliveries this window: nothing was written. */
   | { status: 'rate_limited' };
 
-
 /** A page of a workspace's runs of one kind, newest first (see shared/run-lists.ts). */
 export interface RunListQuery {
   kind: RunKind;

@@ -79,5 +79,9 @@ export interface ScheduleRepository {
    * The outcome of a poll's detector at `dueAt` (its fire row says `polling` until then): `failed`
    * (with the error; the next due time moves to `retryAt` at the earliest), `baseline` or `unchanged`.
    */
-  recordPoll(id: string, dueAt: number, outcome: { kind: 'failed'; error: string; retryAt: number } | { kind: 'baseline' | 'unchanged'; hash: string }): Promise<void>;
+  recordPoll(
+    id: string,
+    dueAt: number,
+    outcome: { kind: 'failed'; error: string; retryAt: number } | { kind: 'baseline' | 'unchanged'; hash: string },
+  ): Promise<void>;
 }

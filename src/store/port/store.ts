@@ -30,4 +30,3 @@ export interface Store {
   ping(): Promise<void>;
   close(): Promise<void>;
 }
-

@@ -32,7 +32,8 @@ const SPREAD = `WITH emptied AS (UPDATE workspaces SET credits = 0 WHERE id = $1
 const DEBIT_SLOT = debitSlotSql({ amount: '$1', workspace: '$2', slot: '$3' });
 
 /** Debits `amount` from one slot chosen at random, if it covers it. */
-const debitSlot = async (sql: Sql, workspace: string, amount: number): Promise<boolean> => (await sql.count(DEBIT_SLOT, [amount, workspace, randomSlot()])) === 1;
+const debitSlot = async (sql: Sql, workspace: string, amount: number): Promise<boolean> =>
+  (await sql.count(DEBIT_SLOT, [amount, workspace, randomSlot()])) === 1;
 
 /** The exact path (inside the caller's transaction): the whole balance locked, debited if it covers `amount`, the rest spread. */
 async function debitExactly(sql: Sql, workspace: string, amount: number): Promise<boolean> {
@@ -59,9 +60,10 @@ export const credit = async (sql: Sql, workspace: string, amount: number): Promi
 
 /** Sets the balance to `amount` (inside the caller's transaction): the workspace's row holds it, its slots nothing. */
 export async function setBalance(sql: Sql, workspace: string, amount: number): Promise<void> {
-  await sql.count(
-    `INSERT INTO workspaces (id, credits, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET credits = excluded.credits`,
-    [workspace, amount, new Date().toISOString()],
-  );
+  await sql.count(`INSERT INTO workspaces (id, credits, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET credits = excluded.credits`, [
+    workspace,
+    amount,
+    new Date().toISOString(),
+  ]);
   await sql.count('UPDATE workspace_credit_slots SET credits = 0 WHERE workspace_id = $1', [workspace]);
 }

@@ -68,7 +68,6 @@ export async function retried<T>(statement: () => Promise<T>): Promise<T> {
 /** A unique or primary-key constraint refused the write. */
 export const isUniqueViolation = (err: unknown): boolean => (err as { code?: string }).code === '23505';
 
-
 const NUL = '\u0000';
 
 /**

@@ -25,14 +25,31 @@ type Versioned<R> = R & { list_version: number };
 const versionOf = (rows: Versioned<unknown>[]) => rows[0]?.list_version ?? null;
 
 export function agentList(db: PgDatabase, lists: VersionedLists, workspaceId: string): Promise<ListVersion<AgentListItem[]>> {
-  type ListRow = Versioned<{ id: string; slug: string; name: string; document: string | null; status: string; stamp_us: number; team: string | null; folder: string | null }>;
+  type ListRow = Versioned<{
+    id: string;
+    slug: string;
+    name: string;
+    document: string | null;
+    status: string;
+    stamp_us: number;
+    team: string | null;
+    folder: string | null;
+  }>;
   return lists.get('agents', workspaceId, async () => {
     const rows = await db.rows<ListRow>(
       `SELECT id, slug, ${NAME_SQL}, status, stamp_us, team, folder, ${LIST_VERSION_SQL('agents')} AS list_version
        FROM agents WHERE workspace_id = $1 ORDER BY slug`,
       [workspaceId],
     );
-    const items = rows.map((r) => ({ id: r.id, slug: r.slug, name: listName(r), status: r.status, updated_at: formatStamp(r.stamp_us), space: { team: r.team }, folder: r.folder }));
+    const items = rows.map((r) => ({
+      id: r.id,
+      slug: r.slug,
+      name: listName(r),
+      status: r.status,
+      updated_at: formatStamp(r.stamp_us),
+      space: { team: r.team },
+      folder: r.folder,
+    }));
     return { version: versionOf(rows), json: JSON.stringify(items) as Serialized<AgentListItem[]> };
   });
 }
@@ -44,7 +61,14 @@ export function workflowList(db: PgDatabase, lists: VersionedLists, workspaceId:
       `SELECT slug, ${NAME_SQL}, enabled, version, stamp_us, team, ${LIST_VERSION_SQL('workflows')} AS list_version FROM workflows WHERE workspace_id = $1 ORDER BY slug`,
       [workspaceId],
     );
-    const items = rows.map((r) => ({ slug: r.slug, name: listName(r), enabled: r.enabled === 1, version: r.version, updated_at: formatStamp(r.stamp_us), space: { team: r.team } }));
+    const items = rows.map((r) => ({
+      slug: r.slug,
+      name: listName(r),
+      enabled: r.enabled === 1,
+      version: r.version,
+      updated_at: formatStamp(r.stamp_us),
+      space: { team: r.team },
+    }));
     return { version: versionOf(rows), json: JSON.stringify(items) as Serialized<WorkflowListItem[]> };
   });
 }

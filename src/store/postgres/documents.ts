@@ -10,7 +10,18 @@ import type { StampClock } from '../../domain/stamps';
 import { agentSchedules, workflowSchedules } from '../../domain/triggers';
 import type { Agent, Connection, Workflow } from '../../domain/types';
 import { isUuid } from '../../ids';
-import type { AgentRepository, ConnectionRepository, CreateOptions, CreateOutcome, DocumentRecord, ReplaceOutcome, SecretRow, VersionMeta, WorkflowRepository, WorkspaceRepository } from '../port';
+import type {
+  AgentRepository,
+  ConnectionRepository,
+  CreateOptions,
+  CreateOutcome,
+  DocumentRecord,
+  ReplaceOutcome,
+  SecretRow,
+  VersionMeta,
+  WorkflowRepository,
+  WorkspaceRepository,
+} from '../port';
 import { chooseSlug, listedName, newVersion, stamped, StoredVersion, versionOfRow, type DocumentRow } from '../shared/documents';
 import { RowCache } from '../shared/row-cache';
 import type { NumberedStatement } from '../shared/statements';
@@ -97,7 +108,10 @@ function heldFind<T>(db: PgDatabase, table: string, held: RowCache<StoredVersion
 
 /** The stored version of a document, read whole. */
 async function storedById<T>(sql: Sql, table: string, workspaceId: string, id: string): Promise<StoredVersion<T> | null> {
-  const row = await sql.row<Row>(`SELECT id, workspace_id, slug, version, stamp_us, document FROM ${table} WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+  const row = await sql.row<Row>(`SELECT id, workspace_id, slug, version, stamp_us, document FROM ${table} WHERE workspace_id = $1 AND id = $2`, [
+    workspaceId,
+    id,
+  ]);
   return row ? versionOfRow<T>(row) : null;
 }
 
@@ -108,10 +122,14 @@ const wrote = async (sql: Sql, statement: NumberedStatement, params: unknown[]) 
 async function storedAt<T>(db: PgDatabase, table: string, held: RowCache<StoredVersion<T>>, workspaceId: string, id: string, expected: number) {
   const known = held.get(workspaceId, id);
   if (known?.stampMicros === expected) return known;
-  const row = await db.row<{ slug: string; version: number; stamp_us: number }>(`SELECT slug, version, stamp_us FROM ${table} WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+  const row = await db.row<{ slug: string; version: number; stamp_us: number }>(
+    `SELECT slug, version, stamp_us FROM ${table} WHERE workspace_id = $1 AND id = $2`,
+    [workspaceId, id],
+  );
   return row?.stamp_us === expected ? row : null;
 }
 
+// Long because a table's reads and writes share its held versions and lists (see heldFind).
 function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec: DocumentSpec<T, W>) {
   const { table, followers } = spec;
   const extra = Object.keys(spec.columns);
@@ -120,7 +138,15 @@ function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec
   const { insert, update, deletion } = documentStatements(table, extra, followers);
 
   /** A write's parameters: the statement's own, the document's columns, and those of the followers it writes. */
-  const values = (statement: NumberedStatement, written: readonly Follower<T, W>[], workspaceId: string, id: string, doc: T | null, more: W | undefined, own: Record<string, unknown>) => {
+  const values = (
+    statement: NumberedStatement,
+    written: readonly Follower<T, W>[],
+    workspaceId: string,
+    id: string,
+    doc: T | null,
+    more: W | undefined,
+    own: Record<string, unknown>,
+  ) => {
     const params: Record<string, unknown> = { ...writeKeys(workspaceId, id), ...own };
     for (const c of doc ? extra : []) params[`col_${c}`] = spec.columns[c]!(doc as T);
     const nowMs = Date.now();
@@ -128,7 +154,15 @@ function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec
     return statement.values(params);
   };
 
-  const createTx = async (sql: Sql, workspaceId: string, id: string, doc: T, opts: CreateOptions, more: W | undefined, meta: (stored: T) => VersionMeta): Promise<CreateOutcome<T>> => {
+  const createTx = async (
+    sql: Sql,
+    workspaceId: string,
+    id: string,
+    doc: T,
+    opts: CreateOptions,
+    more: W | undefined,
+    meta: (stored: T) => VersionMeta,
+  ): Promise<CreateOutcome<T>> => {
     // Creates in one workspace take turns from here to their commit: the count and the free slug
     // they read stay true until they insert (a lock's waiter reads, under READ COMMITTED, what its holder committed).
     await sql.row('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${table}:${workspaceId}`]);
@@ -189,7 +223,8 @@ function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec
     replace,
     versions: pgVersions<T>(db, table),
     /** Deletes the document and the rows that follow it, in one statement; whether there was one. */
-    remove: (workspaceId: string, id: string): Promise<boolean> => retried(() => wrote(db, deletion, values(deletion, followers, workspaceId, id, null, undefined, {}))),
+    remove: (workspaceId: string, id: string): Promise<boolean> =>
+      retried(() => wrote(db, deletion, values(deletion, followers, workspaceId, id, null, undefined, {}))),
   };
 }
 
@@ -245,7 +280,11 @@ export function pgWorkspaceRepository(db: PgDatabase): WorkspaceRepository {
     credits: async (workspaceId, initial) => {
       // Two statements, not one: a row another replica inserted after this statement's snapshot is
       // skipped by DO NOTHING and would be invisible to a SELECT in the same statement.
-      await db.count('INSERT INTO workspaces (id, credits, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING', [workspaceId, initial, new Date().toISOString()]);
+      await db.count('INSERT INTO workspaces (id, credits, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING', [
+        workspaceId,
+        initial,
+        new Date().toISOString(),
+      ]);
       return (await db.row<{ credits: number }>(BALANCE, [workspaceId]))!.credits;
     },
     setCredits: (workspaceId, amount) => db.transaction((sql) => setBalance(sql, workspaceId, amount)),

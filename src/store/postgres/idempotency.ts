@@ -32,9 +32,9 @@ export function pgIdempotencyRepository(db: PgDatabase): IdempotencyRepository {
     // By ctid (PostgreSQL has no rowid); the age is checked again on the row deleted, so a key
     // claimed anew meanwhile (a newer created_at) stays.
     prune: (before, limit) =>
-      db.count(
-        `DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(SELECT ctid FROM idempotency_keys WHERE created_at < $1 LIMIT $2)) AND created_at < $1`,
-        [before, limit],
-      ),
+      db.count(`DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(SELECT ctid FROM idempotency_keys WHERE created_at < $1 LIMIT $2)) AND created_at < $1`, [
+        before,
+        limit,
+      ]),
   };
 }

@@ -22,7 +22,12 @@ export function pgKvRepository(db: PgDatabase): KvRepository {
       const rows =
         upper === null
           ? await db.rows<{ key: string }>('SELECT key FROM kv_entries WHERE workspace_id = $1 AND key >= $2 ORDER BY key LIMIT $3', [ws, prefix, limit])
-          : await db.rows<{ key: string }>('SELECT key FROM kv_entries WHERE workspace_id = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT $4', [ws, prefix, upper, limit]);
+          : await db.rows<{ key: string }>('SELECT key FROM kv_entries WHERE workspace_id = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT $4', [
+              ws,
+              prefix,
+              upper,
+              limit,
+            ]);
       return rows.map((r) => r.key);
     },
     set: async (ws, key, value, maxKeys = Number.MAX_SAFE_INTEGER) => {
@@ -31,7 +36,6 @@ export function pgKvRepository(db: PgDatabase): KvRepository {
       // Only the run workers' tools write here: acknowledged once visible, like the runs' progress.
       return (await db.visible.count(kvSet.text, kvSet.values({ ws, key, value: json, now: new Date().toISOString(), limit: maxKeys }))) === 1;
     },
-    delete: async (ws, key) =>
-      storableKey(key) && (await db.visible.count('DELETE FROM kv_entries WHERE workspace_id = $1 AND key = $2', [ws, key])) > 0,
+    delete: async (ws, key) => storableKey(key) && (await db.visible.count('DELETE FROM kv_entries WHERE workspace_id = $1 AND key = $2', [ws, key])) > 0,
   };
 }

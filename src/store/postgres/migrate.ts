@@ -22,7 +22,11 @@ export async function migratePg(db: PgDatabase, dir: string = pgMigrationsDir): 
       await client.query('BEGIN');
       try {
         await client.query(migration.sql);
-        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [migration.version, migration.name, new Date().toISOString()]);
+        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+          migration.version,
+          migration.name,
+          new Date().toISOString(),
+        ]);
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK');

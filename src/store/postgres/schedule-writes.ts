@@ -17,7 +17,10 @@ const trimFires = numbered(TRIM_FIRES);
 export async function claimSchedule(sql: Sql, claim: ScheduleClaim, now: string): Promise<boolean> {
   if ((await sql.count(advance.text, advance.values({ id: claim.id, expected: claim.expectedDue, next: claim.next }))) !== 1) return false;
   for (const f of claim.fires) {
-    await sql.count(insertFire.text, insertFire.values({ id: claim.id, due: f.dueAt, outcome: f.outcome, run: f.runId ?? null, detail: f.detail ?? null, now }));
+    await sql.count(
+      insertFire.text,
+      insertFire.values({ id: claim.id, due: f.dueAt, outcome: f.outcome, run: f.runId ?? null, detail: f.detail ?? null, now }),
+    );
   }
   await sql.count(trimFires.text, trimFires.values({ id: claim.id })); // before the fire this claim may add
   await bumpPollStatus(sql, claim.id); // a poll's next_fire_at moved
@@ -35,7 +38,14 @@ export async function takeFire(sql: Sql, fire: ScheduledFire, now: string): Prom
 }
 
 /** The second half: the due time is recorded as fired (or refused) with its run, and noted on the schedule. */
-export async function recordFired(sql: Sql, fire: ScheduledFire, outcome: 'fired' | 'refused', runId: string, detail: string | null, now: string): Promise<void> {
+export async function recordFired(
+  sql: Sql,
+  fire: ScheduledFire,
+  outcome: 'fired' | 'refused',
+  runId: string,
+  detail: string | null,
+  now: string,
+): Promise<void> {
   const id = fire.kind === 'schedule' ? fire.claim.id : fire.scheduleId;
   if ((await sql.count(recordFire.text, recordFire.values({ id, due: fire.dueAt, outcome, run: runId, detail, now }))) !== 1) {
     throw new Error(`schedule ${id}: due time ${fire.dueAt} was recorded already`); // rolls the run back with it

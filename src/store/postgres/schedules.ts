@@ -19,22 +19,25 @@ export function pgScheduleRepository(db: PgDatabase): ScheduleRepository {
     advance: (claim) => db.transaction((sql) => claimSchedule(sql, claim, new Date().toISOString()), { ack: 'visible' }),
     fires: (id) => db.rows<FireRecord>('SELECT due_at, outcome, run_id, detail FROM schedule_fires WHERE schedule_id = $1 ORDER BY due_at', [id]),
     recordPoll: (id, dueAt, outcome) =>
-      db.transaction(async (sql) => {
-        // Only the fire row still `polling` takes the outcome; the schedule's counters move either way, as in SQLite.
-        const setFire = 'UPDATE schedule_fires SET outcome = $1, detail = $2 WHERE schedule_id = $3 AND due_at = $4 AND outcome = $5';
-        if (outcome.kind === 'failed') {
-          await sql.count(setFire, ['failed', outcome.error, id, dueAt, 'polling']);
-          await sql.count(
-            `UPDATE schedules SET failures = failures + 1, last_error = $2,
+      db.transaction(
+        async (sql) => {
+          // Only the fire row still `polling` takes the outcome; the schedule's counters move either way, as in SQLite.
+          const setFire = 'UPDATE schedule_fires SET outcome = $1, detail = $2 WHERE schedule_id = $3 AND due_at = $4 AND outcome = $5';
+          if (outcome.kind === 'failed') {
+            await sql.count(setFire, ['failed', outcome.error, id, dueAt, 'polling']);
+            await sql.count(
+              `UPDATE schedules SET failures = failures + 1, last_error = $2,
                next_due_at = CASE WHEN next_due_at IS NOT NULL AND next_due_at < $3 THEN $3 ELSE next_due_at END
              WHERE id = $1`,
-            [id, outcome.error, outcome.retryAt],
-          );
-        } else {
-          await sql.count(setFire, [outcome.kind, null, id, dueAt, 'polling']);
-          await sql.count('UPDATE schedules SET failures = 0, last_error = NULL, last_output_hash = $2 WHERE id = $1', [id, outcome.hash]);
-        }
-        await bumpPollStatus(sql, id);
-      }, { ack: 'visible' }),
+              [id, outcome.error, outcome.retryAt],
+            );
+          } else {
+            await sql.count(setFire, [outcome.kind, null, id, dueAt, 'polling']);
+            await sql.count('UPDATE schedules SET failures = 0, last_error = NULL, last_output_hash = $2 WHERE id = $1', [id, outcome.hash]);
+          }
+          await bumpPollStatus(sql, id);
+        },
+        { ack: 'visible' },
+      ),
   };
 }

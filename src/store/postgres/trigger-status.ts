@@ -28,7 +28,10 @@ export async function bumpPollStatus(sql: Sql, scheduleId: string): Promise<void
  */
 export function statusVersions(db: PgDatabase): (agentId: string) => Promise<number> {
   const current = new CoalescedLookup<null, number>(async (batch) => {
-    const rows = await db.rows<{ agent_id: string; version: number }>('SELECT agent_id, version FROM trigger_status_versions WHERE agent_id = ANY($1::text[])', [[...batch.keys()]]);
+    const rows = await db.rows<{ agent_id: string; version: number }>(
+      'SELECT agent_id, version FROM trigger_status_versions WHERE agent_id = ANY($1::text[])',
+      [[...batch.keys()]],
+    );
     return new Map(rows.map((r) => [r.agent_id, r.version]));
   });
   return async (agentId) => (await current.get(agentId, null)) ?? 0;

@@ -18,7 +18,10 @@ export function pgWebhookRepository(db: PgDatabase): WebhookRepository {
     },
     retired: async (triggerId, hash) => {
       if (holdsNul(triggerId) || holdsNul(hash)) return null;
-      const row = await db.row<{ reason: 'rotated' | 'dropped' }>('SELECT reason FROM retired_webhook_secrets WHERE secret_hash = $1 AND trigger_id = $2', [hash, triggerId]);
+      const row = await db.row<{ reason: 'rotated' | 'dropped' }>('SELECT reason FROM retired_webhook_secrets WHERE secret_hash = $1 AND trigger_id = $2', [
+        hash,
+        triggerId,
+      ]);
       return row?.reason ?? null;
     },
     delivery: async (triggerId, key, since) => {

@@ -56,7 +56,13 @@ export function stamped<T>(doc: T, stampMicros: number, slug: string): { doc: T;
  * unique from `wanted` with `deriveSlug`, else refused when taken). `taken` answers from the rows
  * the adapter read in the write's transaction.
  */
-export function chooseSlug(count: number, wanted: string, opts: CreateOptions, maxSlugLength: number, taken: (slug: string) => boolean): string | 'limit_reached' | 'slug_taken' {
+export function chooseSlug(
+  count: number,
+  wanted: string,
+  opts: CreateOptions,
+  maxSlugLength: number,
+  taken: (slug: string) => boolean,
+): string | 'limit_reached' | 'slug_taken' {
   if (count >= opts.limit) return 'limit_reached';
   if (opts.deriveSlug) return firstFreeSlug(wanted, taken, maxSlugLength);
   return taken(wanted) ? 'slug_taken' : wanted;
@@ -66,7 +72,14 @@ export function chooseSlug(count: number, wanted: string, opts: CreateOptions, m
  * The version a create stores, or `too_large`: the caller measured the document with the slug it
  * asked for, and a derived slug's suffix may add a few bytes.
  */
-export function newVersion<T>(workspaceId: string, id: string, doc: T, slug: string, stampMicros: number, opts: CreateOptions): StoredVersion<T> | Extract<CreateOutcome<T>, { reason: 'too_large' }> {
+export function newVersion<T>(
+  workspaceId: string,
+  id: string,
+  doc: T,
+  slug: string,
+  stampMicros: number,
+  opts: CreateOptions,
+): StoredVersion<T> | Extract<CreateOutcome<T>, { reason: 'too_large' }> {
   const { doc: final, json } = stamped(doc, stampMicros, slug);
   const bytes = Buffer.byteLength(json);
   if (opts.maxBytes !== undefined && bytes > opts.maxBytes) return { ok: false, reason: 'too_large', bytes };

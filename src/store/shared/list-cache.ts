@@ -7,7 +7,6 @@
 import { BudgetedMap } from './budgeted-map';
 import type { ListVersion } from '../port';
 
-
 /** What an entry holds besides its JSON: its key, the objects and the map's slot. */
 const ENTRY_OVERHEAD_BYTES = 256;
 

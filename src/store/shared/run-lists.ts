@@ -32,7 +32,12 @@ function itemSql(kind: RunKind, object: JsonDialect['object']): string {
  * the parameter @limit: each shape is then one statement whatever the limit (2^5 filter shapes ×
  * the statuses' count), few enough for every connection to keep all of them prepared.
  */
-export function runListStatement(q: RunListQuery, json: JsonDialect, key = 'id', limit: 'written' | 'bound' = 'written'): { sql: string; params: Record<string, unknown> } {
+export function runListStatement(
+  q: RunListQuery,
+  json: JsonDialect,
+  key = 'id',
+  limit: 'written' | 'bound' = 'written',
+): { sql: string; params: Record<string, unknown> } {
   if (!Number.isSafeInteger(q.limit) || q.limit < 1) throw new RangeError(`limit: ${q.limit}`);
   // The reader sees their own test runs, and every run a trigger or schedule started.
   const where = ['workspace_id = @workspace', 'kind = @kind', "(source != 'test' OR started_by = @user)"];
@@ -46,7 +51,7 @@ export function runListStatement(q: RunListQuery, json: JsonDialect, key = 'id',
   // wildcards) is found in.
   if (q.teams !== undefined) add(`(team IS NULL OR @teams LIKE '%,' || team || ',%')`, 'teams', `,${q.teams.join(',')},`);
   if (q.targetId !== undefined) add('target_id = @target', 'target', q.targetId);
-  q.statuses?.forEach((status, i) => (params[`status${i}`] = status));
+  for (const [i, status] of (q.statuses ?? []).entries()) params[`status${i}`] = status;
   if (q.statuses?.length) where.push(`status IN (${q.statuses.map((_, i) => `@status${i}`).join(', ')})`);
   if (q.source !== undefined) add('source = @source', 'source', q.source);
   if (q.acceptedFrom !== undefined) add('accepted_at >= @from', 'from', q.acceptedFrom);
@@ -54,5 +59,8 @@ export function runListStatement(q: RunListQuery, json: JsonDialect, key = 'id',
   if (q.beforeId !== undefined) add(`${key} < @cursor`, 'cursor', q.beforeId);
   if (limit === 'bound') params.limit = q.limit;
   const limitSql = limit === 'bound' ? '@limit' : String(q.limit);
-  return { sql: `SELECT id, ${json.text(itemSql(q.kind, json.object))} AS item FROM runs WHERE ${where.join(' AND ')} ORDER BY ${key} DESC LIMIT ${limitSql}`, params };
+  return {
+    sql: `SELECT id, ${json.text(itemSql(q.kind, json.object))} AS item FROM runs WHERE ${where.join(' AND ')} ORDER BY ${key} DESC LIMIT ${limitSql}`,
+    params,
+  };
 }

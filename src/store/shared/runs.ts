@@ -145,7 +145,11 @@ export function* acceptance(run: NewRun, refusal: (balance: number) => string): 
  * A parked run's state with the decision of one held call written into it: the projection shows
  * the decision at once, and the worker that resumes the run reads it from there.
  */
-export function withDecision(stateJson: string, callId: string, decision: { decision: 'approve' | 'reject'; note: string | null; decided_by: string; decided_at: string }): string {
+export function withDecision(
+  stateJson: string,
+  callId: string,
+  decision: { decision: 'approve' | 'reject'; note: string | null; decided_by: string; decided_at: string },
+): string {
   const state = JSON.parse(stateJson) as { tool_calls?: { id: string; status: string; approval?: unknown }[] };
   for (const call of state.tool_calls ?? []) {
     if (call.id === callId && call.status === 'awaiting_approval') call.approval = decision;

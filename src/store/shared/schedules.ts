@@ -23,7 +23,11 @@ export interface ScheduleWrite {
 const stores = (row: ScheduleRow, d: DeclaredSchedule, next: number | null): boolean =>
   row.cron === d.cron && row.timezone === d.timezone && row.active === (d.active ? 1 : 0) && row.next_due_at === next && row.detector === d.detector;
 
-export function schedulePlan(existing: readonly ScheduleRow[], declared: readonly DeclaredSchedule[], nowMs: number): { writes: ScheduleWrite[]; removed: string[] } {
+export function schedulePlan(
+  existing: readonly ScheduleRow[],
+  declared: readonly DeclaredSchedule[],
+  nowMs: number,
+): { writes: ScheduleWrite[]; removed: string[] } {
   const rows = new Map(existing.map((row) => [row.id, row]));
   const writes: ScheduleWrite[] = [];
   for (const d of declared) {

@@ -136,7 +136,21 @@ export const DECIDED_STATE = `UPDATE runs SET state = @state,
 
 /** A claimed RunRow's columns, explicitly: never the lease columns nor the projection's agent columns, which are the adapter's own. */
 export const RUN_COLUMNS = [
-  ...['id', 'kind', 'workspace_id', 'started_by', 'target_id', 'target_version', 'status', 'source', 'trigger_id', 'request', 'snapshot', 'step_agents', 'state'],
+  ...[
+    'id',
+    'kind',
+    'workspace_id',
+    'started_by',
+    'target_id',
+    'target_version',
+    'status',
+    'source',
+    'trigger_id',
+    'request',
+    'snapshot',
+    'step_agents',
+    'state',
+  ],
   ...['credits_reserved', 'credits_spent', 'error', 'accepted_at', 'started_at', 'finished_at', 'cancel_requested_at', 'cancelled_by', 'approval_expires_at'],
   'trace_parent',
   'team',

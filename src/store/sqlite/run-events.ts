@@ -4,8 +4,6 @@
 import { FINAL_EVENT, RUN_EVENTS_LIMIT, type RunEventInput, type RunEventRow } from '../port';
 import type { Db } from './database';
 
-
-
 export function runEventWrites(db: Db, limit = RUN_EVENTS_LIMIT) {
   // The run's last number: numbers are dense from 1, so it is also how many events the run has.
   // Inside the write's transaction no other write of the run's events interleaves.
@@ -36,7 +34,8 @@ export function runEventWrites(db: Db, limit = RUN_EVENTS_LIMIT) {
       }
       const base = last.get(runId) as number;
       const room = limit - base;
-      const kept = events.length <= room ? events : [...events.slice(0, Math.max(0, room)), ...events.slice(Math.max(0, room)).filter((e) => e.type === FINAL_EVENT)];
+      const kept =
+        events.length <= room ? events : [...events.slice(0, Math.max(0, room)), ...events.slice(Math.max(0, room)).filter((e) => e.type === FINAL_EVENT)];
       if (!kept.length) return;
       insertAll.run({ run: runId, base, events: JSON.stringify(kept.map((e) => ({ type: e.type, data: e.data, at: e.at ?? now }))) });
     },

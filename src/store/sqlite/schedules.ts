@@ -5,13 +5,10 @@
 import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
 import type { DeclaredSchedule } from '../../domain/triggers';
-import { type FireRecord, type ScheduleClaim, type ScheduledFire, type ScheduleRepository, type ScheduleRow } from '../port';
+import type { FireRecord, ScheduleClaim, ScheduledFire, ScheduleRepository, ScheduleRow } from '../port';
 import { schedulePlan } from '../shared/schedules';
 import { ADVANCE_SCHEDULE, DUE_FAIRLY, INSERT_FIRE, MARK_FIRED, RECORD_FIRE, TRIM_FIRES } from '../shared/statements';
 import { triggerStatusVersions } from './trigger-status';
-
-
-
 
 /** The writes a claim makes, shared by the schedule repository and the runs' accept (a fire lands with its run). */
 export function scheduleWrites(db: Db, commit: GroupCommit) {
@@ -85,7 +82,6 @@ export function scheduleSync(db: Db) {
     },
   };
 }
-
 
 export function scheduleRepository(db: Db, commit: GroupCommit): ScheduleRepository {
   const due = db.prepare(DUE_FAIRLY);

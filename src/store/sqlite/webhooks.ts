@@ -5,16 +5,19 @@ import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
 import type { WebhookRepository, WebhookTarget } from '../port';
 
-
 export function webhookRepository(db: Db, commit: GroupCommit): WebhookRepository {
   const target = db.prepare(
     `SELECT t.id AS triggerId, t.agent_id AS agentId, a.workspace_id AS workspaceId, t.secret_hash AS secretHash, t.signing_secret AS signingSecret
      FROM agent_triggers t JOIN agents a ON a.id = t.agent_id WHERE t.id = ? AND t.kind = 'webhook'`,
   );
   const retired = db.prepare('SELECT reason FROM retired_webhook_secrets WHERE secret_hash = ? AND trigger_id = ?').pluck();
-  const delivery = db.prepare('SELECT run_id AS runId, http_status AS httpStatus FROM webhook_deliveries WHERE trigger_id = ? AND delivery_key = ? AND received_at >= ?');
+  const delivery = db.prepare(
+    'SELECT run_id AS runId, http_status AS httpStatus FROM webhook_deliveries WHERE trigger_id = ? AND delivery_key = ? AND received_at >= ?',
+  );
   const prune = db.prepare('DELETE FROM webhook_deliveries WHERE rowid IN (SELECT rowid FROM webhook_deliveries WHERE received_at < ? LIMIT ?)');
-  const pruneRetired = db.prepare('DELETE FROM retired_webhook_secrets WHERE rowid IN (SELECT rowid FROM retired_webhook_secrets WHERE retired_at < ? LIMIT ?)');
+  const pruneRetired = db.prepare(
+    'DELETE FROM retired_webhook_secrets WHERE rowid IN (SELECT rowid FROM retired_webhook_secrets WHERE retired_at < ? LIMIT ?)',
+  );
   const signing = db.prepare(
     'SELECT id AS triggerId, signing_secret AS signingSecret FROM agent_triggers WHERE signing_secret IS NOT NULL AND id > ? ORDER BY id LIMIT ?',
   );

@@ -35,14 +35,15 @@ const insertRun = numbered(INSERT_RUN);
  */
 const [RUN_COLUMNS, RUN_VALUES] = INSERT_RUN.split('VALUES (') as [string, string]; // its values' list ends the text, with its ')'
 const claimedThen = (value: string) => `CASE WHEN room.claimed THEN ${value} END`;
-const ACCEPTED_FROM_DEBIT = `${RUN_COLUMNS.replace('trace_parent)', 'trace_parent, started_at, lease_owner, lease_expires_at)')}SELECT ${RUN_VALUES.slice(0, -1)},
+const ACCEPTED_FROM_DEBIT =
+  `${RUN_COLUMNS.replace('trace_parent)', 'trace_parent, started_at, lease_owner, lease_expires_at)')}SELECT ${RUN_VALUES.slice(0, -1)},
     ${claimedThen('clock.now')}, ${claimedThen('@owner::text')}, ${claimedThen(leaseEnd('@ms'))}
   FROM debited CROSS JOIN clock CROSS JOIN room`
-  .replace('@status', "CASE WHEN room.claimed THEN 'running' ELSE 'queued' END")
-  .replace('@accepted_at', 'clock.now')
-  // In a SELECT, a parameter takes its type from its cast, not from the column it fills.
-  .replace('@target_version', '@target_version::integer')
-  .replace('@credits_reserved', '@credits_reserved::bigint');
+    .replace('@status', "CASE WHEN room.claimed THEN 'running' ELSE 'queued' END")
+    .replace('@accepted_at', 'clock.now')
+    // In a SELECT, a parameter takes its type from its cast, not from the column it fills.
+    .replace('@target_version', '@target_version::integer')
+    .replace('@credits_reserved', '@credits_reserved::bigint');
 const acceptInOneStatement = numbered(
   withEventsAppended(`${ACCEPTED_FROM_DEBIT} RETURNING id, accepted_at AS at, status`, {
     before: `clock AS (SELECT ${DB_NOW} AS now),
@@ -69,7 +70,10 @@ function acceptanceSteps(tx: Tx, run: NewRun): Awaited<AcceptanceSteps> {
       return (clock as { now: string }).now;
     },
     claimDelivery: async (run, now) =>
-      (await tx.count(claimDelivery.text, claimDelivery.values({ trigger: run.triggerId, key: run.delivery?.key, run: run.id, now, since: run.delivery?.since }))) === 1,
+      (await tx.count(
+        claimDelivery.text,
+        claimDelivery.values({ trigger: run.triggerId, key: run.delivery?.key, run: run.id, now, since: run.delivery?.since }),
+      )) === 1,
     priorDelivery: async (run) =>
       (await tx.row<{ runId: string; httpStatus: number }>(priorDelivery.text, priorDelivery.values({ trigger: run.triggerId, key: run.delivery?.key }))) as {
         runId: string;
@@ -84,7 +88,8 @@ function acceptanceSteps(tx: Tx, run: NewRun): Awaited<AcceptanceSteps> {
       if (row.status === 'queued' && !run.claim) tx.queued();
     },
     append: (runId, events, now) => tx.append(runId, events, now),
-    setDeliveryStatus: async (run, status) => void (await tx.count(setDeliveryStatus.text, setDeliveryStatus.values({ status, trigger: run.triggerId, key: run.delivery?.key }))),
+    setDeliveryStatus: async (run, status) =>
+      void (await tx.count(setDeliveryStatus.text, setDeliveryStatus.values({ status, trigger: run.triggerId, key: run.delivery?.key }))),
     recordFired: (fire, outcome, runId, detail, now) => recordFired(tx, fire, outcome, runId, detail, now),
     bumpAgentStatus: (agentId) => bumpAgentStatus(tx, agentId),
     // A queued run's insert said so (tx.queued).
@@ -98,7 +103,8 @@ function acceptanceSteps(tx: Tx, run: NewRun): Awaited<AcceptanceSteps> {
 }
 
 export function pgRunAcceptance(ctx: PgRunContext): RunAcceptance {
-  const inTransaction: RunAcceptance['accept'] = (run, refusal) => ctx.write((tx) => driveAsync(acceptance(run, refusal), acceptanceSteps(tx, run))).catch(rateLimited);
+  const inTransaction: RunAcceptance['accept'] = (run, refusal) =>
+    ctx.write((tx) => driveAsync(acceptance(run, refusal), acceptanceSteps(tx, run))).catch(rateLimited);
   return {
     accept: async (run, refusal) => {
       if (acceptsInOneStatement(run)) {

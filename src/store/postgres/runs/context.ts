@@ -113,18 +113,21 @@ export function pgRunContext(db: PgDatabase, notifications: Notifications, event
     write: async (work, ack = 'durable') => {
       let touched = new Set<string>();
       let queued = false;
-      const value = await db.transaction((sql) => {
-        // a transaction run again (a deadlock) starts from nothing
-        touched = new Set();
-        queued = false;
-        return work({
-          ...sql,
-          append: async (runId, more, now) => {
-            if ((await events.append(sql, runId, more, now)) > 0) touched.add(runId);
-          },
-          queued: () => void (queued = true),
-        });
-      }, { ack });
+      const value = await db.transaction(
+        (sql) => {
+          // a transaction run again (a deadlock) starts from nothing
+          touched = new Set();
+          queued = false;
+          return work({
+            ...sql,
+            append: async (runId, more, now) => {
+              if ((await events.append(sql, runId, more, now)) > 0) touched.add(runId);
+            },
+            queued: () => void (queued = true),
+          });
+        },
+        { ack },
+      );
       for (const runId of touched) eventsAdded(runId);
       if (queued) tellQueued();
       return value;

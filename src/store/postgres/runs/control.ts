@@ -33,11 +33,22 @@ const expireTx = async (tx: Tx, id: string, message: string, now: string): Promi
   return true;
 };
 
-const decideTx = async (tx: Tx, runId: string, callId: string, decision: 'approve' | 'reject', note: string | null, user: string, now: string): Promise<DecideOutcome> => {
+const decideTx = async (
+  tx: Tx,
+  runId: string,
+  callId: string,
+  decision: 'approve' | 'reject',
+  note: string | null,
+  user: string,
+  now: string,
+): Promise<DecideOutcome> => {
   // The run is locked before its calls are read: decisions of one run's calls made at once (on
   // any replica) then follow each other, and the last sees the others decided and resumes the
   // run. Without it, each would count the other's call still undecided and neither would resume.
-  const run = await tx.row<Pick<RunRow, 'status' | 'state' | 'approval_expires_at'>>('SELECT status, state, approval_expires_at FROM runs WHERE id = $1 FOR UPDATE', [runId]);
+  const run = await tx.row<Pick<RunRow, 'status' | 'state' | 'approval_expires_at'>>(
+    'SELECT status, state, approval_expires_at FROM runs WHERE id = $1 FOR UPDATE',
+    [runId],
+  );
   const approval = await tx.row<ApprovalRow>(APPROVAL_OF, [runId, callId]);
   if (!run || !approval) return { outcome: 'no_call' };
   if (approval.decision !== null) return { outcome: 'decided_before', approval };

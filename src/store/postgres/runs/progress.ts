@@ -71,7 +71,15 @@ export function pgRunProgress(ctx: PgRunContext): RunProgress {
       }),
     reserveMore: (id, amount) => inOrder(id, () => write((tx) => reserveMoreTx(tx, id, amount), 'visible')),
     finish: (id, status, error, state, spent, now, more = []) => {
-      const values = finishRun.values({ id, status, error, state: JSON.stringify(state), now, spent, ...appendedEvents([...more, finalEvent(status, error)], ctx.events.limit) });
+      const values = finishRun.values({
+        id,
+        status,
+        error,
+        state: JSON.stringify(state),
+        now,
+        spent,
+        ...appendedEvents([...more, finalEvent(status, error)], ctx.events.limit),
+      });
       return inOrder(id, async () => (await writeWithEvents(ctx, finishRun.text, values)) !== undefined);
     },
     park: (id, parking, now) => {

@@ -97,12 +97,17 @@ export function pgRunQueue(ctx: PgRunContext): RunQueue {
   const { db, write } = ctx;
   return {
     claimNext: async (lease, cap) => {
-      const row = await writeWithEvents<RunRow & { at: string; added: number }>(ctx, claimNext.text, claimNext.values({ owner: lease.owner, ms: lease.ms, cap, ...started(ctx) }));
+      const row = await writeWithEvents<RunRow & { at: string; added: number }>(
+        ctx,
+        claimNext.text,
+        claimNext.values({ owner: lease.owner, ms: lease.ms, cap, ...started(ctx) }),
+      );
       if (!row) return null;
       const { at: _at, added: _added, ...run } = row;
       return run;
     },
-    claim: async (id, lease, cap) => (await writeWithEvents(ctx, claimById.text, claimById.values({ owner: lease.owner, ms: lease.ms, id, cap, ...started(ctx) }))) !== undefined,
+    claim: async (id, lease, cap) =>
+      (await writeWithEvents(ctx, claimById.text, claimById.values({ owner: lease.owner, ms: lease.ms, id, cap, ...started(ctx) }))) !== undefined,
     renewLeases: async (lease, ids) => {
       if (!ids.length) return [];
       const rows = await db.visible.rows<{ id: string }>(
@@ -119,22 +124,29 @@ export function pgRunQueue(ctx: PgRunContext): RunQueue {
       if (!(await db.row(`SELECT 1 FROM runs WHERE ${ABANDONED} LIMIT 1`))) return 0;
       return write(
         async (tx) =>
-          failLocked(tx, await tx.rows<Abandoned>(`SELECT id, workspace_id, credits_reserved - credits_spent AS unspent FROM runs WHERE ${ABANDONED} ORDER BY id FOR UPDATE SKIP LOCKED`), message),
+          failLocked(
+            tx,
+            await tx.rows<Abandoned>(
+              `SELECT id, workspace_id, credits_reserved - credits_spent AS unspent FROM runs WHERE ${ABANDONED} ORDER BY id FOR UPDATE SKIP LOCKED`,
+            ),
+            message,
+          ),
         'visible',
       );
     },
     // Not SKIP LOCKED: a run whose worker is writing it is waited for, then failed if still held.
     releaseAll: (owner, message) =>
-      write(async (tx) =>
-        failLocked(
-          tx,
-          await tx.rows<Abandoned>(
-            `SELECT id, workspace_id, credits_reserved - credits_spent AS unspent FROM runs
+      write(
+        async (tx) =>
+          failLocked(
+            tx,
+            await tx.rows<Abandoned>(
+              `SELECT id, workspace_id, credits_reserved - credits_spent AS unspent FROM runs
              WHERE status = 'running' AND lease_owner = $1 ORDER BY id FOR UPDATE`,
-            [owner],
+              [owner],
+            ),
+            message,
           ),
-          message,
-        ),
         'visible',
       ),
     onQueued: (listener) => ctx.onQueued(listener),

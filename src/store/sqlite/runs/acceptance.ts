@@ -28,7 +28,8 @@ export function sqliteRunAcceptance(ctx: RunContext): RunAcceptance {
       ensureWorkspace.run(run.workspaceId, run.initialCredits, now);
       return now;
     },
-    claimDelivery: (run, now) => claimDelivery.run({ trigger: run.triggerId, key: run.delivery?.key, run: run.id, now, since: run.delivery?.since }).changes === 1,
+    claimDelivery: (run, now) =>
+      claimDelivery.run({ trigger: run.triggerId, key: run.delivery?.key, run: run.id, now, since: run.delivery?.since }).changes === 1,
     priorDelivery: (run) => priorDelivery.get({ trigger: run.triggerId, key: run.delivery?.key }) as { runId: string; httpStatus: number },
     countDelivery: (run) => countDelivery.run({ id: run.triggerId, ...run.rate }).changes === 1,
     takeFire: (fire, now) => schedules.take(fire, now),
@@ -44,7 +45,16 @@ export function sqliteRunAcceptance(ctx: RunContext): RunAcceptance {
       if (row.kind === 'agent' && row.agent_slug === null) return;
       const { agent_slug: slug, agent_name: name, trace_parent: _claimedOnly, ...columns } = row;
       const snapshot = slug === null ? null : JSON.stringify({ slug, name });
-      const held: RunRow = { ...columns, snapshot, step_agents: null, credits_spent: 0, started_at: null, cancel_requested_at: null, cancelled_by: null, approval_expires_at: null };
+      const held: RunRow = {
+        ...columns,
+        snapshot,
+        step_agents: null,
+        credits_spent: 0,
+        started_at: null,
+        cancel_requested_at: null,
+        cancelled_by: null,
+        approval_expires_at: null,
+      };
       recent.keep(held);
     },
     claimAccepted: (runId, claim) => claims.claimIfFair(runId, claim.lease, claim.cap),

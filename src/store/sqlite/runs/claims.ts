@@ -19,7 +19,9 @@ export interface SqliteClaims {
 export function sqliteClaims(ctx: RunContext): SqliteClaims {
   const { db, events, recent } = ctx;
   const markRunning = db.prepare(CLAIM);
-  const markRunningIfFair = db.prepare(`${CLAIM} AND (SELECT COUNT(*) FROM runs AS r WHERE r.status = 'running' AND r.workspace_id = runs.workspace_id) < @cap`);
+  const markRunningIfFair = db.prepare(
+    `${CLAIM} AND (SELECT COUNT(*) FROM runs AS r WHERE r.status = 'running' AND r.workspace_id = runs.workspace_id) < @cap`,
+  );
 
   const started = (id: string, now: string) => {
     events.append(id, [STARTED_EVENT], now);

@@ -9,14 +9,18 @@ type ControlRow = Pick<RunRow, 'status' | 'workspace_id' | 'credits_reserved' | 
 
 export function sqliteRunControl(ctx: RunContext): RunControl {
   const { db, commit, events, recent } = ctx;
-  const controlOf = db.prepare('SELECT status, workspace_id, credits_reserved, credits_spent, cancel_requested_at, state, approval_expires_at FROM runs WHERE id = ?');
+  const controlOf = db.prepare(
+    'SELECT status, workspace_id, credits_reserved, credits_spent, cancel_requested_at, state, approval_expires_at FROM runs WHERE id = ?',
+  );
   const cancelIdle = db.prepare(CANCEL_IDLE);
   const requestCancel = db.prepare(REQUEST_CANCEL);
   const approvalOf = db.prepare('SELECT * FROM run_approvals WHERE run_id = ? AND call_id = ?');
   const decideCall = db.prepare(DECIDE_CALL);
   const undecided = db.prepare('SELECT COUNT(*) FROM run_approvals WHERE run_id = ? AND decision IS NULL').pluck();
   const decidedState = db.prepare(DECIDED_STATE);
-  const parkedPast = db.prepare(`SELECT id FROM runs WHERE status = 'awaiting_approval' AND approval_expires_at <= ? ORDER BY approval_expires_at LIMIT 100`).pluck();
+  const parkedPast = db
+    .prepare(`SELECT id FROM runs WHERE status = 'awaiting_approval' AND approval_expires_at <= ? ORDER BY approval_expires_at LIMIT 100`)
+    .pluck();
   const expire = db.prepare(EXPIRE_APPROVAL);
 
   const cancelTx = (id: string, user: string, now: string): CancelOutcome => {
@@ -67,8 +71,16 @@ export function sqliteRunControl(ctx: RunContext): RunControl {
   };
 
   return {
-    cancel: (id, user, now) => ctx.announcing(id, commit.run(() => cancelTx(id, user, now))),
-    decide: (runId, callId, decision, note, user, now) => ctx.announcing(runId, commit.run(() => decideTx(runId, callId, decision, note, user, now))),
+    cancel: (id, user, now) =>
+      ctx.announcing(
+        id,
+        commit.run(() => cancelTx(id, user, now)),
+      ),
+    decide: (runId, callId, decision, note, user, now) =>
+      ctx.announcing(
+        runId,
+        commit.run(() => decideTx(runId, callId, decision, note, user, now)),
+      ),
     expireApprovals: async (message, now) => {
       const ids = parkedPast.all(now) as string[];
       if (!ids.length) return 0;

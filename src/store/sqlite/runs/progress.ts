@@ -74,15 +74,25 @@ export function sqliteRunProgress(ctx: RunContext): RunProgress {
   };
 
   return {
-    saveState: (id, current) => ctx.announcing(id, commit.run(() => saveStateTx(id, current), 'visible')),
+    saveState: (id, current) =>
+      ctx.announcing(
+        id,
+        commit.run(() => saveStateTx(id, current), 'visible'),
+      ),
     reserveMore: (id, amount) => commit.run(() => reserveMoreTx(id, amount), 'visible'),
     finish: (id, status, error, state, spent, now, more = []) => {
       const json = JSON.stringify(state);
-      return ctx.announcing(id, commit.run(() => finishTx(id, status, error, json, spent, now, more), 'visible'));
+      return ctx.announcing(
+        id,
+        commit.run(() => finishTx(id, status, error, json, spent, now, more), 'visible'),
+      );
     },
     park: (id, parking, now) => {
       const json = JSON.stringify(parking.state);
-      return ctx.announcing(id, commit.run(() => parkTx(id, parking, json, now), 'visible'));
+      return ctx.announcing(
+        id,
+        commit.run(() => parkTx(id, parking, json, now), 'visible'),
+      );
     },
   };
 }

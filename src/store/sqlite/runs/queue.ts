@@ -75,7 +75,11 @@ export function sqliteRunQueue(ctx: RunContext): RunQueue {
       return row;
     },
     // The claim of a run handed over in memory: conditional on its status and on its workspace's cap.
-    claim: (id, lease, cap) => ctx.announcing(id, commit.run(() => claims.claimIfFair(id, lease, cap), 'visible')),
+    claim: (id, lease, cap) =>
+      ctx.announcing(
+        id,
+        commit.run(() => claims.claimIfFair(id, lease, cap), 'visible'),
+      ),
     renewLeases: (lease, ids) =>
       commit.run(() => {
         const until = new Date(Date.now() + lease.ms).toISOString();

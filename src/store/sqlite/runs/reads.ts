@@ -17,7 +17,9 @@ export function sqliteRunReads(ctx: RunContext): RunReads {
   );
   const lastStarted = db.prepare(`SELECT MAX(accepted_at) FROM runs WHERE trigger_id = ? AND status != 'refused'`).pluck();
   const list = runLists(db);
-  const active = db.prepare(`SELECT (SELECT count(*) FROM runs WHERE status = 'queued') AS queued, (SELECT count(*) FROM runs WHERE status = 'running') AS running`);
+  const active = db.prepare(
+    `SELECT (SELECT count(*) FROM runs WHERE status = 'queued') AS queued, (SELECT count(*) FROM runs WHERE status = 'running') AS running`,
+  );
   return {
     find: async (id) => recent.get(id) ?? (forProjection.get(id) as RunRow | undefined) ?? null,
     events: async (runId, seq, max) => events.after(runId, seq, max),
