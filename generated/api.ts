@@ -973,6 +973,107 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/build/apps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List apps
+         * @description The apps of the caller's workspace, ordered by slug: the built-in ones (`builtin: true`) and
+         *     the workspace's own, each backed by an MCP server. Apps belong to the whole workspace.
+         */
+        get: operations["listApps"];
+        /**
+         * Create app
+         * @description Adds an app backed by an MCP server (Streamable HTTP) to the workspace. Without a `slug` the
+         *     server derives one from `name`. The slugs of the built-in apps are reserved (409). The app has
+         *     no tools until `POST /api/build/apps/{app}/refresh` discovers them. The server's address is
+         *     held to the outbound address rule (`HTTP_TOOL_ALLOW_PRIVATE`) when the service connects to
+         *     it, not here.
+         */
+        put: operations["createApp"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/apps/{app}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The app's slug, as listed in the catalog.
+                 * @example kv
+                 */
+                app: components["parameters"]["AppSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get app
+         * @description One app of the workspace (built-in or its own) with its tools as the catalog shows them.
+         */
+        get: operations["getApp"];
+        /**
+         * Replace app
+         * @description Replaces the app's settings (`name`, `description`, `mcp`); its slug stays. Its discovered
+         *     tools stay until the next refresh (a changed `mcp.url` answers with the old server's tools
+         *     until then). A built-in app cannot be replaced (409).
+         */
+        put: operations["replaceApp"];
+        post?: never;
+        /**
+         * Delete app
+         * @description Removes the app and its discovered tools. Refused (409) while an agent lists it in
+         *     `tools.apps`, a workflow step or a poll trigger calls one of its tools, or a connection
+         *     belongs to it: the error names them. A built-in app cannot be deleted (409).
+         */
+        delete: operations["deleteApp"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/apps/{app}/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The app's slug, as listed in the catalog.
+                 * @example kv
+                 */
+                app: components["parameters"]["AppSlug"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refresh app tools
+         * @description Asks the app's MCP server for its tools (`tools/list`, every page) and stores them: each
+         *     becomes `<app>.<tool>` with its description, argument schema and flags. A tool is read-only
+         *     only when the server says so (`readOnlyHint`) and the app trusts its annotations
+         *     (`mcp.trust_annotations`); otherwise it is write, and destructive unless a trusted
+         *     annotation says it is not (the MCP defaults), so an agent's approval policy holds its calls.
+         *     An app with `mcp.auth: connection` is asked through a connection of the app: `connection`
+         *     names which (default: the first by ref). A server that cannot be reached, answers garbage,
+         *     or lists more than 500 tools fails the refresh (502, the error says why) and keeps the tools
+         *     stored before; `refresh_error` records it.
+         */
+        post: operations["refreshApp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/build/connections": {
         parameters: {
             query?: never;
@@ -985,8 +1086,82 @@ export interface paths {
          * @description The connections of the caller's workspace, ordered by `ref`.
          */
         get: operations["listConnections"];
-        put?: never;
+        /**
+         * Create connection
+         * @description Adds a connection to one of the workspace's apps, holding the credentials its calls send:
+         *     none, a bearer token, static headers, or OAuth 2.0 client credentials (the service fetches
+         *     the access token, keeps it until shortly before it expires, and renews it, one renewal at a
+         *     time across replicas). Credentials are write-only: sealed at rest, never returned, never
+         *     logged. A connection to an MCP app is tested at once (the server must answer `tools/list`
+         *     with it): `status` is `connected`, or `disconnected` (or `expired` when the credentials are
+         *     refused) with `last_error`; the connection is created either way.
+         */
+        put: operations["createConnection"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/connections/{connectionRef}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The connection's ref.
+                 * @example tracker:acme
+                 */
+                connectionRef: components["parameters"]["ConnectionRef"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get connection
+         * @description One connection, with what its credentials are (kind, header names, token endpoint, client id, scope) and never their secrets.
+         */
+        get: operations["getConnection"];
+        /**
+         * Replace connection
+         * @description Replaces the connection's label and, when given, its credentials (absent: kept as they are).
+         *     Its `ref` and `app` stay. New credentials are tested as on create.
+         */
+        put: operations["replaceConnection"];
+        post?: never;
+        /**
+         * Delete connection
+         * @description Removes the connection and its credentials. Refused (409) while an agent names it in
+         *     `tools.connections` or a workflow step names it: the error names them.
+         */
+        delete: operations["deleteConnection"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/connections/{connectionRef}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The connection's ref.
+                 * @example tracker:acme
+                 */
+                connectionRef: components["parameters"]["ConnectionRef"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test connection
+         * @description Checks the connection against its app now (an MCP app's server must answer `tools/list`
+         *     with its credentials; a built-in app needs none) and records `status`, `last_error` and
+         *     `tested_at`. A failed check is still 200: the connection says why.
+         */
+        post: operations["testConnection"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1502,6 +1677,8 @@ export interface components {
         /** @description Author note, not executed. */
         StepNote: string;
         WorkflowStepInput: components["schemas"]["ToolStepInput"] | components["schemas"]["AgentStepInput"];
+        /** @description The connection the step's call goes through, one of the tool's app. Without it, the app's only connection when it has exactly one; an app that needs a connection and has several refuses the step at write time. */
+        StepConnection: string;
         ToolStepInput: {
             id: components["schemas"]["StepId"];
             /**
@@ -1513,6 +1690,7 @@ export interface components {
             args?: components["schemas"]["ToolArgs"];
             after?: components["schemas"]["StepAfter"];
             note?: components["schemas"]["StepNote"];
+            connection?: components["schemas"]["StepConnection"];
         };
         AgentStepInput: {
             id: components["schemas"]["StepId"];
@@ -1538,6 +1716,7 @@ export interface components {
             args: components["schemas"]["ToolArgs"];
             after: components["schemas"]["StepAfter"];
             note?: components["schemas"]["StepNote"];
+            connection?: components["schemas"]["StepConnection"];
         };
         AgentStep: {
             id: components["schemas"]["StepId"];
@@ -1746,6 +1925,8 @@ export interface components {
             /** @description The tool's output (any JSON value), or null. */
             output: unknown;
             error: string | null;
+            /** @description The connection the call went through (present on a call to an app whose calls go through one). */
+            connection?: string | null;
             approval?: components["schemas"]["ToolCallApproval"];
         };
         /** @description Present on a call the approval policy held; `decision` is null until someone decides. */
@@ -1933,6 +2114,207 @@ export interface components {
             /** @description `connected`, `disconnected` or `expired`. */
             status: string;
         };
+        /** @description Lower-case letters, digits and single hyphens, at most 30 characters (a tool is named `<app>.<tool>`). */
+        AppSlugValue: string;
+        McpSettings: {
+            /** @description The MCP server's Streamable HTTP endpoint (`http` or `https`). Its host must resolve to public addresses unless the operator set `HTTP_TOOL_ALLOW_PRIVATE`. */
+            url: string;
+            /**
+             * @description `connection`: every call and refresh goes through a connection of this app, whose credentials are sent. `none`: no credentials are sent.
+             * @default none
+             * @enum {string}
+             */
+            auth: "none" | "connection";
+            /**
+             * @description The most one call (connect, initialize, the call itself) may take; beyond, the call fails. A run's own tool time limit applies too.
+             * @default 10000
+             */
+            timeout_ms: number;
+            /**
+             * @description The most of a server's answer that is read. A tool output beyond is cut, with a notice; a `tools/list` beyond (4 times this) fails the refresh.
+             * @default 262144
+             */
+            output_bytes: number;
+            /**
+             * @description Whether the server's tool annotations (`readOnlyHint`, `destructiveHint`) decide the tools' flags. Without trust, every tool is write and destructive.
+             * @default false
+             */
+            trust_annotations: boolean;
+        };
+        AppCreate: {
+            /** @enum {string} */
+            kind: "service.app/v1";
+            slug?: components["schemas"]["AppSlugValue"];
+            name: components["schemas"]["Name"];
+            description?: components["schemas"]["Description"];
+            mcp: components["schemas"]["McpSettings"];
+        };
+        AppReplace: {
+            /** @enum {string} */
+            kind: "service.app/v1";
+            slug?: components["schemas"]["AppSlugValue"];
+            name: components["schemas"]["Name"];
+            description?: components["schemas"]["Description"];
+            mcp: components["schemas"]["McpSettings"];
+            /** @description Ignored (what a read shows). */
+            builtin?: boolean;
+            /** @description Ignored (what a read shows; tools change by refresh). */
+            tools?: unknown[];
+            /** @description Ignored. */
+            refreshed_at?: unknown;
+            /** @description Ignored. */
+            refresh_error?: unknown;
+            /** @description Ignored. */
+            server?: unknown;
+            /** @description Ignored (the `If-Match` header names the version replaced). */
+            updated_at?: unknown;
+        };
+        /** @description The MCP server behind the app, every setting with its value (null for a built-in app). */
+        McpSettingsStored: {
+            url: string;
+            /** @enum {string} */
+            auth: "none" | "connection";
+            timeout_ms: number;
+            output_bytes: number;
+            trust_annotations: boolean;
+        } | null;
+        /** @description What the server said of itself at the last refresh (null before one, and for a built-in app). */
+        McpServerInfo: {
+            name: string;
+            version: string;
+            protocol_version: string;
+        } | null;
+        App: {
+            /** @enum {string} */
+            kind: "service.app/v1";
+            slug: string;
+            name: string;
+            description: string | null;
+            /** @description An app every workspace has; its slug is reserved, and it cannot be replaced or deleted. */
+            builtin: boolean;
+            mcp: components["schemas"]["McpSettingsStored"];
+            tools: components["schemas"]["CatalogTool"][];
+            /**
+             * Format: date-time
+             * @description When the tools were last discovered (null before the first refresh, and for a built-in app).
+             */
+            refreshed_at: string | null;
+            /** @description Why the last refresh failed (null when it succeeded); the tools are those of the last refresh that did. */
+            refresh_error: string | null;
+            server: components["schemas"]["McpServerInfo"];
+            /**
+             * Format: date-time
+             * @description The stamp of the app's last write (its ETag); null for a built-in app.
+             */
+            updated_at: string | null;
+        };
+        AppListItem: {
+            slug: string;
+            name: string;
+            description: string | null;
+            builtin: boolean;
+            /** @description How many tools it has. */
+            tools: number;
+            /** Format: date-time */
+            refreshed_at: string | null;
+        };
+        AppRefresh: {
+            /** @description The connection of the app to ask through (an app with `mcp.auth` `connection`); default the first by ref. */
+            connection?: string;
+        };
+        /** @description Lower-case letters and digits, separated by single `-`, `_`, `.` or `:` (`github:acme`). */
+        ConnectionRefValue: string;
+        CredentialsNone: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "none";
+        };
+        CredentialsBearer: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "bearer";
+            /** @description Sent as `Authorization: Bearer <token>`. */
+            token: string;
+        };
+        CredentialsHeaders: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "headers";
+            /** @description Sent with every request, by header name (an RFC 9110 token). Not these, which the transport sets - Host, Content-Length, Content-Type, Accept, Connection, Transfer-Encoding, Authorization when the app is asked through OAuth, Mcp-Session-Id, Mcp-Protocol-Version. */
+            headers: {
+                [key: string]: string;
+            };
+        };
+        CredentialsOAuth2ClientCredentials: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "oauth2_client_credentials";
+            /** @description The authorization server's token endpoint (RFC 6749 section 4.4); held to the outbound address rule. */
+            token_url: string;
+            client_id: string;
+            client_secret: string;
+            scope?: string | null;
+            /** @description Sent as `audience` where the authorization server asks for one (Auth0). */
+            audience?: string | null;
+        };
+        /** @description What the connection's calls send. Write-only - reads show only its kind and non-secret parts. */
+        ConnectionCredentials: components["schemas"]["CredentialsNone"] | components["schemas"]["CredentialsBearer"] | components["schemas"]["CredentialsHeaders"] | components["schemas"]["CredentialsOAuth2ClientCredentials"];
+        /** @description What a read shows of the credentials - never a token, a header's value or a client secret. */
+        CredentialsShown: {
+            /** @enum {string} */
+            kind: "none" | "bearer" | "headers" | "oauth2_client_credentials";
+            header_names?: string[];
+            token_url?: string;
+            client_id?: string;
+            scope?: string | null;
+            audience?: string | null;
+        };
+        ConnectionCreate: {
+            ref: components["schemas"]["ConnectionRefValue"];
+            /** @description The app it connects to (built-in or the workspace's own). */
+            app: string;
+            label?: string | null;
+            credentials: components["schemas"]["ConnectionCredentials"];
+        };
+        ConnectionReplace: {
+            ref: components["schemas"]["ConnectionRefValue"];
+            /** @description Must be the connection's app (a connection does not move between apps). */
+            app: string;
+            label?: string | null;
+            credentials?: components["schemas"]["ConnectionCredentials"];
+            /** @description Ignored (what a read shows). */
+            status?: unknown;
+            /** @description Ignored. */
+            last_error?: unknown;
+            /** @description Ignored. */
+            tested_at?: unknown;
+            /** @description Ignored (the `If-Match` header names the version replaced). */
+            updated_at?: unknown;
+        };
+        ConnectionDetail: {
+            ref: string;
+            app: string;
+            label: string | null;
+            /**
+             * @description `connected` (its last check passed, or its app needs no check), `disconnected` (the server could not be reached or failed), `expired` (the credentials were refused).
+             * @enum {string}
+             */
+            status: "connected" | "disconnected" | "expired";
+            credentials: components["schemas"]["CredentialsShown"];
+            last_error: string | null;
+            /** Format: date-time */
+            tested_at: string | null;
+            /** Format: date-time */
+            updated_at: string;
+        };
         AgentListResponse: {
             data: components["schemas"]["AgentListItem"][];
             /** @description Pass as `cursor` for the next page; null on the last page (always, without `limit`). */
@@ -2068,6 +2450,27 @@ export interface components {
         };
         ConnectionListResponse: {
             data: components["schemas"]["Connection"][];
+        };
+        AppListResponse: {
+            data: components["schemas"]["AppListItem"][];
+        };
+        AppResponse: {
+            data: components["schemas"]["App"];
+        };
+        AppRefreshResponse: {
+            data: components["schemas"]["App"];
+            /** @description Tools this refresh found that the app did not have. */
+            added: string[];
+            /** @description Tools the app had that the server no longer lists. */
+            removed: string[];
+            /** @description Tools the server listed that the app cannot offer, each with why (a name no tool slug can hold, a schema over its size). */
+            skipped: {
+                name: string;
+                reason: string;
+            }[];
+        };
+        ConnectionResponse: {
+            data: components["schemas"]["ConnectionDetail"];
         };
     };
     responses: {
@@ -2390,6 +2793,39 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The app changed since it was read (stale `If-Match`), is built in, or is still in use (the error names what uses it). */
+        AppConflict: {
+            headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The connection changed since it was read (stale `If-Match`), or it is still named by an agent or a workflow step (the error names them). */
+        ConnectionConflict: {
+            headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The app's MCP server could not be reached, failed, answered what is not MCP, or answered beyond a bound; the error says which. */
+        UpstreamFailed: {
+            headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /**
@@ -2434,6 +2870,11 @@ export interface components {
          * @example kv
          */
         AppSlug: string;
+        /**
+         * @description The connection's ref.
+         * @example tracker:acme
+         */
+        ConnectionRef: string;
         /**
          * @description Only the documents of this space: `workspace` (the workspace's own, `team` null) or a team's slug. A space the caller does not see lists nothing.
          * @example finance
@@ -4263,6 +4704,257 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listApps: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workspace's apps. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createApp: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
+                 *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; bodies are
+                 *     compared as canonical JSON (RFC 8785), so the order of members and whitespace do not matter. The
+                 *     same key with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
+                 *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
+                 *     rotate a trigger for a new URL if the first reply was lost.
+                 * @example 4f9d1c1e-retry-1
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AppCreate"];
+            };
+        };
+        responses: {
+            /** @description The app was created. */
+            201: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["CreateConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getApp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The app's slug, as listed in the catalog.
+                 * @example kv
+                 */
+                app: components["parameters"]["AppSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The app. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    replaceApp: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The document's current `updated_at` as a quoted entity tag (the `ETag` of the last read or
+                 *     write), or `*`. Missing: 428. Not the current stamp: 409 with the current document.
+                 * @example "2026-11-21T10:00:00.123456Z"
+                 */
+                "If-Match": components["parameters"]["IfMatch"];
+            };
+            path: {
+                /**
+                 * @description The app's slug, as listed in the catalog.
+                 * @example kv
+                 */
+                app: components["parameters"]["AppSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AppReplace"];
+            };
+        };
+        responses: {
+            /** @description The app was replaced. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["AppConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            428: components["responses"]["PreconditionRequired"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteApp: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The document's current `updated_at` as a quoted entity tag (the `ETag` of the last read or
+                 *     write), or `*`. Missing: 428. Not the current stamp: 409 with the current document.
+                 * @example "2026-11-21T10:00:00.123456Z"
+                 */
+                "If-Match": components["parameters"]["IfMatch"];
+            };
+            path: {
+                /**
+                 * @description The app's slug, as listed in the catalog.
+                 * @example kv
+                 */
+                app: components["parameters"]["AppSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The app was deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["AppConflict"];
+            428: components["responses"]["PreconditionRequired"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    refreshApp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The app's slug, as listed in the catalog.
+                 * @example kv
+                 */
+                app: components["parameters"]["AppSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["AppRefresh"];
+            };
+        };
+        responses: {
+            /** @description The tools were discovered and stored. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppRefreshResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["StateConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            502: components["responses"]["UpstreamFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listConnections: {
         parameters: {
             query?: never;
@@ -4286,6 +4978,220 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createConnection: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
+                 *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; bodies are
+                 *     compared as canonical JSON (RFC 8785), so the order of members and whitespace do not matter. The
+                 *     same key with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
+                 *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
+                 *     rotate a trigger for a new URL if the first reply was lost.
+                 * @example 4f9d1c1e-retry-1
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConnectionCreate"];
+            };
+        };
+        responses: {
+            /** @description The connection was created. */
+            201: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["CreateConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The connection's ref.
+                 * @example tracker:acme
+                 */
+                connectionRef: components["parameters"]["ConnectionRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The connection. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectionResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    replaceConnection: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The document's current `updated_at` as a quoted entity tag (the `ETag` of the last read or
+                 *     write), or `*`. Missing: 428. Not the current stamp: 409 with the current document.
+                 * @example "2026-11-21T10:00:00.123456Z"
+                 */
+                "If-Match": components["parameters"]["IfMatch"];
+            };
+            path: {
+                /**
+                 * @description The connection's ref.
+                 * @example tracker:acme
+                 */
+                connectionRef: components["parameters"]["ConnectionRef"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConnectionReplace"];
+            };
+        };
+        responses: {
+            /** @description The connection was replaced. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["ConnectionConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            428: components["responses"]["PreconditionRequired"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteConnection: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The document's current `updated_at` as a quoted entity tag (the `ETag` of the last read or
+                 *     write), or `*`. Missing: 428. Not the current stamp: 409 with the current document.
+                 * @example "2026-11-21T10:00:00.123456Z"
+                 */
+                "If-Match": components["parameters"]["IfMatch"];
+            };
+            path: {
+                /**
+                 * @description The connection's ref.
+                 * @example tracker:acme
+                 */
+                connectionRef: components["parameters"]["ConnectionRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The connection was deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["ConnectionConflict"];
+            428: components["responses"]["PreconditionRequired"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    testConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The connection's ref.
+                 * @example tracker:acme
+                 */
+                connectionRef: components["parameters"]["ConnectionRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The check ran; the connection records its outcome. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectionResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
