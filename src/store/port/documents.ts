@@ -1,6 +1,6 @@
 // The documents of the store's port: agents and workflows kept whole as JSON, written by
-// compare-and-set on their stamp, with the connections and workspace balances beside them, and the versions each write keeps.
-import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../../domain/types';
+// compare-and-set on their stamp, with the workspace balances beside them, and the versions each write keeps.
+import type { Agent, AgentListItem, Workflow, WorkflowListItem } from '../../domain/types';
 
 /** JSON text known to serialise a T (so it can be sent as is, without parsing it first). */
 export type Serialized<T> = string & { readonly __serializes?: T };
@@ -91,12 +91,6 @@ export interface WorkflowRepository {
   remove(workspaceId: string, id: string): Promise<boolean>;
   /** The workflows' kept versions (each write keeps one). */
   versions: VersionRepository<Workflow>;
-}
-
-export interface ConnectionRepository {
-  list(workspaceId: string): Promise<Connection[]>;
-  /** Adds the connection, or replaces the one with the same ref. */
-  upsert(workspaceId: string, connection: Connection): Promise<void>;
 }
 
 export interface WorkspaceRepository {

@@ -1,6 +1,8 @@
 // The store as the services see it: one repository per aggregate. Two adapters implement it
 // (sqlite/, postgres/), and openStore (store/open.ts) picks one from the configuration.
-import type { AgentRepository, ConnectionRepository, WorkflowRepository, WorkspaceRepository } from './documents';
+import type { AppRepository } from './apps';
+import type { ConnectionRepository } from './connections';
+import type { AgentRepository, WorkflowRepository, WorkspaceRepository } from './documents';
 import type { IdempotencyRepository } from './idempotency';
 import type { KvRepository } from './kv';
 import type { QuotaRepository } from './quotas';
@@ -12,6 +14,8 @@ export interface Store {
   agents: AgentRepository;
   workflows: WorkflowRepository;
   connections: ConnectionRepository;
+  /** The workspaces' own apps (the built-in ones are code: src/apps/builtin/). */
+  apps: AppRepository;
   workspaces: WorkspaceRepository;
   runs: RunRepository;
   kv: KvRepository;

@@ -1,4 +1,4 @@
-// The documents (agents, workflows), connections and workspaces on PostgreSQL, for any number of
+// The documents (agents, workflows) and workspaces on PostgreSQL, for any number of
 // replicas on one database. Every read asks the database, in a query shared by the reads that arrive
 // together (held versions are confirmed, not trusted: heldFind, list-versions.ts). Each write is one
 // statement with the rows that follow it (document-writes.ts). A replace is compare-and-set on the
@@ -8,11 +8,10 @@
 // clock pushed past the stored stamp (StampClock), so a document's stamps grow whatever the replicas' clocks say.
 import type { StampClock } from '../../domain/stamps';
 import { agentSchedules, workflowSchedules } from '../../domain/triggers';
-import type { Agent, Connection, Workflow } from '../../domain/types';
+import type { Agent, Workflow } from '../../domain/types';
 import { isUuid } from '../../ids';
 import type {
   AgentRepository,
-  ConnectionRepository,
   CreateOptions,
   CreateOutcome,
   DocumentRecord,
@@ -259,19 +258,6 @@ export function pgWorkflowRepository(db: PgDatabase, clock: StampClock): Workflo
     replace: (workspaceId, id, expected, doc, meta) => table.replace(workspaceId, id, expected, doc, meta),
     remove: (workspaceId, id) => table.remove(workspaceId, id),
     versions: table.versions,
-  };
-}
-
-export function pgConnectionRepository(db: PgDatabase): ConnectionRepository {
-  return {
-    list: (workspaceId) => db.rows<Connection>('SELECT ref, app, label, status FROM connections WHERE workspace_id = $1 ORDER BY ref', [workspaceId]),
-    upsert: async (workspaceId, c) => {
-      await db.count(
-        `INSERT INTO connections (workspace_id, ref, app, label, status, created_at) VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (workspace_id, ref) DO UPDATE SET app = excluded.app, label = excluded.label, status = excluded.status`,
-        [workspaceId, c.ref, c.app, c.label, c.status, new Date().toISOString()],
-      );
-    },
   };
 }
 

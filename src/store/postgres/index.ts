@@ -9,7 +9,9 @@ import { StampClock } from '../../domain/stamps';
 import type { Store } from '../port';
 import { openPgDatabase } from './database';
 import { migratePg } from './migrate';
-import { pgAgentRepository, pgConnectionRepository, pgWorkflowRepository, pgWorkspaceRepository } from './documents';
+import { pgAppRepository } from './apps';
+import { pgConnectionRepository } from './connections';
+import { pgAgentRepository, pgWorkflowRepository, pgWorkspaceRepository } from './documents';
 import { pgScheduleRepository } from './schedules';
 import { pgWebhookRepository } from './webhooks';
 import { pgIdempotencyRepository } from './idempotency';
@@ -41,7 +43,8 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
   return {
     agents: pgAgentRepository(db, clock),
     workflows: pgWorkflowRepository(db, clock),
-    connections: pgConnectionRepository(db),
+    connections: pgConnectionRepository(db, clock),
+    apps: pgAppRepository(db, clock),
     workspaces: pgWorkspaceRepository(db),
     runs: pgRunRepository(db, notifications),
     kv: pgKvRepository(db),

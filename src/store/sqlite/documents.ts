@@ -1,10 +1,10 @@
-// Agents, workflows, connections and workspace balances on SQLite. The documents are kept by the
+// Agents, workflows and workspace balances on SQLite. The documents are kept by the
 // document table (document-table.ts); an agent's trigger rows and both kinds' schedule rows follow
 // their document inside its write.
-import type { Agent, AgentListItem, Connection, Workflow, WorkflowListItem } from '../../domain/types';
+import type { Agent, AgentListItem, Workflow, WorkflowListItem } from '../../domain/types';
 import { agentSchedules, workflowSchedules } from '../../domain/triggers';
 import type { StampClock } from '../../domain/stamps';
-import type { AgentRepository, ConnectionRepository, SecretRow, WorkflowRepository, WorkspaceRepository } from '../port';
+import type { AgentRepository, SecretRow, WorkflowRepository, WorkspaceRepository } from '../port';
 import { listedName } from '../shared/documents';
 import { triggerPlan } from '../shared/triggers';
 import type { Db } from './database';
@@ -82,21 +82,6 @@ export function workflowRepository(db: Db, commit: GroupCommit, clock: StampCloc
     replace: (workspaceId, id, expected, doc, meta) => table.replace(workspaceId, id, expected, doc, meta),
     remove: (workspaceId, id) => table.remove(workspaceId, id),
     versions: table.versions,
-  };
-}
-
-export function connectionRepository(db: Db, commit: GroupCommit): ConnectionRepository {
-  const list = db.prepare('SELECT ref, app, label, status FROM connections WHERE workspace_id = ? ORDER BY ref');
-  const upsert = db.prepare(
-    `INSERT INTO connections (workspace_id, ref, app, label, status, created_at) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT (workspace_id, ref) DO UPDATE SET app = excluded.app, label = excluded.label, status = excluded.status`,
-  );
-  return {
-    list: async (workspaceId) => list.all(workspaceId) as Connection[],
-    upsert: (workspaceId, c) =>
-      commit.run(() => {
-        upsert.run(workspaceId, c.ref, c.app, c.label, c.status, new Date().toISOString());
-      }),
   };
 }
 

@@ -6,7 +6,9 @@ import { SIGNING_KEY_FILE, readOrCreateKeyFile } from '../../data-directory/key-
 import { StampClock } from '../../domain/stamps';
 import type { Store } from '../port';
 import { openDatabase, walSync, type Db, type WalSync } from './database';
-import { agentRepository, connectionRepository, workflowRepository, workspaceRepository } from './documents';
+import { appRepository } from './apps';
+import { connectionRepository } from './connections';
+import { agentRepository, workflowRepository, workspaceRepository } from './documents';
 import { createGroupCommit } from './group-commit';
 import { idempotencyRepository } from './idempotency';
 import { inProcessQuotas } from '../shared/quotas';
@@ -27,7 +29,8 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
   return {
     agents: agentRepository(db, commit, clock),
     workflows: workflowRepository(db, commit, clock),
-    connections: connectionRepository(db, commit),
+    connections: connectionRepository(db, commit, clock),
+    apps: appRepository(db, commit, clock),
     workspaces: workspaceRepository(db, commit),
     runs: sqliteRunRepository(db, commit),
     kv: kvRepository(db, commit),

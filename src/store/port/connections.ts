@@ -1,0 +1,66 @@
+// A workspace's connections: which app each connects to, the credentials its calls send (sealed by
+// the services, never in clear), the outcome of its last check, and the OAuth 2.0 access token
+// fetched with its client credentials (sealed too), renewed by one process at a time.
+import type { ConnectionStatus, CredentialsShown } from '../../domain/connections';
+import type { Connection } from '../../domain/types';
+
+export interface ConnectionRecord {
+  ref: string;
+  app: string;
+  label: string | null;
+  status: ConnectionStatus;
+  credentialsShown: CredentialsShown;
+  /** The credentials as the services sealed them (null: none to send). */
+  sealedCredentials: string | null;
+  lastError: string | null;
+  testedAt: string | null;
+  stampMicros: number;
+  /** The access token held, sealed, and when it expires. */
+  token: { sealed: string; expiresAtMs: number } | null;
+}
+
+/** What a create writes (a replace: all but `ref` and `app`, which stay). */
+export interface ConnectionWrite {
+  ref: string;
+  app: string;
+  label: string | null;
+  status: ConnectionStatus;
+  credentialsShown: CredentialsShown;
+  sealedCredentials: string | null;
+  lastError: string | null;
+  testedAt: string | null;
+}
+
+export type ConnectionCreateOutcome = { ok: true; record: ConnectionRecord } | { ok: false; reason: 'ref_taken' | 'limit_reached' };
+export type ConnectionReplaceOutcome = { ok: true; record: ConnectionRecord } | { ok: false; current: ConnectionRecord | null };
+
+export interface ConnectionRepository {
+  /** The list items, by ref. */
+  list(workspaceId: string): Promise<Connection[]>;
+  /** Adds a connection without credentials, or sets the one with its ref (the command line's `connections add`). */
+  upsert(workspaceId: string, connection: Connection): Promise<void>;
+  get(workspaceId: string, ref: string): Promise<ConnectionRecord | null>;
+  /** Adds the connection unless its ref is taken or the workspace holds `limit` connections. */
+  create(workspaceId: string, write: ConnectionWrite, limit: number): Promise<ConnectionCreateOutcome>;
+  /**
+   * Writes what `write` holds if the stored stamp is still `expectedStamp` (credentials changed:
+   * the held token goes). `sealedCredentials` undefined keeps the stored ones.
+   */
+  replace(
+    workspaceId: string,
+    ref: string,
+    expectedStamp: number,
+    write: Omit<ConnectionWrite, 'ref' | 'app' | 'sealedCredentials' | 'credentialsShown'> & { sealedCredentials?: string | null; credentialsShown?: CredentialsShown },
+  ): Promise<ConnectionReplaceOutcome>;
+  /** Records a check's outcome (a new stamp: the connection reads otherwise). Null when the connection is gone. */
+  recordCheck(workspaceId: string, ref: string, check: { status: ConnectionStatus; lastError: string | null; testedAt: string }): Promise<ConnectionRecord | null>;
+  /** Removes the connection if its stamp is still `expectedStamp`. */
+  remove(workspaceId: string, ref: string, expectedStamp: number): Promise<'removed' | 'stale' | 'missing'>;
+  /**
+   * Claims the renewal of the connection's access token until `untilMs`, unless another process
+   * holds an unexpired claim (a conditional write: one winner).
+   */
+  claimRenewal(workspaceId: string, ref: string, nowMs: number, untilMs: number): Promise<boolean>;
+  /** Keeps a renewed access token (sealed) and releases the claim. */
+  storeToken(workspaceId: string, ref: string, sealed: string, expiresAtMs: number): Promise<void>;
+}

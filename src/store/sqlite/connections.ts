@@ -1,0 +1,102 @@
+// The workspaces' connections on SQLite: their credentials (sealed by the services), their last
+// check, and the access token an OAuth 2.0 connection holds. Each write is its own savepoint of a
+// group commit; every compare-and-set is the statement's affected-row count.
+import type { StampClock } from '../../domain/stamps';
+import type { Connection } from '../../domain/types';
+import type { ConnectionRecord, ConnectionRepository } from '../port';
+import { CONNECTION_COLUMNS, connectionOfRow, type ConnectionRow } from '../shared/apps';
+import type { Db } from './database';
+import type { GroupCommit } from './group-commit';
+
+export function connectionRepository(db: Db, commit: GroupCommit, clock: StampClock): ConnectionRepository {
+  const list = db.prepare('SELECT ref, app, label, status FROM connections WHERE workspace_id = ? ORDER BY ref');
+  const upsert = db.prepare(
+    `INSERT INTO connections (workspace_id, ref, app, label, status, created_at, stamp_us) VALUES (@ws, @ref, @app, @label, @status, @created, @stamp)
+     ON CONFLICT (workspace_id, ref) DO UPDATE SET app = excluded.app, label = excluded.label, status = excluded.status, stamp_us = excluded.stamp_us`,
+  );
+  const get = db.prepare(`SELECT ${CONNECTION_COLUMNS} FROM connections WHERE workspace_id = ? AND ref = ?`);
+  const count = db.prepare('SELECT COUNT(*) FROM connections WHERE workspace_id = ?').pluck();
+  const insert = db.prepare(
+    `INSERT INTO connections (workspace_id, ref, app, label, status, created_at, credentials_shown, credentials_sealed, last_error, tested_at, stamp_us)
+     VALUES (@ws, @ref, @app, @label, @status, @created, @shown, @sealed, @error, @tested, @stamp)`,
+  );
+  // A null @shown keeps the stored credentials (and the token held with them).
+  const update = db.prepare(
+    `UPDATE connections SET label = @label, status = @status, last_error = @error, tested_at = @tested, stamp_us = @stamp,
+       credentials_shown = COALESCE(@shown, credentials_shown),
+       credentials_sealed = CASE WHEN @shown IS NULL THEN credentials_sealed ELSE @sealed END,
+       token_sealed = CASE WHEN @shown IS NULL THEN token_sealed END,
+       token_expires_ms = CASE WHEN @shown IS NULL THEN token_expires_ms END
+     WHERE workspace_id = @ws AND ref = @ref AND stamp_us = @expected`,
+  );
+  const checked = db.prepare(
+    'UPDATE connections SET status = @status, last_error = @error, tested_at = @tested, stamp_us = MAX(stamp_us + 1, @stamp) WHERE workspace_id = @ws AND ref = @ref',
+  );
+  const remove = db.prepare('DELETE FROM connections WHERE workspace_id = ? AND ref = ? AND stamp_us = ?');
+  const claim = db.prepare(
+    `UPDATE connections SET renewing_until_ms = @until
+     WHERE workspace_id = @ws AND ref = @ref AND (renewing_until_ms IS NULL OR renewing_until_ms <= @now)`,
+  );
+  const keepToken = db.prepare(
+    'UPDATE connections SET token_sealed = @sealed, token_expires_ms = @expires, renewing_until_ms = NULL WHERE workspace_id = @ws AND ref = @ref',
+  );
+  const read = (ws: string, ref: string): ConnectionRecord | null => {
+    const row = get.get(ws, ref) as ConnectionRow | undefined;
+    return row ? connectionOfRow(row) : null;
+  };
+  return {
+    list: async (ws) => list.all(ws) as Connection[],
+    upsert: (ws, c) =>
+      commit.run(() => {
+        upsert.run({ ws, ref: c.ref, app: c.app, label: c.label, status: c.status, created: new Date().toISOString(), stamp: clock.next() });
+      }),
+    get: async (ws, ref) => read(ws, ref),
+    create: (ws, w, limit) =>
+      commit.run(() => {
+        if ((count.get(ws) as number) >= limit) return { ok: false, reason: 'limit_reached' as const };
+        if (get.get(ws, w.ref) !== undefined) return { ok: false, reason: 'ref_taken' as const };
+        insert.run({
+          ws,
+          ref: w.ref,
+          app: w.app,
+          label: w.label,
+          status: w.status,
+          created: new Date().toISOString(),
+          shown: JSON.stringify(w.credentialsShown),
+          sealed: w.sealedCredentials,
+          error: w.lastError,
+          tested: w.testedAt,
+          stamp: clock.next(),
+        });
+        return { ok: true as const, record: read(ws, w.ref) as ConnectionRecord };
+      }),
+    replace: (ws, ref, expected, w) =>
+      commit.run(() => {
+        const params = {
+          ws,
+          ref,
+          expected,
+          label: w.label,
+          status: w.status,
+          error: w.lastError,
+          tested: w.testedAt,
+          stamp: clock.next(expected),
+          shown: w.credentialsShown === undefined ? null : JSON.stringify(w.credentialsShown),
+          sealed: w.sealedCredentials ?? null,
+        };
+        return update.run(params).changes === 1 ? { ok: true as const, record: read(ws, ref) as ConnectionRecord } : { ok: false as const, current: read(ws, ref) };
+      }),
+    recordCheck: (ws, ref, c) =>
+      commit.run(() => (checked.run({ ws, ref, status: c.status, error: c.lastError, tested: c.testedAt, stamp: clock.next() }).changes === 1 ? read(ws, ref) : null)),
+    remove: (ws, ref, expected) =>
+      commit.run(() => {
+        if (remove.run(ws, ref, expected).changes === 1) return 'removed' as const;
+        return get.get(ws, ref) === undefined ? ('missing' as const) : ('stale' as const);
+      }),
+    claimRenewal: (ws, ref, now, until) => commit.run(() => claim.run({ ws, ref, now, until }).changes === 1),
+    storeToken: (ws, ref, sealed, expires) =>
+      commit.run(() => {
+        keepToken.run({ ws, ref, sealed, expires });
+      }),
+  };
+}
