@@ -133,7 +133,19 @@ const TOO_DEEP = Symbol('too deep');
 /** Keywords left out of a third party's schema (see argumentSchema). */
 const COSTLY = new Set(['pattern', 'patternProperties', 'format', '$ref', '$dynamicRef', '$recursiveRef', '$id', '$schema', '$anchor', '$dynamicAnchor']);
 /** Keywords whose value is a schema, a list of schemas, or names mapped to schemas. */
-const SUBSCHEMA = new Set(['items', 'additionalItems', 'additionalProperties', 'not', 'if', 'then', 'else', 'contains', 'propertyNames', 'unevaluatedItems', 'unevaluatedProperties']);
+const SUBSCHEMA = new Set([
+  'items',
+  'additionalItems',
+  'additionalProperties',
+  'not',
+  'if',
+  'then',
+  'else',
+  'contains',
+  'propertyNames',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+]);
 const SUBSCHEMAS = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems']);
 const NAMED_SUBSCHEMAS = new Set(['properties', '$defs', 'definitions', 'dependentSchemas']);
 

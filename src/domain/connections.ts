@@ -54,8 +54,10 @@ export function credentialProblems(credentials: Credentials, at: string): Proble
   const seen = new Set<string>();
   for (const name of Object.keys(credentials.headers)) {
     const lower = name.toLowerCase();
-    if (!HEADER_NAME.test(name)) problems.push({ path: `${at}.headers.${name}`, message: 'is not a header name (an RFC 9110 token of at most 100 characters)' });
-    else if (TRANSPORT_HEADERS.has(lower)) problems.push({ path: `${at}.headers.${name}`, message: 'is set by the transport; a connection cannot send its own' });
+    if (!HEADER_NAME.test(name))
+      problems.push({ path: `${at}.headers.${name}`, message: 'is not a header name (an RFC 9110 token of at most 100 characters)' });
+    else if (TRANSPORT_HEADERS.has(lower))
+      problems.push({ path: `${at}.headers.${name}`, message: 'is set by the transport; a connection cannot send its own' });
     else if (seen.has(lower)) problems.push({ path: `${at}.headers.${name}`, message: 'names a header already given (header names are case-insensitive)' });
     seen.add(lower);
   }

@@ -1,35 +1,16 @@
-// The http app. Requests go only to global unicast addresses (addresses.ts): the host name is
-// resolved by our own lookup, which refuses the name if any address it resolves to is not global,
-// and the connection is made to an address that lookup vetted (so DNS cannot point it elsewhere
-// between the check and the connect). Redirects are followed (a few), each hop vetted the same way.
+// The http app. Requests go only where the outbound address rule allows (outbound/lookup.ts: the
+// address a name resolves to is vetted, and connected to as vetted). Redirects are followed (a few), each hop vetted the same way.
 // The whole exchange, every hop included, has one deadline and one size cap: node's `timeout` is an
 // idle timeout, which a server sending a byte now and then would never trip.
-import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
 import { NOT_JSON, parseJsonWithin } from '../../domain/json-limits';
-import { isGlobalUnicast } from '../outbound/addresses';
+import { refusedLiteral, vettedLookup } from '../outbound/lookup';
 import { objectOf, tool, ToolError, type AppModule, type HttpToolOptions } from '../types';
 import { injectTraceContext } from '../../tracing';
 
 /** Redirects followed at most; the response to the next one is returned as it is. */
 export const MAX_REDIRECTS = 5;
-
-type LookupAddress = { address: string; family: number };
-
-function vettedLookup(allowPrivate: boolean): net.LookupFunction {
-  return ((hostname: string, options: dns.LookupOptions, callback: (...args: unknown[]) => void) => {
-    dns.lookup(hostname, { all: true, family: options.family }, (err, addresses: LookupAddress[]) => {
-      if (err) return callback(err);
-      const refused = addresses.find((a) => !allowPrivate && !isGlobalUnicast(a.address));
-      if (refused) return callback(new ToolError(`refused: ${hostname} resolves to ${refused.address}, which is not a public (global unicast) address`));
-      if (options.all) return callback(null, addresses);
-      const first = addresses[0] as LookupAddress;
-      callback(null, first.address, first.family);
-    });
-  }) as unknown as net.LookupFunction;
-}
 
 interface RequestArgs {
   method: string;
@@ -52,11 +33,8 @@ function parseUrl(text: string, allowPrivate: boolean): URL {
     throw new ToolError(`url: '${text}' is not an absolute URL`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ToolError(`url: only http and https are allowed, not ${url.protocol}`);
-  // An IP literal is connected to without a lookup: vet it here.
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (net.isIP(host) && !allowPrivate && !isGlobalUnicast(host)) {
-    throw new ToolError(`refused: ${host} is not a public (global unicast) address`);
-  }
+  const refused = refusedLiteral(url, allowPrivate);
+  if (refused) throw new ToolError(refused);
   return url;
 }
 

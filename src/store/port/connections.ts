@@ -50,10 +50,17 @@ export interface ConnectionRepository {
     workspaceId: string,
     ref: string,
     expectedStamp: number,
-    write: Omit<ConnectionWrite, 'ref' | 'app' | 'sealedCredentials' | 'credentialsShown'> & { sealedCredentials?: string | null; credentialsShown?: CredentialsShown },
+    write: Omit<ConnectionWrite, 'ref' | 'app' | 'sealedCredentials' | 'credentialsShown'> & {
+      sealedCredentials?: string | null;
+      credentialsShown?: CredentialsShown;
+    },
   ): Promise<ConnectionReplaceOutcome>;
   /** Records a check's outcome (a new stamp: the connection reads otherwise). Null when the connection is gone. */
-  recordCheck(workspaceId: string, ref: string, check: { status: ConnectionStatus; lastError: string | null; testedAt: string }): Promise<ConnectionRecord | null>;
+  recordCheck(
+    workspaceId: string,
+    ref: string,
+    check: { status: ConnectionStatus; lastError: string | null; testedAt: string },
+  ): Promise<ConnectionRecord | null>;
   /** Removes the connection if its stamp is still `expectedStamp`. */
   remove(workspaceId: string, ref: string, expectedStamp: number): Promise<'removed' | 'stale' | 'missing'>;
   /**

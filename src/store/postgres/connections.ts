@@ -34,7 +34,19 @@ export function pgConnectionRepository(db: PgDatabase, clock: StampClock): Conne
           await sql.count(
             `INSERT INTO connections (workspace_id, ref, app, label, status, created_at, credentials_shown, credentials_sealed, last_error, tested_at, stamp_us)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-            [ws, w.ref, w.app, w.label, w.status, new Date().toISOString(), JSON.stringify(w.credentialsShown), w.sealedCredentials, w.lastError, w.testedAt, clock.next()],
+            [
+              ws,
+              w.ref,
+              w.app,
+              w.label,
+              w.status,
+              new Date().toISOString(),
+              JSON.stringify(w.credentialsShown),
+              w.sealedCredentials,
+              w.lastError,
+              w.testedAt,
+              clock.next(),
+            ],
           );
           return { ok: true as const, record: (await read(sql, ws, w.ref)) as ConnectionRecord };
         });
@@ -66,7 +78,9 @@ export function pgConnectionRepository(db: PgDatabase, clock: StampClock): Conne
           expected,
         ],
       );
-      return changed === 1 ? { ok: true as const, record: (await read(db, ws, ref)) as ConnectionRecord } : { ok: false as const, current: await read(db, ws, ref) };
+      return changed === 1
+        ? { ok: true as const, record: (await read(db, ws, ref)) as ConnectionRecord }
+        : { ok: false as const, current: await read(db, ws, ref) };
     },
     recordCheck: async (ws, ref, c) => {
       const row = await db.row<ConnectionRow>(

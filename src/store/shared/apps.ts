@@ -42,7 +42,8 @@ export interface ConnectionRow {
   token_expires_ms: number | null;
 }
 
-export const CONNECTION_COLUMNS = 'ref, app, label, status, credentials_shown, credentials_sealed, last_error, tested_at, stamp_us, token_sealed, token_expires_ms';
+export const CONNECTION_COLUMNS =
+  'ref, app, label, status, credentials_shown, credentials_sealed, last_error, tested_at, stamp_us, token_sealed, token_expires_ms';
 
 export function connectionOfRow(row: ConnectionRow): ConnectionRecord {
   return {

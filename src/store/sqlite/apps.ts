@@ -12,10 +12,10 @@ export function appRepository(db: Db, commit: GroupCommit, clock: StampClock): A
   const list = db.prepare(`SELECT ${APP_COLUMNS} FROM workspace_apps WHERE workspace_id = ? ORDER BY slug`);
   const get = db.prepare(`SELECT ${APP_COLUMNS} FROM workspace_apps WHERE workspace_id = ? AND slug = ?`);
   const count = db.prepare('SELECT COUNT(*) FROM workspace_apps WHERE workspace_id = ?').pluck();
-  const insert = db.prepare(
-    `INSERT INTO workspace_apps (workspace_id, slug, settings, stamp_us, created_at) VALUES (@ws, @slug, @settings, @stamp, @created)`,
+  const insert = db.prepare(`INSERT INTO workspace_apps (workspace_id, slug, settings, stamp_us, created_at) VALUES (@ws, @slug, @settings, @stamp, @created)`);
+  const update = db.prepare(
+    'UPDATE workspace_apps SET settings = @settings, stamp_us = @stamp WHERE workspace_id = @ws AND slug = @slug AND stamp_us = @expected',
   );
-  const update = db.prepare('UPDATE workspace_apps SET settings = @settings, stamp_us = @stamp WHERE workspace_id = @ws AND slug = @slug AND stamp_us = @expected');
   const refreshed = db.prepare(
     `UPDATE workspace_apps SET tools = COALESCE(@tools, tools), server = COALESCE(@server, server), refreshed_at = @at,
        refresh_error = @error, stamp_us = MAX(stamp_us + 1, @stamp) WHERE workspace_id = @ws AND slug = @slug`,

@@ -84,10 +84,14 @@ export function connectionRepository(db: Db, commit: GroupCommit, clock: StampCl
           shown: w.credentialsShown === undefined ? null : JSON.stringify(w.credentialsShown),
           sealed: w.sealedCredentials ?? null,
         };
-        return update.run(params).changes === 1 ? { ok: true as const, record: read(ws, ref) as ConnectionRecord } : { ok: false as const, current: read(ws, ref) };
+        return update.run(params).changes === 1
+          ? { ok: true as const, record: read(ws, ref) as ConnectionRecord }
+          : { ok: false as const, current: read(ws, ref) };
       }),
     recordCheck: (ws, ref, c) =>
-      commit.run(() => (checked.run({ ws, ref, status: c.status, error: c.lastError, tested: c.testedAt, stamp: clock.next() }).changes === 1 ? read(ws, ref) : null)),
+      commit.run(() =>
+        checked.run({ ws, ref, status: c.status, error: c.lastError, tested: c.testedAt, stamp: clock.next() }).changes === 1 ? read(ws, ref) : null,
+      ),
     remove: (ws, ref, expected) =>
       commit.run(() => {
         if (remove.run(ws, ref, expected).changes === 1) return 'removed' as const;

@@ -1,0 +1,78 @@
+// The MCP client session (apps/mcp/session.ts) against a real server built with the official SDK
+// on loopback: tools listed, a call answered, and every bound held: the deadline, the byte cap,
+// the outbound address rule, a server that is not there.
+import { listTools, McpFailure, serverInfoOf, withMcpSession, type McpEndpoint } from '../../src/apps/mcp/session';
+import { startMcpPeer, type McpPeer } from '../helpers/mcp-peer';
+
+let peer: McpPeer;
+beforeAll(async () => {
+  peer = await startMcpPeer();
+});
+afterAll(() => peer.close());
+
+const endpoint = (overrides: Partial<McpEndpoint> = {}): McpEndpoint => ({
+  url: peer.url,
+  headers: {},
+  timeoutMs: 3000,
+  maxBytes: 256 * 1024,
+  allowPrivate: true,
+  ...overrides,
+});
+
+test('lists the tools and says what the server is', async () => {
+  const { tools, info } = await withMcpSession(endpoint(), async (s) => ({ tools: await listTools(s, 500), info: serverInfoOf(s) }));
+  expect(tools.map((t) => t.name)).toEqual(['lookup', 'close_ticket', 'comment', 'slow', 'huge', 'fails']);
+  expect(tools[0]).toMatchObject({ annotations: { readOnlyHint: true } });
+  expect(info).toMatchObject({ name: 'peer-mcp', version: '1.2.3' });
+  expect(info.protocol_version).toMatch(/^20\d\d-\d\d-\d\d$/);
+});
+
+test('calls a tool', async () => {
+  const result = await withMcpSession(endpoint(), (s) => s.client.callTool({ name: 'lookup', arguments: { id: '7' } }, s.request));
+  expect(result.content).toEqual([{ type: 'text', text: '{"id":"7","title":"Ticket 7"}' }]);
+});
+
+test('a server slower than the deadline fails the session with the deadline, in about that time', async () => {
+  const started = performance.now();
+  await expect(withMcpSession(endpoint({ timeoutMs: 500 }), (s) => s.client.callTool({ name: 'slow', arguments: { ms: 3000 } }, s.request))).rejects.toThrow(
+    new McpFailure('the MCP server did not answer within 500 ms'),
+  );
+  expect(performance.now() - started).toBeLessThan(1500);
+});
+
+test('an answer past the byte cap fails, keeping only the cap', async () => {
+  let cut = 0;
+  await expect(
+    withMcpSession(endpoint({ maxBytes: 64 * 1024 }), async (s) => {
+      try {
+        return await s.client.callTool({ name: 'huge', arguments: { bytes: 5_000_000 } }, s.request);
+      } finally {
+        cut = s.cut()?.prefix.length ?? 0;
+      }
+    }),
+  ).rejects.toThrow("the MCP server's answer is larger than 65536 bytes, the most the app reads");
+  expect(cut).toBe(64 * 1024);
+});
+
+test('a private address is refused unless allowed; a server that is not there fails clearly', async () => {
+  await expect(withMcpSession(endpoint({ allowPrivate: false }), (s) => listTools(s, 500))).rejects.toThrow(
+    'refused: 127.0.0.1 is not a public (global unicast) address',
+  );
+  await expect(withMcpSession(endpoint({ url: 'http://localhost:1/mcp', allowPrivate: false }), (s) => listTools(s, 500))).rejects.toThrow(
+    /refused: localhost resolves to (127\.0\.0\.1|::1), which is not a public/,
+  );
+  await expect(withMcpSession(endpoint({ url: 'http://127.0.0.1:1/mcp' }), (s) => listTools(s, 500))).rejects.toThrow(
+    /^the MCP server could not be used: .*ECONNREFUSED/,
+  );
+});
+
+test('more tools than allowed fail the listing', async () => {
+  const many = await startMcpPeer({ tools: Array.from({ length: 40 }, (_, i) => ({ name: `t${i}` })) });
+  try {
+    await expect(withMcpSession(endpoint({ url: many.url }), (s) => listTools(s, 30))).rejects.toThrow(
+      'the MCP server lists more than 30 tools, the most an app may have',
+    );
+  } finally {
+    await many.close();
+  }
+});
