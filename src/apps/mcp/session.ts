@@ -7,7 +7,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { ListedMcpTool } from '../../domain/apps';
 import { ToolError } from '../types';
-import { AnswerCut, guardedFetch, type GuardedFetch } from '../outbound/guarded-fetch';
+import { type AnswerCut, guardedFetch, type GuardedFetch } from '../outbound/guarded-fetch';
 
 /** Where and how to reach the server, and what a session may cost. */
 export interface McpEndpoint {
