@@ -1,6 +1,7 @@
 // Wires the parts of the service from a Config: the store, the token verifier (embedded issuer or
 // an external one), and the HTTP app. main.ts listens; tests call this with a temporary database.
 import { createAppRegistry } from './apps/registry';
+import { createCredentialSource } from './services/connection-credentials';
 import type express from 'express';
 import path from 'node:path';
 import { ConfigError, type Config } from './config';
@@ -157,7 +158,9 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
   const localIssuer = config.auth.issuer ? null : await localIssuerFor(config, store);
   const models = createModelRegistry(config);
   const http = { ...HTTP_TOOL, allowPrivate: config.httpToolAllowPrivate };
-  const apps = createAppRegistry();
+  const secrets = await openSecretBox(config, store, logger);
+  const credentials = createCredentialSource({ connections: store.connections, secrets, allowPrivate: config.httpToolAllowPrivate });
+  const apps = createAppRegistry({ store, credentials, allowPrivate: config.httpToolAllowPrivate });
   const runner = createRunner({
     store,
     models,
@@ -171,7 +174,6 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     logger,
     metrics,
   });
-  const secrets = await openSecretBox(config, store, logger);
   const ctx: ServiceContext = {
     metrics,
     store,

@@ -1,59 +1,121 @@
 // The app registry: the one place that knows which apps exist. The catalog, the semantic checks of
 // documents, the agent loop, the workflow executor and the poll triggers ask it for a workspace's
-// apps, and call tools through what it answers, so a workspace's own apps (issue 44's MCP apps) are
-// as real to them as the built-in ones. Nothing else imports an app module (.dependency-cruiser.cjs).
+// apps and call tools through what it answers, so a workspace's own apps (each backed by an MCP
+// server) are as real to them as the built-in ones. Nothing else imports an app module
+// (.dependency-cruiser.cjs). A workspace's view is built once per change of its apps or of its
+// connections' refs (the store's snapshot key says when), and held for the workspaces asked lately.
+import { MAX_APP_TOOLS, type AppSettings, type ListedMcpTool, type McpServerInfo } from '../domain/apps';
 import type { AppDefinition, ToolDefinition } from '../domain/catalog';
+import type { AppRepository, ConnectionRepository } from '../store/port';
 import { coreApp } from './builtin/core';
 import { httpApp } from './builtin/http';
 import { kvApp } from './builtin/kv';
 import { timeApp } from './builtin/time';
 import { invokeTool, type ToolOutcome } from './invoke';
-import { definitionOf, type AppModule, type AppTool, type ToolContext } from './types';
+import { mcpAppModule } from './mcp/app-module';
+import { listTools, serverInfoOf, withMcpSession } from './mcp/session';
+import { definitionOf, type AppModule, type AppTool, type CredentialSource, type ToolContext } from './types';
 
 export type { ToolOutcome } from './invoke';
+export { McpFailure } from './mcp/session';
+export { CONNECTION_ARGUMENT } from './mcp/app-module';
 
 /** The apps every workspace has, in the catalog's order. */
 const BUILTIN_APPS: readonly AppModule[] = [coreApp, httpApp, kvApp, timeApp];
+const BUILTIN_SLUGS: ReadonlySet<string> = new Set(BUILTIN_APPS.map((m) => m.slug));
+
+/** The workspaces whose view is held at most (least recently asked go first). */
+const HELD_WORKSPACES = 500;
+/** The bytes one answer to a refresh's tools/list may have. */
+const LIST_ANSWER_BYTES = 4 * 1024 * 1024;
 
 /** The apps one workspace has, and its tools' calls. */
 export interface WorkspaceApps {
-  /** By slug, in the catalog's order. */
+  /** By slug: the built-in apps first, then the workspace's own. */
   readonly apps: ReadonlyMap<string, AppDefinition>;
   /** Every tool of those apps, by its slug (`<app>.<tool>`). */
   readonly tools: ReadonlyMap<string, ToolDefinition>;
+  /** The refs of each app's connections (an app absent: none). */
+  readonly connections: ReadonlyMap<string, readonly string[]>;
   /** Whether the app is one every workspace has (its slug is reserved). */
   isBuiltin(app: string): boolean;
+  /** Whether the app's calls go through a connection (its `mcp.auth` is `connection`). */
+  needsConnection(app: string): boolean;
   /** Calls the tool named `slug` with `args` (an unknown slug is a failed outcome too). */
   invoke(slug: string, args: unknown, ctx: ToolContext): Promise<ToolOutcome>;
 }
 
 export interface AppRegistry {
+  /** The slugs no workspace app may take. */
+  readonly builtinSlugs: ReadonlySet<string>;
   /** The apps `workspaceId` has. */
   of(workspaceId: string): Promise<WorkspaceApps>;
+  /** Asks an app's MCP server for its tools, through connection `ref` when given. Throws McpFailure or ToolError. */
+  discover(workspaceId: string, app: AppSettings, ref: string | null): Promise<{ tools: ListedMcpTool[]; server: McpServerInfo }>;
 }
 
-function workspaceApps(modules: readonly AppModule[]): WorkspaceApps {
+export interface AppRegistryDeps {
+  store: { apps: AppRepository; connections: ConnectionRepository };
+  credentials: CredentialSource;
+  /** The outbound address rule's exception (HTTP_TOOL_ALLOW_PRIVATE). */
+  allowPrivate: boolean;
+}
+
+function workspaceApps(modules: readonly AppModule[], connections: ReadonlyMap<string, readonly string[]>, needing: ReadonlySet<string>): WorkspaceApps {
   const apps = new Map(modules.map((m) => [m.slug, definitionOf(m)] as const));
   const runnable = new Map<string, AppTool>(modules.flatMap((m) => m.tools.map((t) => [t.definition.slug, t] as const)));
   const tools = new Map([...runnable].map(([slug, t]) => [slug, t.definition] as const));
-  const builtin = new Set(BUILTIN_APPS.map((m) => m.slug));
   return {
     apps,
     tools,
-    isBuiltin: (app) => builtin.has(app),
+    connections,
+    isBuiltin: (app) => BUILTIN_SLUGS.has(app),
+    needsConnection: (app) => needing.has(app),
     invoke: (slug, args, ctx) => invokeTool(slug, runnable.get(slug) ?? null, args, ctx),
   };
 }
 
 let builtin: WorkspaceApps | undefined;
 
-/** The apps every workspace has, alone (what a workspace without apps of its own has). */
+/** The apps every workspace has, alone (what a workspace without apps or connections of its own has). */
 export function builtinApps(): WorkspaceApps {
-  return (builtin ??= workspaceApps(BUILTIN_APPS));
+  return (builtin ??= workspaceApps(BUILTIN_APPS, new Map(), new Set()));
 }
 
 /** The registry, built once at the composition root and passed down. */
-export function createAppRegistry(): AppRegistry {
-  const answer = Promise.resolve(builtinApps());
-  return { of: () => answer };
+export function createAppRegistry(deps: AppRegistryDeps): AppRegistry {
+  const held = new Map<string, { key: string; apps: WorkspaceApps }>();
+
+  async function build(workspaceId: string): Promise<WorkspaceApps> {
+    const [stored, connections] = await Promise.all([deps.store.apps.list(workspaceId), deps.store.connections.list(workspaceId)]);
+    const byApp = new Map<string, string[]>();
+    for (const c of connections) byApp.set(c.app, [...(byApp.get(c.app) ?? []), c.ref]);
+    const own = stored.map((app) => mcpAppModule(app, byApp.get(app.slug) ?? [], deps));
+    const needing = new Set(stored.filter((app) => app.settings.mcp.auth === 'connection').map((app) => app.slug));
+    return workspaceApps([...BUILTIN_APPS, ...own], byApp, needing);
+  }
+
+  return {
+    builtinSlugs: BUILTIN_SLUGS,
+    async of(workspaceId) {
+      const key = await deps.store.apps.snapshotKey(workspaceId);
+      if (key === '|') return builtinApps();
+      const known = held.get(workspaceId);
+      if (known?.key === key) {
+        held.delete(workspaceId);
+        held.set(workspaceId, known);
+        return known.apps;
+      }
+      const apps = await build(workspaceId);
+      held.delete(workspaceId);
+      held.set(workspaceId, { key, apps });
+      if (held.size > HELD_WORKSPACES) held.delete(held.keys().next().value as string);
+      return apps;
+    },
+    async discover(workspaceId, app, ref) {
+      const headers = ref === null ? {} : await deps.credentials.headersFor(workspaceId, ref);
+      const endpoint = { url: app.mcp.url, headers, timeoutMs: app.mcp.timeout_ms, maxBytes: LIST_ANSWER_BYTES, allowPrivate: deps.allowPrivate };
+      return withMcpSession(endpoint, async (session) => ({ tools: await listTools(session, MAX_APP_TOOLS), server: serverInfoOf(session) }));
+    },
+  };
 }

@@ -21,10 +21,32 @@ export interface ToolContext {
   limits: RunLimits;
   /** What the run may still render (shared by all its steps and calls). */
   budget: RenderBudget;
+  /**
+   * The connections a call may go through (an app whose calls need one): an agent's
+   * `tools.connections` (`all` or refs), and the one a workflow step names. Absent: any.
+   */
+  connections?: ConnectionChoice;
+  /** Told which connection a call went through (the run's record of the call says so). */
+  usedConnection?: (ref: string) => void;
+}
+
+export interface ConnectionChoice {
+  allowed: 'all' | readonly string[];
+  /** The connection asked for: a workflow step's `connection`. */
+  named?: string;
+}
+
+/** The headers a call through a connection sends (its credentials, opened; an OAuth token fetched). */
+export interface CredentialSource {
+  /** Throws a ToolError saying why when they cannot be had. */
+  headersFor(workspaceId: string, ref: string): Promise<Record<string, string>>;
 }
 
 /** A failure the tool reports to its caller (a step or a model), as opposed to a bug. */
 export class ToolError extends Error {}
+
+/** A failure because a connection's credentials were refused (401, or the token endpoint's refusal). */
+export class CredentialsRefused extends ToolError {}
 
 export type ToolImplementation = (args: Record<string, unknown>, ctx: ToolContext) => Promise<unknown>;
 

@@ -95,6 +95,7 @@ export async function startMcpPeer(opts: { tools?: PeerTool[]; requireToken?: st
     const server = new Server({ name: opts.name ?? 'peer-mcp', version: '1.2.3' }, { capabilities: { tools: {} } });
     server.setRequestHandler('tools/list', async () => {
       peer.methods.push('tools/list');
+      // As the peer lists them, whatever they say (a hostile server's list too).
       return {
         tools: peer.tools.map((t) => ({
           name: t.name,
@@ -102,7 +103,7 @@ export async function startMcpPeer(opts: { tools?: PeerTool[]; requireToken?: st
           inputSchema: t.inputSchema ?? { type: 'object' },
           ...(t.annotations ? { annotations: t.annotations } : {}),
         })),
-      };
+      } as never;
     });
     server.setRequestHandler('tools/call', async (request, ctx) => {
       peer.methods.push('tools/call');
@@ -111,9 +112,9 @@ export async function startMcpPeer(opts: { tools?: PeerTool[]; requireToken?: st
       peer.calls.push({ tool: request.params.name, args, authorization });
       if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no tool '${request.params.name}'`);
       try {
-        return (await tool.run?.(args, ctx.mcpReq.signal)) ?? text('done');
+        return ((await tool.run?.(args, ctx.mcpReq.signal)) ?? text('done')) as never;
       } catch (err) {
-        return { isError: true, content: [{ type: 'text', text: (err as Error).message }] };
+        return { isError: true, content: [{ type: 'text' as const, text: (err as Error).message }] };
       }
     });
     return server;

@@ -88,7 +88,7 @@ function runnerWith(handOffLimit: number, runs: (real: RunRepository) => Partial
   return createRunner({
     store: { ...t.service.store, runs: { ...real, ...runs(real) } },
     models: createModelRegistry(t.config),
-    apps: createAppRegistry(),
+    apps: createAppRegistry({ store: t.service.store, credentials: { headersFor: async () => ({}) }, allowPrivate: false }),
     http: { timeoutMs: 5000, maxBytes: 1024, allowPrivate: true },
     limits: t.config.runLimits,
     workers: 1,

@@ -22,7 +22,7 @@ beforeEach(() => {
     runs: t.store.runs,
     kv: t.store.kv,
     models: createModelRegistry({ openai: null }),
-    apps: createAppRegistry(),
+    apps: createAppRegistry({ store: t.store, credentials: { headersFor: async () => ({}) }, allowPrivate: false }),
     http: { timeoutMs: 1000, maxBytes: 1024, allowPrivate: false },
     limits: DEFAULT_RUN_LIMITS,
     executing,

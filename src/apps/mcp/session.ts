@@ -4,9 +4,9 @@
 // one deadline for the whole session, every answer read through the guarded fetch (the outbound
 // address rule, a byte cap), at most MAX_LIST_PAGES pages of tools. Every failure is an McpFailure
 // whose message says what went wrong in words a user can act on; none escapes as anything else.
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
 import type { ListedMcpTool } from '../../domain/apps';
-import { ToolError } from '../types';
+import { CredentialsRefused, ToolError } from '../types';
 import { type AnswerCut, guardedFetch, type GuardedFetch } from '../outbound/guarded-fetch';
 
 /** Where and how to reach the server, and what a session may cost. */
@@ -20,7 +20,15 @@ export interface McpEndpoint {
   allowPrivate: boolean;
 }
 
-export class McpFailure extends Error {}
+/** A session that failed; `refused`: because the credentials were refused (401 or 403, or the token endpoint's refusal). */
+export class McpFailure extends Error {
+  constructor(
+    message: string,
+    readonly refused = false,
+  ) {
+    super(message);
+  }
+}
 
 /** Pages of `tools/list` read at most. */
 export const MAX_LIST_PAGES = 20;
@@ -76,9 +84,14 @@ function failureOf(err: unknown, deadline: AbortSignal, guarded: GuardedFetch): 
   if (err instanceof McpFailure) return err;
   if (deadline.aborted && deadline.reason instanceof McpFailure) return deadline.reason;
   if (guarded.cut) return new McpFailure(`the MCP server's answer is larger than ${guarded.cut.prefix.length} bytes, the most the app reads`);
-  const refused = causes(err).find((e) => e instanceof ToolError);
-  if (refused) return new McpFailure(refused.message);
-  const message = causes(err)
+  const chain = causes(err);
+  const ours = chain.find((e) => e instanceof ToolError);
+  if (ours) return new McpFailure(ours.message, ours instanceof CredentialsRefused);
+  const status = chain.map((e) => (e as { status?: unknown }).status).find((s) => typeof s === 'number');
+  if (status === 401 || status === 403 || chain.some((e) => UnauthorizedError.isInstance(e))) {
+    return new McpFailure(`the MCP server refused the connection's credentials (${status ?? 401})`, true);
+  }
+  const message = chain
     .map((e) => (e instanceof Error ? e.message : String(e)))
     .filter(Boolean)
     .join(': ');

@@ -1,5 +1,6 @@
 // Every operation of openapi.yaml, keyed by operationId. The type makes a missing one an error.
 import { agentHandlers } from './agents';
+import { appHandlers } from './apps';
 import { catalogHandlers } from './catalog';
 import { runControlHandlers } from './run-control';
 import { runHandlers } from './runs';
@@ -7,4 +8,4 @@ import type { Handlers } from './types';
 import { versionHandlers } from './versions';
 import { workflowHandlers } from './workflows';
 
-export const handlers: Handlers = { ...agentHandlers, ...workflowHandlers, ...runHandlers, ...runControlHandlers, ...catalogHandlers, ...versionHandlers };
+export const handlers: Handlers = { ...agentHandlers, ...workflowHandlers, ...runHandlers, ...runControlHandlers, ...catalogHandlers, ...versionHandlers, ...appHandlers };

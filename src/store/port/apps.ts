@@ -20,6 +20,11 @@ export type AppReplaceOutcome = { ok: true; app: StoredApp } | { ok: false; curr
 export type RefreshOutcome = { tools: ToolDefinition[]; server: McpServerInfo } | { error: string };
 
 export interface AppRepository {
+  /**
+   * A text that changes whenever the workspace's apps or its connections' refs change (each app's
+   * slug and stamp, each connection's ref and app): what the registry keeps its view of them by.
+   */
+  snapshotKey(workspaceId: string): Promise<string>;
   /** The workspace's apps, by slug. */
   list(workspaceId: string): Promise<StoredApp[]>;
   get(workspaceId: string, slug: string): Promise<StoredApp | null>;

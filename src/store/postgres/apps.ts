@@ -17,6 +17,12 @@ const read = async (sql: Sql, ws: string, slug: string): Promise<StoredApp | nul
 
 export function pgAppRepository(db: PgDatabase, clock: StampClock): AppRepository {
   return {
+    snapshotKey: async (ws) =>
+      (await db.row<{ key: string }>(
+        `SELECT COALESCE((SELECT string_agg(slug || ':' || stamp_us, ',' ORDER BY slug) FROM workspace_apps WHERE workspace_id = $1), '')
+           || '|' || COALESCE((SELECT string_agg(ref || '>' || app, ',' ORDER BY ref) FROM connections WHERE workspace_id = $1), '') AS key`,
+        [ws],
+      ))!.key,
     list: async (ws) => (await db.rows<AppRow>(`SELECT ${APP_COLUMNS} FROM workspace_apps WHERE workspace_id = $1 ORDER BY slug`, [ws])).map(appOfRow),
     get: (ws, slug) => read(db, ws, slug),
     create: (ws, settings, opts) =>

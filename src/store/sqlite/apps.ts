@@ -9,6 +9,12 @@ import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
 
 export function appRepository(db: Db, commit: GroupCommit, clock: StampClock): AppRepository {
+  const key = db
+    .prepare(
+      `SELECT COALESCE((SELECT group_concat(slug || ':' || stamp_us, ',') FROM (SELECT slug, stamp_us FROM workspace_apps WHERE workspace_id = @ws ORDER BY slug)), '')
+         || '|' || COALESCE((SELECT group_concat(ref || '>' || app, ',') FROM (SELECT ref, app FROM connections WHERE workspace_id = @ws ORDER BY ref)), '')`,
+    )
+    .pluck();
   const list = db.prepare(`SELECT ${APP_COLUMNS} FROM workspace_apps WHERE workspace_id = ? ORDER BY slug`);
   const get = db.prepare(`SELECT ${APP_COLUMNS} FROM workspace_apps WHERE workspace_id = ? AND slug = ?`);
   const count = db.prepare('SELECT COUNT(*) FROM workspace_apps WHERE workspace_id = ?').pluck();
@@ -26,6 +32,7 @@ export function appRepository(db: Db, commit: GroupCommit, clock: StampClock): A
     return row ? appOfRow(row) : null;
   };
   return {
+    snapshotKey: async (ws) => key.get({ ws }) as string,
     list: async (ws) => (list.all(ws) as AppRow[]).map(appOfRow),
     get: async (ws, slug) => read(ws, slug),
     create: (ws, settings, opts) =>

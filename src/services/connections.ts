@@ -1,0 +1,147 @@
+// A workspace's connections (issue 44): which app each connects to and the credentials its calls
+// send. The credentials are write-only: sealed with the secret box before they reach the store,
+// opened only for a call (connection-credentials.ts), shown only as their kind and the parts that
+// are not secret. A connection to an MCP app is checked when its credentials are written and when
+// asked (`test`): its status says whether the server answers tools/list with them.
+import type { components } from '../../generated/api';
+import { credentialProblems, shownOf, type ConnectionStatus, type Credentials } from '../domain/connections';
+import { ifMatchAdmits, parseIfMatch } from '../domain/etag';
+import { formatStamp } from '../domain/stamps';
+import { badRequest, conflict, notFound } from '../errors';
+import { McpFailure } from '../apps/registry';
+import { CredentialsRefused, ToolError } from '../apps/types';
+import type { ConnectionRecord } from '../store/port';
+import { sameStamp } from './concurrency';
+import { credentialsContext } from './connection-credentials';
+import type { Principal, ServiceContext } from './context';
+import { usageOf, usageText } from './app-usage';
+import { rejectProblems } from './references';
+
+export type ConnectionView = components['schemas']['ConnectionDetail'];
+type ConnectionCreate = components['schemas']['ConnectionCreate'];
+type ConnectionReplace = components['schemas']['ConnectionReplace'];
+
+/** The most connections a workspace may have. */
+export const MAX_WORKSPACE_CONNECTIONS = 200;
+
+export function connectionView(c: ConnectionRecord): ConnectionView {
+  return {
+    ref: c.ref,
+    app: c.app,
+    label: c.label,
+    status: c.status,
+    credentials: c.credentialsShown,
+    last_error: c.lastError,
+    tested_at: c.testedAt,
+    updated_at: formatStamp(c.stampMicros),
+  };
+}
+
+const unknownConnection = (ref: string) => notFound(`connection '${ref}' not found in this workspace; GET /api/build/connections lists them`);
+
+async function stored(ctx: ServiceContext, who: Principal, ref: string): Promise<ConnectionRecord> {
+  const record = await ctx.store.connections.get(who.workspaceId, ref);
+  if (!record) throw unknownConnection(ref);
+  return record;
+}
+
+export async function getConnection(ctx: ServiceContext, who: Principal, ref: string): Promise<ConnectionView> {
+  return connectionView(await stored(ctx, who, ref));
+}
+
+const sealed = (ctx: ServiceContext, who: Principal, ref: string, credentials: Credentials) =>
+  credentials.kind === 'none' ? null : ctx.secrets.seal(JSON.stringify(credentials), credentialsContext(who.workspaceId, ref));
+
+export async function createConnection(ctx: ServiceContext, who: Principal, body: ConnectionCreate): Promise<ConnectionView> {
+  const apps = await ctx.apps.of(who.workspaceId);
+  rejectProblems([
+    ...(apps.apps.has(body.app) ? [] : [{ path: 'body.app', message: `no app '${body.app}' in this workspace (GET /api/build/apps lists them)` }]),
+    ...credentialProblems(body.credentials, 'body.credentials'),
+  ]);
+  // Written first as unchecked (disconnected, never tested), then checked with what was stored:
+  // the check reads the credentials as every call does.
+  const outcome = await ctx.store.connections.create(
+    who.workspaceId,
+    {
+      ref: body.ref,
+      app: body.app,
+      label: body.label ?? null,
+      status: 'disconnected',
+      credentialsShown: shownOf(body.credentials),
+      sealedCredentials: sealed(ctx, who, body.ref, body.credentials),
+      lastError: 'not checked yet',
+      testedAt: null,
+    },
+    MAX_WORKSPACE_CONNECTIONS,
+  );
+  if (!outcome.ok) {
+    throw conflict(
+      outcome.reason === 'ref_taken' ? `body.ref: '${body.ref}' is taken in this workspace` : `this workspace has reached its limit of ${MAX_WORKSPACE_CONNECTIONS} connections`,
+    );
+  }
+  return connectionView(await recordCheck(ctx, who, outcome.record));
+}
+
+function assertCurrent(record: ConnectionRecord, ifMatch: string): void {
+  const current = formatStamp(record.stampMicros);
+  const parsed = parseIfMatch(ifMatch);
+  if (!parsed) throw badRequest(`If-Match: must be * or the quoted updated_at of your last read, e.g. "${current}"`);
+  if (!ifMatchAdmits(parsed, current, sameStamp('instant')))
+    throw conflict(`If-Match: ${ifMatch} is not the current stamp "${current}"; read the connection again and rebase your change`);
+}
+
+export async function replaceConnection(ctx: ServiceContext, who: Principal, ref: string, ifMatch: string, body: ConnectionReplace): Promise<ConnectionView> {
+  const current = await stored(ctx, who, ref);
+  assertCurrent(current, ifMatch);
+  rejectProblems([
+    ...(body.ref === ref ? [] : [{ path: 'body.ref', message: `a connection's ref does not change (this one is '${ref}')` }]),
+    ...(body.app === current.app ? [] : [{ path: 'body.app', message: `a connection does not move between apps (this one is '${current.app}''s)` }]),
+    ...(body.credentials ? credentialProblems(body.credentials, 'body.credentials') : []),
+  ]);
+  const credentials = body.credentials ? { sealedCredentials: sealed(ctx, who, ref, body.credentials), credentialsShown: shownOf(body.credentials) } : {};
+  const write = body.credentials
+    ? { label: body.label ?? null, status: 'disconnected' as const, lastError: 'not checked yet', testedAt: null, ...credentials }
+    : { label: body.label ?? null, status: current.status, lastError: current.lastError, testedAt: current.testedAt };
+  const outcome = await ctx.store.connections.replace(who.workspaceId, ref, current.stampMicros, write);
+  if (!outcome.ok) {
+    if (!outcome.current) throw unknownConnection(ref);
+    throw conflict(`the connection changed while it was being replaced (now "${formatStamp(outcome.current.stampMicros)}"); read it again and rebase your change`);
+  }
+  return connectionView(body.credentials ? await recordCheck(ctx, who, outcome.record) : outcome.record);
+}
+
+export async function deleteConnection(ctx: ServiceContext, who: Principal, ref: string, ifMatch: string): Promise<void> {
+  const current = await stored(ctx, who, ref);
+  assertCurrent(current, ifMatch);
+  const used = usageText(await usageOf(ctx, who, { connection: ref }));
+  if (used) throw conflict(`connection '${ref}' is named by ${used}; remove those first`);
+  const removed = await ctx.store.connections.remove(who.workspaceId, ref, current.stampMicros);
+  if (removed === 'missing') throw unknownConnection(ref);
+  if (removed === 'stale') throw conflict('the connection changed while it was being deleted; read it again');
+}
+
+export async function testConnection(ctx: ServiceContext, who: Principal, ref: string): Promise<ConnectionView> {
+  return connectionView(await recordCheck(ctx, who, await stored(ctx, who, ref)));
+}
+
+/** Checks the connection against its app now and records the outcome. */
+async function recordCheck(ctx: ServiceContext, who: Principal, record: ConnectionRecord): Promise<ConnectionRecord> {
+  const check = await checkOf(ctx, who, record);
+  return (await ctx.store.connections.recordCheck(who.workspaceId, record.ref, { ...check, testedAt: new Date().toISOString() })) ?? record;
+}
+
+/** A built-in app needs no check; an MCP app's server must answer tools/list through the connection. */
+async function checkOf(ctx: ServiceContext, who: Principal, record: ConnectionRecord): Promise<{ status: ConnectionStatus; lastError: string | null }> {
+  if (ctx.apps.builtinSlugs.has(record.app)) return { status: 'connected', lastError: null };
+  const app = await ctx.store.apps.get(who.workspaceId, record.app);
+  if (!app) return { status: 'disconnected', lastError: `app '${record.app}' no longer exists in this workspace` };
+  try {
+    await ctx.apps.discover(who.workspaceId, app.settings, record.ref);
+    return { status: 'connected', lastError: null };
+  } catch (err) {
+    if (err instanceof McpFailure) return { status: err.refused ? 'expired' : 'disconnected', lastError: err.message };
+    if (err instanceof CredentialsRefused) return { status: 'expired', lastError: err.message };
+    if (err instanceof ToolError) return { status: 'disconnected', lastError: err.message };
+    throw err;
+  }
+}
