@@ -13,6 +13,8 @@ export interface References {
   tools: ReadonlyMap<string, ToolDefinition>;
   /** The caller's workspace's connections, by ref. */
   connections: ReadonlyMap<string, Connection>;
+  /** The apps whose calls go through a connection (an MCP app with `mcp.auth: connection`). */
+  connectionApps: ReadonlySet<string>;
   /** The slugs of the caller's workspace's agents that the document names and its space may use (others are not looked up). */
   agents: ReadonlySet<string>;
   /** The same of the workflows the document names (an agent's `workflows`). */
@@ -69,6 +71,23 @@ function checkTrigger(trigger: TriggerInput, path: string, refs: References, pro
   }
 }
 
+/**
+ * A tool step's connection: one of the tool's app, and named when the app's calls go through a
+ * connection and it has several (the call could not choose).
+ */
+function checkStepConnection(step: { tool: string; connection?: string }, path: string, refs: References, problems: Problem[]): void {
+  const app = step.tool.slice(0, step.tool.indexOf('.'));
+  if (step.connection !== undefined) {
+    const connection = refs.connections.get(step.connection);
+    if (!connection) problems.push({ path: `${path}.connection`, message: `'${step.connection}' is not a connection of this workspace; GET /api/build/connections lists them` });
+    else if (connection.app !== app) problems.push({ path: `${path}.connection`, message: `'${step.connection}' is a connection of app '${connection.app}', not of '${app}'` });
+    return;
+  }
+  if (!refs.connectionApps.has(app)) return;
+  const own = [...refs.connections.values()].filter((c) => c.app === app).map((c) => c.ref);
+  if (own.length > 1) problems.push({ path: `${path}.connection`, message: `required: app '${app}' has several connections (${own.join(', ')}); name the one this step uses` });
+}
+
 /** `storedBytes`: the size of the document as it will be stored (storedAgentShape), ids and stamp included. */
 export function checkAgent(doc: AgentDraft, refs: References, storedBytes: number): Problem[] {
   const problems: Problem[] = [];
@@ -96,6 +115,11 @@ export function checkAgent(doc: AgentDraft, refs: References, storedBytes: numbe
           path: `body.tools.connections[${i}]`,
           message: `'${ref}' is not a connection of this workspace; GET /api/build/connections lists them`,
         });
+      } else {
+        const app = refs.connections.get(ref)!.app;
+        if (!doc.tools.apps.includes(app)) {
+          problems.push({ path: `body.tools.connections[${i}]`, message: `'${ref}' is a connection of app '${app}', which this agent does not use (tools.apps)` });
+        }
       }
     });
   }
@@ -163,7 +187,10 @@ export function checkWorkflow(doc: WorkflowDraft, refs: References, storedBytes:
     const reachable = ancestors.get(step.id) ?? new Set<string>();
     const texts = step.kind === 'tool' ? stringsIn(step.args ?? {}, `${path}.args`) : [{ path: `${path}.prompt`, text: step.prompt }];
     for (const { path: at, text } of texts) for (const ref of referencesIn(text)) checkReference(ref, at, doc, reachable, stepIds, problems);
-    if (step.kind === 'tool') checkTool(`${path}.tool`, step.tool, refs, problems);
+    if (step.kind === 'tool') {
+      checkTool(`${path}.tool`, step.tool, refs, problems);
+      checkStepConnection(step, path, refs, problems);
+    }
     else if (!refs.agents.has(step.agent)) {
       problems.push({
         path: `${path}.agent`,

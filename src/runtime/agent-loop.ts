@@ -13,7 +13,7 @@ import type { ToolDefinition } from '../domain/catalog';
 import type { Agent } from '../domain/types';
 import type { components } from '../../generated/api';
 import { limitErrors, StateMeter } from './limits';
-import type { WorkspaceApps } from '../apps/registry';
+import { CONNECTION_ARGUMENT, type WorkspaceApps } from '../apps/registry';
 import type { ToolContext } from '../apps/types';
 import { ModelError, type ChatMessage, type ModelReply, type ToolCall, type ToolSpec } from './models/provider';
 import type { ModelRegistry } from './models';
@@ -69,6 +69,23 @@ export function toolsOf(agent: Agent, apps: WorkspaceApps): Map<string, ToolDefi
   return allowed;
 }
 
+/**
+ * The schema the model is given for `tool`: its arguments, and for an app whose calls go through a
+ * connection, `connection` (required, one of the refs) when the agent may use several, and left
+ * out when it may use one or none (that one is used; none fails the call, saying why).
+ */
+function modelSchema(agent: Agent, tool: ToolDefinition, apps: WorkspaceApps): Record<string, unknown> {
+  const app = tool.slug.slice(0, tool.slug.indexOf('.'));
+  if (!apps.needsConnection(app)) return tool.args_schema;
+  const allowed = agent.tools.connections;
+  const usable = (apps.connections.get(app) ?? []).filter((ref) => allowed === 'all' || allowed.includes(ref));
+  const { [CONNECTION_ARGUMENT]: _own, ...properties } = (tool.args_schema.properties ?? {}) as Record<string, unknown>;
+  if (usable.length < 2) return { ...tool.args_schema, properties };
+  const required = [...((tool.args_schema.required as string[] | undefined) ?? []), CONNECTION_ARGUMENT];
+  const connection = { type: 'string', enum: usable, description: `The connection of app '${app}' the call goes through.` };
+  return { ...tool.args_schema, properties: { ...properties, [CONNECTION_ARGUMENT]: connection }, required };
+}
+
 /** `write` holds every call that is not read-only; `destructive` holds destructive calls. */
 export function needsApproval(policy: Agent['tools']['approval'], tool: ToolDefinition): boolean {
   return policy === 'write' ? !tool.read_only || tool.destructive : tool.destructive;
@@ -90,9 +107,11 @@ function admit(agent: Agent, allowed: Map<string, ToolDefinition>, apps: Workspa
 }
 
 /** Executes an admitted (or approved) call and records its outcome on `record`. */
-async function execute(record: ToolCallRecord, deps: AgentLoopDeps): Promise<void> {
+async function execute(agent: Agent, record: ToolCallRecord, deps: AgentLoopDeps): Promise<void> {
   deps.emit?.('tool_call.started', { call_id: record.id, tool: record.tool });
-  const outcome = await deps.apps.invoke(record.tool, record.args, deps.tools);
+  // The connections the agent may use (tools.connections); the record says which one a call went through.
+  const ctx = { ...deps.tools, connections: { allowed: agent.tools.connections }, usedConnection: (ref: string) => (record.connection = ref) };
+  const outcome = await deps.apps.invoke(record.tool, record.args, ctx);
   if (outcome.ok) Object.assign(record, { status: 'succeeded', output: outcome.output, error: null });
   else Object.assign(record, { status: 'failed', error: outcome.error });
   deps.emit?.('tool_call.finished', { call_id: record.id, tool: record.tool, status: record.status, error: record.error });
@@ -121,6 +140,7 @@ function conversation(agent: Agent, transcript: TranscriptMessage[]): ChatMessag
  * limit), or null.
  */
 async function settleDecidedCalls(
+  agent: Agent,
   state: AgentRunState,
   deps: AgentLoopDeps,
   answer: (record: ToolCallRecord) => boolean,
@@ -129,7 +149,7 @@ async function settleDecidedCalls(
   for (const record of state.tool_calls) {
     if (record.status !== 'awaiting_approval' || !record.approval?.decision) continue;
     if (stopping()) return 'cancelled';
-    if (record.approval.decision === 'approve') await execute(record, deps);
+    if (record.approval.decision === 'approve') await execute(agent, record, deps);
     else {
       record.status = 'rejected';
       record.error = `rejected by ${record.approval.decided_by}${record.approval.note ? `: ${record.approval.note}` : ''}`;
@@ -166,7 +186,7 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
   const provider = deps.models.providerFor(agent.model);
   if (!provider) return fail(`model '${agent.model}' is not offered by any configured provider`);
   const allowed = toolsOf(agent, deps.apps);
-  const tools: ToolSpec[] = [...allowed.values()].map((t) => ({ slug: t.slug, description: t.description, parameters: t.args_schema }));
+  const tools: ToolSpec[] = [...allowed.values()].map((t) => ({ slug: t.slug, description: t.description, parameters: modelSchema(agent, t, deps.apps) }));
   const messages = conversation(agent, state.transcript);
   const { limits } = deps.tools;
   const stateSize = new StateMeter(limits.stateBytes, state);
@@ -181,7 +201,7 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
   };
 
   if (resuming) {
-    const interrupted = await settleDecidedCalls(state, deps, answer, stopping);
+    const interrupted = await settleDecidedCalls(agent, state, deps, answer, stopping);
     if (interrupted === 'cancelled') return cancelled();
     if (interrupted === 'too_large') return tooLarge();
     await deps.onProgress(state);
@@ -219,7 +239,7 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
         held.push({ id: record.id, tool: record.tool }); // answered once decided
         continue;
       }
-      if (record.status === 'succeeded') await execute(record, deps);
+      if (record.status === 'succeeded') await execute(agent, record, deps);
       if (!answer(record)) return tooLarge();
     }
     if (held.length) return { status: 'awaiting_approval', error: null, state, held };

@@ -74,7 +74,8 @@ async function payAndExecute(step: WorkflowStep, scope: TemplateScope, deps: Wor
     } catch (err) {
       return { ok: false, error: renderError(err, 'its arguments', limits) };
     }
-    return deps.apps.invoke(step.tool, args, deps.tools);
+    // A step may name the connection its call goes through; without, the app's only usable one.
+    return deps.apps.invoke(step.tool, args, step.connection ? { ...deps.tools, connections: { allowed: 'all', named: step.connection } } : deps.tools);
   }
   let prompt: string;
   try {

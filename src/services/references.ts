@@ -31,7 +31,8 @@ export async function referencesFor(
   named: { agents?: string[]; workflows?: string[] } = {},
 ): Promise<References> {
   const connections = await ctx.store.connections.list(who.workspaceId);
-  const { apps, tools } = await ctx.apps.of(who.workspaceId);
+  const workspaceApps = await ctx.apps.of(who.workspaceId);
+  const { apps, tools } = workspaceApps;
   const agents = new Set<string>();
   for (const slug of new Set(named.agents)) {
     const agent = await ctx.store.agents.find(who.workspaceId, slug);
@@ -47,6 +48,7 @@ export async function referencesFor(
     apps,
     tools,
     connections: new Map(connections.map((c) => [c.ref, c])),
+    connectionApps: new Set([...apps.keys()].filter((app) => workspaceApps.needsConnection(app))),
     agents,
     workflows,
     limits: ctx.limits,

@@ -17,6 +17,7 @@ const refs: References = {
     ['kv-main', { ref: 'kv-main', app: 'kv', label: null, status: 'connected' }],
     ['web', { ref: 'web', app: 'http', label: null, status: 'connected' }],
   ]),
+  connectionApps: new Set(),
   agents: new Set(['helper']),
   workflows: new Set(['refund-order']),
   limits: { ...DEFAULT_LIMITS },

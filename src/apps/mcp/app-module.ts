@@ -4,6 +4,7 @@
 // its answer is read up to the smaller of the app's and the run's output limit, and an answer
 // beyond is cut: the tool answers what came first, and says so.
 import type { AppSettings } from '../../domain/apps';
+import type { ToolDefinition } from '../../domain/catalog';
 import type { StoredApp } from '../../store/port';
 import { type AppModule, type ConnectionChoice, type CredentialSource, type ToolContext, ToolError } from '../types';
 import { McpFailure, withMcpSession } from './session';
@@ -22,19 +23,30 @@ export function mcpAppModule(app: StoredApp, connections: readonly string[], dep
     name: settings.name,
     description: settings.description ?? '',
     tools: app.tools.map((definition) => ({
-      definition,
-      run: (args, ctx) => callTool(settings, definition.slug.slice(app.slug.length + 1), args, ctx, connections, deps),
+      definition: settings.mcp.auth === 'connection' ? withConnectionArgument(definition) : definition,
+      run: (args, ctx) => callTool(settings, definition, args, ctx, connections, deps),
     })),
   };
+}
+
+/** The tool's schema with the optional `connection` argument (unless the tool has an argument of that name). */
+function withConnectionArgument(definition: ToolDefinition): ToolDefinition {
+  const properties = (definition.args_schema.properties ?? {}) as Record<string, unknown>;
+  if (Object.hasOwn(properties, CONNECTION_ARGUMENT)) return definition;
+  const connection = { type: 'string', description: "The connection the call goes through (needed when several may be used; the app's only usable one otherwise)." };
+  return { ...definition, args_schema: { ...definition.args_schema, properties: { ...properties, [CONNECTION_ARGUMENT]: connection } } };
 }
 
 /** The argument a caller names a connection by, when the app's calls go through one. */
 export const CONNECTION_ARGUMENT = 'connection';
 
-async function callTool(app: AppSettings, name: string, args: Record<string, unknown>, ctx: ToolContext, connections: readonly string[], deps: McpAppDeps) {
+async function callTool(app: AppSettings, tool: ToolDefinition, args: Record<string, unknown>, ctx: ToolContext, connections: readonly string[], deps: McpAppDeps) {
+  const name = tool.slug.slice(app.slug.length + 1);
+  // `connection` is ours to take out only when the tool has no argument of that name itself.
+  const ours = app.mcp.auth === 'connection' && withConnectionArgument(tool) !== tool;
   const { [CONNECTION_ARGUMENT]: asked, ...toolArgs } = args;
-  const ref = app.mcp.auth === 'connection' ? chooseConnection(app.slug, connections, ctx.connections, typeof asked === 'string' ? asked : undefined) : null;
-  const callArgs = app.mcp.auth === 'connection' ? toolArgs : args;
+  const ref = app.mcp.auth === 'connection' ? chooseConnection(app.slug, connections, ctx.connections, ours && typeof asked === 'string' ? asked : undefined) : null;
+  const callArgs = ours ? toolArgs : args;
   const headers = ref === null ? {} : await deps.credentials.headersFor(ctx.workspaceId, ref);
   if (ref !== null) ctx.usedConnection?.(ref);
   const maxBytes = Math.min(app.mcp.output_bytes, ctx.limits.stepOutputBytes);
