@@ -1,10 +1,14 @@
 // App and connection operations: read the validated request, call the service, shape the reply.
+import crypto from 'node:crypto';
 import { etagFor } from '../../domain/etag';
 import * as apps from '../../services/apps';
 import * as connections from '../../services/connections';
 import type { Handlers } from './types';
 
-const etagOf = (view: { updated_at: string | null }): Record<string, string> => (view.updated_at === null ? {} : { ETag: etagFor(view.updated_at) });
+/** A write's stamp as its ETag; a built-in app (no stamp) is tagged by what it is. */
+const etagOf = (view: { updated_at: string | null }): Record<string, string> => ({
+  ETag: view.updated_at === null ? `"${crypto.hash('sha256', JSON.stringify(view), 'base64url').slice(0, 22)}"` : etagFor(view.updated_at),
+});
 const ifMatch = (headers: Record<string, unknown>) => headers['if-match'] as string;
 
 export const appHandlers: Pick<
