@@ -4811,6 +4811,7 @@ export interface operations {
                     "application/json": components["schemas"]["AppResponse"];
                 };
             };
+            304: components["responses"]["NotModified"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -5062,6 +5063,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectionResponse"];
                 };
             };
+            304: components["responses"]["NotModified"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];

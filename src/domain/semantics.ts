@@ -79,13 +79,19 @@ function checkStepConnection(step: { tool: string; connection?: string }, path: 
   const app = step.tool.slice(0, step.tool.indexOf('.'));
   if (step.connection !== undefined) {
     const connection = refs.connections.get(step.connection);
-    if (!connection) problems.push({ path: `${path}.connection`, message: `'${step.connection}' is not a connection of this workspace; GET /api/build/connections lists them` });
-    else if (connection.app !== app) problems.push({ path: `${path}.connection`, message: `'${step.connection}' is a connection of app '${connection.app}', not of '${app}'` });
+    if (!connection)
+      problems.push({
+        path: `${path}.connection`,
+        message: `'${step.connection}' is not a connection of this workspace; GET /api/build/connections lists them`,
+      });
+    else if (connection.app !== app)
+      problems.push({ path: `${path}.connection`, message: `'${step.connection}' is a connection of app '${connection.app}', not of '${app}'` });
     return;
   }
   if (!refs.connectionApps.has(app)) return;
   const own = [...refs.connections.values()].filter((c) => c.app === app).map((c) => c.ref);
-  if (own.length > 1) problems.push({ path: `${path}.connection`, message: `required: app '${app}' has several connections (${own.join(', ')}); name the one this step uses` });
+  if (own.length > 1)
+    problems.push({ path: `${path}.connection`, message: `required: app '${app}' has several connections (${own.join(', ')}); name the one this step uses` });
 }
 
 /** `storedBytes`: the size of the document as it will be stored (storedAgentShape), ids and stamp included. */
@@ -118,7 +124,10 @@ export function checkAgent(doc: AgentDraft, refs: References, storedBytes: numbe
       } else {
         const app = refs.connections.get(ref)!.app;
         if (!doc.tools.apps.includes(app)) {
-          problems.push({ path: `body.tools.connections[${i}]`, message: `'${ref}' is a connection of app '${app}', which this agent does not use (tools.apps)` });
+          problems.push({
+            path: `body.tools.connections[${i}]`,
+            message: `'${ref}' is a connection of app '${app}', which this agent does not use (tools.apps)`,
+          });
         }
       }
     });
@@ -190,8 +199,7 @@ export function checkWorkflow(doc: WorkflowDraft, refs: References, storedBytes:
     if (step.kind === 'tool') {
       checkTool(`${path}.tool`, step.tool, refs, problems);
       checkStepConnection(step, path, refs, problems);
-    }
-    else if (!refs.agents.has(step.agent)) {
+    } else if (!refs.agents.has(step.agent)) {
       problems.push({
         path: `${path}.agent`,
         message: `'${step.agent}' is not an agent this workflow's space can use (the workspace's agents, and its own team's); GET /api/build/agents lists them`,

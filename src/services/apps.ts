@@ -28,7 +28,19 @@ export const MAX_WORKSPACE_APPS = 50;
 export const MAX_APP_TOOLS_BYTES = 1024 * 1024;
 
 function builtinView(app: AppDefinition): AppView {
-  return { kind: 'service.app/v1', slug: app.slug, name: app.name, description: app.description, builtin: true, mcp: null, tools: app.tools, refreshed_at: null, refresh_error: null, server: null, updated_at: null };
+  return {
+    kind: 'service.app/v1',
+    slug: app.slug,
+    name: app.name,
+    description: app.description,
+    builtin: true,
+    mcp: null,
+    tools: app.tools,
+    refreshed_at: null,
+    refresh_error: null,
+    server: null,
+    updated_at: null,
+  };
 }
 
 export function appView(app: StoredApp): AppView {
@@ -49,7 +61,14 @@ export function appView(app: StoredApp): AppView {
 }
 
 export async function listApps(ctx: ServiceContext, who: Principal): Promise<AppListItem[]> {
-  const builtin = [...builtinApps().apps.values()].map((a) => ({ slug: a.slug, name: a.name, description: a.description, builtin: true, tools: a.tools.length, refreshed_at: null }));
+  const builtin = [...builtinApps().apps.values()].map((a) => ({
+    slug: a.slug,
+    name: a.name,
+    description: a.description,
+    builtin: true,
+    tools: a.tools.length,
+    refreshed_at: null,
+  }));
   const own = (await ctx.store.apps.list(who.workspaceId)).map((a) => ({
     slug: a.slug,
     name: a.settings.name,
@@ -97,7 +116,8 @@ function assertCurrent(app: StoredApp, ifMatch: string): void {
   const current = formatStamp(app.stampMicros);
   const parsed = parseIfMatch(ifMatch);
   if (!parsed) throw badRequest(`If-Match: must be * or the quoted updated_at of your last read, e.g. "${current}"`);
-  if (!ifMatchAdmits(parsed, current, sameStamp('instant'))) throw conflict(`If-Match: ${ifMatch} is not the current stamp "${current}"; read the app again and rebase your change`);
+  if (!ifMatchAdmits(parsed, current, sameStamp('instant')))
+    throw conflict(`If-Match: ${ifMatch} is not the current stamp "${current}"; read the app again and rebase your change`);
 }
 
 export async function replaceApp(ctx: ServiceContext, who: Principal, slug: string, ifMatch: string, body: AppReplace): Promise<AppView> {
@@ -132,7 +152,7 @@ export interface Refreshed {
 
 /** Asks the app's server for its tools and keeps them; a failure keeps the last good tools, records why, and is 502. */
 export async function refreshApp(ctx: ServiceContext, who: Principal, slug: string, body: { connection?: string } | undefined): Promise<Refreshed> {
-  if (ctx.apps.builtinSlugs.has(slug)) throw builtinRefusal(slug, 'refreshed (its tools are the service\'s own)');
+  if (ctx.apps.builtinSlugs.has(slug)) throw builtinRefusal(slug, "refreshed (its tools are the service's own)");
   const app = await storedApp(ctx, who, slug);
   const ref = await refreshConnection(ctx, who, app, body?.connection);
   let found: DiscoveredTools;
@@ -157,10 +177,12 @@ export async function refreshApp(ctx: ServiceContext, who: Principal, slug: stri
 async function refreshConnection(ctx: ServiceContext, who: Principal, app: StoredApp, asked: string | undefined): Promise<string | null> {
   const own = (await ctx.store.connections.list(who.workspaceId)).filter((c) => c.app === app.slug).map((c) => c.ref);
   if (asked !== undefined) {
-    if (!own.includes(asked)) throw badRequest(`body.connection: '${asked}' is not a connection of app '${app.slug}' (its connections: ${own.join(', ') || 'none'})`);
+    if (!own.includes(asked))
+      throw badRequest(`body.connection: '${asked}' is not a connection of app '${app.slug}' (its connections: ${own.join(', ') || 'none'})`);
     return asked;
   }
   if (app.settings.mcp.auth !== 'connection') return null;
-  if (!own.length) throw conflict(`app '${app.slug}' is asked through a connection (mcp.auth: connection), and it has none yet: create one (PUT /api/build/connections)`);
+  if (!own.length)
+    throw conflict(`app '${app.slug}' is asked through a connection (mcp.auth: connection), and it has none yet: create one (PUT /api/build/connections)`);
   return own[0] as string;
 }

@@ -21,12 +21,18 @@ const WAIT_FOR_RENEWAL_MS = 5_000;
 export const credentialsContext = (workspaceId: string, ref: string) => `connection:${workspaceId}:${ref}`;
 const tokenContext = (workspaceId: string, ref: string) => `connection-token:${workspaceId}:${ref}`;
 
-export function createCredentialSource(opts: { connections: ConnectionRepository; secrets: SecretBox; allowPrivate: boolean; now?: () => number }): CredentialSource {
+export function createCredentialSource(opts: {
+  connections: ConnectionRepository;
+  secrets: SecretBox;
+  allowPrivate: boolean;
+  now?: () => number;
+}): CredentialSource {
   const now = opts.now ?? Date.now;
   const open = async (workspaceId: string, ref: string) => {
     const record = await opts.connections.get(workspaceId, ref);
     if (!record) throw new ToolError(`connection '${ref}' does not exist in this workspace`);
-    const credentials: Credentials = record.sealedCredentials === null ? { kind: 'none' } : JSON.parse(opts.secrets.open(record.sealedCredentials, credentialsContext(workspaceId, ref)));
+    const credentials: Credentials =
+      record.sealedCredentials === null ? { kind: 'none' } : JSON.parse(opts.secrets.open(record.sealedCredentials, credentialsContext(workspaceId, ref)));
     return { record, credentials };
   };
 
@@ -63,4 +69,5 @@ export function createCredentialSource(opts: { connections: ConnectionRepository
   };
 }
 
-const fetchToken = (credentials: Extract<Credentials, { kind: 'oauth2_client_credentials' }>, allowPrivate: boolean) => fetchAccessToken(credentials, { allowPrivate });
+const fetchToken = (credentials: Extract<Credentials, { kind: 'oauth2_client_credentials' }>, allowPrivate: boolean) =>
+  fetchAccessToken(credentials, { allowPrivate });

@@ -76,7 +76,9 @@ export async function createConnection(ctx: ServiceContext, who: Principal, body
   );
   if (!outcome.ok) {
     throw conflict(
-      outcome.reason === 'ref_taken' ? `body.ref: '${body.ref}' is taken in this workspace` : `this workspace has reached its limit of ${MAX_WORKSPACE_CONNECTIONS} connections`,
+      outcome.reason === 'ref_taken'
+        ? `body.ref: '${body.ref}' is taken in this workspace`
+        : `this workspace has reached its limit of ${MAX_WORKSPACE_CONNECTIONS} connections`,
     );
   }
   return connectionView(await recordCheck(ctx, who, outcome.record));
@@ -105,7 +107,9 @@ export async function replaceConnection(ctx: ServiceContext, who: Principal, ref
   const outcome = await ctx.store.connections.replace(who.workspaceId, ref, current.stampMicros, write);
   if (!outcome.ok) {
     if (!outcome.current) throw unknownConnection(ref);
-    throw conflict(`the connection changed while it was being replaced (now "${formatStamp(outcome.current.stampMicros)}"); read it again and rebase your change`);
+    throw conflict(
+      `the connection changed while it was being replaced (now "${formatStamp(outcome.current.stampMicros)}"); read it again and rebase your change`,
+    );
   }
   return connectionView(body.credentials ? await recordCheck(ctx, who, outcome.record) : outcome.record);
 }

@@ -39,7 +39,13 @@ async function call(method: string, urlPath: string, body?: unknown, headers: Re
   return { status: res.status, etag: res.headers.get('etag'), location: res.headers.get('location'), body: (text ? JSON.parse(text) : {}) as any };
 }
 
-const app = (slug: string, url: string, mcp: Record<string, unknown> = {}) => ({ kind: 'service.app/v1', slug, name: `App ${slug}`, description: 'A test server', mcp: { url, ...mcp } });
+const app = (slug: string, url: string, mcp: Record<string, unknown> = {}) => ({
+  kind: 'service.app/v1',
+  slug,
+  name: `App ${slug}`,
+  description: 'A test server',
+  mcp: { url, ...mcp },
+});
 
 async function runAgent(slug: string, prompt: string) {
   const started = await call('POST', `/api/build/agents/${slug}/test`, { prompt });
@@ -49,12 +55,22 @@ async function runAgent(slug: string, prompt: string) {
 
 test('an app is created, listed beside the built-in ones, refreshed into tools the catalog shows, and its flags follow trust', async () => {
   const created = await call('PUT', '/api/build/apps', app('tracker', open.url));
-  expect([created.status, created.location, created.body.data]).toMatchObject([201, '/api/build/apps/tracker', { slug: 'tracker', builtin: false, tools: [], refreshed_at: null }]);
+  expect([created.status, created.location, created.body.data]).toMatchObject([
+    201,
+    '/api/build/apps/tracker',
+    { slug: 'tracker', builtin: false, tools: [], refreshed_at: null },
+  ]);
   expect(created.etag).toBe(`"${created.body.data.updated_at}"`);
   expect(created.body.data.mcp).toEqual({ url: open.url, auth: 'none', timeout_ms: 10000, output_bytes: 262144, trust_annotations: false });
 
   const listed = await call('GET', '/api/build/apps');
-  expect(listed.body.data.map((a: { slug: string; builtin: boolean }) => `${a.slug}:${a.builtin}`)).toEqual(['core:true', 'http:true', 'kv:true', 'time:true', 'tracker:false']);
+  expect(listed.body.data.map((a: { slug: string; builtin: boolean }) => `${a.slug}:${a.builtin}`)).toEqual([
+    'core:true',
+    'http:true',
+    'kv:true',
+    'time:true',
+    'tracker:false',
+  ]);
 
   const refreshed = await call('POST', '/api/build/apps/tracker/refresh');
   expect(refreshed.status).toBe(200);
@@ -67,7 +83,9 @@ test('an app is created, listed beside the built-in ones, refreshed into tools t
   const trusted = await call('PUT', '/api/build/apps/tracker', app('tracker', open.url, { trust_annotations: true }), { 'if-match': current.etag! });
   expect(trusted.status).toBe(200);
   const again = await call('POST', '/api/build/apps/tracker/refresh');
-  const flags = Object.fromEntries(again.body.data.tools.map((tool: { slug: string; read_only: boolean; destructive: boolean }) => [tool.slug, [tool.read_only, tool.destructive]]));
+  const flags = Object.fromEntries(
+    again.body.data.tools.map((tool: { slug: string; read_only: boolean; destructive: boolean }) => [tool.slug, [tool.read_only, tool.destructive]]),
+  );
   expect(flags).toMatchObject({ 'tracker.lookup': [true, false], 'tracker.close_ticket': [false, true], 'tracker.comment': [false, true] });
   expect([again.body.added, again.body.removed]).toEqual([[], []]);
 
@@ -90,29 +108,42 @@ test('slugs: a built-in one is reserved, a taken one is 409, a stale If-Match is
   expect(kv.body.data).toMatchObject({ slug: 'kv', builtin: true, mcp: null, updated_at: null });
 });
 
-test('an agent calls the app\'s tools: a read-only call runs, a destructive one waits for approval, then runs; the server saw each', async () => {
-  const agent = { ...minimalAgent('Tracker agent'), slug: 'tracker-agent', max_steps: 3, tools: { apps: ['tracker'], connections: 'all', disabled_tools: [], approval: 'destructive' } };
+test("an agent calls the app's tools: a read-only call runs, a destructive one waits for approval, then runs; the server saw each", async () => {
+  const agent = {
+    ...minimalAgent('Tracker agent'),
+    slug: 'tracker-agent',
+    max_steps: 3,
+    tools: { apps: ['tracker'], connections: 'all', disabled_tools: [], approval: 'destructive' },
+  };
   expect((await call('PUT', '/api/build/agents', agent)).status).toBe(201);
   const read = await runAgent('tracker-agent', '/call tracker.lookup {"id":"7"}');
-  expect([read.status, read.tool_calls[0].status, read.tool_calls[0].output]).toEqual(['succeeded', 'succeeded', '{"id":"7","title":"Ticket 7"}']);
+  expect([read.status, read.tool_calls[0]!.status, read.tool_calls[0]!.output]).toEqual(['succeeded', 'succeeded', '{"id":"7","title":"Ticket 7"}']);
 
   const held = await runAgent('tracker-agent', '/call tracker.close_ticket {"id":"9"}');
-  expect([held.status, held.tool_calls[0].status]).toEqual(['awaiting_approval', 'awaiting_approval']);
+  expect([held.status, held.tool_calls[0]!.status]).toEqual(['awaiting_approval', 'awaiting_approval']);
   expect(open.calls.some((c) => c.tool === 'close_ticket')).toBe(false);
-  const decided = await call('POST', `/api/build/runs/${held.id}/approvals/${held.tool_calls[0].id}`, { decision: 'approve' });
+  const decided = await call('POST', `/api/build/runs/${held.id}/approvals/${held.tool_calls[0]!.id}`, { decision: 'approve' });
   expect(decided.status).toBe(200);
   const done = await waitForAgentRun(t, held.id, token);
-  expect([done.status, done.tool_calls[0].output]).toEqual(['succeeded', 'closed 9']);
+  expect([done.status, done.tool_calls[0]!.output]).toEqual(['succeeded', 'closed 9']);
   expect(open.calls.filter((c) => c.tool === 'close_ticket').map((c) => c.args)).toEqual([{ id: '9' }]);
 });
 
-test('a hostile server costs its bounds: an output past output_bytes is cut with a notice, a slow call fails at timeout_ms, an error result is the call\'s error', async () => {
+test("a hostile server costs its bounds: an output past output_bytes is cut with a notice, a slow call fails at timeout_ms, an error result is the call's error", async () => {
   const current = await call('GET', '/api/build/apps/tracker');
-  await call('PUT', '/api/build/apps/tracker', app('tracker', open.url, { trust_annotations: true, timeout_ms: 700, output_bytes: 4096 }), { 'if-match': current.etag! });
-  const agent = { ...minimalAgent('Bounded'), slug: 'bounded', max_steps: 3, tools: { apps: ['tracker'], connections: 'all', disabled_tools: [], approval: 'destructive' } };
+  await call('PUT', '/api/build/apps/tracker', app('tracker', open.url, { trust_annotations: true, timeout_ms: 700, output_bytes: 4096 }), {
+    'if-match': current.etag!,
+  });
+  const agent = {
+    ...minimalAgent('Bounded'),
+    slug: 'bounded',
+    max_steps: 3,
+    tools: { apps: ['tracker'], connections: 'all', disabled_tools: [], approval: 'destructive' },
+  };
   await call('PUT', '/api/build/agents', agent);
   const run = await runAgent('bounded', '/call tracker.huge {"bytes":5000000}\n/call tracker.slow {"ms":5000}\n/call tracker.fails {}');
-  const [huge, slow, fails] = run.tool_calls;
+  // biome-ignore lint/suspicious/noExplicitAny: the three calls' records, read as the spec shows them
+  const [huge, slow, fails] = run.tool_calls as any[];
   expect(huge.status).toBe('succeeded');
   expect(huge.output).toMatchObject({ truncated: true, notice: expect.stringContaining('larger than 4096 bytes') });
   expect(huge.output.text).toMatch(/^x{3000,4096}$/);
@@ -120,32 +151,57 @@ test('a hostile server costs its bounds: an output past output_bytes is cut with
   expect([fails.status, fails.error]).toEqual(['failed', 'tracker.fails failed: the ticket system is down']);
 });
 
-test('connections: credentials go to the server and never come back; a refused token is expired; the call\'s record names its connection', async () => {
+test("connections: credentials go to the server and never come back; a refused token is expired; the call's record names its connection", async () => {
   expect((await call('PUT', '/api/build/apps', app('guarded', guarded.url, { auth: 'connection', trust_annotations: true }))).status).toBe(201);
   // Refreshing needs a connection first.
   expect((await call('POST', '/api/build/apps/guarded/refresh')).status).toBe(409);
-  const wrong = await call('PUT', '/api/build/connections', { ref: 'guarded:wrong', app: 'guarded', label: null, credentials: { kind: 'bearer', token: 'not-it' } });
-  expect([wrong.status, wrong.body.data.status, wrong.body.data.last_error]).toEqual([201, 'expired', "the MCP server refused the connection's credentials (401)"]);
-  const right = await call('PUT', '/api/build/connections', { ref: 'guarded:acme', app: 'guarded', label: 'Acme', credentials: { kind: 'bearer', token: SECRET } });
-  expect([right.status, right.location, right.body.data]).toMatchObject([201, '/api/build/connections/guarded%3Aacme', { status: 'connected', last_error: null, credentials: { kind: 'bearer' } }]);
+  const wrong = await call('PUT', '/api/build/connections', {
+    ref: 'guarded:wrong',
+    app: 'guarded',
+    label: null,
+    credentials: { kind: 'bearer', token: 'not-it' },
+  });
+  expect([wrong.status, wrong.body.data.status, wrong.body.data.last_error]).toEqual([
+    201,
+    'expired',
+    "the MCP server refused the connection's credentials (401)",
+  ]);
+  const right = await call('PUT', '/api/build/connections', {
+    ref: 'guarded:acme',
+    app: 'guarded',
+    label: 'Acme',
+    credentials: { kind: 'bearer', token: SECRET },
+  });
+  expect([right.status, right.location, right.body.data]).toMatchObject([
+    201,
+    '/api/build/connections/guarded%3Aacme',
+    { status: 'connected', last_error: null, credentials: { kind: 'bearer' } },
+  ]);
   expect(JSON.stringify(right.body)).not.toContain(SECRET);
   expect((await call('POST', '/api/build/apps/guarded/refresh', { connection: 'guarded:acme' })).status).toBe(200);
   const listed = await call('GET', '/api/build/connections');
   expect(listed.body.data).toContainEqual({ ref: 'guarded:acme', app: 'guarded', label: 'Acme', status: 'connected' });
 
-  const agent = { ...minimalAgent('Guarded'), slug: 'guarded-agent', max_steps: 3, tools: { apps: ['guarded'], connections: ['guarded:acme'], disabled_tools: [], approval: 'destructive' } };
+  const agent = {
+    ...minimalAgent('Guarded'),
+    slug: 'guarded-agent',
+    max_steps: 3,
+    tools: { apps: ['guarded'], connections: ['guarded:acme'], disabled_tools: [], approval: 'destructive' },
+  };
   expect((await call('PUT', '/api/build/agents', agent)).status).toBe(201);
   const run = await runAgent('guarded-agent', '/call guarded.lookup {"id":"1"}');
-  expect([run.status, run.tool_calls[0].connection]).toEqual(['succeeded', 'guarded:acme']);
+  expect([run.status, run.tool_calls[0]!.connection]).toEqual(['succeeded', 'guarded:acme']);
   expect(guarded.calls.at(-1)).toMatchObject({ tool: 'lookup', args: { id: '1' }, authorization: `Bearer ${SECRET}` });
 
   // With two usable connections, a call must name one.
   const both = { ...agent, slug: 'guarded-both', tools: { ...agent.tools, connections: 'all' } };
   await call('PUT', '/api/build/agents', both);
   const unnamed = await runAgent('guarded-both', '/call guarded.lookup {"id":"2"}');
-  expect(unnamed.tool_calls[0].error).toBe("app 'guarded' has several connections this call may use (guarded:acme, guarded:wrong): name one in the 'connection' argument");
+  expect(unnamed.tool_calls[0]!.error).toBe(
+    "app 'guarded' has several connections this call may use (guarded:acme, guarded:wrong): name one in the 'connection' argument",
+  );
   const named = await runAgent('guarded-both', '/call guarded.lookup {"id":"3","connection":"guarded:acme"}');
-  expect([named.tool_calls[0].status, named.tool_calls[0].connection]).toEqual(['succeeded', 'guarded:acme']);
+  expect([named.tool_calls[0]!.status, named.tool_calls[0]!.connection]).toEqual(['succeeded', 'guarded:acme']);
   expect(guarded.calls.at(-1)?.args).toEqual({ id: '3' });
 
   // The secret is in no file of the data directory, and in no reply.
@@ -159,7 +215,9 @@ test('connections: credentials go to the server and never come back; a refused t
 test('what still uses an app or a connection keeps it; another workspace sees none of it', async () => {
   const inUse = await call('GET', '/api/build/apps/guarded');
   const refused = await call('DELETE', '/api/build/apps/guarded', undefined, { 'if-match': inUse.etag! });
-  expect(refused.body.error).toBe("app 'guarded' is in use: agents guarded-agent, guarded-both; connections guarded:acme, guarded:wrong; remove those uses first");
+  expect(refused.body.error).toBe(
+    "app 'guarded' is in use: agents guarded-agent, guarded-both; connections guarded:acme, guarded:wrong; remove those uses first",
+  );
   const connection = await call('GET', '/api/build/connections/guarded%3Aacme');
   expect((await call('DELETE', '/api/build/connections/guarded%3Aacme', undefined, { 'if-match': connection.etag! })).body.error).toBe(
     "connection 'guarded:acme' is named by agents guarded-agent; remove those first",
@@ -170,7 +228,7 @@ test('what still uses an app or a connection keeps it; another workspace sees no
   expect((await call('GET', '/api/build/apps', undefined, {}, other)).body.data.map((a: { slug: string }) => a.slug)).toEqual(['core', 'http', 'kv', 'time']);
 });
 
-test('the outbound address rule holds for an app\'s server: a loopback server is refused when private addresses are not allowed', async () => {
+test("the outbound address rule holds for an app's server: a loopback server is refused when private addresses are not allowed", async () => {
   const strict = await startService({ HTTP_TOOL_ALLOW_PRIVATE: 'false' });
   try {
     const as = strict.token({ workspace: 'strict' });
@@ -182,7 +240,7 @@ test('the outbound address rule holds for an app\'s server: a loopback server is
     expect(put.status).toBe(201);
     const refreshed = await fetch(`${strict.baseUrl}/api/build/apps/local/refresh`, { method: 'POST', headers: { authorization: `Bearer ${as}` } });
     expect([refreshed.status, await refreshed.json()]).toEqual([502, { error: "app 'local': refused: 127.0.0.1 is not a public (global unicast) address" }]);
-    const read = await (await fetch(`${strict.baseUrl}/api/build/apps/local`, { headers: { authorization: `Bearer ${as}` } })).json();
+    const read = (await (await fetch(`${strict.baseUrl}/api/build/apps/local`, { headers: { authorization: `Bearer ${as}` } })).json()) as { data: unknown };
     expect(read.data).toMatchObject({ refresh_error: 'refused: 127.0.0.1 is not a public (global unicast) address', tools: [] });
   } finally {
     await strict.close();

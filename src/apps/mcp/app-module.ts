@@ -33,19 +33,30 @@ export function mcpAppModule(app: StoredApp, connections: readonly string[], dep
 function withConnectionArgument(definition: ToolDefinition): ToolDefinition {
   const properties = (definition.args_schema.properties ?? {}) as Record<string, unknown>;
   if (Object.hasOwn(properties, CONNECTION_ARGUMENT)) return definition;
-  const connection = { type: 'string', description: "The connection the call goes through (needed when several may be used; the app's only usable one otherwise)." };
+  const connection = {
+    type: 'string',
+    description: "The connection the call goes through (needed when several may be used; the app's only usable one otherwise).",
+  };
   return { ...definition, args_schema: { ...definition.args_schema, properties: { ...properties, [CONNECTION_ARGUMENT]: connection } } };
 }
 
 /** The argument a caller names a connection by, when the app's calls go through one. */
 export const CONNECTION_ARGUMENT = 'connection';
 
-async function callTool(app: AppSettings, tool: ToolDefinition, args: Record<string, unknown>, ctx: ToolContext, connections: readonly string[], deps: McpAppDeps) {
+async function callTool(
+  app: AppSettings,
+  tool: ToolDefinition,
+  args: Record<string, unknown>,
+  ctx: ToolContext,
+  connections: readonly string[],
+  deps: McpAppDeps,
+) {
   const name = tool.slug.slice(app.slug.length + 1);
   // `connection` is ours to take out only when the tool has no argument of that name itself.
   const ours = app.mcp.auth === 'connection' && withConnectionArgument(tool) !== tool;
   const { [CONNECTION_ARGUMENT]: asked, ...toolArgs } = args;
-  const ref = app.mcp.auth === 'connection' ? chooseConnection(app.slug, connections, ctx.connections, ours && typeof asked === 'string' ? asked : undefined) : null;
+  const ref =
+    app.mcp.auth === 'connection' ? chooseConnection(app.slug, connections, ctx.connections, ours && typeof asked === 'string' ? asked : undefined) : null;
   const callArgs = ours ? toolArgs : args;
   const headers = ref === null ? {} : await deps.credentials.headersFor(ctx.workspaceId, ref);
   if (ref !== null) ctx.usedConnection?.(ref);

@@ -11,7 +11,10 @@ export function outputOf(slug: string, result: CallToolResult): unknown {
   const blocks = Array.isArray(result.content) ? result.content : [];
   const texts = blocks.filter((b): b is { type: 'text'; text: string } => b?.type === 'text' && typeof (b as { text?: unknown }).text === 'string');
   if (result.isError) {
-    const said = texts.map((b) => b.text).join('\n').slice(0, ERROR_TEXT);
+    const said = texts
+      .map((b) => b.text)
+      .join('\n')
+      .slice(0, ERROR_TEXT);
     throw new ToolError(`${slug} failed: ${said || 'the server reported an error without text'}`);
   }
   if (result.structuredContent !== undefined && result.structuredContent !== null) return result.structuredContent;

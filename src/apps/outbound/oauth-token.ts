@@ -58,8 +58,10 @@ function tokenOf(status: number, body: Record<string, unknown> | null): { access
     throw (error && REFUSALS.has(error)) || status === 401 ? new CredentialsRefused(message) : new ToolError(message);
   }
   const token = body?.access_token;
-  if (typeof token !== 'string' || !token || token.length > 8192 || !/^[\x21-\x7E]+$/.test(token)) throw new ToolError('the token endpoint answered no usable access_token');
-  if (typeof body?.token_type === 'string' && body.token_type.toLowerCase() !== 'bearer') throw new ToolError(`the token endpoint answered a ${body.token_type.slice(0, 40)} token, not a bearer token`);
+  if (typeof token !== 'string' || !token || token.length > 8192 || !/^[\x21-\x7E]+$/.test(token))
+    throw new ToolError('the token endpoint answered no usable access_token');
+  if (typeof body?.token_type === 'string' && body.token_type.toLowerCase() !== 'bearer')
+    throw new ToolError(`the token endpoint answered a ${body.token_type.slice(0, 40)} token, not a bearer token`);
   const expiresIn = Number(body?.expires_in);
   return { accessToken: token, expiresInMs: Number.isFinite(expiresIn) && expiresIn > 0 ? Math.min(expiresIn, 86_400 * 30) * 1000 : DEFAULT_LIFETIME_MS };
 }

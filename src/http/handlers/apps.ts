@@ -48,7 +48,11 @@ export const appHandlers: Pick<
   },
   createConnection: async ({ ctx, principal, body }) => {
     const connection = await connections.createConnection(ctx, principal, body);
-    return { status: 201, headers: { ...etagOf(connection), Location: `/api/build/connections/${encodeURIComponent(connection.ref)}` }, body: { data: connection } };
+    return {
+      status: 201,
+      headers: { ...etagOf(connection), Location: `/api/build/connections/${encodeURIComponent(connection.ref)}` },
+      body: { data: connection },
+    };
   },
   getConnection: async ({ ctx, principal, params }) => {
     const connection = await connections.getConnection(ctx, principal, params.connectionRef);

@@ -8,4 +8,12 @@ import type { Handlers } from './types';
 import { versionHandlers } from './versions';
 import { workflowHandlers } from './workflows';
 
-export const handlers: Handlers = { ...agentHandlers, ...workflowHandlers, ...runHandlers, ...runControlHandlers, ...catalogHandlers, ...versionHandlers, ...appHandlers };
+export const handlers: Handlers = {
+  ...agentHandlers,
+  ...workflowHandlers,
+  ...runHandlers,
+  ...runControlHandlers,
+  ...catalogHandlers,
+  ...versionHandlers,
+  ...appHandlers,
+};
