@@ -95,6 +95,8 @@ async function main() {
     // window, so it is spent once, and a quota the transactions' own caller stays far below.
     RATE_LIMIT_WINDOW_SECONDS: '3600',
     RATE_LIMIT_CALLER: '5000',
+    // The example app's MCP server is the hooks' own, on loopback.
+    HTTP_TOOL_ALLOW_PRIVATE: 'true',
     METRICS_PORT: '0',
     DRAIN_SECONDS: '0',
     ...store.env,

@@ -20,6 +20,9 @@ export const IDEMPOTENCY_LOCK_MS = 60_000;
 export const IDEMPOTENT_OPERATIONS: ReadonlyMap<string, Record<string, unknown>> = new Map([
   ['createAgent', {}],
   ['createWorkflow', {}],
+  // Apps and connections are the whole workspace's: a replay is about nothing a caller may stop seeing.
+  ['createApp', {}],
+  ['createConnection', {}],
   ['testAgent', { run_id: null }],
   ['testWorkflow', { run_id: null }],
   ['cancelAgentRun', {}],

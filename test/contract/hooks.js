@@ -59,6 +59,7 @@ async function prepare(t) {
   // Idempotency-Key only where a transaction is about it (the 422s): a key shared by transactions would tie them together.
   for (const name of Object.keys(req.headers)) if (/^idempotency-key$/i.test(name)) delete req.headers[name];
   if (RUN_CONTROL.has(summary)) return prepareRunControl(t, summary, status);
+  if (APP_OPERATIONS.has(summary) && status !== 422) return prepareApps(t, summary, status);
   if (status === 422) return prepareKeyReuse(t, summary);
   req.headers.Authorization = `Bearer ${token}`;
   if (status >= 400) t.skip = false;
@@ -425,7 +426,11 @@ async function prepareKeyReuse(t, summary) {
         ? { ...workflowExample(), slug: 'idempotent-workflow' }
         : summary === 'Test agent'
           ? { prompt: 'first' }
-          : { input: {} };
+          : summary === 'Create app'
+            ? await appBody('idempotent-app')
+            : summary === 'Create connection'
+              ? { ref: 'idempotent', app: 'kv', label: null, credentials: { kind: 'none' } }
+              : { input: {} };
   const path = new URL(req.uri, baseUrl).pathname;
   const method = req.method;
   await fetch(`${baseUrl}${path}`, {
@@ -434,6 +439,146 @@ async function prepareKeyReuse(t, summary) {
     body: JSON.stringify(first),
   });
   req.headers['Idempotency-Key'] = key;
+}
+
+// ---------------------------------------------------------------- apps and connections
+// The example app ('tracker') is pointed at an MCP server of the hooks' own on loopback (the
+// contract server may call private addresses: contract-test.js), so its refresh and the example
+// connection's check reach a real server built with the official SDK.
+const APP_OPERATIONS = new Set([
+  'List apps',
+  'Create app',
+  'Get app',
+  'Replace app',
+  'Delete app',
+  'Refresh app tools',
+  'Create connection',
+  'Get connection',
+  'Replace connection',
+  'Delete connection',
+  'Test connection',
+]);
+
+let peer;
+/** An MCP server on loopback with one read-only tool; its /mcp URL. */
+function mcpPeer() {
+  peer ??= new Promise((resolve) => {
+    const { createMcpHandler, Server } = require('@modelcontextprotocol/server');
+    const { toNodeHandler } = require('@modelcontextprotocol/node');
+    const handler = toNodeHandler(
+      createMcpHandler(
+        () => {
+          const server = new Server({ name: 'contract-peer', version: '1.0.0' }, { capabilities: { tools: {} } });
+          server.setRequestHandler('tools/list', async () => ({
+            tools: [
+              {
+                name: 'lookup',
+                description: 'Looks a ticket up.',
+                inputSchema: { type: 'object', properties: { id: { type: 'string' } } },
+                annotations: { readOnlyHint: true },
+              },
+            ],
+          }));
+          server.setRequestHandler('tools/call', async () => ({ content: [{ type: 'text', text: 'found' }] }));
+          return server;
+        },
+        { legacy: 'stateless' },
+      ),
+    );
+    const listening = http
+      .createServer((req, res) => void handler(req, res))
+      .listen(0, '127.0.0.1', () => {
+        listening.unref();
+        resolve(`http://127.0.0.1:${listening.address().port}/mcp`);
+      });
+  });
+  return peer;
+}
+
+const appBody = async (slug, url) => ({ kind: 'service.app/v1', slug, name: `App ${slug}`, description: null, mcp: { url: url ?? (await mcpPeer()) } });
+const withApp = (uri, slug) => uri.replace(/\/apps\/[^/?]+/, `/apps/${slug}`);
+const withConnection = (uri, ref) => uri.replace(/\/connections\/[^/?]+/, `/connections/${encodeURIComponent(ref)}`);
+const etagOf = async (path) => (await api('GET', path)).etag;
+
+/** A valid body of each write (the ones the spec gives no example of), so a 404 or a 428 is not a 400 first. */
+async function appRequestBody(summary) {
+  if (summary === 'Replace app') return { ...(await appBody('tracker')), name: 'Tracker (renamed)' };
+  if (summary === 'Refresh app tools') return {};
+  if (summary === 'Replace connection') return { ref: 'tracker:acme', app: 'tracker', label: 'Renamed' };
+  return undefined;
+}
+
+async function prepareApps(t, summary, status) {
+  const req = t.request;
+  req.headers.Authorization = `Bearer ${token}`;
+  // Apps, tools and connections made here differ from the examples: the body is checked against the
+  // schema (beforeEachValidation), not compared with the example.
+  delete t.expected.body;
+  delete t.expected.bodySchema;
+  const body = await appRequestBody(summary);
+  if (body !== undefined) req.body = JSON.stringify(body);
+  if (status >= 400) t.skip = status === 503; // 503 needs an unreachable issuer (test/integration/auth.test.ts)
+  if (status === 401) return void delete req.headers.Authorization;
+  if (status === 403) return void (req.headers.Authorization = `Bearer ${mint('read')}`);
+  const onApp = summary.endsWith('app') || summary === 'Refresh app tools';
+  const target = (slug) => setUri(t, onApp ? withApp(req.uri, slug) : withConnection(req.uri, slug));
+  if (status === 404) {
+    if (req.headers['If-Match'] !== undefined) req.headers['If-Match'] = '*';
+    return target(onApp ? 'no-such-app' : 'no-such-connection');
+  }
+  if (status === 428) {
+    delete req.headers['If-Match'];
+    return target(onApp ? 'tracker' : 'tracker:acme');
+  }
+  if (status === 400 || status === 413 || status === 415) {
+    if (req.headers['If-Match'] !== undefined) req.headers['If-Match'] = '*';
+    if (status === 400) req.body = '{"unexpected": true}';
+    if (status === 413) req.body = JSON.stringify({ padding: 'x'.repeat(70 * 1024) });
+    if (status === 415) req.headers['Content-Type'] = 'text/plain';
+    return;
+  }
+  switch (summary) {
+    case 'Create app':
+      if (status === 201) req.body = JSON.stringify(await appBody('tracker'));
+      return; // 409: the example's slug, created by the 201
+    case 'Replace app':
+      target('tracker');
+      req.headers['If-Match'] = status === 409 ? STALE : await etagOf('/apps/tracker');
+      return;
+    case 'Delete app': {
+      if (status === 409) {
+        req.headers['If-Match'] = STALE;
+        return target('tracker');
+      }
+      const { etag } = await api('PUT', '/apps', await appBody('throwaway-app'));
+      target('throwaway-app');
+      req.headers['If-Match'] = etag;
+      return;
+    }
+    case 'Refresh app tools':
+      if (status === 409) return target('kv'); // a built-in app's tools are the service's own
+      if (status === 502) {
+        await api('PUT', '/apps', await appBody('unreachable', 'http://127.0.0.1:1/mcp')).catch(() => undefined);
+        return target('unreachable');
+      }
+      return target('tracker');
+    case 'Replace connection':
+      target('tracker:acme');
+      req.headers['If-Match'] = status === 409 ? STALE : await etagOf('/connections/tracker%3Aacme');
+      return;
+    case 'Delete connection': {
+      if (status === 409) {
+        req.headers['If-Match'] = STALE;
+        return target('tracker:acme');
+      }
+      const { etag } = await api('PUT', '/connections', { ref: 'throwaway', app: 'kv', label: null, credentials: { kind: 'none' } });
+      target('throwaway');
+      req.headers['If-Match'] = etag;
+      return;
+    }
+    default: // List apps, Get app (the example: a built-in one), Create, Get and Test connection (the example's)
+      return;
+  }
 }
 
 // ---------------------------------------------------------------- webhook deliveries
