@@ -42,7 +42,7 @@ export function createCredentialSource(opts: {
       const record = await opts.connections.get(workspaceId, ref);
       if (!record) throw new ToolError(`connection '${ref}' does not exist in this workspace`);
       if (record.token && record.token.expiresAtMs - RENEW_BEFORE_MS > now()) return opts.secrets.open(record.token.sealed, tokenContext(workspaceId, ref));
-      const claimed = await opts.connections.claimRenewal(workspaceId, ref, now(), now() + CLAIM_MS);
+      const claimed = await opts.connections.claimRenewal(workspaceId, ref, now(), now() + CLAIM_MS, now() + RENEW_BEFORE_MS);
       if (claimed || now() >= waitUntil) {
         const token = await fetchToken(credentials, opts.allowPrivate);
         await opts.connections.storeToken(workspaceId, ref, opts.secrets.seal(token.accessToken, tokenContext(workspaceId, ref)), now() + token.expiresInMs);

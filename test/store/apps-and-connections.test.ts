@@ -105,7 +105,7 @@ describe.each(adapters)('$name: apps and connections', (adapter) => {
     const ws = workspace();
     const created = await store.connections.create(ws, write('c1'), 10);
     if (!created.ok) throw new Error('not created');
-    expect(await store.connections.claimRenewal(ws, 'c1', 1000, 5000)).toBe(true);
+    expect(await store.connections.claimRenewal(ws, 'c1', 1000, 5000, 61_000)).toBe(true);
     await store.connections.storeToken(ws, 'c1', 'enc:v1:token', 99_000);
     const held = (await store.connections.get(ws, 'c1'))!;
     expect(held.token).toEqual({ sealed: 'enc:v1:token', expiresAtMs: 99_000 });
@@ -147,11 +147,13 @@ describe.each(adapters)('$name: apps and connections', (adapter) => {
     const ws = workspace();
     await store.connections.create(ws, write('c2'), 10);
     const other = await opened.another();
-    const claims = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? other : store).connections.claimRenewal(ws, 'c2', 1_000, 31_000)));
+    const claims = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? other : store).connections.claimRenewal(ws, 'c2', 1_000, 31_000, 61_000)));
     expect(claims.filter(Boolean)).toHaveLength(1);
-    expect(await store.connections.claimRenewal(ws, 'c2', 30_999, 60_000)).toBe(false);
-    expect(await store.connections.claimRenewal(ws, 'c2', 31_000, 61_000)).toBe(true);
+    expect(await store.connections.claimRenewal(ws, 'c2', 30_999, 60_000, 90_999)).toBe(false);
+    expect(await store.connections.claimRenewal(ws, 'c2', 31_000, 61_000, 91_000)).toBe(true);
     await other.connections.storeToken(ws, 'c2', 'enc:v1:t', 3_600_000);
-    expect(await store.connections.claimRenewal(ws, 'c2', 31_001, 62_000)).toBe(true);
+    // The token just stored is good past the renewal point: a claim made on an older look loses.
+    expect(await store.connections.claimRenewal(ws, 'c2', 31_001, 62_000, 91_001)).toBe(false);
+    expect(await store.connections.claimRenewal(ws, 'c2', 3_540_000, 3_560_000, 3_600_000)).toBe(true);
   });
 });

@@ -65,9 +65,10 @@ export interface ConnectionRepository {
   remove(workspaceId: string, ref: string, expectedStamp: number): Promise<'removed' | 'stale' | 'missing'>;
   /**
    * Claims the renewal of the connection's access token until `untilMs`, unless another process
-   * holds an unexpired claim (a conditional write: one winner).
+   * holds an unexpired claim, or the held token is good past `renewBeforeMs` (a renewal that landed
+   * since the caller looked). One conditional write: one winner.
    */
-  claimRenewal(workspaceId: string, ref: string, nowMs: number, untilMs: number): Promise<boolean>;
+  claimRenewal(workspaceId: string, ref: string, nowMs: number, untilMs: number, renewBeforeMs: number): Promise<boolean>;
   /** Keeps a renewed access token (sealed) and releases the claim. */
   storeToken(workspaceId: string, ref: string, sealed: string, expiresAtMs: number): Promise<void>;
 }

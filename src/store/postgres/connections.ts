@@ -94,10 +94,11 @@ export function pgConnectionRepository(db: PgDatabase, clock: StampClock): Conne
       if ((await db.count('DELETE FROM connections WHERE workspace_id = $1 AND ref = $2 AND stamp_us = $3', [ws, ref, expected])) === 1) return 'removed';
       return (await read(db, ws, ref)) ? 'stale' : 'missing';
     },
-    claimRenewal: async (ws, ref, now, until) =>
+    claimRenewal: async (ws, ref, now, until, renewBefore) =>
       (await db.count(
-        'UPDATE connections SET renewing_until_ms = $4 WHERE workspace_id = $1 AND ref = $2 AND (renewing_until_ms IS NULL OR renewing_until_ms <= $3)',
-        [ws, ref, now, until],
+        `UPDATE connections SET renewing_until_ms = $4 WHERE workspace_id = $1 AND ref = $2 AND (renewing_until_ms IS NULL OR renewing_until_ms <= $3)
+           AND (token_expires_ms IS NULL OR token_expires_ms <= $5)`,
+        [ws, ref, now, until, renewBefore],
       )) === 1,
     storeToken: async (ws, ref, sealed, expires) => {
       await db.count('UPDATE connections SET token_sealed = $3, token_expires_ms = $4, renewing_until_ms = NULL WHERE workspace_id = $1 AND ref = $2', [

@@ -35,7 +35,8 @@ export function connectionRepository(db: Db, commit: GroupCommit, clock: StampCl
   const remove = db.prepare('DELETE FROM connections WHERE workspace_id = ? AND ref = ? AND stamp_us = ?');
   const claim = db.prepare(
     `UPDATE connections SET renewing_until_ms = @until
-     WHERE workspace_id = @ws AND ref = @ref AND (renewing_until_ms IS NULL OR renewing_until_ms <= @now)`,
+     WHERE workspace_id = @ws AND ref = @ref AND (renewing_until_ms IS NULL OR renewing_until_ms <= @now)
+       AND (token_expires_ms IS NULL OR token_expires_ms <= @renewBefore)`,
   );
   const keepToken = db.prepare(
     'UPDATE connections SET token_sealed = @sealed, token_expires_ms = @expires, renewing_until_ms = NULL WHERE workspace_id = @ws AND ref = @ref',
@@ -97,7 +98,7 @@ export function connectionRepository(db: Db, commit: GroupCommit, clock: StampCl
         if (remove.run(ws, ref, expected).changes === 1) return 'removed' as const;
         return get.get(ws, ref) === undefined ? ('missing' as const) : ('stale' as const);
       }),
-    claimRenewal: (ws, ref, now, until) => commit.run(() => claim.run({ ws, ref, now, until }).changes === 1),
+    claimRenewal: (ws, ref, now, until, renewBefore) => commit.run(() => claim.run({ ws, ref, now, until, renewBefore }).changes === 1),
     storeToken: (ws, ref, sealed, expires) =>
       commit.run(() => {
         keepToken.run({ ws, ref, sealed, expires });
