@@ -1,7 +1,7 @@
 // Wires the parts of the service from a Config: the store, the token verifier (embedded issuer or
 // an external one), and the HTTP app. main.ts listens; tests call this with a temporary database.
 import { createAppRegistry } from './apps/registry';
-import { createCredentialSource } from './services/connection-credentials';
+import { createCredentialSource, resealConnectionSecrets } from './services/connection-credentials';
 import type express from 'express';
 import path from 'node:path';
 import { ConfigError, type Config } from './config';
@@ -72,8 +72,8 @@ async function openSecretBox(config: Config, store: Store, logger: Logger): Prom
     }
   }
   const box = createSecretBox(keys);
-  const resealed = await resealSigningSecrets(store, box);
-  if (resealed) logger.info({ resealed }, 'sealed stored signing keys with the current key');
+  const resealed = (await resealSigningSecrets(store, box)) + (await resealConnectionSecrets(store.connections, box));
+  if (resealed) logger.info({ resealed }, 'sealed stored secrets (signing keys, connection credentials and tokens) with the current key');
   return box;
 }
 

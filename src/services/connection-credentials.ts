@@ -21,6 +21,26 @@ const WAIT_FOR_RENEWAL_MS = 5_000;
 export const credentialsContext = (workspaceId: string, ref: string) => `connection:${workspaceId}:${ref}`;
 const tokenContext = (workspaceId: string, ref: string) => `connection-token:${workspaceId}:${ref}`;
 
+/** Seals again, with the first key, every connection's credentials and token sealed with another; how many. */
+export async function resealConnectionSecrets(connections: ConnectionRepository, box: SecretBox): Promise<number> {
+  let sealed = 0;
+  for (let after: { workspaceId: string; ref: string } | null = null; ; ) {
+    const rows = await connections.sealedValues(after, 500);
+    for (const row of rows) {
+      const values = [
+        ['credentials', row.credentials, credentialsContext(row.workspaceId, row.ref)],
+        ['token', row.token, tokenContext(row.workspaceId, row.ref)],
+      ] as const;
+      for (const [which, value, context] of values) {
+        if (value === null || box.isCurrent(value)) continue;
+        if (await connections.replaceSealed(row.workspaceId, row.ref, which, value, box.seal(box.open(value, context), context))) sealed++;
+      }
+    }
+    if (rows.length < 500) return sealed;
+    after = rows[rows.length - 1] as { workspaceId: string; ref: string };
+  }
+}
+
 export function createCredentialSource(opts: {
   connections: ConnectionRepository;
   secrets: SecretBox;

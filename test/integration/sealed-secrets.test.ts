@@ -97,3 +97,42 @@ test('a key stored in clear is sealed at the next start; a rotated SECRETS_KEY r
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a connection's credentials are stored sealed, and a rotated SECRETS_KEY reseals them: the new key alone still sends them", async () => {
+  const [k1, k2] = [newKey(), newKey()];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-sealed-'));
+  const pgDatabase = storeUnderTest === 'postgres' ? await createPgDatabase() : null;
+  const at: StoredAt = { databasePath: path.join(dir, 'build.db'), databaseUrl: pgDatabase?.url ?? null };
+  const secret = 'bearer-7c1d2e9f';
+  const credentials = () => storedValue<string>(at, 'SELECT credentials_sealed FROM connections WHERE ref = ?', ['kv-secret']);
+  try {
+    const first = await again(at, k1);
+    const created = await first
+      .client()
+      .PUT('/api/build/connections', { body: { ref: 'kv-secret', app: 'kv', label: null, credentials: { kind: 'bearer', token: secret } } });
+    expect(created.response.status).toBe(201);
+    const sealedWithK1 = (await credentials())!;
+    expect(sealedWithK1).toMatch(/^enc:v1:/);
+    expect(sealedWithK1).not.toContain(secret);
+    await first.close();
+
+    const rotated = await again(at, `${k2},${k1}`);
+    const sealedWithK2 = (await credentials())!;
+    expect(sealedWithK2.split(':')[2]).not.toBe(sealedWithK1.split(':')[2]);
+    await rotated.close();
+
+    const last = await again(at, k2);
+    const { createCredentialSource } = await import('../../src/services/connection-credentials');
+    const { createSecretBox } = await import('../../src/services/secret-box');
+    const source = createCredentialSource({
+      connections: last.service.store.connections,
+      secrets: createSecretBox([Buffer.from(k2, 'base64')]),
+      allowPrivate: false,
+    });
+    expect(await source.headersFor('ws-1', 'kv-secret')).toEqual({ authorization: `Bearer ${secret}` });
+    await last.close();
+  } finally {
+    await pgDatabase?.drop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

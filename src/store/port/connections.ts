@@ -31,6 +31,13 @@ export interface ConnectionWrite {
   testedAt: string | null;
 }
 
+export interface SealedConnectionValues {
+  workspaceId: string;
+  ref: string;
+  credentials: string | null;
+  token: string | null;
+}
+
 export type ConnectionCreateOutcome = { ok: true; record: ConnectionRecord } | { ok: false; reason: 'ref_taken' | 'limit_reached' };
 export type ConnectionReplaceOutcome = { ok: true; record: ConnectionRecord } | { ok: false; current: ConnectionRecord | null };
 
@@ -69,6 +76,13 @@ export interface ConnectionRepository {
    * since the caller looked). One conditional write: one winner.
    */
   claimRenewal(workspaceId: string, ref: string, nowMs: number, untilMs: number, renewBeforeMs: number): Promise<boolean>;
+  /**
+   * The sealed values of every workspace's connections after (`workspaceId`, `ref`) in that order,
+   * at most `limit` (a key rotation seals them again: services/connection-credentials.ts).
+   */
+  sealedValues(after: { workspaceId: string; ref: string } | null, limit: number): Promise<SealedConnectionValues[]>;
+  /** Replaces a sealed value if it is still `from` (one conditional write); whether it did. */
+  replaceSealed(workspaceId: string, ref: string, which: 'credentials' | 'token', from: string, to: string): Promise<boolean>;
   /** Keeps a renewed access token (sealed) and releases the claim. */
   storeToken(workspaceId: string, ref: string, sealed: string, expiresAtMs: number): Promise<void>;
 }

@@ -3,7 +3,7 @@
 // one replica at a time renews (claimRenewal: a conditional write, one winner).
 import type { StampClock } from '../../domain/stamps';
 import type { Connection } from '../../domain/types';
-import type { ConnectionRecord, ConnectionRepository } from '../port';
+import type { ConnectionRecord, ConnectionRepository, SealedConnectionValues } from '../port';
 import { CONNECTION_COLUMNS, connectionOfRow, type ConnectionRow } from '../shared/apps';
 import { holdsNul } from './documents';
 import { isUniqueViolation, type PgDatabase, type Sql } from './database';
@@ -100,6 +100,19 @@ export function pgConnectionRepository(db: PgDatabase, clock: StampClock): Conne
            AND (token_expires_ms IS NULL OR token_expires_ms <= $5)`,
         [ws, ref, now, until, renewBefore],
       )) === 1,
+    sealedValues: (after, limit) =>
+      db.rows<SealedConnectionValues>(
+        `SELECT workspace_id AS "workspaceId", ref, credentials_sealed AS credentials, token_sealed AS token FROM connections
+         WHERE (workspace_id, ref) > ($1, $2) AND (credentials_sealed IS NOT NULL OR token_sealed IS NOT NULL) ORDER BY workspace_id, ref LIMIT $3`,
+        [after?.workspaceId ?? '', after?.ref ?? '', limit],
+      ),
+    replaceSealed: async (ws, ref, which, from, to) =>
+      (await db.count(`UPDATE connections SET ${which === 'credentials' ? 'credentials_sealed' : 'token_sealed'} = $4 WHERE workspace_id = $1 AND ref = $2 AND ${which === 'credentials' ? 'credentials_sealed' : 'token_sealed'} = $3`, [
+        ws,
+        ref,
+        from,
+        to,
+      ])) === 1,
     storeToken: async (ws, ref, sealed, expires) => {
       await db.count('UPDATE connections SET token_sealed = $3, token_expires_ms = $4, renewing_until_ms = NULL WHERE workspace_id = $1 AND ref = $2', [
         ws,

@@ -3,7 +3,7 @@
 // group commit; every compare-and-set is the statement's affected-row count.
 import type { StampClock } from '../../domain/stamps';
 import type { Connection } from '../../domain/types';
-import type { ConnectionRecord, ConnectionRepository } from '../port';
+import type { ConnectionRecord, ConnectionRepository, SealedConnectionValues } from '../port';
 import { CONNECTION_COLUMNS, connectionOfRow, type ConnectionRow } from '../shared/apps';
 import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
@@ -41,6 +41,14 @@ export function connectionRepository(db: Db, commit: GroupCommit, clock: StampCl
   const keepToken = db.prepare(
     'UPDATE connections SET token_sealed = @sealed, token_expires_ms = @expires, renewing_until_ms = NULL WHERE workspace_id = @ws AND ref = @ref',
   );
+  const sealedAfter = db.prepare(
+    `SELECT workspace_id AS workspaceId, ref, credentials_sealed AS credentials, token_sealed AS token FROM connections
+     WHERE (workspace_id, ref) > (@ws, @ref) AND (credentials_sealed IS NOT NULL OR token_sealed IS NOT NULL) ORDER BY workspace_id, ref LIMIT @limit`,
+  );
+  const resealed = {
+    credentials: db.prepare('UPDATE connections SET credentials_sealed = @to WHERE workspace_id = @ws AND ref = @ref AND credentials_sealed = @from'),
+    token: db.prepare('UPDATE connections SET token_sealed = @to WHERE workspace_id = @ws AND ref = @ref AND token_sealed = @from'),
+  };
   const read = (ws: string, ref: string): ConnectionRecord | null => {
     const row = get.get(ws, ref) as ConnectionRow | undefined;
     return row ? connectionOfRow(row) : null;
@@ -99,6 +107,8 @@ export function connectionRepository(db: Db, commit: GroupCommit, clock: StampCl
         return get.get(ws, ref) === undefined ? ('missing' as const) : ('stale' as const);
       }),
     claimRenewal: (ws, ref, now, until, renewBefore) => commit.run(() => claim.run({ ws, ref, now, until, renewBefore }).changes === 1),
+    sealedValues: async (after, limit) => sealedAfter.all({ ws: after?.workspaceId ?? '', ref: after?.ref ?? '', limit }) as SealedConnectionValues[],
+    replaceSealed: (ws, ref, which, from, to) => commit.run(() => resealed[which].run({ ws, ref, from, to }).changes === 1),
     storeToken: (ws, ref, sealed, expires) =>
       commit.run(() => {
         keepToken.run({ ws, ref, sealed, expires });
