@@ -3,14 +3,19 @@
 import { parseArgs } from 'node:util';
 import { loadConfig, type Config } from './config';
 import { exitOnStartupFailure, serve } from './main';
-import { localIssuerFor } from './service';
+import { connectionContext, localIssuerFor } from './service';
+import { createConnection, replaceConnection } from './services/connections';
+import { credentialsShapeProblem, type Credentials } from './domain/connections';
+import type { Store } from './store/port';
+import { ApiError } from './errors';
+import { createLogger } from './log';
 import { openStore } from './store/open';
 import { BUILD_SCOPE } from './auth/bearer';
 
 const USAGE = `usage:
   build-api serve
   build-api token --user U --workspace W [--team T]... [--admin] [--scope "${BUILD_SCOPE}"] [--ttl SECONDS]
-  build-api connections add --workspace W --app A --ref R [--label L] [--status connected|disconnected|expired]
+  build-api connections add --workspace W --app A --ref R [--label L] [--credentials-stdin]
   build-api connections list --workspace W
   build-api credits set --workspace W --amount N
 Configuration comes from the environment (see README.md).`;
@@ -21,6 +26,8 @@ class UsageError extends Error {}
 const NAME = /^[^\s\u0000-\u001f]{1,160}$/;
 const SLUG = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 const CONNECTION_STATUSES = ['connected', 'disconnected', 'expired'] as const;
+/** A connection's ref (ConnectionRefValue in openapi.yaml). */
+const CONNECTION_REF = /^(?=.{1,120}$)[a-z0-9]+([:._-][a-z0-9]+)*$/;
 
 function required(values: Record<string, unknown>, name: string, pattern: RegExp = NAME): string {
   const value = values[name];
@@ -82,17 +89,24 @@ async function connections(config: Config, args: string[]): Promise<void> {
       ref: { type: 'string' },
       label: { type: 'string' },
       status: { type: 'string' },
+      'credentials-stdin': { type: 'boolean' },
     },
   });
   const store = await openStore(config);
   try {
     const workspace = required(values, 'workspace');
     if (action === 'add') {
-      const status = (values.status ?? 'connected') as (typeof CONNECTION_STATUSES)[number];
-      if (!CONNECTION_STATUSES.includes(status)) throw new UsageError(`--status: must be one of ${CONNECTION_STATUSES.join(', ')}`);
+      if (values.status !== undefined && !CONNECTION_STATUSES.includes(values.status as (typeof CONNECTION_STATUSES)[number])) {
+        throw new UsageError(`--status: must be one of ${CONNECTION_STATUSES.join(', ')}`);
+      }
+      if (values.status !== undefined) process.stderr.write("build-api: --status is ignored: a connection's status is what its last check found\n");
       if (values.label !== undefined && values.label.length > 160) throw new UsageError('--label: at most 160 characters');
-      const connection = { ref: required(values, 'ref'), app: required(values, 'app', SLUG), label: values.label ?? null, status };
-      await store.connections.upsert(workspace, connection);
+      const connection = await addConnection(config, store, workspace, {
+        ref: required(values, 'ref', CONNECTION_REF),
+        app: required(values, 'app', SLUG),
+        label: values.label ?? null,
+        credentials: values['credentials-stdin'] ? await credentialsFromStdin() : undefined,
+      });
       process.stdout.write(`${JSON.stringify(connection)}\n`);
     } else if (action === 'list') {
       process.stdout.write(`${JSON.stringify(await store.connections.list(workspace), null, 2)}\n`);
@@ -102,6 +116,37 @@ async function connections(config: Config, args: string[]): Promise<void> {
   } finally {
     await store.close();
   }
+}
+
+/**
+ * Adds the connection, or replaces the one with its ref (its credentials kept unless given), through
+ * the service's own use cases: the same checks, sealing and test as PUT /api/build/connections.
+ */
+async function addConnection(config: Config, store: Store, workspaceId: string, body: { ref: string; app: string; label: string | null; credentials?: Credentials }) {
+  const ctx = await connectionContext(config, store, createLogger('warn'));
+  const who = { userId: 'build-api-cli', workspaceId, teams: [], admin: true };
+  try {
+    if (!(await store.connections.get(workspaceId, body.ref))) return await createConnection(ctx, who, { ...body, credentials: body.credentials ?? { kind: 'none' } });
+    return await replaceConnection(ctx, who, body.ref, '*', body);
+  } catch (err) {
+    if (err instanceof ApiError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+/** The credentials as JSON on standard input (a secret on the command line would show in the process list). */
+async function credentialsFromStdin(): Promise<Credentials> {
+  let text = '';
+  for await (const chunk of process.stdin) text += chunk;
+  let credentials: unknown;
+  try {
+    credentials = JSON.parse(text);
+  } catch {
+    throw new UsageError('--credentials-stdin: standard input is not JSON (e.g. {"kind":"bearer","token":"…"})');
+  }
+  const problem = credentialsShapeProblem(credentials);
+  if (problem) throw new UsageError(`--credentials-stdin: ${problem}`);
+  return credentials as Credentials;
 }
 
 async function credits(config: Config, args: string[]): Promise<void> {

@@ -77,6 +77,13 @@ async function openSecretBox(config: Config, store: Store, logger: Logger): Prom
   return box;
 }
 
+/** What the connection use cases need, for the command line (`build-api connections add`): the same parts the service composes. */
+export async function connectionContext(config: Config, store: Store, logger: Logger) {
+  const secrets = await openSecretBox(config, store, logger);
+  const credentials = createCredentialSource({ connections: store.connections, secrets, allowPrivate: config.httpToolAllowPrivate });
+  return { store, secrets, apps: createAppRegistry({ store, credentials, allowPrivate: config.httpToolAllowPrivate }) };
+}
+
 /** The store could not be opened or migrated at start (unreachable, refused, not writable). */
 export class StoreUnavailableError extends Error {}
 

@@ -47,6 +47,47 @@ export function shownOf(credentials: Credentials): CredentialsShown {
   }
 }
 
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+const PRINTABLE = /^[\x20-\x7E]*$/;
+
+/**
+ * Why `value` is not credentials as ConnectionCredentials describes them, or null: for input the
+ * request schema did not check (the command line's standard input).
+ */
+export function credentialsShapeProblem(value: unknown): string | null {
+  if (!isObject(value)) return 'must be an object with a kind';
+  const text = (name: string, max: number, optional = false) => {
+    const v = value[name];
+    if (optional && (v === undefined || v === null)) return null;
+    return typeof v === 'string' && v.length >= (optional ? 0 : 1) && v.length <= max && PRINTABLE.test(v) ? null : `${name}: must be printable text of at most ${max} characters`;
+  };
+  const only = (names: string[]) => Object.keys(value).find((k) => !names.includes(k));
+  const extra = (names: string[]) => (only(names) ? `${only(names)}: is not a member of ${String(value.kind)} credentials` : null);
+  switch (value.kind) {
+    case 'none':
+      return extra(['kind']);
+    case 'bearer':
+      return extra(['kind', 'token']) ?? text('token', 4096);
+    case 'headers': {
+      const headers = value.headers;
+      if (!isObject(headers) || !Object.keys(headers).length) return 'headers: must be an object of one or more headers';
+      const bad = Object.entries(headers).find(([, v]) => typeof v !== 'string' || v.length > 4096 || !PRINTABLE.test(v));
+      return extra(['kind', 'headers']) ?? (bad ? `headers.${bad[0]}: must be printable text of at most 4096 characters` : null);
+    }
+    case 'oauth2_client_credentials':
+      return (
+        extra(['kind', 'token_url', 'client_id', 'client_secret', 'scope', 'audience']) ??
+        text('token_url', 2000) ??
+        text('client_id', 500) ??
+        text('client_secret', 4096) ??
+        text('scope', 1000, true) ??
+        text('audience', 1000, true)
+      );
+    default:
+      return 'kind: must be one of none, bearer, headers, oauth2_client_credentials';
+  }
+}
+
 /** The rules the schema cannot state: header names that are tokens, and none the transport sets. */
 export function credentialProblems(credentials: Credentials, at: string): Problem[] {
   if (credentials.kind !== 'headers') return [];

@@ -14,7 +14,7 @@ export interface Usage {
 }
 
 /** What uses app `app` (its tools, its connections) or connection `connection`. */
-export async function usageOf(ctx: ServiceContext, who: Principal, of: { app: string } | { connection: string }): Promise<Usage> {
+export async function usageOf(ctx: Pick<ServiceContext, 'store'>, who: Principal, of: { app: string } | { connection: string }): Promise<Usage> {
   const usage: Usage = { agents: [], workflows: [], hidden: 0 };
   const ws = who.workspaceId;
   for (const { slug } of JSON.parse((await ctx.store.agents.list(ws)).json) as { slug: string }[]) {

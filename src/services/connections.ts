@@ -21,6 +21,9 @@ export type ConnectionView = components['schemas']['ConnectionDetail'];
 type ConnectionCreate = components['schemas']['ConnectionCreate'];
 type ConnectionReplace = components['schemas']['ConnectionReplace'];
 
+/** What the connection use cases need (the command line's `connections add` has no more). */
+export type ConnectionContext = Pick<ServiceContext, 'store' | 'apps' | 'secrets'>;
+
 /** The most connections a workspace may have. */
 export const MAX_WORKSPACE_CONNECTIONS = 200;
 
@@ -39,20 +42,20 @@ export function connectionView(c: ConnectionRecord): ConnectionView {
 
 const unknownConnection = (ref: string) => notFound(`connection '${ref}' not found in this workspace; GET /api/build/connections lists them`);
 
-async function stored(ctx: ServiceContext, who: Principal, ref: string): Promise<ConnectionRecord> {
+async function stored(ctx: ConnectionContext, who: Principal, ref: string): Promise<ConnectionRecord> {
   const record = await ctx.store.connections.get(who.workspaceId, ref);
   if (!record) throw unknownConnection(ref);
   return record;
 }
 
-export async function getConnection(ctx: ServiceContext, who: Principal, ref: string): Promise<ConnectionView> {
+export async function getConnection(ctx: ConnectionContext, who: Principal, ref: string): Promise<ConnectionView> {
   return connectionView(await stored(ctx, who, ref));
 }
 
-const sealed = (ctx: ServiceContext, who: Principal, ref: string, credentials: Credentials) =>
+const sealed = (ctx: ConnectionContext, who: Principal, ref: string, credentials: Credentials) =>
   credentials.kind === 'none' ? null : ctx.secrets.seal(JSON.stringify(credentials), credentialsContext(who.workspaceId, ref));
 
-export async function createConnection(ctx: ServiceContext, who: Principal, body: ConnectionCreate): Promise<ConnectionView> {
+export async function createConnection(ctx: ConnectionContext, who: Principal, body: ConnectionCreate): Promise<ConnectionView> {
   const apps = await ctx.apps.of(who.workspaceId);
   rejectProblems([
     ...(apps.apps.has(body.app) ? [] : [{ path: 'body.app', message: `no app '${body.app}' in this workspace (GET /api/build/apps lists them)` }]),
@@ -92,7 +95,7 @@ function assertCurrent(record: ConnectionRecord, ifMatch: string): void {
     throw conflict(`If-Match: ${ifMatch} is not the current stamp "${current}"; read the connection again and rebase your change`);
 }
 
-export async function replaceConnection(ctx: ServiceContext, who: Principal, ref: string, ifMatch: string, body: ConnectionReplace): Promise<ConnectionView> {
+export async function replaceConnection(ctx: ConnectionContext, who: Principal, ref: string, ifMatch: string, body: ConnectionReplace): Promise<ConnectionView> {
   const current = await stored(ctx, who, ref);
   assertCurrent(current, ifMatch);
   rejectProblems([
@@ -114,7 +117,7 @@ export async function replaceConnection(ctx: ServiceContext, who: Principal, ref
   return connectionView(body.credentials ? await recordCheck(ctx, who, outcome.record) : outcome.record);
 }
 
-export async function deleteConnection(ctx: ServiceContext, who: Principal, ref: string, ifMatch: string): Promise<void> {
+export async function deleteConnection(ctx: ConnectionContext, who: Principal, ref: string, ifMatch: string): Promise<void> {
   const current = await stored(ctx, who, ref);
   assertCurrent(current, ifMatch);
   const used = usageText(await usageOf(ctx, who, { connection: ref }));
@@ -124,18 +127,18 @@ export async function deleteConnection(ctx: ServiceContext, who: Principal, ref:
   if (removed === 'stale') throw conflict('the connection changed while it was being deleted; read it again');
 }
 
-export async function testConnection(ctx: ServiceContext, who: Principal, ref: string): Promise<ConnectionView> {
+export async function testConnection(ctx: ConnectionContext, who: Principal, ref: string): Promise<ConnectionView> {
   return connectionView(await recordCheck(ctx, who, await stored(ctx, who, ref)));
 }
 
 /** Checks the connection against its app now and records the outcome. */
-async function recordCheck(ctx: ServiceContext, who: Principal, record: ConnectionRecord): Promise<ConnectionRecord> {
+async function recordCheck(ctx: ConnectionContext, who: Principal, record: ConnectionRecord): Promise<ConnectionRecord> {
   const check = await checkOf(ctx, who, record);
   return (await ctx.store.connections.recordCheck(who.workspaceId, record.ref, { ...check, testedAt: new Date().toISOString() })) ?? record;
 }
 
 /** A built-in app needs no check; an MCP app's server must answer tools/list through the connection. */
-async function checkOf(ctx: ServiceContext, who: Principal, record: ConnectionRecord): Promise<{ status: ConnectionStatus; lastError: string | null }> {
+async function checkOf(ctx: ConnectionContext, who: Principal, record: ConnectionRecord): Promise<{ status: ConnectionStatus; lastError: string | null }> {
   if (ctx.apps.builtinSlugs.has(record.app)) return { status: 'connected', lastError: null };
   const app = await ctx.store.apps.get(who.workspaceId, record.app);
   if (!app) return { status: 'disconnected', lastError: `app '${record.app}' no longer exists in this workspace` };

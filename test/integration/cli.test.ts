@@ -26,8 +26,8 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-function cli(args: string[], extraEnv: Record<string, string> = {}) {
-  const res = spawnSync(process.execPath, [bin, ...args], { env: { ...env, ...extraEnv }, encoding: 'utf8' });
+function cli(args: string[], extraEnv: Record<string, string> = {}, input?: string) {
+  const res = spawnSync(process.execPath, [bin, ...args], { env: { ...env, ...extraEnv }, encoding: 'utf8', input });
   return { code: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 
@@ -75,6 +75,27 @@ test('connections add and list work on the service database, and the running ser
   expect(JSON.parse(list.stdout)).toEqual([{ ref: 'kv-cli', app: 'kv', label: 'From CLI', status: 'connected' }]);
   expect((await t.client(token).GET('/api/build/connections')).data!.data).toEqual([{ ref: 'kv-cli', app: 'kv', label: 'From CLI', status: 'connected' }]);
   expect((await t.client(token).POST('/api/build/agents/validate', { body: agent })).response.status).toBe(200);
+});
+
+test('connections add takes credentials on standard input (sealed, never shown), and a second add keeps them', async () => {
+  const secret = 'cli-bearer-5e2b7a';
+  const add = cli(
+    ['connections', 'add', '--workspace', 'cli-ws', '--app', 'kv', '--ref', 'kv-secret', '--credentials-stdin'],
+    {},
+    JSON.stringify({ kind: 'bearer', token: secret }),
+  );
+  expect([add.code, add.stderr]).toEqual([0, '']);
+  expect(JSON.parse(add.stdout)).toMatchObject({ ref: 'kv-secret', app: 'kv', status: 'connected', credentials: { kind: 'bearer' } });
+  expect(add.stdout).not.toContain(secret);
+  const relabel = cli(['connections', 'add', '--workspace', 'cli-ws', '--app', 'kv', '--ref', 'kv-secret', '--label', 'Relabelled']);
+  expect(JSON.parse(relabel.stdout)).toMatchObject({ label: 'Relabelled', credentials: { kind: 'bearer' } });
+  const stored = await t.service.store.connections.get('cli-ws', 'kv-secret');
+  expect(stored!.sealedCredentials).toMatch(/^enc:v1:/);
+  expect(stored!.sealedCredentials).not.toContain(secret);
+  const bad = cli(['connections', 'add', '--workspace', 'cli-ws', '--app', 'kv', '--ref', 'kv-bad', '--credentials-stdin'], {}, '{"kind":"bearer"}');
+  expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([2, 'build-api: --credentials-stdin: token: must be printable text of at most 4096 characters']);
+  const noApp = cli(['connections', 'add', '--workspace', 'cli-ws', '--app', 'nope', '--ref', 'x']);
+  expect([noApp.code, noApp.stderr.split('\n')[0]]).toEqual([2, "build-api: body.app: no app 'nope' in this workspace (GET /api/build/apps lists them)"]);
 });
 
 test('credits set writes the balance', async () => {
