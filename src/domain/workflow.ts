@@ -60,6 +60,7 @@ function normaliseStep(step: WorkflowStepInput, path: string, fill: Fill): Workf
       args: fill(`${path}.args`, step.args, {}, '{}'),
       after: fill(`${path}.after`, step.after, [], '[]'),
       ...note,
+      ...(step.connection !== undefined && { connection: step.connection }),
     };
   }
   return {

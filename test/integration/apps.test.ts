@@ -8,7 +8,7 @@ import path from 'node:path';
 import { startService, type TestService } from '../helpers/service';
 import { minimalAgent } from '../helpers/fixtures';
 import { startMcpPeer, type McpPeer } from '../helpers/mcp-peer';
-import { waitForAgentRun } from '../helpers/runs';
+import { waitForAgentRun, waitForWorkflowRun } from '../helpers/runs';
 
 let t: TestService;
 let open: McpPeer;
@@ -212,15 +212,60 @@ test("connections: credentials go to the server and never come back; a refused t
   expect(JSON.stringify((await call('GET', '/api/build/connections/guarded%3Aacme')).body)).not.toContain(SECRET);
 });
 
+test("a workflow's tool step calls an app's tool through the connection it names; with several and none named, the write is refused", async () => {
+  const step = (connection?: string) => ({
+    id: 'look',
+    kind: 'tool',
+    tool: 'guarded.lookup',
+    args: { id: '{{inputs.id}}' },
+    ...(connection && { connection }),
+  });
+  const workflow = (slug: string, connection?: string) => ({
+    kind: 'service.workflow/v1',
+    slug,
+    name: slug,
+    inputs: { id: { description: 'The ticket' } },
+    steps: [step(connection)],
+  });
+  const unnamed = await call('PUT', '/api/build/workflows', workflow('look-unnamed'));
+  expect(unnamed.body).toEqual({
+    error: "body.steps[0].connection: required: app 'guarded' has several connections (guarded:acme, guarded:wrong); name the one this step uses",
+  });
+  expect((await call('PUT', '/api/build/workflows', workflow('look-kv', 'kv-none'))).body.error).toBe(
+    "body.steps[0].connection: 'kv-none' is not a connection of this workspace; GET /api/build/connections lists them",
+  );
+  expect((await call('PUT', '/api/build/workflows', workflow('look-named', 'guarded:acme'))).status).toBe(201);
+  const started = await call('POST', '/api/build/workflows/look-named/test', { input: { id: '42' } });
+  const run = await waitForWorkflowRun(t, started.body.data.run_id, token);
+  expect(run.status).toBe('succeeded');
+  expect(JSON.stringify(run.step_results)).toContain('Ticket 42');
+  expect(guarded.calls.at(-1)).toMatchObject({ tool: 'lookup', args: { id: '42' }, authorization: `Bearer ${SECRET}` });
+});
+
+test('a server listing 10,000 tools fails the refresh within its bounds and keeps the tools stored before', async () => {
+  const crowded = await startMcpPeer({ tools: Array.from({ length: 10_000 }, (_, i) => ({ name: `tool_${i}`, description: 'x'.repeat(100) })) });
+  try {
+    await call('PUT', '/api/build/apps', app('crowded', crowded.url));
+    const refreshed = await call('POST', '/api/build/apps/crowded/refresh');
+    expect([refreshed.status, refreshed.body]).toEqual([502, { error: "app 'crowded': the MCP server lists more than 500 tools, the most an app may have" }]);
+    expect((await call('GET', '/api/build/apps/crowded')).body.data).toMatchObject({
+      tools: [],
+      refresh_error: 'the MCP server lists more than 500 tools, the most an app may have',
+    });
+  } finally {
+    await crowded.close();
+  }
+});
+
 test('what still uses an app or a connection keeps it; another workspace sees none of it', async () => {
   const inUse = await call('GET', '/api/build/apps/guarded');
   const refused = await call('DELETE', '/api/build/apps/guarded', undefined, { 'if-match': inUse.etag! });
   expect(refused.body.error).toBe(
-    "app 'guarded' is in use: agents guarded-agent, guarded-both; connections guarded:acme, guarded:wrong; remove those uses first",
+    "app 'guarded' is in use: agents guarded-agent, guarded-both; workflows look-named; connections guarded:acme, guarded:wrong; remove those uses first",
   );
   const connection = await call('GET', '/api/build/connections/guarded%3Aacme');
   expect((await call('DELETE', '/api/build/connections/guarded%3Aacme', undefined, { 'if-match': connection.etag! })).body.error).toBe(
-    "connection 'guarded:acme' is named by agents guarded-agent; remove those first",
+    "connection 'guarded:acme' is named by agents guarded-agent; workflows look-named; remove those first",
   );
   const other = t.token({ user: 'bob', workspace: 'other-ws' });
   expect((await call('GET', '/api/build/apps/guarded', undefined, {}, other)).status).toBe(404);
