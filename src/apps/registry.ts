@@ -24,6 +24,8 @@ export { CONNECTION_ARGUMENT } from './mcp/app-module';
 const BUILTIN_APPS: readonly AppModule[] = [coreApp, httpApp, kvApp, timeApp];
 const BUILTIN_SLUGS: ReadonlySet<string> = new Set(BUILTIN_APPS.map((m) => m.slug));
 
+/** The snapshot key of a workspace with no apps or connections of its own. */
+const NONE = '0:0|0:0';
 /** The workspaces whose view is held at most (least recently asked go first). */
 const HELD_WORKSPACES = 500;
 /** The bytes one answer to a refresh's tools/list may have. */
@@ -99,7 +101,7 @@ export function createAppRegistry(deps: AppRegistryDeps): AppRegistry {
     builtinSlugs: BUILTIN_SLUGS,
     async of(workspaceId) {
       const key = await deps.store.apps.snapshotKey(workspaceId);
-      if (key === '|') return builtinApps();
+      if (key === NONE) return builtinApps();
       const known = held.get(workspaceId);
       if (known?.key === key) {
         held.delete(workspaceId);

@@ -73,6 +73,31 @@ describe.each(adapters)('$name: apps and connections', (adapter) => {
     expect(replaces.filter((r) => r.ok)).toHaveLength(1);
   });
 
+  // A key names the workspace's apps and connections as they are: a return to an earlier state may
+  // give its key again (stamps only grow, so no other state can).
+  test('the snapshot key: the same while nothing changes, another after every write of an app or a connection', async () => {
+    const ws = workspace();
+    const keys = [await store.apps.snapshotKey(ws)];
+    expect(keys[0]).toBe('0:0|0:0');
+    const next = async (write: () => Promise<unknown>) => {
+      await write();
+      const key = await store.apps.snapshotKey(ws);
+      expect(key).not.toBe(keys.at(-1));
+      expect(await store.apps.snapshotKey(ws)).toBe(key);
+      keys.push(key);
+    };
+    await next(() => store.apps.create(ws, settings('a'), { limit: 10, deriveSlug: false, reserved }));
+    await next(() => store.apps.create(ws, settings('b'), { limit: 10, deriveSlug: false, reserved }));
+    await next(() => store.apps.recordRefresh(ws, 'a', { tools: [tool('a.t')], server: { name: 's', version: '1', protocol_version: 'p' } }, 'now'));
+    const b = (await store.apps.get(ws, 'b'))!;
+    await next(() => store.apps.replace(ws, 'b', b.stampMicros, settings('b', 'https://b.example/mcp')));
+    await next(async () => store.apps.remove(ws, 'a', (await store.apps.get(ws, 'a'))!.stampMicros));
+    await next(() => store.connections.create(ws, write('c'), 10));
+    await next(() => store.connections.recordCheck(ws, 'c', { status: 'expired', lastError: 'no', testedAt: 'now' }));
+    await next(async () => store.connections.remove(ws, 'c', (await store.connections.get(ws, 'c'))!.stampMicros));
+    expect(await store.apps.snapshotKey(workspace())).toBe('0:0|0:0');
+  });
+
   const write = (ref: string, sealed: string | null = 'enc:v1:sealed') => ({
     ref,
     app: 'tracker',

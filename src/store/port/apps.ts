@@ -21,8 +21,9 @@ export type RefreshOutcome = { tools: ToolDefinition[]; server: McpServerInfo } 
 
 export interface AppRepository {
   /**
-   * A text that changes whenever the workspace's apps or its connections' refs change (each app's
-   * slug and stamp, each connection's ref and app): what the registry keeps its view of them by.
+   * A text that changes whenever the workspace's apps or connections change (their counts and
+   * latest stamps: every write's stamp is past the others), `0:0|0:0` for a workspace with none:
+   * what the registry keeps its view of them by.
    */
   snapshotKey(workspaceId: string): Promise<string>;
   /** The workspace's apps, by slug. */

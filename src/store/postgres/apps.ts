@@ -19,8 +19,8 @@ export function pgAppRepository(db: PgDatabase, clock: StampClock): AppRepositor
   return {
     snapshotKey: async (ws) =>
       (await db.row<{ key: string }>(
-        `SELECT COALESCE((SELECT string_agg(slug || ':' || stamp_us, ',' ORDER BY slug) FROM workspace_apps WHERE workspace_id = $1), '')
-           || '|' || COALESCE((SELECT string_agg(ref || '>' || app, ',' ORDER BY ref) FROM connections WHERE workspace_id = $1), '') AS key`,
+        `SELECT (SELECT COUNT(*) || ':' || COALESCE(MAX(stamp_us), 0) FROM workspace_apps WHERE workspace_id = $1)
+           || '|' || (SELECT COUNT(*) || ':' || COALESCE(MAX(stamp_us), 0) FROM connections WHERE workspace_id = $1) AS key`,
         [ws],
       ))!.key,
     list: async (ws) => (await db.rows<AppRow>(`SELECT ${APP_COLUMNS} FROM workspace_apps WHERE workspace_id = $1 ORDER BY slug`, [ws])).map(appOfRow),

@@ -9,10 +9,12 @@ import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
 
 export function appRepository(db: Db, commit: GroupCommit, clock: StampClock): AppRepository {
+  // Every write takes a stamp past every other (the clock): a create, replace, refresh or check
+  // moves the largest one, and a delete the count.
   const key = db
     .prepare(
-      `SELECT COALESCE((SELECT group_concat(slug || ':' || stamp_us, ',') FROM (SELECT slug, stamp_us FROM workspace_apps WHERE workspace_id = @ws ORDER BY slug)), '')
-         || '|' || COALESCE((SELECT group_concat(ref || '>' || app, ',') FROM (SELECT ref, app FROM connections WHERE workspace_id = @ws ORDER BY ref)), '')`,
+      `SELECT (SELECT COUNT(*) || ':' || IFNULL(MAX(stamp_us), 0) FROM workspace_apps WHERE workspace_id = @ws)
+         || '|' || (SELECT COUNT(*) || ':' || IFNULL(MAX(stamp_us), 0) FROM connections WHERE workspace_id = @ws)`,
     )
     .pluck();
   const list = db.prepare(`SELECT ${APP_COLUMNS} FROM workspace_apps WHERE workspace_id = ? ORDER BY slug`);

@@ -14,6 +14,10 @@ CREATE TABLE workspace_apps (
   PRIMARY KEY (workspace_id, slug)
 ) STRICT;
 
+-- The registry's look at whether a workspace's apps changed (count and latest stamp) reads this
+-- index alone, never the rows, whose tools may fill overflow pages.
+CREATE INDEX workspace_apps_stamps ON workspace_apps (workspace_id, stamp_us);
+
 -- A connection holds the credentials its calls send, sealed by the service's secret box (never in
 -- clear), what of them a read may show, and its last check. An OAuth 2.0 access token fetched with
 -- its client credentials is kept sealed until it expires; `renewing_until_ms` is the claim of the
