@@ -34,7 +34,11 @@ async function seed(store, ws) {
   for (let a = 0; a < 50; a++) {
     const slug = `app-${a}`;
     const mcp = { url: `https://mcp-${a}.example/mcp`, auth: 'none', timeout_ms: 10_000, output_bytes: 262_144, trust_annotations: true };
-    await store.apps.create(ws, { kind: 'service.app/v1', slug, name: `App ${a}`, description: null, mcp }, { limit: 50, deriveSlug: false, reserved: new Set() });
+    await store.apps.create(
+      ws,
+      { kind: 'service.app/v1', slug, name: `App ${a}`, description: null, mcp },
+      { limit: 50, deriveSlug: false, reserved: new Set() },
+    );
     const tools = Array.from({ length: 100 }, (_, i) => tool(slug, i));
     await store.apps.recordRefresh(ws, slug, { tools, server: { name: 's', version: '1', protocol_version: '2025-11-25' } }, new Date().toISOString());
   }

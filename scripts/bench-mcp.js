@@ -14,8 +14,8 @@ const { parseArgs } = require('node:util');
 
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '400' }, peer: { type: 'boolean' } } });
 
-if (values.peer) {
-  // The child: an MCP server with one tool that answers at once.
+/** The child: an MCP server with one tool that answers at once. */
+function runPeer() {
   const http = require('node:http');
   const { createMcpHandler, Server } = require('@modelcontextprotocol/server');
   const { toNodeHandler } = require('@modelcontextprotocol/node');
@@ -33,14 +33,9 @@ if (values.peer) {
     ),
   );
   const server = http.createServer((req, res) => void handler(req, res)).listen(0, '127.0.0.1', () => process.send(server.address().port));
-  return;
 }
 
 const root = path.join(__dirname, '..');
-const { Client, StreamableHTTPClientTransport } = require('@modelcontextprotocol/client');
-const { mcpAppModule } = require(path.join(root, 'dist/src/apps/mcp/app-module'));
-const { DEFAULT_RUN_LIMITS, renderBudget } = require(path.join(root, 'dist/src/runtime/limits'));
-const { invokeTool } = require(path.join(root, 'dist/src/apps/invoke'));
 
 /** CPU µs per call of `call`, after a warm-up. */
 async function cpuPerCall(calls, call) {
@@ -52,7 +47,11 @@ async function cpuPerCall(calls, call) {
   return { cpu: (used.user + used.system) / calls, wall: ((performance.now() - wall) * 1000) / calls };
 }
 
-(async () => {
+async function main() {
+  const { Client, StreamableHTTPClientTransport } = require('@modelcontextprotocol/client');
+  const { mcpAppModule } = require(path.join(root, 'dist/src/apps/mcp/app-module'));
+  const { DEFAULT_RUN_LIMITS, renderBudget } = require(path.join(root, 'dist/src/runtime/limits'));
+  const { invokeTool } = require(path.join(root, 'dist/src/apps/invoke'));
   const calls = Number(values.calls);
   const peer = fork(__filename, ['--peer'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const port = await new Promise((resolve) => peer.once('message', resolve));
@@ -63,13 +62,32 @@ async function cpuPerCall(calls, call) {
     const direct = await cpuPerCall(calls, (i) => client.callTool({ name: 'lookup', arguments: { id: String(i) } }));
     await client.close();
 
-    const settings = { kind: 'service.app/v1', slug: 'bench', name: 'Bench', description: null, mcp: { url, auth: 'none', timeout_ms: 10_000, output_bytes: 262_144, trust_annotations: true } };
-    const tool = { slug: 'bench.lookup', name: 'lookup', description: '', read_only: true, destructive: false, args_schema: { type: 'object', properties: { id: { type: 'string' } } } };
+    const settings = {
+      kind: 'service.app/v1',
+      slug: 'bench',
+      name: 'Bench',
+      description: null,
+      mcp: { url, auth: 'none', timeout_ms: 10_000, output_bytes: 262_144, trust_annotations: true },
+    };
+    const tool = {
+      slug: 'bench.lookup',
+      name: 'lookup',
+      description: '',
+      read_only: true,
+      destructive: false,
+      args_schema: { type: 'object', properties: { id: { type: 'string' } } },
+    };
     const app = mcpAppModule({ slug: 'bench', settings, tools: [tool], server: null, refreshedAt: null, refreshError: null, stampMicros: 0 }, [], {
       credentials: { headersFor: async () => ({}) },
       allowPrivate: true,
     });
-    const ctx = { workspaceId: 'bench', kv: null, http: { allowPrivate: true, timeoutMs: 10_000, maxBytes: 1 << 20 }, limits: DEFAULT_RUN_LIMITS, budget: renderBudget(DEFAULT_RUN_LIMITS) };
+    const ctx = {
+      workspaceId: 'bench',
+      kv: null,
+      http: { allowPrivate: true, timeoutMs: 10_000, maxBytes: 1 << 20 },
+      limits: DEFAULT_RUN_LIMITS,
+      budget: renderBudget(DEFAULT_RUN_LIMITS),
+    };
     const service = await cpuPerCall(calls, async (i) => {
       const outcome = await invokeTool('bench.lookup', app.tools[0], { id: String(i) }, ctx);
       if (!outcome.ok) throw new Error(outcome.error);
@@ -83,7 +101,11 @@ async function cpuPerCall(calls, call) {
   } finally {
     peer.kill();
   }
-})().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+}
+
+if (values.peer) runPeer();
+else
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });

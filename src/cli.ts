@@ -122,11 +122,17 @@ async function connections(config: Config, args: string[]): Promise<void> {
  * Adds the connection, or replaces the one with its ref (its credentials kept unless given), through
  * the service's own use cases: the same checks, sealing and test as PUT /api/build/connections.
  */
-async function addConnection(config: Config, store: Store, workspaceId: string, body: { ref: string; app: string; label: string | null; credentials?: Credentials }) {
+async function addConnection(
+  config: Config,
+  store: Store,
+  workspaceId: string,
+  body: { ref: string; app: string; label: string | null; credentials?: Credentials },
+) {
   const ctx = await connectionContext(config, store, createLogger('warn'));
   const who = { userId: 'build-api-cli', workspaceId, teams: [], admin: true };
   try {
-    if (!(await store.connections.get(workspaceId, body.ref))) return await createConnection(ctx, who, { ...body, credentials: body.credentials ?? { kind: 'none' } });
+    if (!(await store.connections.get(workspaceId, body.ref)))
+      return await createConnection(ctx, who, { ...body, credentials: body.credentials ?? { kind: 'none' } });
     return await replaceConnection(ctx, who, body.ref, '*', body);
   } catch (err) {
     if (err instanceof ApiError) throw new UsageError(err.message);

@@ -59,7 +59,9 @@ export function credentialsShapeProblem(value: unknown): string | null {
   const text = (name: string, max: number, optional = false) => {
     const v = value[name];
     if (optional && (v === undefined || v === null)) return null;
-    return typeof v === 'string' && v.length >= (optional ? 0 : 1) && v.length <= max && PRINTABLE.test(v) ? null : `${name}: must be printable text of at most ${max} characters`;
+    return typeof v === 'string' && v.length >= (optional ? 0 : 1) && v.length <= max && PRINTABLE.test(v)
+      ? null
+      : `${name}: must be printable text of at most ${max} characters`;
   };
   const only = (names: string[]) => Object.keys(value).find((k) => !names.includes(k));
   const extra = (names: string[]) => (only(names) ? `${only(names)}: is not a member of ${String(value.kind)} credentials` : null);

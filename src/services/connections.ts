@@ -95,7 +95,13 @@ function assertCurrent(record: ConnectionRecord, ifMatch: string): void {
     throw conflict(`If-Match: ${ifMatch} is not the current stamp "${current}"; read the connection again and rebase your change`);
 }
 
-export async function replaceConnection(ctx: ConnectionContext, who: Principal, ref: string, ifMatch: string, body: ConnectionReplace): Promise<ConnectionView> {
+export async function replaceConnection(
+  ctx: ConnectionContext,
+  who: Principal,
+  ref: string,
+  ifMatch: string,
+  body: ConnectionReplace,
+): Promise<ConnectionView> {
   const current = await stored(ctx, who, ref);
   assertCurrent(current, ifMatch);
   rejectProblems([

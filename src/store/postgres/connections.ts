@@ -107,12 +107,10 @@ export function pgConnectionRepository(db: PgDatabase, clock: StampClock): Conne
         [after?.workspaceId ?? '', after?.ref ?? '', limit],
       ),
     replaceSealed: async (ws, ref, which, from, to) =>
-      (await db.count(`UPDATE connections SET ${which === 'credentials' ? 'credentials_sealed' : 'token_sealed'} = $4 WHERE workspace_id = $1 AND ref = $2 AND ${which === 'credentials' ? 'credentials_sealed' : 'token_sealed'} = $3`, [
-        ws,
-        ref,
-        from,
-        to,
-      ])) === 1,
+      (await db.count(
+        `UPDATE connections SET ${which === 'credentials' ? 'credentials_sealed' : 'token_sealed'} = $4 WHERE workspace_id = $1 AND ref = $2 AND ${which === 'credentials' ? 'credentials_sealed' : 'token_sealed'} = $3`,
+        [ws, ref, from, to],
+      )) === 1,
     storeToken: async (ws, ref, sealed, expires) => {
       await db.count('UPDATE connections SET token_sealed = $3, token_expires_ms = $4, renewing_until_ms = NULL WHERE workspace_id = $1 AND ref = $2', [
         ws,
