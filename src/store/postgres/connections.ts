@@ -94,6 +94,13 @@ export function pgConnectionRepository(db: PgDatabase, clock: StampClock): Conne
       if ((await db.count('DELETE FROM connections WHERE workspace_id = $1 AND ref = $2 AND stamp_us = $3', [ws, ref, expected])) === 1) return 'removed';
       return (await read(db, ws, ref)) ? 'stale' : 'missing';
     },
+    ...secretMethods(db),
+  };
+}
+
+/** What a connection keeps sealed beyond its credentials: the access token, its renewal, and a key rotation's reseal. */
+function secretMethods(db: PgDatabase): Pick<ConnectionRepository, 'claimRenewal' | 'storeToken' | 'sealedValues' | 'replaceSealed'> {
+  return {
     claimRenewal: async (ws, ref, now, until, renewBefore) =>
       (await db.count(
         `UPDATE connections SET renewing_until_ms = $4 WHERE workspace_id = $1 AND ref = $2 AND (renewing_until_ms IS NULL OR renewing_until_ms <= $3)

@@ -33,22 +33,6 @@ export function connectionRepository(db: Db, commit: GroupCommit, clock: StampCl
     'UPDATE connections SET status = @status, last_error = @error, tested_at = @tested, stamp_us = MAX(stamp_us + 1, @stamp) WHERE workspace_id = @ws AND ref = @ref',
   );
   const remove = db.prepare('DELETE FROM connections WHERE workspace_id = ? AND ref = ? AND stamp_us = ?');
-  const claim = db.prepare(
-    `UPDATE connections SET renewing_until_ms = @until
-     WHERE workspace_id = @ws AND ref = @ref AND (renewing_until_ms IS NULL OR renewing_until_ms <= @now)
-       AND (token_expires_ms IS NULL OR token_expires_ms <= @renewBefore)`,
-  );
-  const keepToken = db.prepare(
-    'UPDATE connections SET token_sealed = @sealed, token_expires_ms = @expires, renewing_until_ms = NULL WHERE workspace_id = @ws AND ref = @ref',
-  );
-  const sealedAfter = db.prepare(
-    `SELECT workspace_id AS workspaceId, ref, credentials_sealed AS credentials, token_sealed AS token FROM connections
-     WHERE (workspace_id, ref) > (@ws, @ref) AND (credentials_sealed IS NOT NULL OR token_sealed IS NOT NULL) ORDER BY workspace_id, ref LIMIT @limit`,
-  );
-  const resealed = {
-    credentials: db.prepare('UPDATE connections SET credentials_sealed = @to WHERE workspace_id = @ws AND ref = @ref AND credentials_sealed = @from'),
-    token: db.prepare('UPDATE connections SET token_sealed = @to WHERE workspace_id = @ws AND ref = @ref AND token_sealed = @from'),
-  };
   const read = (ws: string, ref: string): ConnectionRecord | null => {
     const row = get.get(ws, ref) as ConnectionRow | undefined;
     return row ? connectionOfRow(row) : null;
@@ -106,6 +90,29 @@ export function connectionRepository(db: Db, commit: GroupCommit, clock: StampCl
         if (remove.run(ws, ref, expected).changes === 1) return 'removed' as const;
         return get.get(ws, ref) === undefined ? ('missing' as const) : ('stale' as const);
       }),
+    ...secretMethods(db, commit),
+  };
+}
+
+/** What a connection keeps sealed beyond its credentials: the access token, its renewal, and a key rotation's reseal. */
+function secretMethods(db: Db, commit: GroupCommit): Pick<ConnectionRepository, 'claimRenewal' | 'storeToken' | 'sealedValues' | 'replaceSealed'> {
+  const claim = db.prepare(
+    `UPDATE connections SET renewing_until_ms = @until
+     WHERE workspace_id = @ws AND ref = @ref AND (renewing_until_ms IS NULL OR renewing_until_ms <= @now)
+       AND (token_expires_ms IS NULL OR token_expires_ms <= @renewBefore)`,
+  );
+  const keepToken = db.prepare(
+    'UPDATE connections SET token_sealed = @sealed, token_expires_ms = @expires, renewing_until_ms = NULL WHERE workspace_id = @ws AND ref = @ref',
+  );
+  const sealedAfter = db.prepare(
+    `SELECT workspace_id AS workspaceId, ref, credentials_sealed AS credentials, token_sealed AS token FROM connections
+     WHERE (workspace_id, ref) > (@ws, @ref) AND (credentials_sealed IS NOT NULL OR token_sealed IS NOT NULL) ORDER BY workspace_id, ref LIMIT @limit`,
+  );
+  const resealed = {
+    credentials: db.prepare('UPDATE connections SET credentials_sealed = @to WHERE workspace_id = @ws AND ref = @ref AND credentials_sealed = @from'),
+    token: db.prepare('UPDATE connections SET token_sealed = @to WHERE workspace_id = @ws AND ref = @ref AND token_sealed = @from'),
+  };
+  return {
     claimRenewal: (ws, ref, now, until, renewBefore) => commit.run(() => claim.run({ ws, ref, now, until, renewBefore }).changes === 1),
     sealedValues: async (after, limit) => sealedAfter.all({ ws: after?.workspaceId ?? '', ref: after?.ref ?? '', limit }) as SealedConnectionValues[],
     replaceSealed: (ws, ref, which, from, to) => commit.run(() => resealed[which].run({ ws, ref, from, to }).changes === 1),
