@@ -20,8 +20,10 @@ export interface McpPeer {
   url: string;
   /** Each tools/call received: its tool, arguments and Authorization header. */
   calls: { tool: string; args: Record<string, unknown>; authorization: string | undefined }[];
-  /** Requests received by method (tools/list, tools/call, initialize, ...). */
+  /** Requests received by method (tools/list, tools/call). */
   methods: string[];
+  /** HTTP requests received, of any kind. */
+  requests: number;
   tools: PeerTool[];
   /** The bearer token it requires (null: none). */
   requireToken: string | null;
@@ -89,7 +91,13 @@ export function standardTools(): PeerTool[] {
 }
 
 export async function startMcpPeer(opts: { tools?: PeerTool[]; requireToken?: string | null; name?: string } = {}): Promise<McpPeer> {
-  const peer: Omit<McpPeer, 'url' | 'close'> = { calls: [], methods: [], tools: opts.tools ?? standardTools(), requireToken: opts.requireToken ?? null };
+  const peer: Omit<McpPeer, 'url' | 'close'> = {
+    calls: [],
+    methods: [],
+    requests: 0,
+    tools: opts.tools ?? standardTools(),
+    requireToken: opts.requireToken ?? null,
+  };
   let authorization: string | undefined;
   const serverFor = () => {
     const server = new Server({ name: opts.name ?? 'peer-mcp', version: '1.2.3' }, { capabilities: { tools: {} } });
@@ -122,6 +130,7 @@ export async function startMcpPeer(opts: { tools?: PeerTool[]; requireToken?: st
   const mcp = createMcpHandler(serverFor, { legacy: 'stateless' });
   const node = toNodeHandler(mcp);
   const server = http.createServer((req, res) => {
+    peer.requests++;
     authorization = req.headers.authorization;
     if (peer.requireToken !== null && req.headers.authorization !== `Bearer ${peer.requireToken}`) {
       res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end('{"error":"unauthorized"}');

@@ -76,3 +76,22 @@ test('more tools than allowed fail the listing', async () => {
     await many.close();
   }
 });
+
+test('a later session to a server skips what the first learned of its protocol: fewer requests for the same call', async () => {
+  const fresh = await startMcpPeer();
+  try {
+    const call = () => withMcpSession(endpoint({ url: fresh.url }), (s) => s.client.callTool({ name: 'lookup', arguments: { id: '1' } }, s.request));
+    await call();
+    const first = fresh.requests;
+    await call();
+    const second = fresh.requests - first;
+    expect(second).toBeLessThan(first);
+    // Other credentials are another authorization context: it asks again.
+    await withMcpSession(endpoint({ url: fresh.url, headers: { 'x-other': '1' } }), (s) =>
+      s.client.callTool({ name: 'lookup', arguments: { id: '1' } }, s.request),
+    );
+    expect(fresh.requests - first - second).toBe(first);
+  } finally {
+    await fresh.close();
+  }
+});

@@ -4,7 +4,8 @@
 // one deadline for the whole session, every answer read through the guarded fetch (the outbound
 // address rule, a byte cap), at most MAX_LIST_PAGES pages of tools. Every failure is an McpFailure
 // whose message says what went wrong in words a user can act on; none escapes as anything else.
-import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
+import crypto from 'node:crypto';
+import { Client, StreamableHTTPClientTransport, UnauthorizedError, type PriorDiscovery } from '@modelcontextprotocol/client';
 import type { ListedMcpTool } from '../../domain/apps';
 import { CredentialsRefused, ToolError } from '../types';
 import { type AnswerCut, guardedFetch, type GuardedFetch } from '../outbound/guarded-fetch';
@@ -35,6 +36,32 @@ export const MAX_LIST_PAGES = 20;
 
 const CLIENT_INFO = { name: 'build-api', version: '1' };
 
+/**
+ * What each server was found to speak, by its URL and the credentials sent (the SDK's rule: reuse a
+ * verdict only within one authorization context): a 2026-07-28 server's discovery (a later session
+ * connects with no round trip) or a 2025 server's (a later session skips the probe). Held for a few
+ * minutes, for the servers called lately.
+ */
+const priors = new Map<string, { prior: PriorDiscovery; until: number }>();
+const PRIOR_MS = 5 * 60_000;
+const PRIORS_HELD = 1000;
+
+const priorKey = (endpoint: McpEndpoint) => crypto.hash('sha256', JSON.stringify([endpoint.url, endpoint.headers]), 'base64url');
+
+function priorOf(key: string): PriorDiscovery | undefined {
+  const held = priors.get(key);
+  if (held && held.until > Date.now()) return held.prior;
+  priors.delete(key);
+  return undefined;
+}
+
+function remember(key: string, client: Client): void {
+  const discover = client.getDiscoverResult();
+  priors.delete(key);
+  priors.set(key, { prior: discover ? { kind: 'modern', discover } : { kind: 'legacy' }, until: Date.now() + PRIOR_MS });
+  if (priors.size > PRIORS_HELD) priors.delete(priors.keys().next().value as string);
+}
+
 export interface McpSession {
   client: Client;
   /** The options every request of the session takes (its deadline). */
@@ -57,7 +84,15 @@ export async function withMcpSession<T>(endpoint: McpEndpoint, work: (session: M
       requestInit: { headers: endpoint.headers },
       reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 },
     });
-    await untilDeadline(client.connect(transport, request), deadline.signal);
+    const key = priorKey(endpoint);
+    const prior = priorOf(key);
+    try {
+      await untilDeadline(client.connect(transport, { ...request, prior }), deadline.signal);
+    } catch (err) {
+      priors.delete(key); // the server may have changed: the next session asks again
+      throw err;
+    }
+    if (!prior) remember(key, client);
     return await untilDeadline(work({ client, request, cut: () => guarded.cut }), deadline.signal);
   } catch (err) {
     throw failureOf(err, deadline.signal, guarded);
