@@ -95,3 +95,20 @@ test('a later session to a server skips what the first learned of its protocol: 
     await fresh.close();
   }
 });
+
+test('a redirect to another origin (a metadata address here) is not followed', async () => {
+  const http = await import('node:http');
+  const redirecting = http.createServer((_req, res) => res.writeHead(307, { location: 'http://169.254.169.254/latest/meta-data/' }).end());
+  await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
+  const port = (redirecting.address() as { port: number }).port;
+  try {
+    const started = performance.now();
+    const failure = withMcpSession(endpoint({ url: `http://127.0.0.1:${port}/mcp` }), (s) => listTools(s, 500));
+    await expect(failure).rejects.toBeInstanceOf(McpFailure);
+    await expect(failure).rejects.toThrow(/redirect/i);
+    expect(performance.now() - started).toBeLessThan(2000);
+  } finally {
+    redirecting.closeAllConnections();
+    await new Promise((resolve) => redirecting.close(resolve));
+  }
+});
