@@ -112,3 +112,18 @@ test('a redirect to another origin (a metadata address here) is not followed', a
     await new Promise((resolve) => redirecting.close(resolve));
   }
 });
+
+test('a server that answers what is not MCP fails the session, saying so', async () => {
+  const http = await import('node:http');
+  const garbage = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>not mcp</html>'));
+  await new Promise<void>((resolve) => garbage.listen(0, '127.0.0.1', resolve));
+  const port = (garbage.address() as { port: number }).port;
+  try {
+    await expect(withMcpSession(endpoint({ url: `http://127.0.0.1:${port}/mcp` }), (s) => listTools(s, 500))).rejects.toThrow(
+      /^the MCP server could not be used: /,
+    );
+  } finally {
+    garbage.closeAllConnections();
+    await new Promise((resolve) => garbage.close(resolve));
+  }
+});
