@@ -7,13 +7,12 @@ import type { components } from '../../generated/api';
 import { slugFromName } from '../domain/agent';
 import { appSettings, toolChanges, toolsFromMcp, type DiscoveredTools } from '../domain/apps';
 import type { AppDefinition } from '../domain/catalog';
-import { ifMatchAdmits, parseIfMatch } from '../domain/etag';
 import { formatStamp } from '../domain/stamps';
 import { ApiError, badRequest, conflict, notFound } from '../errors';
 import { builtinApps, McpFailure } from '../apps/registry';
 import { ToolError } from '../apps/types';
 import type { StoredApp } from '../store/port';
-import { sameStamp } from './concurrency';
+import { assertStampCurrent } from './concurrency';
 import type { Principal, ServiceContext } from './context';
 import { usageOf, usageText } from './app-usage';
 
@@ -111,19 +110,10 @@ export async function createApp(ctx: ServiceContext, who: Principal, body: AppCr
   );
 }
 
-/** 409 unless `ifMatch` names the app's current stamp (400 when it cannot be read). */
-function assertCurrent(app: StoredApp, ifMatch: string): void {
-  const current = formatStamp(app.stampMicros);
-  const parsed = parseIfMatch(ifMatch);
-  if (!parsed) throw badRequest(`If-Match: must be * or the quoted updated_at of your last read, e.g. "${current}"`);
-  if (!ifMatchAdmits(parsed, current, sameStamp('instant')))
-    throw conflict(`If-Match: ${ifMatch} is not the current stamp "${current}"; read the app again and rebase your change`);
-}
-
 export async function replaceApp(ctx: ServiceContext, who: Principal, slug: string, ifMatch: string, body: AppReplace): Promise<AppView> {
   if (ctx.apps.builtinSlugs.has(slug)) throw builtinRefusal(slug, 'replaced');
   const current = await storedApp(ctx, who, slug);
-  assertCurrent(current, ifMatch);
+  assertStampCurrent(current.stampMicros, ifMatch, 'app');
   if (body.slug !== undefined && body.slug !== slug) throw badRequest(`body.slug: an app's slug does not change (this app is '${slug}')`);
   const outcome = await ctx.store.apps.replace(who.workspaceId, slug, current.stampMicros, appSettings({ ...body, slug }));
   if (outcome.ok) return appView(outcome.app);
@@ -134,7 +124,7 @@ export async function replaceApp(ctx: ServiceContext, who: Principal, slug: stri
 export async function deleteApp(ctx: ServiceContext, who: Principal, slug: string, ifMatch: string): Promise<void> {
   if (ctx.apps.builtinSlugs.has(slug)) throw builtinRefusal(slug, 'deleted');
   const current = await storedApp(ctx, who, slug);
-  assertCurrent(current, ifMatch);
+  assertStampCurrent(current.stampMicros, ifMatch, 'app');
   const connections = (await ctx.store.connections.list(who.workspaceId)).filter((c) => c.app === slug).map((c) => c.ref);
   const used = [usageText(await usageOf(ctx, who, { app: slug })), connections.length ? `connections ${connections.join(', ')}` : null].filter(Boolean);
   if (used.length) throw conflict(`app '${slug}' is in use: ${used.join('; ')}; remove those uses first`);

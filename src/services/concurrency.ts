@@ -3,7 +3,7 @@
 // current document, so the caller can rebase; `applied` is empty because nothing was written.
 import { ApiError, badRequest } from '../errors';
 import { ifMatchAdmits, parseIfMatch } from '../domain/etag';
-import { parseStampMicros } from '../domain/stamps';
+import { formatStamp, parseStampMicros } from '../domain/stamps';
 
 export type StampRule = 'instant' | 'utc-only';
 
@@ -18,6 +18,19 @@ export function sameStamp(rule: StampRule) {
 
 export function staleConflict(message: string, current: unknown): ApiError {
   return new ApiError(409, message, { current, applied: [] });
+}
+
+/**
+ * For a resource compared by its stamp alone (an app, a connection: no body stamp, and a 409 of the
+ * one error shape): 400 for an unreadable If-Match, 409 when it names another stamp.
+ */
+export function assertStampCurrent(stampMicros: number, ifMatch: string, what: string): void {
+  const current = formatStamp(stampMicros);
+  const parsed = parseIfMatch(ifMatch);
+  if (!parsed) throw badRequest(`If-Match: must be * or the quoted updated_at of your last read, e.g. "${current}"`);
+  if (!ifMatchAdmits(parsed, current, sameStamp('instant'))) {
+    throw new ApiError(409, `If-Match: ${ifMatch} is not the current stamp "${current}"; read the ${what} again and rebase your change`);
+  }
 }
 
 /** Throws 400 for an unreadable If-Match and 409 (with `current`) when a stamp is not the stored one. */

@@ -5,13 +5,12 @@
 // asked (`test`): its status says whether the server answers tools/list with them.
 import type { components } from '../../generated/api';
 import { credentialProblems, shownOf, type ConnectionStatus, type Credentials } from '../domain/connections';
-import { ifMatchAdmits, parseIfMatch } from '../domain/etag';
 import { formatStamp } from '../domain/stamps';
-import { badRequest, conflict, notFound } from '../errors';
+import { conflict, notFound } from '../errors';
 import { McpFailure } from '../apps/registry';
 import { CredentialsRefused, ToolError } from '../apps/types';
 import type { ConnectionRecord } from '../store/port';
-import { sameStamp } from './concurrency';
+import { assertStampCurrent } from './concurrency';
 import { credentialsContext } from './connection-credentials';
 import type { Principal, ServiceContext } from './context';
 import { usageOf, usageText } from './app-usage';
@@ -87,14 +86,6 @@ export async function createConnection(ctx: ConnectionContext, who: Principal, b
   return connectionView(await recordCheck(ctx, who, outcome.record));
 }
 
-function assertCurrent(record: ConnectionRecord, ifMatch: string): void {
-  const current = formatStamp(record.stampMicros);
-  const parsed = parseIfMatch(ifMatch);
-  if (!parsed) throw badRequest(`If-Match: must be * or the quoted updated_at of your last read, e.g. "${current}"`);
-  if (!ifMatchAdmits(parsed, current, sameStamp('instant')))
-    throw conflict(`If-Match: ${ifMatch} is not the current stamp "${current}"; read the connection again and rebase your change`);
-}
-
 export async function replaceConnection(
   ctx: ConnectionContext,
   who: Principal,
@@ -103,7 +94,7 @@ export async function replaceConnection(
   body: ConnectionReplace,
 ): Promise<ConnectionView> {
   const current = await stored(ctx, who, ref);
-  assertCurrent(current, ifMatch);
+  assertStampCurrent(current.stampMicros, ifMatch, 'connection');
   rejectProblems([
     ...(body.ref === ref ? [] : [{ path: 'body.ref', message: `a connection's ref does not change (this one is '${ref}')` }]),
     ...(body.app === current.app ? [] : [{ path: 'body.app', message: `a connection does not move between apps (this one is '${current.app}''s)` }]),
@@ -125,7 +116,7 @@ export async function replaceConnection(
 
 export async function deleteConnection(ctx: ConnectionContext, who: Principal, ref: string, ifMatch: string): Promise<void> {
   const current = await stored(ctx, who, ref);
-  assertCurrent(current, ifMatch);
+  assertStampCurrent(current.stampMicros, ifMatch, 'connection');
   const used = usageText(await usageOf(ctx, who, { connection: ref }));
   if (used) throw conflict(`connection '${ref}' is named by ${used}; remove those first`);
   const removed = await ctx.store.connections.remove(who.workspaceId, ref, current.stampMicros);

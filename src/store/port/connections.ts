@@ -20,16 +20,7 @@ export interface ConnectionRecord {
 }
 
 /** What a create writes (a replace: all but `ref` and `app`, which stay). */
-export interface ConnectionWrite {
-  ref: string;
-  app: string;
-  label: string | null;
-  status: ConnectionStatus;
-  credentialsShown: CredentialsShown;
-  sealedCredentials: string | null;
-  lastError: string | null;
-  testedAt: string | null;
-}
+export type ConnectionWrite = Omit<ConnectionRecord, 'stampMicros' | 'token'>;
 
 export interface SealedConnectionValues {
   workspaceId: string;
