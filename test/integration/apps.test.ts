@@ -89,6 +89,12 @@ test('an app is created, listed beside the built-in ones, refreshed into tools t
   expect(flags).toMatchObject({ 'tracker.lookup': [true, false], 'tracker.close_ticket': [false, true], 'tracker.comment': [false, true] });
   expect([again.body.added, again.body.removed]).toEqual([[], []]);
 
+  // A tool the server adds after the first refresh is offered from the next one on.
+  open.tools.push({ name: 'late_tool', description: 'Added later.', annotations: { readOnlyHint: true } });
+  expect((await call('GET', '/api/build/catalog/apps/tracker')).body.data.tools.map((tool: { slug: string }) => tool.slug)).not.toContain('tracker.late_tool');
+  const later = await call('POST', '/api/build/apps/tracker/refresh');
+  expect([later.body.added, later.body.removed]).toEqual([['tracker.late_tool'], []]);
+
   const catalog = await call('GET', '/api/build/catalog/apps/tracker');
   expect(catalog.body.data.tools.map((tool: { slug: string }) => tool.slug)).toContain('tracker.lookup');
   expect((await call('GET', '/api/build/catalog')).body.data.apps.map((a: { slug: string }) => a.slug)).toContain('tracker');
