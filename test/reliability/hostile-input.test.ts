@@ -54,7 +54,8 @@ const agentHints: Hints = {
   '.model': fc.constant('builtin/scripted'),
   '.tools.apps[]': fc.constantFrom('core', 'kv', 'http', 'time'),
   '.tools.disabled_tools[]': fc.constantFrom('kv.delete', 'core.fail', 'http.request'),
-  '.tools.connections': fc.constantFrom('all', ['kv-main']),
+  // 'all': a listed connection must be one of an app the agent uses, which the apps generated need not include.
+  '.tools.connections': fc.constant('all'),
   '.schedule': fc.oneof(
     fc.constant({}),
     fc.record({

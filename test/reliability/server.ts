@@ -172,7 +172,16 @@ export async function signingKeyOf(s: ServerProcess): Promise<string> {
 }
 
 /** Each table's order in storedTables: SQLite's rowid (insertion order); PostgreSQL has none, so the primary key. */
-const ORDER_KEYS = { agents: 'id', workflows: 'id', runs: 'id', agent_triggers: 'id', kv_entries: 'workspace_id, key', workspaces: 'id' } as const;
+const ORDER_KEYS = {
+  agents: 'id',
+  workflows: 'id',
+  runs: 'id',
+  agent_triggers: 'id',
+  kv_entries: 'workspace_id, key',
+  workspaces: 'id',
+  workspace_apps: 'workspace_id, slug',
+  connections: 'workspace_id, ref',
+} as const;
 
 /** Every row of these tables, as one string: two equal snapshots mean nothing was written to them in between. */
 export async function storedTables(s: ServerProcess, tables: (keyof typeof ORDER_KEYS)[]): Promise<string> {

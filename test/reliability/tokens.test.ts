@@ -98,22 +98,26 @@ function everyOperation(): Call[] {
         .replace('{ref}', 'target')
         .replace('{runId}', '5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d')
         .replace('{app}', 'kv')
+        .replace('{connectionRef}', 'kv-main')
         .replace('{callId}', 'call_1')
         .replace('{version}', '1');
-      const example = op.requestBody && Object.values(op.requestBody.content['application/json']!.examples)[0]!.$ref.split('/').pop()!;
-      calls.push({ name: op.operationId, method: method.toUpperCase(), path: url, body: example && JSON.stringify(doc.components.examples[example]!.value) });
+      // A body of the operation's example, or an empty object where the spec gives none (the token is refused first).
+      const examples = op.requestBody?.content['application/json']!.examples;
+      const example = examples && Object.values(examples)[0]!.$ref.split('/').pop()!;
+      const body = example ? JSON.stringify(doc.components.examples[example]!.value) : op.requestBody ? '{}' : undefined;
+      calls.push({ name: op.operationId, method: method.toUpperCase(), path: url, body });
     }
   }
   return calls;
 }
 
 function snapshot(): Promise<string> {
-  return storedTables(s, ['agents', 'workflows', 'runs', 'agent_triggers', 'kv_entries', 'workspaces']);
+  return storedTables(s, ['agents', 'workflows', 'runs', 'agent_triggers', 'kv_entries', 'workspaces', 'workspace_apps', 'connections']);
 }
 
 test('every attack on every operation is refused with the right status and challenge, and changes nothing', async () => {
   const calls = everyOperation();
-  expect(calls).toHaveLength(36);
+  expect(calls).toHaveLength(47);
   const before = await snapshot();
   for (const call of calls) {
     for (const [attack, headers, status, message] of attacks) {
