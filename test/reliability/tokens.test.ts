@@ -102,7 +102,7 @@ function everyOperation(): Call[] {
         .replace('{callId}', 'call_1')
         .replace('{version}', '1');
       // A body of the operation's example, or an empty object where the spec gives none (the token is refused first).
-      const examples = op.requestBody?.content['application/json']!.examples;
+      const examples = op.requestBody?.content['application/json']?.examples;
       const example = examples && Object.values(examples)[0]!.$ref.split('/').pop()!;
       const body = example ? JSON.stringify(doc.components.examples[example]!.value) : op.requestBody ? '{}' : undefined;
       calls.push({ name: op.operationId, method: method.toUpperCase(), path: url, body });
