@@ -128,7 +128,8 @@ async function addConnection(
   workspaceId: string,
   body: { ref: string; app: string; label: string | null; credentials?: Credentials },
 ) {
-  const ctx = await connectionContext(config, store, createLogger('warn'));
+  // Warnings (a missing SECRETS_KEY on PostgreSQL) go to stderr: stdout is the connection's JSON.
+  const ctx = await connectionContext(config, store, createLogger('warn', process.stderr));
   const who = { userId: 'build-api-cli', workspaceId, teams: [], admin: true };
   try {
     if (!(await store.connections.get(workspaceId, body.ref)))
