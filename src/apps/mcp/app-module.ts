@@ -22,17 +22,22 @@ export function mcpAppModule(app: StoredApp, connections: readonly string[], dep
     slug: app.slug,
     name: settings.name,
     description: settings.description ?? '',
-    tools: app.tools.map((definition) => ({
-      definition: settings.mcp.auth === 'connection' ? withConnectionArgument(definition) : definition,
-      run: (args, ctx) => callTool(settings, definition, args, ctx, connections, deps),
-    })),
+    tools: app.tools.map((definition) => {
+      // `connection` is the service's argument only when the tool has no argument of that name itself.
+      const takesConnection = settings.mcp.auth === 'connection' && !hasOwnArgument(definition, CONNECTION_ARGUMENT);
+      return {
+        definition: takesConnection ? withConnectionArgument(definition) : definition,
+        run: (args, ctx) => callTool(settings, definition, takesConnection, args, ctx, connections, deps),
+      };
+    }),
   };
 }
 
-/** The tool's schema with the optional `connection` argument (unless the tool has an argument of that name). */
+const hasOwnArgument = (definition: ToolDefinition, name: string) => Object.hasOwn((definition.args_schema.properties ?? {}) as object, name);
+
+/** The tool's schema with the optional `connection` argument. */
 function withConnectionArgument(definition: ToolDefinition): ToolDefinition {
   const properties = (definition.args_schema.properties ?? {}) as Record<string, unknown>;
-  if (Object.hasOwn(properties, CONNECTION_ARGUMENT)) return definition;
   const connection = {
     type: 'string',
     description: "The connection the call goes through (needed when several may be used; the app's only usable one otherwise).",
@@ -46,14 +51,13 @@ export const CONNECTION_ARGUMENT = 'connection';
 async function callTool(
   app: AppSettings,
   tool: ToolDefinition,
+  ours: boolean,
   args: Record<string, unknown>,
   ctx: ToolContext,
   connections: readonly string[],
   deps: McpAppDeps,
 ) {
   const name = tool.slug.slice(app.slug.length + 1);
-  // `connection` is ours to take out only when the tool has no argument of that name itself.
-  const ours = app.mcp.auth === 'connection' && withConnectionArgument(tool) !== tool;
   const { [CONNECTION_ARGUMENT]: asked, ...toolArgs } = args;
   const ref =
     app.mcp.auth === 'connection' ? chooseConnection(app.slug, connections, ctx.connections, ours && typeof asked === 'string' ? asked : undefined) : null;
