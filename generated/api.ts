@@ -1866,7 +1866,9 @@ export interface components {
         /**
          * @description What started the run: `test` (a test call; only its starter can read it), `webhook`,
          *     `schedule` or `poll` (a trigger or schedule; every member of the workspace with Build
-         *     authorization can read it).
+         *     authorization can read it), or `tool` (a workflow run an agent started by calling its tool
+         *     `workflows.<slug>`: `parent` names the calling run and call; it is read by whoever may read
+         *     the run at the root of its chain, so a test's children only by the test's starter).
          */
         RunSource: string;
         /**
@@ -1927,6 +1929,12 @@ export interface components {
             error: string | null;
             /** @description The connection the call went through (present on a call to an app whose calls go through one). */
             connection?: string | null;
+            /**
+             * Format: uuid
+             * @description The workflow run a call of a workflow tool (`workflows.<slug>`) started (present on such a
+             *     call once its run was accepted): read it at `GET /api/build/workflow-runs/{runId}`.
+             */
+            child_run_id?: string | null;
             approval?: components["schemas"]["ToolCallApproval"];
         };
         /** @description Present on a call the approval policy held; `decision` is null until someone decides. */
@@ -2033,6 +2041,7 @@ export interface components {
             source: components["schemas"]["RunSource"];
             /** @description The trigger that started the run, or null (workflows start from tests and their schedule). */
             trigger_id: string | null;
+            parent: components["schemas"]["RunParent"];
             current_step: string | null;
             /** @description Per-step results keyed by step id. */
             step_results: {
@@ -2059,6 +2068,20 @@ export interface components {
             cancelled_at: string | null;
             warning: string;
         };
+        /**
+         * @description The run whose agent called this workflow as a tool (source `tool`), or null. `kind` is the
+         *     calling run's: an agent run, or a workflow run whose agent step made the call. `depth` counts
+         *     the workflow tool calls from the chain's first run to this one (1 for a child of a run started
+         *     otherwise); a chain goes at most 3 deep, and never runs a workflow already running above it.
+         */
+        RunParent: {
+            /** Format: uuid */
+            run_id: string;
+            /** @enum {string} */
+            kind: "agent" | "workflow";
+            tool_call_id: string;
+            depth: number;
+        } | null;
         CatalogModel: {
             id: string;
             label: string;
@@ -2932,7 +2955,7 @@ export interface components {
          * @description Only runs started this way.
          * @example webhook
          */
-        RunSourceFilter: "test" | "webhook" | "schedule" | "poll";
+        RunSourceFilter: "test" | "webhook" | "schedule" | "poll" | "tool";
         /**
          * @description Only runs accepted at or after this instant (ISO 8601).
          * @example 2026-11-01T00:00:00Z

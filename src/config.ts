@@ -355,5 +355,6 @@ function runLimits(env: Env): RunLimits {
     stateBytes: integer(env, 'RUN_STATE_BYTES', d.stateBytes, KiB, MAX_RUN_BYTES),
     outputBytes: integer(env, 'RUN_OUTPUT_BYTES', d.outputBytes, KiB, MAX_RUN_BYTES),
     toolTimeoutMs: integer(env, 'RUN_TOOL_TIMEOUT_SECONDS', d.toolTimeoutMs / 1000, 1, 600) * 1000,
+    workflowToolWaitMs: integer(env, 'RUN_WORKFLOW_TOOL_WAIT_SECONDS', d.workflowToolWaitMs / 1000, 1, 3600) * 1000,
   };
 }

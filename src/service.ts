@@ -1,6 +1,7 @@
 // Wires the parts of the service from a Config: the store, the token verifier (embedded issuer or
 // an external one), and the HTTP app. main.ts listens; tests call this with a temporary database.
 import { createAppRegistry } from './apps/registry';
+import { callWorkflowTool } from './services/workflow-tools';
 import { createCredentialSource, resealConnectionSecrets } from './services/connection-credentials';
 import type express from 'express';
 import path from 'node:path';
@@ -180,6 +181,8 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     leaseMs: config.runLeaseMs,
     logger,
     metrics,
+    // Called by runs, which start once ctx exists (runner.start below).
+    childWorkflows: (caller, call) => callWorkflowTool(ctx, caller, call, config.runLimits.workflowToolWaitMs),
   });
   const ctx: ServiceContext = {
     metrics,
@@ -194,6 +197,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     webhookRatePerMinute: config.webhookRatePerMinute,
     notifyRunQueued: runner.notify,
     reserveRunWorker: runner.reserveWorker,
+    lendRunWorker: runner.lendWorker,
     requestRunStop: runner.requestStop,
     runEvents: createRunEventFeed(store, logger, { perCaller: config.eventStreamsPerCaller, streamsOpen: metrics.streamsOpen }),
     eventsHeartbeatMs: config.eventsHeartbeatMs,

@@ -51,7 +51,8 @@ async function invoke(slug: string, tool: AppTool | null, args: unknown, ctx: To
   const refused = refusedTextIn(args, 'args', TOOL_ARGUMENT_RULES);
   if (refused) return { ok: false, error: `invalid arguments for ${slug}: ${refused.path}: ${refused.rule}` };
   try {
-    const answer = await withinTime(tool.run(args as Record<string, unknown>, ctx), ctx.limits.toolTimeoutMs);
+    const running = tool.run(args as Record<string, unknown>, ctx);
+    const answer = tool.ownsTime ? { done: true as const, value: await running } : await withinTime(running, ctx.limits.toolTimeoutMs);
     if (!answer.done) return { ok: false, error: limitErrors.toolTime(slug, ctx.limits) };
     const output = answer.value ?? null;
     if (jsonBytesWithin(output, ctx.limits.stepOutputBytes) === null) return { ok: false, error: limitErrors.stepOutput(slug, ctx.limits) };

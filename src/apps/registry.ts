@@ -6,7 +6,9 @@
 // connections' refs (the store's snapshot key says when), and held for the workspaces asked lately.
 import { MAX_APP_TOOLS, type AppSettings, type ListedMcpTool, type McpServerInfo } from '../domain/apps';
 import type { AppDefinition, ToolDefinition } from '../domain/catalog';
-import type { AppRepository, ConnectionRepository } from '../store/port';
+import type { Agent } from '../domain/types';
+import type { AgentRepository, AppRepository, ConnectionRepository, WorkflowRepository } from '../store/port';
+import { agentToolsOf, type AgentTools } from './agent-tools';
 import { coreApp } from './builtin/core';
 import { httpApp } from './builtin/http';
 import { kvApp } from './builtin/kv';
@@ -19,6 +21,7 @@ import { definitionOf, type AppModule, type AppTool, type CredentialSource, type
 export type { ToolOutcome } from './invoke';
 export { McpFailure } from './mcp/session';
 export { CONNECTION_ARGUMENT } from './mcp/app-module';
+export { appToolsOf, NO_AGENT_TOOLS, WORKFLOWS_APP, type AgentTools } from './agent-tools';
 
 /** The apps every workspace has, in the catalog's order. */
 const BUILTIN_APPS: readonly AppModule[] = [coreApp, httpApp, kvApp, timeApp];
@@ -52,12 +55,14 @@ export interface AppRegistry {
   readonly builtinSlugs: ReadonlySet<string>;
   /** The apps `workspaceId` has. */
   of(workspaceId: string): Promise<WorkspaceApps>;
+  /** The tools `agent` has of its own (its workflows), as the workspace's documents stand now. */
+  agentTools(workspaceId: string, agent: Agent): Promise<AgentTools>;
   /** Asks an app's MCP server for its tools, through connection `ref` when given. Throws McpFailure or ToolError. */
   discover(workspaceId: string, app: AppSettings, ref: string | null): Promise<{ tools: ListedMcpTool[]; server: McpServerInfo }>;
 }
 
 export interface AppRegistryDeps {
-  store: { apps: AppRepository; connections: ConnectionRepository };
+  store: { apps: AppRepository; connections: ConnectionRepository; workflows: Pick<WorkflowRepository, 'find'>; agents: Pick<AgentRepository, 'find'> };
   credentials: CredentialSource;
   /** The outbound address rule's exception (HTTP_TOOL_ALLOW_PRIVATE). */
   allowPrivate: boolean;
@@ -113,6 +118,13 @@ export function createAppRegistry(deps: AppRegistryDeps): AppRegistry {
       held.set(workspaceId, { key, apps });
       if (held.size > HELD_WORKSPACES) held.delete(held.keys().next().value as string);
       return apps;
+    },
+    async agentTools(workspaceId, agent) {
+      const lookup = {
+        workflow: async (slug: string) => (await deps.store.workflows.find(workspaceId, slug))?.document ?? null,
+        agent: async (slug: string) => (await deps.store.agents.find(workspaceId, slug))?.document ?? null,
+      };
+      return agentToolsOf(agent, await this.of(workspaceId), lookup);
     },
     async discover(workspaceId, app, ref) {
       const headers = ref === null ? {} : await deps.credentials.headersFor(workspaceId, ref);

@@ -4,6 +4,8 @@ import type { AppDefinition, ToolDefinition } from '../domain/catalog';
 import type { RenderBudget } from '../domain/templates';
 import type { KvRepository } from '../store/port';
 import type { RunLimits } from '../runtime/limits';
+import type { ChainPosition } from '../domain/run-lineage';
+import type { Team } from '../domain/spaces';
 
 export interface HttpToolOptions {
   allowPrivate: boolean;
@@ -28,7 +30,44 @@ export interface ToolContext {
   connections?: ConnectionChoice;
   /** Told which connection a call went through (the run's record of the call says so). */
   usedConnection?: (ref: string) => void;
+  /** The call's id in its run, for what the call starts to name it (an agent's calls). */
+  callId?: string;
+  /** Told the id of the run the call started (the run's record of the call names it). */
+  startedRun?: (runId: string) => void;
+  /** Whether the calling run was asked to stop. */
+  shouldStop?: () => boolean;
+  /** Runs a workflow of the workspace as a child of the calling run; absent where no run calls (a poll's detector). */
+  runWorkflow?: (call: ChildWorkflowCall) => Promise<ChildWorkflowOutcome>;
 }
+
+/** A workflow tool's call, as the run that makes it hands it to the service that starts the child run. */
+export interface ChildWorkflowCall {
+  slug: string;
+  args: Record<string, unknown>;
+  callId: string;
+  /** Told the child run's id as soon as it is accepted. */
+  started: (runId: string) => void;
+  shouldStop: () => boolean;
+}
+
+/** The run whose agent calls a workflow tool: who started its chain, where it stands in it, and the calling agent's space. */
+export interface WorkflowToolCaller {
+  runId: string;
+  kind: 'agent' | 'workflow';
+  workspaceId: string;
+  /** Its `started_by` (a user, or a trigger or schedule): the child's too. */
+  startedBy: string;
+  /** Who alone may read the chain's runs (a test's starter), or null. */
+  visibleTo: string | null;
+  /** The space of the calling agent: it may call the workspace's workflows and its own team's. */
+  team: Team;
+  position: ChainPosition;
+}
+
+/** Starts a workflow tool call's child run and waits for it (services/workflow-tools.ts, wired at the composition root). */
+export type ChildWorkflows = (caller: WorkflowToolCaller, call: ChildWorkflowCall) => Promise<ChildWorkflowOutcome>;
+
+export type ChildWorkflowOutcome = { ok: true; output: unknown; childRunId: string } | { ok: false; error: string; childRunId: string | null };
 
 export interface ConnectionChoice {
   allowed: 'all' | readonly string[];
@@ -54,6 +93,8 @@ export type ToolImplementation = (args: Record<string, unknown>, ctx: ToolContex
 export interface AppTool {
   definition: ToolDefinition;
   run: ToolImplementation;
+  /** The tool bounds its own time, past RUN_TOOL_TIMEOUT_SECONDS (a workflow tool waits RUN_WORKFLOW_TOOL_WAIT_SECONDS). */
+  ownsTime?: boolean;
 }
 
 /**

@@ -13,7 +13,7 @@ import type { ToolDefinition } from '../domain/catalog';
 import type { Agent } from '../domain/types';
 import type { components } from '../../generated/api';
 import { limitErrors, StateMeter } from './limits';
-import { CONNECTION_ARGUMENT, type WorkspaceApps } from '../apps/registry';
+import { appToolsOf, CONNECTION_ARGUMENT, NO_AGENT_TOOLS, WORKFLOWS_APP, type AgentTools, type WorkspaceApps } from '../apps/registry';
 import type { ToolContext } from '../apps/types';
 import { ModelError, type ChatMessage, type ModelReply, type ToolCall, type ToolSpec } from './models/provider';
 import type { ModelRegistry } from './models';
@@ -38,6 +38,8 @@ export interface AgentLoopDeps {
   models: ModelRegistry;
   /** The apps of the run's workspace: the agent's tools are theirs. */
   apps: WorkspaceApps;
+  /** The agent's own tools (its workflows); none when absent. */
+  agentTools?: AgentTools;
   tools: ToolContext;
   /** Pays for one model step; false when the workspace cannot. */
   chargeStep: () => Promise<boolean>;
@@ -59,13 +61,10 @@ export type AgentOutcome =
   /** Parked: `held` are the calls that wait for a decision (in `state.tool_calls` too). */
   | { status: 'awaiting_approval'; error: null; state: AgentRunState; held: { id: string; tool: string }[] };
 
-/** The tools the agent may call: those of its apps (of the workspace's: `apps`), minus its disabled tools. */
-export function toolsOf(agent: Agent, apps: WorkspaceApps): Map<string, ToolDefinition> {
-  const disabled = new Set(agent.tools.disabled_tools);
-  const allowed = new Map<string, ToolDefinition>();
-  for (const app of agent.tools.apps) {
-    for (const tool of apps.apps.get(app)?.tools ?? []) if (!disabled.has(tool.slug)) allowed.set(tool.slug, tool);
-  }
+/** The tools the agent may call: those of its apps (of the workspace's: `apps`), minus its disabled tools, and its own. */
+export function toolsOf(agent: Agent, apps: WorkspaceApps, own: AgentTools = NO_AGENT_TOOLS): Map<string, ToolDefinition> {
+  const allowed = appToolsOf(agent, apps);
+  for (const [slug, tool] of own.tools) allowed.set(slug, tool);
   return allowed;
 }
 
@@ -93,14 +92,20 @@ export function needsApproval(policy: Agent['tools']['approval'], tool: ToolDefi
 
 const NO_WAIT_IN_WORKFLOW = 'held by the approval policy: an agent step of a workflow cannot wait for approval, so the call was not executed';
 
+/** Why the agent may not call `slug`, which is not among its tools. */
+function unavailable(slug: string, apps: WorkspaceApps, own: AgentTools): string {
+  const refusal = own.refused.get(slug);
+  if (refusal) return refusal;
+  if (slug.startsWith(`${WORKFLOWS_APP}.`)) return `${slug} is not a workflow this agent lists in its workflows`;
+  return `${slug} ${apps.tools.has(slug) ? 'is not available to this agent (not in tools.apps, or disabled)' : 'is not a tool of the catalog'}`;
+}
+
 /** Checks a call against the agent's tools and policy: refused, held (for approval), or to execute. */
-function admit(agent: Agent, allowed: Map<string, ToolDefinition>, apps: WorkspaceApps, call: ToolCall, canWait: boolean): ToolCallRecord {
+function admit(agent: Agent, allowed: Map<string, ToolDefinition>, deps: AgentLoopDeps, call: ToolCall): ToolCallRecord {
   const record: ToolCallRecord = { id: call.id, tool: call.tool, args: call.args, status: 'succeeded', output: null, error: null };
   const tool = allowed.get(call.tool);
-  if (!tool) {
-    const reason = apps.tools.has(call.tool) ? 'is not available to this agent (not in tools.apps, or disabled)' : 'is not a tool of the catalog';
-    return { ...record, status: 'refused', error: `${call.tool} ${reason}` };
-  }
+  if (!tool) return { ...record, status: 'refused', error: unavailable(call.tool, deps.apps, deps.agentTools ?? NO_AGENT_TOOLS) };
+  const canWait = deps.canWaitForApproval ?? true;
   if (!needsApproval(agent.tools.approval, tool)) return record;
   if (!canWait) return { ...record, status: 'refused', error: NO_WAIT_IN_WORKFLOW };
   return { ...record, status: 'awaiting_approval', approval: { decision: null, note: null, decided_by: null, decided_at: null } };
@@ -109,9 +114,18 @@ function admit(agent: Agent, allowed: Map<string, ToolDefinition>, apps: Workspa
 /** Executes an admitted (or approved) call and records its outcome on `record`. */
 async function execute(agent: Agent, record: ToolCallRecord, deps: AgentLoopDeps): Promise<void> {
   deps.emit?.('tool_call.started', { call_id: record.id, tool: record.tool });
-  // The connections the agent may use (tools.connections); the record says which one a call went through.
-  const ctx = { ...deps.tools, connections: { allowed: agent.tools.connections }, usedConnection: (ref: string) => (record.connection = ref) };
-  const outcome = await deps.apps.invoke(record.tool, record.args, ctx);
+  // The connections the agent may use (tools.connections); the record says which one a call went
+  // through, and which run it started (a workflow tool).
+  const ctx: ToolContext = {
+    ...deps.tools,
+    connections: { allowed: agent.tools.connections },
+    usedConnection: (ref: string) => (record.connection = ref),
+    callId: record.id,
+    startedRun: (runId: string) => (record.child_run_id = runId),
+    shouldStop: () => deps.shouldStop?.() ?? false,
+  };
+  const own = deps.agentTools;
+  const outcome = own?.tools.has(record.tool) ? await own.invoke(record.tool, record.args, ctx) : await deps.apps.invoke(record.tool, record.args, ctx);
   if (outcome.ok) Object.assign(record, { status: 'succeeded', output: outcome.output, error: null });
   else Object.assign(record, { status: 'failed', error: outcome.error });
   deps.emit?.('tool_call.finished', { call_id: record.id, tool: record.tool, status: record.status, error: record.error });
@@ -185,7 +199,7 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
   const stopping = () => deps.shouldStop?.() ?? false;
   const provider = deps.models.providerFor(agent.model);
   if (!provider) return fail(`model '${agent.model}' is not offered by any configured provider`);
-  const allowed = toolsOf(agent, deps.apps);
+  const allowed = toolsOf(agent, deps.apps, deps.agentTools);
   const tools: ToolSpec[] = [...allowed.values()].map((t) => ({ slug: t.slug, description: t.description, parameters: modelSchema(agent, t, deps.apps) }));
   const messages = conversation(agent, state.transcript);
   const { limits } = deps.tools;
@@ -233,7 +247,7 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
     const held: { id: string; tool: string }[] = [];
     for (const call of reply.toolCalls) {
       if (stopping()) return cancelled();
-      const record = admit(agent, allowed, deps.apps, call, deps.canWaitForApproval ?? true);
+      const record = admit(agent, allowed, deps, call);
       state.tool_calls.push(record);
       if (record.status === 'awaiting_approval') {
         held.push({ id: record.id, tool: record.tool }); // answered once decided

@@ -21,6 +21,11 @@ export interface RunLimits {
   toolTimeoutMs: number;
   /** The setting toolTimeoutMs comes from, for its error (RUN_TOOL_TIMEOUT_SECONDS unless said). */
   toolTimeoutSetting?: string;
+  /**
+   * How long a workflow tool call waits for the run it started (RUN_WORKFLOW_TOOL_WAIT_SECONDS);
+   * then it answers with the run's id and that it is still going (the run goes on).
+   */
+  workflowToolWaitMs: number;
 }
 
 const MiB = 1024 * 1024;
@@ -32,6 +37,7 @@ export const DEFAULT_RUN_LIMITS: Readonly<RunLimits> = Object.freeze({
   stateBytes: 8 * MiB,
   outputBytes: MiB,
   toolTimeoutMs: 30_000,
+  workflowToolWaitMs: 120_000,
 });
 
 export const limitErrors = {

@@ -20,7 +20,7 @@ import { createLeaseKeeper, DEFAULT_LEASE_MS, newLease } from './runner/lease-ke
 import type { QueuedRun } from './runner/queued-run';
 import { createWorkerPool, type WorkerReservation } from './runner/worker-pool';
 import type { AppRegistry } from '../apps/registry';
-import type { HttpToolOptions } from '../apps/types';
+import type { ChildWorkflows, HttpToolOptions } from '../apps/types';
 import { NO_METRICS, type Metrics } from '../metrics';
 
 export { DEFAULT_APPROVAL_TIMEOUT_MS, PROGRESS_INTERVAL_MS } from './runner/credit-ledger';
@@ -46,6 +46,8 @@ export interface RunnerOptions {
   logger: Logger;
   /** Runs handed over in memory and not yet claimed, at most (default HAND_OFF_LIMIT). */
   handOffLimit?: number;
+  /** Starts the child run of a workflow tool call and waits for it (services/workflow-tools.ts). */
+  childWorkflows?: ChildWorkflows;
   /** How long a parked run waits for its held calls to be decided (default 24 hours). */
   approvalTimeoutMs?: number;
   /** How long a claim on a run lasts unless renewed (default DEFAULT_LEASE_MS). */
@@ -67,6 +69,8 @@ export interface Runner {
    * run, or releases it. Null otherwise.
    */
   reserveWorker(): WorkerReservation | null;
+  /** A worker lent by a run that waits for the run about to be accepted (WorkerPool.lend). */
+  lendWorker(): WorkerReservation | null;
   /** Stops claiming runs and waits (at most `graceMs`) for the ones executing. */
   stop(graceMs: number): Promise<void>;
   /** Resolves when no run is queued or executing (tests). */
@@ -95,6 +99,7 @@ export function createRunner(opts: RunnerOptions): Runner {
     logger,
     approvalTimeoutMs: opts.approvalTimeoutMs,
     metrics: opts.metrics ?? NO_METRICS,
+    childWorkflows: opts.childWorkflows,
   });
   const perWorkspace = opts.perWorkspace ?? Math.max(1, opts.workers - 1);
   const pool = createWorkerPool({ runs: store.runs, queue, lease, workers: opts.workers, perWorkspace, execute, logger });
@@ -119,6 +124,7 @@ export function createRunner(opts: RunnerOptions): Runner {
     },
     notify: (run) => pool.notify(run),
     reserveWorker: () => pool.reserve(),
+    lendWorker: () => pool.lend(),
     async stop(graceMs) {
       if (poller) clearInterval(poller);
       await pool.drain(graceMs);

@@ -36,6 +36,12 @@ export interface ServiceContext {
   notifyRunQueued: (run?: QueuedRun) => void;
   /** A run worker here for a run about to be accepted, which the acceptance claims for it (see Runner.reserveWorker); null when none is free. */
   reserveRunWorker: () => WorkerReservation | null;
+  /**
+   * A worker for a run that another run here starts and waits for (a workflow an agent calls as a
+   * tool): the waiting run's worker is lent to it, beyond the pool's size and its workspace's cap
+   * (Runner.lendWorker); null while the workers stop.
+   */
+  lendRunWorker: () => WorkerReservation | null;
   /** Asks a run executing in this process to stop: resolves once its end is recorded; null when it does not execute here. */
   requestRunStop: (runId: string) => Promise<void> | null;
   /** The runs' event streams. */

@@ -5,6 +5,7 @@ import { ApiError, notFound } from '../errors';
 import type { RunKind } from '../store/port';
 import type { Principal, ServiceContext } from './context';
 import { findRun, getAgentRun, getWorkflowRun } from './runs';
+import { cancelChildren } from './workflow-tools';
 
 type AgentRun = components['schemas']['AgentRun'];
 type WorkflowRun = components['schemas']['WorkflowRun'];
@@ -30,7 +31,7 @@ async function awaitStop(ctx: ServiceContext, runId: string): Promise<void> {
 }
 
 /**
- * Cancels a run: `stopped` when it ended cancelled (now or by an earlier cancel), false when it is
+ * Cancels a run, and the runs its workflow tool calls started: `stopped` when it ended cancelled (now or by an earlier cancel), false when it is
  * still finishing work in flight. A run that ended otherwise is 409.
  */
 export async function cancelRun<K extends RunKind>(
@@ -44,6 +45,8 @@ export async function cancelRun<K extends RunKind>(
   const ended = (status: string) => new ApiError(409, `run '${id}' already ended (${status}); only a queued, running or waiting run can be cancelled`);
   if (outcome.outcome === 'missing') throw notFound(`run '${runId}' not found: no ${kind} run you may read has this id`);
   if (outcome.outcome === 'finished') throw ended(outcome.status);
+  // The workflows its tool calls started go with it (and theirs): a waiting call then ends at once.
+  await cancelChildren(ctx, await ctx.store.runs.activeChildren(id), who.userId);
   if (outcome.outcome === 'requested') await awaitStop(ctx, id);
   const run = (kind === 'agent' ? await getAgentRun(ctx, who, id) : await getWorkflowRun(ctx, who, id)) as K extends 'agent' ? AgentRun : WorkflowRun;
   // The run may have ended on its own before it reached a point where it stops: that end stands.

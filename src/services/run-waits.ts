@@ -19,48 +19,58 @@ export async function waitWhileActive(ctx: ServiceContext, who: Principal, runId
   if (seconds <= 0 || signal?.aborted) return;
   const run = await findRun(ctx, who, runId, kind);
   if (!ACTIVE.has(run.status)) return;
-  // From the last event on (null: the run has ended), then the status again: a change after that
-  // read comes with an event after `from`, which the subscription delivers.
-  const from = await streamStart(ctx, run.id, Number.MAX_SAFE_INTEGER);
-  if (from === null || !(await stillActive(ctx, run.id))) return;
   const release = streamSlot(ctx, who);
   try {
-    await new Promise<void>((resolve) => {
-      let settled = false;
-      let checking = false;
-      let unsubscribe = () => {};
-      const done = () => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        unsubscribe();
-        signal?.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, seconds * 1000);
-      signal?.addEventListener('abort', done);
-      // Any event may be the run's leaving `running` (to awaiting_approval, say): read its status
-      // again, once at a time; the final event ends it outright.
-      unsubscribe = ctx.runEvents.subscribe(
-        run.id,
-        from,
-        (rows) => {
-          if (rows.some(isFinal)) return done();
-          if (checking) return;
-          checking = true;
-          stillActive(ctx, run.id)
-            .then((active) => {
-              if (!active) done();
-            })
-            .catch(done)
-            .finally(() => (checking = false));
-        },
-        done,
-      );
-    });
+    await untilInactive(ctx, run.id, seconds * 1000, signal);
   } finally {
     release();
   }
+}
+
+/**
+ * Resolves when run `runId` is neither queued nor running (or gone), after `ms`, or when `signal`
+ * aborts: the wait itself, for a caller that checked it may read the run (a reader, or the run
+ * that started it).
+ */
+export async function untilInactive(ctx: ServiceContext, runId: string, ms: number, signal?: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal?.aborted) return;
+  // From the last event on (null: the run has ended), then the status again: a change after that
+  // read comes with an event after `from`, which the subscription delivers.
+  const from = await streamStart(ctx, runId, Number.MAX_SAFE_INTEGER);
+  if (from === null || !(await stillActive(ctx, runId))) return;
+  await new Promise<void>((resolve) => {
+    let settled = false;
+    let checking = false;
+    let unsubscribe = () => {};
+    const done = () => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      unsubscribe();
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done);
+    // Any event may be the run's leaving `running` (to awaiting_approval, say): read its status
+    // again, once at a time; the final event ends it outright.
+    unsubscribe = ctx.runEvents.subscribe(
+      runId,
+      from,
+      (rows) => {
+        if (rows.some(isFinal)) return done();
+        if (checking) return;
+        checking = true;
+        stillActive(ctx, runId)
+          .then((active) => {
+            if (!active) done();
+          })
+          .catch(done)
+          .finally(() => (checking = false));
+      },
+      done,
+    );
+  });
 }
 
 async function stillActive(ctx: ServiceContext, runId: string): Promise<boolean> {

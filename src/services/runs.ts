@@ -14,6 +14,7 @@ import type { QueuedRun } from '../runtime/runner';
 import { findAgent } from './agents';
 import type { Principal, ServiceContext } from './context';
 import { mayDependOn, sees } from '../domain/spaces';
+import type { RunParentLink } from '../domain/run-lineage';
 import { rejectProblems } from './references';
 import { agentRun, workflowRun, type RunToAccept } from './run-builders';
 import { findWorkflow } from './workflows';
@@ -38,14 +39,19 @@ export const refusalMessage = (minimumCost: number, balance: number) =>
  * queued one to the workers: when a worker here is free, the write claims the run for it, which
  * executes it at once; otherwise the run goes to the workers' queue. Returns its id and the store's
  * outcome (a repeated webhook delivery writes nothing and names the first delivery's run instead).
+ * `worker` is the one the write may claim the run for: a free one here by default; a run that will
+ * wait for this one lends its own (ServiceContext.lendRunWorker).
  */
-export async function acceptRun(ctx: ServiceContext, run: RunToAccept): Promise<{ id: string; outcome: AcceptOutcome }> {
+export async function acceptRun(
+  ctx: ServiceContext,
+  run: RunToAccept,
+  worker = ctx.reserveRunWorker(),
+): Promise<{ id: string; outcome: AcceptOutcome }> {
   const id = uuidV7(); // time-ordered: a new run's key is appended to the runs' index, not put on a random page of it
   const acceptedAt = new Date().toISOString();
   const traceParent = activeTraceparent(); // the run's span continues the trace that queued it
   const { snapshot, stepAgents, ...row } = run;
   const stepAgentsJson = stepAgents && JSON.stringify(stepAgents);
-  const worker = ctx.reserveRunWorker();
   const claim = worker ? { lease: worker.lease, cap: worker.cap } : undefined;
   const outcome = await ctx.store.runs
     .accept({ ...row, id, snapshotJson: snapshot.json, stepAgentsJson, initialCredits: ctx.defaultCredits, traceParent, claim }, (balance) =>
@@ -76,6 +82,8 @@ const queuedRun = (id: string, run: RunToAccept, acceptedAt: string, traceParent
   ...(run.stepAgents && { stepAgents: run.stepAgents }),
   request: run.request,
   state: run.state,
+  startedBy: run.startedBy,
+  visibleTo: run.visibleTo ?? null,
   creditsReserved: run.minimumCost,
   creditsSpent: 0,
   source: run.source,
@@ -146,10 +154,12 @@ export async function agentsOfSteps(ctx: ServiceContext, workspaceId: string, wo
 /**
  * Whether `who` may read the run: one who sees its document's space (domain/spaces.ts), and of a
  * test run only its starter; a run a trigger or schedule started, anyone of the workspace who sees
- * its space.
+ * its space; a run a tool call started, whoever may read the first run of its chain.
  */
-function canRead(run: Pick<RunRow, 'workspace_id' | 'started_by' | 'source' | 'team'>, who: Principal): boolean {
+function canRead(run: Pick<RunRow, 'workspace_id' | 'started_by' | 'source' | 'team' | 'visible_to'>, who: Principal): boolean {
   if (run.workspace_id !== who.workspaceId || !sees(who, run.team)) return false;
+  // A test's child runs (a workflow its agent called) are its starter's as the test is (visible_to).
+  if (run.visible_to !== null && run.visible_to !== who.userId) return false;
   return run.source !== 'test' || run.started_by === who.userId;
 }
 
@@ -192,7 +202,7 @@ export async function getAgentRun(ctx: ServiceContext, who: Principal, runId: st
 export async function getWorkflowRun(ctx: ServiceContext, who: Principal, runId: string): Promise<WorkflowRun> {
   const run = await findRun(ctx, who, runId, 'workflow');
   const state = JSON.parse(run.state) as WorkflowRunState;
-  const { input } = JSON.parse(run.request) as { input: Record<string, unknown> };
+  const { input, parent } = JSON.parse(run.request) as { input: Record<string, unknown>; parent?: RunParentLink };
   return {
     id: run.id,
     workflow_id: run.target_id,
@@ -200,6 +210,7 @@ export async function getWorkflowRun(ctx: ServiceContext, who: Principal, runId:
     status: run.status,
     source: run.source,
     trigger_id: run.trigger_id,
+    parent: parent ? { run_id: parent.run_id, kind: parent.kind, tool_call_id: parent.tool_call_id, depth: parent.depth } : null,
     current_step: state.current_step,
     step_results: state.step_results,
     input,

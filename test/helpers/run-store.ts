@@ -111,6 +111,8 @@ export async function queueRun(store: Store, target: Workflow | Agent, opts: Que
     snapshot: target,
     request,
     state,
+    startedBy: 'user-1',
+    visibleTo: null,
     creditsReserved: minimumCost,
     creditsSpent: 0,
     source: 'test',

@@ -52,6 +52,8 @@ async function queue(n: number): Promise<QueuedRun> {
     snapshot: workflow.document,
     request: { input: { n } },
     state: initialWorkflowState(workflow.document),
+    startedBy: 'user-1',
+    visibleTo: null,
     creditsReserved: 1,
     creditsSpent: 0,
     source: 'test',

@@ -13,6 +13,9 @@ export interface QueuedRun {
   stepAgents?: Record<string, Agent>;
   request: unknown;
   state: unknown;
+  /** Who started it (a user, or a trigger's or schedule's identity), and who alone may read it (a test's child runs), or null. */
+  startedBy: string;
+  visibleTo: string | null;
   creditsReserved: number;
   creditsSpent: number;
   /** What started it (`test`, `webhook`, `schedule`, `poll`) and when it was accepted: for the run metrics. */
@@ -39,6 +42,8 @@ export const fromRow = (row: RunRow): QueuedRun => ({
   snapshot: parsedOrUndefined(row.snapshot),
   ...(row.step_agents !== null && { stepAgents: parsedOrUndefined(row.step_agents) as Record<string, Agent> | undefined }),
   request: parsedOrUndefined(row.request),
+  startedBy: row.started_by,
+  visibleTo: row.visible_to ?? null,
   state: JSON.parse(row.state) as unknown,
   creditsReserved: row.credits_reserved,
   creditsSpent: row.credits_spent,

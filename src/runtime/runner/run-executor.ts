@@ -13,7 +13,8 @@ import { runAgent, type AgentRunState } from '../agent-loop';
 import { renderBudget, type RunLimits } from '../limits';
 import type { ModelRegistry } from '../models';
 import type { AppRegistry } from '../../apps/registry';
-import type { HttpToolOptions, ToolContext } from '../../apps/types';
+import type { ChildWorkflows, HttpToolOptions, ToolContext, WorkflowToolCaller } from '../../apps/types';
+import { positionOf, type RunParentLink } from '../../domain/run-lineage';
 import { runWorkflow, type StepOutcome } from '../workflow-executor';
 import { createCreditLedger, type CreditLedger, type LedgerOptions } from './credit-ledger';
 import type { ExecutingRuns } from './executing-runs';
@@ -34,6 +35,8 @@ export interface RunExecutorOptions {
   logger: Logger;
   approvalTimeoutMs?: number;
   metrics: Metrics;
+  /** Starts the child run of a workflow tool call and waits for it; without it, workflow tools fail saying so. */
+  childWorkflows?: ChildWorkflows;
 }
 
 /** Executes a claimed run and records its end (or its parking); never rejects for the run's own failure. */
@@ -52,6 +55,31 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
     budget: renderBudget(opts.limits),
   });
 
+  /** The calls of `agent`'s workflow tools in `run` start child runs of it (as its agent, in its chain). */
+  const callerOf = (run: QueuedRun, agent: Agent): WorkflowToolCaller => {
+    const { parent } = (run.request ?? {}) as { parent?: RunParentLink };
+    return {
+      runId: run.id,
+      kind: run.kind,
+      workspaceId: run.workspaceId,
+      startedBy: run.startedBy,
+      // A test's chain is its starter's alone, as the test is.
+      visibleTo: run.visibleTo ?? (run.source === 'test' ? run.startedBy : null),
+      team: agent.space.team,
+      position: positionOf(run.kind, (run.snapshot as { id: string }).id, parent),
+    };
+  };
+
+  /** The tool context and own tools of `agent` running in `run`. */
+  async function agentSetting(run: QueuedRun, agent: Agent, tools: ToolContext) {
+    const { childWorkflows } = opts;
+    const caller = callerOf(run, agent);
+    return {
+      agentTools: await opts.apps.agentTools(run.workspaceId, agent),
+      tools: childWorkflows ? { ...tools, runWorkflow: (call: Parameters<NonNullable<ToolContext['runWorkflow']>>[0]) => childWorkflows(caller, call) } : tools,
+    };
+  }
+
   async function executeAgentRun(run: QueuedRun, account: CreditLedger): Promise<string> {
     const agent = run.snapshot as Agent;
     const { prompt } = run.request as { prompt: string };
@@ -61,7 +89,7 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
       {
         models: opts.models,
         apps: await opts.apps.of(run.workspaceId),
-        tools: toolContext(run.workspaceId),
+        ...(await agentSetting(run, agent, toolContext(run.workspaceId))),
         // The first step was reserved when the run was accepted; later ones are paid as they come.
         chargeStep: account.charge,
         onProgress: account.progress as (state: AgentRunState) => Promise<void>,
@@ -88,7 +116,7 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
       const outcome = await runAgent(agent, prompt, {
         models: opts.models,
         apps,
-        tools,
+        ...(await agentSetting(run, agent, tools)),
         chargeStep: async () => true,
         onProgress: async () => undefined,
         shouldStop: account.shouldStop,

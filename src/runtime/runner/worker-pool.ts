@@ -55,6 +55,14 @@ export interface WorkerPool {
    * would go first); null otherwise. It must be executed or released.
    */
   reserve(): WorkerReservation | null;
+  /**
+   * A worker for a run about to be accepted that a run executing here starts and waits for (a
+   * workflow an agent calls as a tool): the waiting run lends its worker, so the child neither
+   * waits for a free one nor counts against its workspace's cap. It executes that one run and
+   * leaves. The workers lent are at most the runs waiting, one each (and chains are bounded:
+   * domain/run-lineage.ts). Null while stopping.
+   */
+  lend(): WorkerReservation | null;
   /** Stops claiming runs and waits (at most `graceMs`) for the workers to end. */
   drain(graceMs: number): Promise<void>;
   /** Resolves when no worker is working. */
@@ -116,6 +124,23 @@ function reservedWorker(
     released();
   });
   return { ...claim, execute: (run) => handOver(run), release: () => handOver(null) };
+}
+
+/** The workspace cap a lent worker's claim is made under: none, in effect (its parent holds a place). */
+const LENT_CAP = 1_000_000;
+
+/** A worker counted active now that executes only the run its acceptance claims, then leaves. */
+function lentWorker(active: ActiveWorkers, lease: Lease, execute: (run: QueuedRun) => Promise<void>): WorkerReservation {
+  let handOver!: (run: QueuedRun | null) => void;
+  active.start(async () => {
+    const run = await new Promise<QueuedRun | null>((resolve) => (handOver = resolve));
+    try {
+      if (run) await execute(run);
+    } finally {
+      active.leave();
+    }
+  });
+  return { lease, cap: LENT_CAP, execute: (run) => handOver(run), release: () => handOver(null) };
 }
 
 // This function is long because its parts share one state, read and changed with no await between:
@@ -210,6 +235,7 @@ export function createWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       // A run notified while this worker was reserved may have found no room: let go, it makes room for one.
       return reservedWorker(active, { lease, cap }, work, () => queue.waiting && addWorker());
     },
+    lend: () => (stopping ? null : lentWorker(active, lease, ranOne)),
     async drain(graceMs) {
       stopping = true;
       await active.ended(graceMs);

@@ -87,6 +87,10 @@ export interface RunRow {
   trace_parent?: string | null;
   /** The space of the document it runs, when it was accepted: a team's slug, or null for the workspace's (domain/spaces.ts). */
   team: string | null;
+  /** The run whose tool call started it (source `tool`), or null. */
+  parent_run_id: string | null;
+  /** The one user who may read it besides the rule of its source (a test's child runs: the test's starter), or null. */
+  visible_to: string | null;
 }
 
 export interface NewRun {
@@ -100,6 +104,10 @@ export interface NewRun {
   source: string;
   /** The space of the document it runs (its team; null or absent: the workspace's). */
   team?: string | null;
+  /** The run whose tool call started it (a workflow an agent called as a tool). */
+  parent?: { runId: string };
+  /** Only this user may read it (a test's child runs), whatever its source. */
+  visibleTo?: string | null;
   /** The trigger that started it (webhook, poll). */
   triggerId?: string;
   /**
@@ -255,6 +263,8 @@ export interface RunControl {
   decide(runId: string, callId: string, decision: 'approve' | 'reject', note: string | null, userId: string, now: string): Promise<DecideOutcome>;
   /** Fails runs parked past their approval_expires_at with `message`; how many. */
   expireApprovals(message: string, now: string): Promise<number>;
+  /** The runs started by run `id`'s tool calls that have not ended (queued, running or parked). */
+  activeChildren(id: string): Promise<string[]>;
 }
 
 /** Reads of runs and their events, and the signal that a run has new events. */

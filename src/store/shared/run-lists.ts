@@ -40,7 +40,7 @@ export function runListStatement(
 ): { sql: string; params: Record<string, unknown> } {
   if (!Number.isSafeInteger(q.limit) || q.limit < 1) throw new RangeError(`limit: ${q.limit}`);
   // The reader sees their own test runs, and every run a trigger or schedule started.
-  const where = ['workspace_id = @workspace', 'kind = @kind', "(source != 'test' OR started_by = @user)"];
+  const where = ['workspace_id = @workspace', 'kind = @kind', "(source != 'test' OR started_by = @user)", '(visible_to IS NULL OR visible_to = @user)'];
   const params: Record<string, unknown> = { workspace: q.workspaceId, kind: q.kind, user: q.userId };
   const add = (condition: string, name: string, value: unknown) => {
     where.push(condition);

@@ -55,6 +55,8 @@ export interface AcceptedRun {
   agent_slug: string | null;
   agent_name: string | null;
   team: string | null;
+  parent_run_id: string | null;
+  visible_to: string | null;
   trace_parent: string | null;
 }
 
@@ -80,6 +82,8 @@ export function acceptedRun(run: NewRun, now: string, refusal: string | null): A
     finished_at: refusal === null ? null : now,
     agent_slug: run.agent?.slug ?? null,
     team: run.team ?? null,
+    parent_run_id: run.parent?.runId ?? null,
+    visible_to: run.visibleTo ?? null,
     agent_name: run.agent?.name ?? null,
     trace_parent: run.traceParent ?? null,
   };

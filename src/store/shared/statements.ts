@@ -84,9 +84,9 @@ export const SET_DELIVERY_STATUS = `UPDATE webhook_deliveries SET http_status = 
 
 /** A run's row as acceptance writes it (parameters: the members of AcceptedRun, shared/runs.ts). */
 export const INSERT_RUN = `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, trigger_id, request, snapshot,
-    step_agents, state, credits_reserved, error, accepted_at, finished_at, agent_slug, agent_name, team, trace_parent)
+    step_agents, state, credits_reserved, error, accepted_at, finished_at, agent_slug, agent_name, parent_run_id, visible_to, team, trace_parent)
   VALUES (@id, @kind, @workspace_id, @started_by, @target_id, @target_version, @status, @source, @trigger_id, @request, @snapshot,
-    @step_agents, @state, @credits_reserved, @error, @accepted_at, @finished_at, @agent_slug, @agent_name, @team, @trace_parent)`;
+    @step_agents, @state, @credits_reserved, @error, @accepted_at, @finished_at, @agent_slug, @agent_name, @parent_run_id, @visible_to, @team, @trace_parent)`;
 
 /** What a run's end sets besides its credits (FINISH_RUN; PostgreSQL's one-statement end, postgres/runs/progress.ts). */
 export const RUN_END = `status = @status, error = @error, state = @state, finished_at = @now, lease_owner = NULL, lease_expires_at = NULL,
@@ -119,6 +119,9 @@ export const REQUEST_CANCEL = `UPDATE runs SET cancel_requested_at = @now, cance
 export const CANCEL_IDLE = `UPDATE runs SET status = 'cancelled', finished_at = @now, cancel_requested_at = @now, cancelled_by = @user,
     credits_reserved = credits_spent, lease_owner = NULL, lease_expires_at = NULL
   WHERE id = @id AND status = @status`;
+
+/** The runs a run's tool calls started that have not ended (parameter @parent). */
+export const ACTIVE_CHILDREN = `SELECT id FROM runs WHERE parent_run_id = @parent AND status IN ('queued', 'running', 'awaiting_approval')`;
 
 /** The first decision of a held call wins: later ones change nothing (0 rows). */
 export const DECIDE_CALL = `UPDATE run_approvals SET decision = @decision, note = @note, decided_by = @user, decided_at = @now
@@ -154,6 +157,8 @@ export const RUN_COLUMNS = [
   ...['credits_reserved', 'credits_spent', 'error', 'accepted_at', 'started_at', 'finished_at', 'cancel_requested_at', 'cancelled_by', 'approval_expires_at'],
   'trace_parent',
   'team',
+  'parent_run_id',
+  'visible_to',
 ] as const;
 
 /** A scheduler's claim of a due time: the schedule moves from @expected to @next; 0 rows when another process moved it first. */

@@ -2,7 +2,7 @@
 // locks the run's row first, so a worker's end or a claim of the same run waits for it, or it for them.
 import { APPROVAL_EXPIRED, type ApprovalRow, type CancelOutcome, type DecideOutcome, type RunControl, type RunRow } from '../../port';
 import { cancelledEvent, cancelRequestedEvent, decidedEvent, finalEvent, QUEUED_EVENT, withDecision } from '../../shared/runs';
-import { CANCEL_IDLE, DECIDE_CALL, DECIDED_STATE, EXPIRE_APPROVAL, numbered, REQUEST_CANCEL } from '../../shared/statements';
+import { ACTIVE_CHILDREN, CANCEL_IDLE, DECIDE_CALL, DECIDED_STATE, EXPIRE_APPROVAL, numbered, REQUEST_CANCEL } from '../../shared/statements';
 import { credit, lockRun, type PgRunContext, type Tx } from './context';
 
 const requestCancel = numbered(REQUEST_CANCEL);
@@ -10,6 +10,7 @@ const cancelIdle = numbered(CANCEL_IDLE);
 const expireApproval = numbered(EXPIRE_APPROVAL);
 const decideCall = numbered(DECIDE_CALL);
 const decidedState = numbered(DECIDED_STATE);
+const activeChildren = numbered(ACTIVE_CHILDREN);
 const APPROVAL_OF = 'SELECT * FROM run_approvals WHERE run_id = $1 AND call_id = $2';
 
 const cancelTx = async (tx: Tx, id: string, user: string, now: string): Promise<CancelOutcome> => {
@@ -89,5 +90,6 @@ export function pgRunControl(ctx: PgRunContext): RunControl {
         return expired;
       }, 'visible');
     },
+    activeChildren: async (id) => (await db.rows<{ id: string }>(activeChildren.text, activeChildren.values({ parent: id }))).map((r) => r.id),
   };
 }

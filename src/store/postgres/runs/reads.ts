@@ -10,7 +10,7 @@ import type { PgRunContext } from './context';
 const PROJECTION_SQL = `SELECT id, kind, workspace_id, started_by, target_id, target_version, status, source, trigger_id, request,
     CASE WHEN agent_slug IS NOT NULL THEN json_build_object('slug', agent_slug, 'name', agent_name)::text END AS snapshot,
     NULL::text AS step_agents, state, credits_reserved, credits_spent, error, accepted_at, started_at, finished_at,
-    cancel_requested_at, cancelled_by, approval_expires_at, team
+    cancel_requested_at, cancelled_by, approval_expires_at, team, parent_run_id, visible_to
   FROM runs WHERE id = ANY($1::text[])`;
 
 export function pgRunReads(ctx: PgRunContext): RunReads {

@@ -2,7 +2,7 @@
 // undecided ones. Each is one transaction whose conditional writes decide between racing callers.
 import { APPROVAL_EXPIRED, type ApprovalRow, type CancelOutcome, type DecideOutcome, type RunControl, type RunRow } from '../../port';
 import { cancelledEvent, cancelRequestedEvent, decidedEvent, finalEvent, QUEUED_EVENT, withDecision } from '../../shared/runs';
-import { CANCEL_IDLE, DECIDE_CALL, DECIDED_STATE, EXPIRE_APPROVAL, REQUEST_CANCEL } from '../../shared/statements';
+import { ACTIVE_CHILDREN, CANCEL_IDLE, DECIDE_CALL, DECIDED_STATE, EXPIRE_APPROVAL, REQUEST_CANCEL } from '../../shared/statements';
 import type { RunContext } from './context';
 
 type ControlRow = Pick<RunRow, 'status' | 'workspace_id' | 'credits_reserved' | 'credits_spent' | 'cancel_requested_at' | 'state' | 'approval_expires_at'>;
@@ -22,6 +22,7 @@ export function sqliteRunControl(ctx: RunContext): RunControl {
     .prepare(`SELECT id FROM runs WHERE status = 'awaiting_approval' AND approval_expires_at <= ? ORDER BY approval_expires_at LIMIT 100`)
     .pluck();
   const expire = db.prepare(EXPIRE_APPROVAL);
+  const activeChildren = db.prepare(ACTIVE_CHILDREN).pluck();
 
   const cancelTx = (id: string, user: string, now: string): CancelOutcome => {
     const run = controlOf.get(id) as ControlRow | undefined;
@@ -88,5 +89,6 @@ export function sqliteRunControl(ctx: RunContext): RunControl {
       expired.forEach(ctx.announce);
       return expired.length;
     },
+    activeChildren: async (id) => activeChildren.all({ parent: id }) as string[],
   };
 }

@@ -12,7 +12,7 @@ export function sqliteRunReads(ctx: RunContext): RunReads {
     `SELECT id, kind, workspace_id, started_by, target_id, target_version, status, source, trigger_id, request,
        CASE WHEN agent_slug IS NOT NULL THEN json_object('slug', agent_slug, 'name', agent_name) END AS snapshot,
        NULL AS step_agents, state, credits_reserved, credits_spent, error, accepted_at, started_at, finished_at,
-       cancel_requested_at, cancelled_by, approval_expires_at, team
+       cancel_requested_at, cancelled_by, approval_expires_at, team, parent_run_id, visible_to
      FROM runs WHERE id = ?`,
   );
   const lastStarted = db.prepare(`SELECT MAX(accepted_at) FROM runs WHERE trigger_id = ? AND status != 'refused'`).pluck();
