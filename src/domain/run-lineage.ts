@@ -13,7 +13,7 @@ export interface RunParentLink {
   kind: 'agent' | 'workflow';
   tool_call_id: string;
   depth: number;
-  /** The ids of the workflows running above the child, the chain's first first (the child's own is not among them). */
+  /** The slugs of the workflows running above the child, the chain's first first (the child's own is not among them). */
   workflows: string[];
 }
 
@@ -23,15 +23,15 @@ export interface ChainPosition {
   workflows: readonly string[];
 }
 
-/** The position of a run from its kind, the id of what it runs and its request's `parent` (absent: the chain's first run). */
-export function positionOf(kind: 'agent' | 'workflow', targetId: string, parent: RunParentLink | undefined): ChainPosition {
+/** The position of a run from its kind, the slug of what it runs and its request's `parent` (absent: the chain's first run). */
+export function positionOf(kind: 'agent' | 'workflow', slug: string, parent: RunParentLink | undefined): ChainPosition {
   const above = parent?.workflows ?? [];
-  return { depth: parent?.depth ?? 0, workflows: kind === 'workflow' ? [...above, targetId] : above };
+  return { depth: parent?.depth ?? 0, workflows: kind === 'workflow' ? [...above, slug] : above };
 }
 
-/** Why a run at `position` may not call workflow `id` (`slug`) as a tool, or null when it may. */
-export function chainRefusal(position: ChainPosition, id: string, slug: string): string | null {
-  if (position.workflows.includes(id)) {
+/** Why a run at `position` may not call workflow `slug` (a workflow's slug never changes) as a tool, or null when it may. */
+export function chainRefusal(position: ChainPosition, slug: string): string | null {
+  if (position.workflows.includes(slug)) {
     return `cycle: workflow '${slug}' is already running in this chain of workflow tool calls, and a chain never runs a workflow again below itself`;
   }
   if (position.depth + 1 > MAX_TOOL_DEPTH) {

@@ -28,7 +28,7 @@ export async function callWorkflowTool(ctx: ServiceContext, caller: WorkflowTool
     return failed(`workflow '${slug}' no longer exists where this agent can reach it (deleted, or moved to another team's space)`);
   }
   if (!record.document.enabled) return failed(`workflow '${slug}' is disabled; it runs again once its enabled is set to true`);
-  const refusal = chainRefusal(caller.position, record.id, slug);
+  const refusal = chainRefusal(caller.position, record.slug);
   if (refusal) return failed(refusal);
   const resolved = resolveInput(record.document, call.args);
   if (resolved.problems.length) return failed(resolved.problems.map((p) => `${p.path.replace(/^body\.input/, 'args')}: ${p.message}`).join('; '));

@@ -66,7 +66,7 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
       // A test's chain is its starter's alone, as the test is.
       visibleTo: run.visibleTo ?? (run.source === 'test' ? run.startedBy : null),
       team: agent.space.team,
-      position: positionOf(run.kind, (run.snapshot as { id: string }).id, parent),
+      position: positionOf(run.kind, (run.snapshot as { slug: string }).slug, parent),
     };
   };
 
