@@ -4587,6 +4587,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /** @description The SKILL.md file's text (over MCP, the `body` argument is that text as a string). */
         requestBody: {
             content: {
                 "text/markdown": components["schemas"]["SkillMarkdown"];

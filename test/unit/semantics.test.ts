@@ -20,6 +20,7 @@ const refs: References = {
   connectionApps: new Set(),
   agents: new Set(['helper']),
   workflows: new Set(['refund-order']),
+  skills: new Set(['pdf-forms']),
   limits: { ...DEFAULT_LIMITS },
 };
 
