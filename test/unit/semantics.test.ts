@@ -42,6 +42,13 @@ describe('agent rules', () => {
     ]);
   });
 
+  test("workspace_skills names skills of the workspace (skills are the whole workspace's, whatever the agent's space)", () => {
+    expect(agentProblems({ workspace_skills: ['pdf-forms'], space: { team: 'finance' } })).toEqual([]);
+    expect(agentProblems({ workspace_skills: ['pdf-forms', 'nope'] })).toEqual([
+      "body.workspace_skills[1]: 'nope' is not a skill of this workspace; GET /api/build/skills lists them",
+    ]);
+  });
+
   test('max_steps within the agent_steps limit', () => {
     expect(agentProblems({ max_steps: 30 }, { ...refs, limits: { ...refs.limits, agent_steps: 20 } })).toEqual([
       "body.max_steps: must be <= 20 (the workspace's agent_steps limit)",
