@@ -51,7 +51,10 @@ export function skillProblems(input: Record<string, unknown>, at: (member: strin
 }
 
 function metadataProblems(metadata: unknown, path: string, problem: (path: string, message: string) => void): void {
-  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) return problem(path, 'must be a map of strings to strings');
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
+    problem(path, 'must be a map of strings to strings');
+    return;
+  }
   const entries = Object.entries(metadata);
   if (entries.length > LIMITS.metadataEntries) problem(path, `must have at most ${LIMITS.metadataEntries} entries`);
   for (const [key, value] of entries.slice(0, LIMITS.metadataEntries + 1)) {
@@ -63,12 +66,21 @@ function metadataProblems(metadata: unknown, path: string, problem: (path: strin
 }
 
 function fileProblems(files: unknown, path: string, problem: (path: string, message: string) => void): void {
-  if (!Array.isArray(files)) return problem(path, 'must be a list of { path, content }');
-  if (files.length > SKILL_FILES) return problem(path, `must have at most ${SKILL_FILES} files`);
+  if (!Array.isArray(files)) {
+    problem(path, 'must be a list of { path, content }');
+    return;
+  }
+  if (files.length > SKILL_FILES) {
+    problem(path, `must have at most ${SKILL_FILES} files`);
+    return;
+  }
   const seen = new Set<string>();
-  files.forEach((file: unknown, i) => {
+  for (const [i, file] of (files as unknown[]).entries()) {
     const at = `${path}[${i}]`;
-    if (typeof file !== 'object' || file === null) return problem(at, 'must be an object { path, content }');
+    if (typeof file !== 'object' || file === null) {
+      problem(at, 'must be an object { path, content }');
+      continue;
+    }
     const { path: filePath, content } = file as Record<string, unknown>;
     if (typeof filePath !== 'string') problem(`${at}.path`, 'required: a string');
     else {
@@ -80,7 +92,7 @@ function fileProblems(files: unknown, path: string, problem: (path: string, mess
     if (typeof content !== 'string') problem(`${at}.content`, 'required: a string');
     else if (Buffer.byteLength(content) > SKILL_TEXT_BYTES)
       problem(`${at}.content`, `is ${Buffer.byteLength(content)} bytes of UTF-8; at most ${SKILL_TEXT_BYTES}`);
-  });
+  }
 }
 
 /** Why a file's path may not be stored, or null. */

@@ -430,10 +430,10 @@ async function prepareKeyReuse(t, summary) {
           : summary === 'Create skill'
             ? { ...skillExample(), name: 'idempotent-skill' }
             : summary === 'Create app'
-            ? await appBody('idempotent-app')
-            : summary === 'Create connection'
-              ? { ref: 'idempotent', app: 'kv', label: null, credentials: { kind: 'none' } }
-              : { input: {} };
+              ? await appBody('idempotent-app')
+              : summary === 'Create connection'
+                ? { ref: 'idempotent', app: 'kv', label: null, credentials: { kind: 'none' } }
+                : { input: {} };
   const path = new URL(req.uri, baseUrl).pathname;
   const method = req.method;
   if (summary === 'Import skill') {

@@ -35,9 +35,8 @@ describe('isolation', () => {
     await a.PUT('/api/build/workflows', {
       body: { kind: 'service.workflow/v1', slug: 'private-flow', name: 'P', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] },
     });
-    const skill = (
-      await a.PUT('/api/build/skills', { body: { kind: 'service.skill/v1', name: 'private-skill', description: 'P', body: 'Private.' } })
-    ).data!.data.document;
+    const skill = (await a.PUT('/api/build/skills', { body: { kind: 'service.skill/v1', name: 'private-skill', description: 'P', body: 'Private.' } })).data!
+      .data.document;
     const agentRun = (await a.POST('/api/build/agents/{ref}/test', { params: { path: { ref: agent.id } }, body: { prompt: 'hi' } })).data!.data.run_id;
     const workflowRun = (await a.POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'private-flow' } }, body: {} })).data!.data.run_id;
     await poll(`/api/build/runs/${agentRun}`, owner);

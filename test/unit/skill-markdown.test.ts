@@ -9,7 +9,10 @@ describe('parseSkillFile', () => {
       fields: { name: 'a', description: 'yes' },
       body: '# Body\r\n',
     });
-    expect(parseSkillFile('---\n---\nonly body')).toMatchObject({ ok: false, problem: { path: 'front matter', message: expect.stringMatching(/^must be a YAML mapping/) } });
+    expect(parseSkillFile('---\n---\nonly body')).toMatchObject({
+      ok: false,
+      problem: { path: 'front matter', message: expect.stringMatching(/^must be a YAML mapping/) },
+    });
   });
 
   test('plain scalars keep YAML 1.2 JSON meanings: no timestamps, and yes is a string', () => {
@@ -30,6 +33,9 @@ describe('parseSkillFile', () => {
 
   test('front matter over the bound is refused by its size', () => {
     const big = `---\nname: a\n# ${'x'.repeat(FRONT_MATTER_BYTES)}\n---\nbody`;
-    expect(parseSkillFile(big)).toMatchObject({ ok: false, problem: { path: 'front matter', message: expect.stringMatching(/^is \d+ bytes; at most 16384$/) } });
+    expect(parseSkillFile(big)).toMatchObject({
+      ok: false,
+      problem: { path: 'front matter', message: expect.stringMatching(/^is \d+ bytes; at most 16384$/) },
+    });
   });
 });
