@@ -2,6 +2,7 @@
 // the format's rules with the path of each problem; import of a SKILL.md; versions; the agents'
 // workspace_skills check and the delete it blocks; another workspace sees none of it. Every reply
 // is checked against openapi.yaml by the service (validateResponses).
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { applyPatch } from 'rfc6902';
 import type { components } from '../../generated/api';
 import { minimalAgent } from '../helpers/fixtures';
@@ -312,4 +313,26 @@ test('another workspace sees none of it', async () => {
   }
   // The same name is free in the other workspace.
   expect((await client.PUT('/api/build/skills', { body: skill('private-skill') })).response.status).toBe(201);
+});
+
+test('over MCP: import_skill takes the SKILL.md text as its body, and get_skill reads the skill', async () => {
+  const client = new Client({ name: 'skills-test', version: '1.0.0' });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${t.baseUrl}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${t.token({ workspace: 'ws-mcp' })}` } },
+    }),
+  );
+  try {
+    type Result = { isError?: boolean; content: { text: string }[]; structuredContent?: Record<string, unknown> };
+    const imported = (await client.callTool({ name: 'import_skill', arguments: { body: SKILL_MD } })) as Result;
+    expect(imported.isError).toBeFalsy();
+    expect(imported.structuredContent).toMatchObject({ version: 1, document: { name: 'release-notes', metadata: { author: 'acme-docs', version: '1.2' } } });
+    const read = (await client.callTool({ name: 'get_skill', arguments: { name: 'release-notes' } })) as Result;
+    expect(read.structuredContent).toMatchObject({ name: 'release-notes', body: '# Release notes\n\nGroup the changes by area, newest first.\n' });
+    const refused = (await client.callTool({ name: 'import_skill', arguments: { body: '# no front matter' } })) as Result;
+    expect(refused.isError).toBe(true);
+    expect(refused.content[0]!.text).toMatch(/^400: .*a SKILL\.md starts with front matter/);
+  } finally {
+    await client.close();
+  }
 });
