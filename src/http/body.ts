@@ -1,6 +1,7 @@
-// Reads a request body for an operation that takes one: the 64 KiB limit first (larger for a skill's writes) (from Content-Length
-// before a byte is read, then while reading), then the media type, UTF-8 and JSON. Each failure is a
-// 4xx that says what to send instead.
+// Reads a request body for an operation that takes one: the 64 KiB limit first (from Content-Length
+// before a byte is read, then while reading; larger for a skill's writes), then the media type,
+// UTF-8 and JSON (or text, for the one operation that takes it: a SKILL.md import). Each failure is
+// a 4xx that says what to send instead.
 import type { Request } from 'express';
 import type { Operation } from 'openapi-backend';
 import { exceedsDepth, JSON_DEPTH_LIMIT, refusedTextIn, type RefusedText } from '../domain/json-limits';
