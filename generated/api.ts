@@ -598,6 +598,228 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/build/skills": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List skills
+         * @description Every skill of the caller's workspace, ordered by name: its name, description, version and
+         *     stamp (read one for its instructions and files). Skills are the whole workspace's (no
+         *     spaces). Pages as the workflow lists have them: without `limit` the whole list; with it, a
+         *     page and a `next_cursor` (also in `Link`).
+         */
+        get: operations["listSkills"];
+        /**
+         * Create skill
+         * @description Creates a skill (the Agent Skills format, agentskills.io: a SKILL.md's front matter and
+         *     Markdown instructions, and the text files beside it). Its `name` is its identity in the
+         *     workspace: a taken name is 409, and so is the workspace's limit of 100 skills. The rules
+         *     beyond the schema: `description` is not blank; `body` is at most 65,536 bytes of UTF-8;
+         *     each file's `content` at most 65,536 bytes; a file's `path` is relative, its segments
+         *     (separated by `/`) neither empty nor `.` nor `..`, not `SKILL.md`, and unique; the skill as
+         *     stored at most 524,288 bytes (512 KiB). The request body may be up to 1 MiB (not 64 KiB).
+         */
+        put: operations["createSkill"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/skills/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import skill
+         * @description Creates a skill from a SKILL.md file as the Agent Skills format writes it: YAML front matter
+         *     between two `---` lines (`name`, `description`, and optionally `license`, `compatibility`,
+         *     `metadata`; `allowed-tools` is accepted and ignored; any other key is 400), then the Markdown
+         *     instructions, which become `body`. The front matter is read with YAML's JSON schema (plain
+         *     scalars are strings, numbers, booleans or null; no timestamps, no custom tags) and may be at
+         *     most 16,384 bytes (400 before it is read). Then the rules of createSkill apply, each problem
+         *     named `front matter.<member>` (`body` for the instructions). No front matter, or front matter
+         *     that is not YAML, is 400. A taken name is 409. The file may be up to 96 KiB.
+         */
+        post: operations["importSkill"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/skills/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The skill's name (its identity in the workspace).
+                 * @example pdf-forms
+                 */
+                name: components["parameters"]["SkillNameParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read skill
+         * @description The whole skill, every member present. `ETag` carries `updated_at`.
+         */
+        get: operations["getSkill"];
+        /**
+         * Replace skill
+         * @description Replaces the whole skill, with the rules of createSkill. `If-Match` and the body's
+         *     `updated_at` (`Z` suffix only) must both equal the stored stamp (409 with `current`
+         *     otherwise; 428 without `If-Match`). The `name` cannot change (400 naming `body.name`);
+         *     `id` and `version`, sent back as read, are ignored.
+         */
+        put: operations["replaceSkill"];
+        post?: never;
+        /**
+         * Delete skill
+         * @description Deletes the skill and every version it kept. While an agent lists it in `workspace_skills`
+         *     it is 409 naming those agents (and nothing is deleted): change them first.
+         */
+        delete: operations["deleteSkill"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/skills/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The skill's name (its identity in the workspace).
+                 * @example pdf-forms
+                 */
+                name: components["parameters"]["SkillNameParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List skill versions
+         * @description The skill's kept versions, newest first: every successful write (create, import, replace,
+         *     restore) keeps one, in the same transaction as the write. Paged as the workflows' versions
+         *     are. Older versions may have been pruned (`VERSIONS_KEPT`); the current one never is.
+         */
+        get: operations["listSkillVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/skills/{name}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The skill's name (its identity in the workspace).
+                 * @example pdf-forms
+                 */
+                name: components["parameters"]["SkillNameParam"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read skill version
+         * @description The whole skill as that version's write stored it. `ETag` carries that version's `updated_at`. A version this skill does not keep is 404.
+         */
+        get: operations["getSkillVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/skills/{name}/versions/{version}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The skill's name (its identity in the workspace).
+                 * @example pdf-forms
+                 */
+                name: components["parameters"]["SkillNameParam"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Compare skill versions
+         * @description An RFC 6902 JSON Patch that turns the skill of `{version}` into the skill of `to` (default:
+         *     the current version), as the workflows' diff makes it.
+         */
+        get: operations["diffSkillVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/skills/{name}/versions/{version}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The skill's name (its identity in the workspace).
+                 * @example pdf-forms
+                 */
+                name: components["parameters"]["SkillNameParam"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore skill version
+         * @description Writes the content of an old version as a new version, exactly as a replace with that body
+         *     would: `If-Match` must be the current stamp, and the write result's `changes` start with
+         *     `restored from version N`.
+         */
+        post: operations["restoreSkillVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/build/runs": {
         parameters: {
             query?: never;
@@ -1863,6 +2085,94 @@ export interface components {
         VersionDiffResponse: {
             data: components["schemas"]["VersionDiff"];
         };
+        /** @description 1 to 64 lowercase letters, digits and hyphens; no hyphen first, last or next to another. The skill's identity in the workspace. */
+        SkillName: string;
+        /** @description What the skill does and when to use it (1 to 1,024 characters, not blank). */
+        SkillDescription: string;
+        /** @description The Markdown instructions (SKILL.md after its front matter), at most 65,536 bytes of UTF-8. */
+        SkillInstructions: string;
+        /** @description The skill's license (a name, or the path of a bundled license file), at most 200 characters. */
+        SkillLicense: string | null;
+        /** @description What the skill needs of its environment, at most 500 characters. */
+        SkillCompatibility: string | null;
+        /** @description Free string-to-string pairs (at most 32; keys 1 to 64 characters, values at most 1,024). */
+        SkillMetadata: {
+            [key: string]: string;
+        };
+        SkillFile: {
+            /** @description Relative to the skill's folder, segments of letters, digits, `.`, `_` and `-` separated by `/`; no `.` or `..` segment, not `SKILL.md`, unique in the skill. */
+            path: string;
+            /** @description The file's text, at most 65,536 bytes of UTF-8. */
+            content: string;
+        };
+        SkillFiles: components["schemas"]["SkillFile"][];
+        SkillCreate: {
+            /** @enum {string} */
+            kind: "service.skill/v1";
+            name: components["schemas"]["SkillName"];
+            description: components["schemas"]["SkillDescription"];
+            body: components["schemas"]["SkillInstructions"];
+            files?: components["schemas"]["SkillFiles"];
+            license?: components["schemas"]["SkillLicense"];
+            compatibility?: components["schemas"]["SkillCompatibility"];
+            metadata?: components["schemas"]["SkillMetadata"];
+        };
+        SkillReplace: {
+            /** @enum {string} */
+            kind: "service.skill/v1";
+            /**
+             * Format: uuid
+             * @description Read-only; ignored.
+             */
+            id?: string;
+            name: components["schemas"]["SkillName"];
+            /** @description Read-only; ignored. */
+            version?: number;
+            updated_at: components["schemas"]["WorkflowStamp"];
+            description: components["schemas"]["SkillDescription"];
+            body: components["schemas"]["SkillInstructions"];
+            files?: components["schemas"]["SkillFiles"];
+            license?: components["schemas"]["SkillLicense"];
+            compatibility?: components["schemas"]["SkillCompatibility"];
+            metadata?: components["schemas"]["SkillMetadata"];
+        };
+        Skill: {
+            /** @enum {string} */
+            kind: "service.skill/v1";
+            /** Format: uuid */
+            id: string;
+            name: components["schemas"]["SkillName"];
+            /** @description The write that stored this skill (1 on create, one more per write). */
+            version: number;
+            updated_at: components["schemas"]["WorkflowStamp"];
+            description: components["schemas"]["SkillDescription"];
+            license: components["schemas"]["SkillLicense"];
+            compatibility: components["schemas"]["SkillCompatibility"];
+            metadata: components["schemas"]["SkillMetadata"];
+            body: components["schemas"]["SkillInstructions"];
+            files: components["schemas"]["SkillFiles"];
+        };
+        /** @description A SKILL.md file (UTF-8): `---`, YAML front matter, `---`, then the Markdown instructions. */
+        SkillMarkdown: string;
+        SkillListItem: {
+            name: string;
+            description: string;
+            version: number;
+            updated_at: components["schemas"]["WorkflowStamp"];
+        };
+        SkillWriteResult: {
+            document: components["schemas"]["Skill"];
+            applied: components["schemas"]["ApplyStages"];
+            changes: components["schemas"]["Changes"];
+            /** @description The skill's version after the write (1 on create, one more per write). */
+            version: number;
+        };
+        SkillConflict: {
+            error: string;
+            /** @description The stored skill, or null when nothing was read. */
+            current: components["schemas"]["Skill"] | components["schemas"]["NullValue"];
+            applied: components["schemas"]["ApplyStages"];
+        };
         /**
          * @description What started the run: `test` (a test call; only its starter can read it), `webhook`,
          *     `schedule` or `poll` (a trigger or schedule; every member of the workspace with Build
@@ -2388,6 +2698,17 @@ export interface components {
             /** @description Pass as `cursor` for the next page; null on the last page (always, without `limit`). */
             next_cursor: string | null;
         };
+        SkillListResponse: {
+            data: components["schemas"]["SkillListItem"][];
+            /** @description Pass as `cursor` for the next page; null on the last page (always, without `limit`). */
+            next_cursor: string | null;
+        };
+        SkillResponse: {
+            data: components["schemas"]["Skill"];
+        };
+        SkillWriteResponse: {
+            data: components["schemas"]["SkillWriteResult"];
+        };
         WorkflowResponse: {
             data: components["schemas"]["Workflow"];
         };
@@ -2745,7 +3066,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The body is over 64 KiB. */
+        /** @description The body is over 64 KiB (a skill's create or replace 1 MiB, its import 96 KiB). */
         PayloadTooLarge: {
             headers: {
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
@@ -2827,6 +3148,28 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The skill changed since it was read (stale `If-Match` or `updated_at`). `current` is the stored skill to rebase on; `applied` is always empty. */
+        SkillConflict: {
+            headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["SkillConflict"];
+            };
+        };
+        /** @description An agent lists the skill in its `workspace_skills` (the error names the agents); nothing was deleted. */
+        SkillInUse: {
+            headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The connection changed since it was read (stale `If-Match`), or it is still named by an agent or a workflow step (the error names them). */
         ConnectionConflict: {
             headers: {
@@ -2898,6 +3241,11 @@ export interface components {
          * @example tracker:acme
          */
         ConnectionRef: string;
+        /**
+         * @description The skill's name (its identity in the workspace).
+         * @example pdf-forms
+         */
+        SkillNameParam: string;
         /**
          * @description Only the documents of this space: `workspace` (the workspace's own, `team` null) or a team's slug. A space the caller does not see lists nothing.
          * @example finance
@@ -4145,6 +4493,462 @@ export interface operations {
             404: components["responses"]["NotFound"];
             406: components["responses"]["NotAcceptable"];
             409: components["responses"]["WorkflowConflict"];
+            428: components["responses"]["PreconditionRequired"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listSkills: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Items per page, 1..500; without it, the whole list.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["DocumentPageLimit"];
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJpZCI6IjAxOWFiMmM0LTVkNmUtN2Y4MC05YTFiLTJjM2Q0ZTVmNmE3YiJ9
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The skills of the workspace. */
+            200: {
+                headers: {
+                    Link: components["headers"]["NextLink"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createSkill: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
+                 *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; bodies are
+                 *     compared as canonical JSON (RFC 8785), so the order of members and whitespace do not matter. The
+                 *     same key with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
+                 *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
+                 *     rotate a trigger for a new URL if the first reply was lost.
+                 * @example 4f9d1c1e-retry-1
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SkillCreate"];
+            };
+        };
+        responses: {
+            /** @description The skill was created. */
+            201: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillWriteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["CreateConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    importSkill: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
+                 *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; bodies are
+                 *     compared as canonical JSON (RFC 8785), so the order of members and whitespace do not matter. The
+                 *     same key with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
+                 *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
+                 *     rotate a trigger for a new URL if the first reply was lost.
+                 * @example 4f9d1c1e-retry-1
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The SKILL.md file's text (over MCP, the `body` argument is that text as a string). */
+        requestBody: {
+            content: {
+                "text/markdown": components["schemas"]["SkillMarkdown"];
+                "text/plain": components["schemas"]["SkillMarkdown"];
+            };
+        };
+        responses: {
+            /** @description The skill was created. */
+            201: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillWriteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["CreateConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSkill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The skill's name (its identity in the workspace).
+                 * @example pdf-forms
+                 */
+                name: components["parameters"]["SkillNameParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The skill. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillResponse"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    replaceSkill: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The document's current `updated_at` as a quoted entity tag (the `ETag` of the last read or
+                 *     write), or `*`. Missing: 428. Not the current stamp: 409 with the current document.
+                 * @example "2026-11-21T10:00:00.123456Z"
+                 */
+                "If-Match": components["parameters"]["IfMatch"];
+            };
+            path: {
+                /**
+                 * @description The skill's name (its identity in the workspace).
+                 * @example pdf-forms
+                 */
+                name: components["parameters"]["SkillNameParam"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SkillReplace"];
+            };
+        };
+        responses: {
+            /** @description The skill was replaced. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillWriteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["SkillConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            428: components["responses"]["PreconditionRequired"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteSkill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The skill's name (its identity in the workspace).
+                 * @example pdf-forms
+                 */
+                name: components["parameters"]["SkillNameParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The skill was deleted. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NullResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["SkillInUse"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listSkillVersions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Items per page, 1..100 (default 20).
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJpZCI6IjAxOWFiMmM0LTVkNmUtN2Y4MC05YTFiLTJjM2Q0ZTVmNmE3YiJ9
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The skill's name (its identity in the workspace).
+                 * @example pdf-forms
+                 */
+                name: components["parameters"]["SkillNameParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of versions. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Link: components["headers"]["NextLink"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentVersionPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSkillVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The skill's name (its identity in the workspace).
+                 * @example pdf-forms
+                 */
+                name: components["parameters"]["SkillNameParam"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The skill as it was. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillResponse"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    diffSkillVersions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The version to compare with, by number or version id, or `current` (the default).
+                 * @example current
+                 */
+                to?: components["parameters"]["DiffTo"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The skill's name (its identity in the workspace).
+                 * @example pdf-forms
+                 */
+                name: components["parameters"]["SkillNameParam"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The patch from one version to the other. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionDiffResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    restoreSkillVersion: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The document's current `updated_at` as a quoted entity tag (the `ETag` of the last read or
+                 *     write), or `*`. Missing: 428. Not the current stamp: 409 with the current document.
+                 * @example "2026-11-21T10:00:00.123456Z"
+                 */
+                "If-Match": components["parameters"]["IfMatch"];
+            };
+            path: {
+                /**
+                 * @description The skill's name (its identity in the workspace).
+                 * @example pdf-forms
+                 */
+                name: components["parameters"]["SkillNameParam"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The old version's content is the current version. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillWriteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["SkillConflict"];
             428: components["responses"]["PreconditionRequired"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];

@@ -23,7 +23,7 @@ export function same(a: unknown, b: unknown): boolean {
   return true;
 }
 
-function describeMembers<T extends object>(before: T, after: T, skip: ReadonlySet<string>): string[] {
+export function describeMembers<T extends object>(before: T, after: T, skip: ReadonlySet<string>): string[] {
   const changes: string[] = [];
   for (const key of Object.keys(after) as (keyof T & string)[]) {
     if (skip.has(key)) continue;

@@ -19,6 +19,8 @@ export interface References {
   agents: ReadonlySet<string>;
   /** The same of the workflows the document names (an agent's `workflows`). */
   workflows: ReadonlySet<string>;
+  /** The names of the workspace's skills the document names (an agent's `workspace_skills`; skills are the whole workspace's). */
+  skills: ReadonlySet<string>;
   limits: WorkspaceLimits;
 }
 
@@ -112,6 +114,11 @@ export function checkAgent(doc: AgentDraft, refs: References, storedBytes: numbe
         path: `body.workflows[${i}]`,
         message: `'${slug}' is not a workflow this agent's space can use (the workspace's workflows, and its own team's); GET /api/build/workflows lists them`,
       });
+    }
+  });
+  doc.workspace_skills.forEach((name, i) => {
+    if (!refs.skills.has(name)) {
+      problems.push({ path: `body.workspace_skills[${i}]`, message: `'${name}' is not a skill of this workspace; GET /api/build/skills lists them` });
     }
   });
   if (Array.isArray(doc.tools.connections)) {

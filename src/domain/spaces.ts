@@ -6,8 +6,9 @@
 // follows this rule for every operation, reads and writes alike, and what a caller cannot see does
 // not exist for them: 404, as an unknown id is. Spaced: agents and workflows, and runs (in the space
 // of the document they run, kept on the run when it is accepted). The whole workspace's: the
-// catalog and connections. A resource added later is one or the other, and if spaced, asks these
-// functions.
+// catalog, connections, and skills (an agent of any space may list any skill of the workspace in its
+// `workspace_skills`; a skill's name is unique in the workspace and every member sees it). A
+// resource added later is one or the other, and if spaced, asks these functions.
 import type { Principal } from './principal';
 
 /** The space of a document: a team's slug, or null for the workspace's own space. */

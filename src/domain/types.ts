@@ -36,3 +36,7 @@ export function describeProblems(problems: Problem[]): string {
 }
 export type JsonPatchOperation = S['JsonPatchOperation'];
 export type DocumentVersionPage = S['DocumentVersionPage'];
+export type Skill = S['Skill'];
+export type SkillCreate = S['SkillCreate'];
+export type SkillReplace = S['SkillReplace'];
+export type SkillListItem = S['SkillListItem'];

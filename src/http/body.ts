@@ -1,13 +1,26 @@
 // Reads a request body for an operation that takes one: the 64 KiB limit first (from Content-Length
-// before a byte is read, then while reading), then the media type, UTF-8 and JSON. Each failure is a
-// 4xx that says what to send instead.
+// before a byte is read, then while reading; larger for a skill's writes), then the media type,
+// UTF-8 and JSON (or text, for the one operation that takes it: a SKILL.md import). Each failure is
+// a 4xx that says what to send instead.
 import type { Request } from 'express';
 import type { Operation } from 'openapi-backend';
 import { exceedsDepth, JSON_DEPTH_LIMIT, refusedTextIn, type RefusedText } from '../domain/json-limits';
 import { inexactJsonIn } from '../domain/json-exact';
 import { ApiError } from '../errors';
+import { SKILL_REQUEST_BYTES } from '../domain/skill';
+import { SKILL_IMPORT_BYTES } from '../domain/skill-markdown';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
+
+/** The operations whose bodies may be larger (a skill carries its files: docs/skills.md). */
+const LARGER_BODIES: ReadonlyMap<string, number> = new Map([
+  ['createSkill', SKILL_REQUEST_BYTES],
+  ['replaceSkill', SKILL_REQUEST_BYTES],
+  ['importSkill', SKILL_IMPORT_BYTES],
+]);
+
+/** The most bytes a body of the operation may have. */
+export const bodyLimitOf = (operationId: string | undefined): number => (operationId && LARGER_BODIES.get(operationId)) || BODY_LIMIT_BYTES;
 
 /**
  * How much more of a refused body is read and dropped before its connection is closed. A client
@@ -95,20 +108,48 @@ export function readBodyBytes(req: Request, limit = BODY_LIMIT_BYTES): Promise<B
   return readRaw(req, limit);
 }
 
-/** The parsed JSON body of a request to an operation that takes one, or undefined when an optional one was not sent. */
+/** The text media types an operation takes instead of JSON (a SKILL.md import), or null when it takes JSON. */
+function textMediaTypes(operation: Operation): string[] | null {
+  const content = (operation.requestBody as { content?: Record<string, unknown> } | undefined)?.content ?? {};
+  return 'application/json' in content ? null : Object.keys(content).filter((type) => type.startsWith('text/'));
+}
+
+/** A text body (UTF-8) of one of `types`, as a string. */
+function textBody(raw: Buffer, contentType: string | undefined, types: string[]): string {
+  const [type = '', ...params] = (contentType ?? '').split(';').map((p) => p.trim().toLowerCase());
+  const utf8Charset = params.every((p) => !p.startsWith('charset=') || p === 'charset=utf-8' || p === 'charset="utf-8"');
+  if (!types.includes(type) || !utf8Charset) throw new ApiError(415, `Content-Type: must be ${types.join(' or ')} (UTF-8), got '${contentType ?? 'none'}'`);
+  try {
+    return utf8.decode(raw);
+  } catch {
+    throw new ApiError(400, 'body: is not valid UTF-8');
+  }
+}
+
+/**
+ * The parsed JSON body of a request to an operation that takes one (the text of one that takes
+ * text: a SKILL.md import), or undefined when an optional one was not sent.
+ */
 export async function readJsonBody(req: Request, operation: Operation): Promise<unknown> {
+  const limit = bodyLimitOf(operation.operationId);
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > BODY_LIMIT_BYTES) throw tooLarge(req, BODY_LIMIT_BYTES);
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge(req, limit);
   const encoding = req.headers['content-encoding'];
   if (encoding && encoding.toLowerCase() !== 'identity') {
     throw new ApiError(415, `Content-Encoding: '${encoding}' is not supported; send the body uncompressed`);
   }
-  const raw = await readRaw(req, BODY_LIMIT_BYTES);
+  const raw = await readRaw(req, limit);
+  const text = textMediaTypes(operation);
   if (raw.length === 0) {
-    if (declaredBody(operation)?.required) throw new ApiError(400, 'body: required; send a JSON document with Content-Type: application/json');
+    if (declaredBody(operation)?.required)
+      throw new ApiError(
+        400,
+        `body: required; send ${text ? `the text with Content-Type: ${text.join(' or ')}` : 'a JSON document with Content-Type: application/json'}`,
+      );
     return undefined;
   }
   const contentType = req.headers['content-type'];
+  if (text) return textBody(raw, contentType, text);
   if (!contentType || !isJsonMediaType(contentType)) {
     throw new ApiError(415, `Content-Type: must be application/json (UTF-8), got '${contentType ?? 'none'}'`);
   }
@@ -139,9 +180,10 @@ export function parseBodyText(raw: Buffer, base: string): { value: unknown } | {
 }
 
 /** A body that arrived parsed (an MCP tool's `body`) held to the limits a body sent as text is: its size as JSON, its depth, no NUL, no member named __proto__. */
-export function checkParsedBody(body: unknown): unknown {
+export function checkParsedBody(body: unknown, limit = BODY_LIMIT_BYTES): unknown {
   if (exceedsDepth(body, JSON_DEPTH_LIMIT)) throw depthError;
-  if (Buffer.byteLength(JSON.stringify(body)) > BODY_LIMIT_BYTES) throw tooLargeError;
+  if (Buffer.byteLength(JSON.stringify(body)) > limit)
+    throw limit === BODY_LIMIT_BYTES ? tooLargeError : new ApiError(413, `body is over the ${limit}-byte limit`);
   return withoutRefusedText(body);
 }
 

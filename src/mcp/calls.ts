@@ -8,7 +8,7 @@ import addFormats from 'ajv-formats';
 import { describeValidationErrors } from '../domain/validation-errors';
 import { ApiError } from '../errors';
 import type { Logger } from '../log';
-import { checkParsedBody } from '../http/body';
+import { bodyLimitOf, checkParsedBody } from '../http/body';
 import { replyBytes, replyTo } from '../http/calls';
 import type { Operations, Reply } from '../http/openapi';
 import type { Principal, ServiceContext } from '../services/context';
@@ -98,7 +98,7 @@ function requestOf(tool: Tool, args: Record<string, unknown>) {
     const value = args[argument];
     if (typeof value === 'string') headers[header] = header === 'if-match' ? quotedTag(value) : value;
   }
-  const body = args.body === undefined ? undefined : checkParsedBody(args.body);
+  const body = args.body === undefined ? undefined : checkParsedBody(args.body, bodyLimitOf(tool.operationId));
   return { method: tool.method, path, headers, query, body };
 }
 

@@ -141,7 +141,9 @@ function toolOf(
       description:
         "The document's current `updated_at` (from its last read or write), quoted or not, or `*`. Missing: 428. Not the current stamp: 409 with the current document.",
     };
-  const body = operation.requestBody?.content?.['application/json']?.schema;
+  // A body of text (a SKILL.md import) is the argument's string.
+  const content = operation.requestBody?.content;
+  const body = content?.['application/json']?.schema ?? content?.['text/markdown']?.schema;
   if (body !== undefined) {
     properties.body = described(body, operation.requestBody?.description ?? 'The request body (JSON), as the REST operation takes it.');
     if (operation.requestBody?.required) required.push('body');

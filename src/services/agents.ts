@@ -61,7 +61,11 @@ async function prepare(ctx: ServiceContext, who: Principal, body: AgentDraft, st
   const { document: draft, changes } = normaliseAgent(body);
   const problems = [
     ...spaceProblems(who, draft.space.team),
-    ...checkAgent(draft, await referencesFor(ctx, who, draft.space.team, { workflows: draft.workflows }), jsonBytes(storedAgentShape(draft, owned))),
+    ...checkAgent(
+      draft,
+      await referencesFor(ctx, who, draft.space.team, { workflows: draft.workflows, skills: draft.workspace_skills }),
+      jsonBytes(storedAgentShape(draft, owned)),
+    ),
   ];
   const identified = stored ? assignTriggerIds(draft.triggers, stored, randomUUID) : null;
   rejectProblems([...(identified?.problems ?? []), ...problems]);

@@ -23,6 +23,9 @@ export const IDEMPOTENT_OPERATIONS: ReadonlyMap<string, Record<string, unknown>>
   // Apps and connections are the whole workspace's: a replay is about nothing a caller may stop seeing.
   ['createApp', {}],
   ['createConnection', {}],
+  // Skills are the whole workspace's too.
+  ['createSkill', {}],
+  ['importSkill', {}],
   ['testAgent', { run_id: null }],
   ['testWorkflow', { run_id: null }],
   ['cancelAgentRun', {}],

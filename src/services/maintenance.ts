@@ -2,7 +2,7 @@
 // batches on a timer, so no request ever waits for a large delete: webhook delivery ids and
 // idempotency keys past their 24-hour window, retired webhook secrets after RETIRED_SECRET_KEEP_MS
 // (their old URLs then answer 404 rather than 410), and finished runs (with their events and
-// approvals) older than the retention age, and the versions of agents and workflows beyond the
+// approvals) older than the retention age, and the versions of agents, workflows and skills beyond the
 // newest VERSIONS_KEPT of each document that no run names, and the request quotas' counters of
 // windows that have ended.
 import type { Logger } from '../log';
@@ -57,7 +57,8 @@ export function startMaintenance(store: Store, logger: Logger, opts: Maintenance
     // After the runs: a version only a pruned run named goes in the same pass.
     const versions =
       (await inBatches(BATCH, (n) => store.agents.versions.prune(versionsKept, n))) +
-      (await inBatches(BATCH, (n) => store.workflows.versions.prune(versionsKept, n)));
+      (await inBatches(BATCH, (n) => store.workflows.versions.prune(versionsKept, n))) +
+      (await inBatches(BATCH, (n) => store.skills.versions.prune(versionsKept, n)));
     const quotas = await inBatches(BATCH, (n) => store.quotas.prune(Math.floor(nowMs / quotaWindowMs) - 1, n));
     if (deliveries + keys + retired + runs + versions + quotas)
       logger.debug({ deliveries, keys, retired, runs, versions, quotas }, 'pruned rows past their keeping time');

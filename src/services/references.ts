@@ -20,15 +20,15 @@ function modelIds(models: ServiceContext['models']): ReadonlySet<string> {
 }
 
 /**
- * `named`: the agents (workflow agent steps) and workflows (an agent's `workflows`) the document
- * names; only those are looked up, and only those a document in `team`'s space may depend on count
+ * `named`: the agents (workflow agent steps), workflows (an agent's `workflows`) and skills (its
+ * `workspace_skills`) the document names; only those are looked up, and only those a document in `team`'s space may depend on count
  * (domain/spaces.ts, mayDependOn).
  */
 export async function referencesFor(
   ctx: ServiceContext,
   who: Principal,
   team: Team,
-  named: { agents?: string[]; workflows?: string[] } = {},
+  named: { agents?: string[]; workflows?: string[]; skills?: string[] } = {},
 ): Promise<References> {
   const connections = await ctx.store.connections.list(who.workspaceId);
   const workspaceApps = await ctx.apps.of(who.workspaceId);
@@ -43,6 +43,9 @@ export async function referencesFor(
     const workflow = await ctx.store.workflows.find(who.workspaceId, slug);
     if (workflow && mayDependOn(team, workflow.document.space?.team ?? null)) workflows.add(slug);
   }
+  // Skills are the whole workspace's (domain/spaces.ts): any space may list any of them, by name.
+  const skills = new Set<string>();
+  for (const name of new Set(named.skills)) if ((await ctx.store.skills.find(who.workspaceId, name))?.slug === name) skills.add(name);
   return {
     models: modelIds(ctx.models),
     apps,
@@ -51,6 +54,7 @@ export async function referencesFor(
     connectionApps: new Set([...apps.keys()].filter((app) => workspaceApps.needsConnection(app))),
     agents,
     workflows,
+    skills,
     limits: ctx.limits,
   };
 }

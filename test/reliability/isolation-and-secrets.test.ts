@@ -35,6 +35,8 @@ describe('isolation', () => {
     await a.PUT('/api/build/workflows', {
       body: { kind: 'service.workflow/v1', slug: 'private-flow', name: 'P', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] },
     });
+    const skill = (await a.PUT('/api/build/skills', { body: { kind: 'service.skill/v1', name: 'private-skill', description: 'P', body: 'Private.' } })).data!
+      .data.document;
     const agentRun = (await a.POST('/api/build/agents/{ref}/test', { params: { path: { ref: agent.id } }, body: { prompt: 'hi' } })).data!.data.run_id;
     const workflowRun = (await a.POST('/api/build/workflows/{ref}/test', { params: { path: { ref: 'private-flow' } }, body: {} })).data!.data.run_id;
     await poll(`/api/build/runs/${agentRun}`, owner);
@@ -63,6 +65,14 @@ describe('isolation', () => {
       ],
       ['POST', '/api/build/workflows/private-flow/test', '{}'],
       ['DELETE', '/api/build/workflows/private-flow'],
+      ['GET', '/api/build/skills/private-skill'],
+      ['GET', `/api/build/skills/${skill.id}`],
+      ['PUT', '/api/build/skills/private-skill', JSON.stringify(skill)],
+      ['GET', '/api/build/skills/private-skill/versions'],
+      ['GET', '/api/build/skills/private-skill/versions/1'],
+      ['GET', '/api/build/skills/private-skill/versions/1/diff'],
+      ['POST', '/api/build/skills/private-skill/versions/1/restore', '{}'], // a body, so If-Match is sent
+      ['DELETE', '/api/build/skills/private-skill'],
       ['GET', `/api/build/runs/${agentRun}`],
       ['GET', `/api/build/workflow-runs/${workflowRun}`],
     ];
@@ -78,7 +88,9 @@ describe('isolation', () => {
     const other = s.client(intruder);
     expect((await other.GET('/api/build/agents')).data!.data).toEqual([]);
     expect((await other.GET('/api/build/workflows')).data!.data).toEqual([]);
+    expect((await other.GET('/api/build/skills')).data!.data).toEqual([]);
     // The owner still sees everything unchanged.
+    expect((await a.GET('/api/build/skills/{name}', { params: { path: { name: 'private-skill' } } })).data!.data).toEqual(skill);
     expect(storedPart((await a.GET('/api/build/agents/{ref}', { params: { path: { ref: agent.id } } })).data!.data)).toEqual(agent);
   });
 

@@ -175,6 +175,7 @@ export async function signingKeyOf(s: ServerProcess): Promise<string> {
 const ORDER_KEYS = {
   agents: 'id',
   workflows: 'id',
+  skills: 'id',
   runs: 'id',
   agent_triggers: 'id',
   kv_entries: 'workspace_id, key',

@@ -20,6 +20,7 @@ const refs: References = {
   connectionApps: new Set(),
   agents: new Set(['helper']),
   workflows: new Set(['refund-order']),
+  skills: new Set(['pdf-forms']),
   limits: { ...DEFAULT_LIMITS },
 };
 
@@ -38,6 +39,13 @@ describe('agent rules', () => {
       "body.tools.apps[0]: 'github' is not an app of the catalog; GET /api/build/catalog lists them",
       "body.tools.disabled_tools[0]: 'kv.drop' is not a tool of the catalog (GET /api/build/catalog/apps/{app} lists an app's tools)",
       "body.tools.connections[0]: 'nope' is not a connection of this workspace; GET /api/build/connections lists them",
+    ]);
+  });
+
+  test("workspace_skills names skills of the workspace (skills are the whole workspace's, whatever the agent's space)", () => {
+    expect(agentProblems({ workspace_skills: ['pdf-forms'], space: { team: 'finance' } })).toEqual([]);
+    expect(agentProblems({ workspace_skills: ['pdf-forms', 'nope'] })).toEqual([
+      "body.workspace_skills[1]: 'nope' is not a skill of this workspace; GET /api/build/skills lists them",
     ]);
   });
 

@@ -4,6 +4,7 @@ import { appHandlers } from './apps';
 import { catalogHandlers } from './catalog';
 import { runControlHandlers } from './run-control';
 import { runHandlers } from './runs';
+import { skillHandlers } from './skills';
 import type { Handlers } from './types';
 import { versionHandlers } from './versions';
 import { workflowHandlers } from './workflows';
@@ -16,4 +17,5 @@ export const handlers: Handlers = {
   ...catalogHandlers,
   ...versionHandlers,
   ...appHandlers,
+  ...skillHandlers,
 };

@@ -1,14 +1,16 @@
-// The kept versions of agents and workflows: list, read, compare, restore (services/versions.ts;
+// The kept versions of agents, workflows and skills: list, read, compare, restore (services/versions.ts;
 // a restore is the kind's replace, so its reply is a write result).
 import { etagFor } from '../../domain/etag';
-import type { Agent, Workflow } from '../../domain/types';
+import type { Agent, Skill, Workflow } from '../../domain/types';
 import * as agents from '../../services/agents';
 import type { Principal, ServiceContext } from '../../services/context';
+import * as skills from '../../services/skills';
 import * as versions from '../../services/versions';
 import * as workflows from '../../services/workflows';
 import type { DocumentRecord, VersionRepository } from '../../store/port';
 import { agentWriteReply } from './agents';
 import { nextLink } from './next-link';
+import { skillWriteReply } from './skills';
 import type { Handlers } from './types';
 import { workflowWriteReply } from './workflows';
 
@@ -42,6 +44,7 @@ function versionReplies<T>(
 
 const agentVersions = versionReplies<Agent>('agent', '/api/build/agents', agents.findAgent, (ctx) => ctx.store.agents.versions);
 const workflowVersions = versionReplies<Workflow>('workflow', '/api/build/workflows', workflows.findWorkflow, (ctx) => ctx.store.workflows.versions);
+const skillVersions = versionReplies<Skill>('skill', '/api/build/skills', skills.findSkill, (ctx) => ctx.store.skills.versions);
 
 export const versionHandlers: Pick<
   Handlers,
@@ -53,6 +56,10 @@ export const versionHandlers: Pick<
   | 'getWorkflowVersion'
   | 'diffWorkflowVersions'
   | 'restoreWorkflowVersion'
+  | 'listSkillVersions'
+  | 'getSkillVersion'
+  | 'diffSkillVersions'
+  | 'restoreSkillVersion'
 > = {
   listAgentVersions: ({ ctx, principal, params, query }) => agentVersions.list(ctx, principal, params.ref, query),
   getAgentVersion: ({ ctx, principal, params }) => agentVersions.read(ctx, principal, params.ref, params.version),
@@ -64,4 +71,9 @@ export const versionHandlers: Pick<
   diffWorkflowVersions: ({ ctx, principal, params, query }) => workflowVersions.diff(ctx, principal, params.ref, params.version, query.to),
   restoreWorkflowVersion: async ({ ctx, principal, params, headers }) =>
     workflowWriteReply(await workflows.restoreWorkflow(ctx, principal, params.ref, headers['if-match'] as string, params.version)),
+  listSkillVersions: ({ ctx, principal, params, query }) => skillVersions.list(ctx, principal, params.name, query),
+  getSkillVersion: ({ ctx, principal, params }) => skillVersions.read(ctx, principal, params.name, params.version),
+  diffSkillVersions: ({ ctx, principal, params, query }) => skillVersions.diff(ctx, principal, params.name, params.version, query.to),
+  restoreSkillVersion: async ({ ctx, principal, params, headers }) =>
+    skillWriteReply(await skills.restoreSkill(ctx, principal, params.name, headers['if-match'] as string, params.version)),
 };

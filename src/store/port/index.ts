@@ -9,5 +9,6 @@ export * from './quotas';
 export * from './run-events';
 export * from './runs';
 export * from './schedules';
+export * from './skills';
 export * from './store';
 export * from './webhooks';

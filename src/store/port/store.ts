@@ -8,11 +8,14 @@ import type { KvRepository } from './kv';
 import type { QuotaRepository } from './quotas';
 import type { RunRepository } from './runs';
 import type { ScheduleRepository } from './schedules';
+import type { SkillRepository } from './skills';
 import type { WebhookRepository } from './webhooks';
 
 export interface Store {
   agents: AgentRepository;
   workflows: WorkflowRepository;
+  /** The workspaces' skills (the whole workspace's: no spaces). */
+  skills: SkillRepository;
   connections: ConnectionRepository;
   /** The workspaces' own apps (the built-in ones are code: src/apps/builtin/). */
   apps: AppRepository;

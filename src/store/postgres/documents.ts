@@ -21,7 +21,18 @@ import type {
   WorkflowRepository,
   WorkspaceRepository,
 } from '../port';
-import { chooseSlug, listedName, newVersion, stamped, StoredVersion, versionOfRow, type DocumentRow } from '../shared/documents';
+import {
+  chooseSlug,
+  listedName,
+  newVersion,
+  SLUGGED,
+  stamped,
+  StoredVersion,
+  versionOfRow,
+  wantedSlug,
+  type DocumentRow,
+  type DocumentShape,
+} from '../shared/documents';
 import { RowCache } from '../shared/row-cache';
 import type { NumberedStatement } from '../shared/statements';
 import { CoalescedLookup } from './coalesced-lookup';
@@ -29,7 +40,7 @@ import { BALANCE, setBalance } from './credits';
 import { isUniqueViolation, retried, type PgDatabase, type Sql } from './database';
 import { agentList, workflowList } from './document-lists';
 import { documentStatements, scheduleFollower, triggerFollower, writeKeys, type Follower } from './document-writes';
-import { VersionedLists } from './list-versions';
+import { VersionedLists, type ListedTable } from './list-versions';
 import { pgVersions, versionValues } from './versions';
 
 /** The document text each table's held versions may take (see find). */
@@ -48,8 +59,10 @@ const nameColumn = (name: string): string => listedName(name).replaceAll('\u0000
 
 type Row = DocumentRow;
 
-interface DocumentSpec<T, W> {
-  table: 'agents' | 'workflows';
+export interface DocumentSpec<T, W> {
+  table: ListedTable;
+  /** How the document carries its slug and version (agents' and workflows' by default: shared/documents.ts). */
+  shape?: DocumentShape;
   maxSlugLength: number;
   /** Columns besides the common ones, kept in step with the document (for lists and lookups). */
   columns: Record<string, (doc: T) => string | number | null>;
@@ -57,7 +70,7 @@ interface DocumentSpec<T, W> {
   followers: Follower<T, W>[];
 }
 
-type Doc = { slug?: string; updated_at?: string };
+type Doc = { updated_at?: string };
 
 /**
  * `ref` is an id (UUID) or a slug. A version this process holds is answered once the database
@@ -129,8 +142,9 @@ async function storedAt<T>(db: PgDatabase, table: string, held: RowCache<StoredV
 }
 
 // Long because a table's reads and writes share its held versions and lists (see heldFind).
-function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec: DocumentSpec<T, W>) {
+export function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec: DocumentSpec<T, W>) {
   const { table, followers } = spec;
+  const shape = spec.shape ?? SLUGGED;
   const extra = Object.keys(spec.columns);
   // The unique constraint PostgreSQL names for UNIQUE (workspace_id, slug) (migrations/001_init.sql).
   const slugConstraint = `${table}_workspace_id_slug_key`;
@@ -167,9 +181,9 @@ function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec
     await sql.row('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${table}:${workspaceId}`]);
     const slugs = await sql.rows<{ slug: string }>(`SELECT slug FROM ${table} WHERE workspace_id = $1`, [workspaceId]);
     const taken = new Set(slugs.map((r) => r.slug));
-    const slug = chooseSlug(taken.size, doc.slug as string, opts, spec.maxSlugLength, (s) => taken.has(s));
+    const slug = chooseSlug(taken.size, wantedSlug(doc, shape), opts, spec.maxSlugLength, (s) => taken.has(s));
     if (slug === 'limit_reached' || slug === 'slug_taken') return { ok: false, reason: slug };
-    const version = newVersion(workspaceId, id, doc, slug, clock.next(), opts);
+    const version = newVersion(workspaceId, id, doc, slug, clock.next(), opts, shape);
     if (!(version instanceof StoredVersion)) return version;
     const own = { slug, stamp: version.stampMicros, document: version.json, created: new Date().toISOString(), ...versionValues(meta(version.document)) };
     await wrote(sql, insert, values(insert, followers, workspaceId, id, version.document, more, own));
@@ -185,7 +199,7 @@ function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampClock, spec
     const stored = await storedAt(db, table, held, workspaceId, id, expected);
     if (!stored) return { ok: false, current: await storedById<T>(db, table, workspaceId, id) };
     const stampMicros = clock.next(expected);
-    const { doc: final, json } = stamped(doc, stampMicros, stored.slug);
+    const { doc: final, json } = stamped(doc, stampMicros, stored.slug, stored.version + 1, shape);
     // The rows that follow the stored version are as it declared them: only those this write changes are written.
     const before = 'document' in stored ? stored.document : undefined;
     const changed = followers.filter((f) => before === undefined || !f.unchanged(id, before, final, more));

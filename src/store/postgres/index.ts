@@ -13,6 +13,7 @@ import { pgAppRepository } from './apps';
 import { pgConnectionRepository } from './connections';
 import { pgAgentRepository, pgWorkflowRepository, pgWorkspaceRepository } from './documents';
 import { pgScheduleRepository } from './schedules';
+import { pgSkillRepository } from './skills';
 import { pgWebhookRepository } from './webhooks';
 import { pgIdempotencyRepository } from './idempotency';
 import { pgQuotaRepository } from './quotas';
@@ -43,6 +44,7 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
   return {
     agents: pgAgentRepository(db, clock),
     workflows: pgWorkflowRepository(db, clock),
+    skills: pgSkillRepository(db, clock),
     connections: pgConnectionRepository(db, clock),
     apps: pgAppRepository(db, clock),
     workspaces: pgWorkspaceRepository(db),

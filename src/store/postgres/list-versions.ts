@@ -1,4 +1,4 @@
-// Each workspace's lists of agents and of workflows, held by the replica that built them and
+// Each workspace's lists of agents, of workflows and of skills, held by the replica that built them and
 // answered again while the database says the list's version has not moved (migrations/003: a sum
 // over shards that every document write adds to in its statement). The check is one coalesced
 // query (coalesced-lookup.ts) sent after the read arrived, so a list is never answered after a
@@ -8,7 +8,7 @@ import { BudgetedMap } from '../shared/budgeted-map';
 import { CoalescedLookup } from './coalesced-lookup';
 import type { PgDatabase } from './database';
 
-export type ListedTable = 'agents' | 'workflows';
+export type ListedTable = 'agents' | 'workflows' | 'skills';
 
 const SHARDS = 16;
 

@@ -44,10 +44,27 @@ export class StoredVersion<T> implements DocumentRecord<T> {
   }
 }
 
+/**
+ * How a kind's document carries what its store decides: the member that holds its slug (`slug`; a
+ * skill's `name`, its identity) and whether it carries its own `version` (skills do).
+ */
+export interface DocumentShape {
+  identity: 'slug' | 'name';
+  carriesVersion: boolean;
+}
+
+/** Agents and workflows: a `slug`, and a version only the write result tells. */
+export const SLUGGED: DocumentShape = { identity: 'slug', carriesVersion: false };
+
+/** The slug a document asks for (its identity member). */
+export const wantedSlug = (doc: unknown, shape: DocumentShape = SLUGGED): string => (doc as Record<string, string>)[shape.identity] as string;
+
 /** Stamps the document and serialises it; the stamp is the document's own `updated_at`. */
-export function stamped<T>(doc: T, stampMicros: number, slug: string): { doc: T; json: Serialized<T> } {
-  // Documents always have both members (normalised, or read back): spreading keeps their order.
-  const final = { ...doc, slug, updated_at: formatStamp(stampMicros) };
+export function stamped<T>(doc: T, stampMicros: number, slug: string, version = 1, shape: DocumentShape = SLUGGED): { doc: T; json: Serialized<T> } {
+  // Documents always have these members (normalised, or read back): spreading keeps their order.
+  const final = shape.carriesVersion
+    ? { ...doc, [shape.identity]: slug, version, updated_at: formatStamp(stampMicros) }
+    : { ...doc, [shape.identity]: slug, updated_at: formatStamp(stampMicros) };
   return { doc: final, json: JSON.stringify(final) as Serialized<T> };
 }
 
@@ -79,8 +96,9 @@ export function newVersion<T>(
   slug: string,
   stampMicros: number,
   opts: CreateOptions,
+  shape: DocumentShape = SLUGGED,
 ): StoredVersion<T> | Extract<CreateOutcome<T>, { reason: 'too_large' }> {
-  const { doc: final, json } = stamped(doc, stampMicros, slug);
+  const { doc: final, json } = stamped(doc, stampMicros, slug, 1, shape);
   const bytes = Buffer.byteLength(json);
   if (opts.maxBytes !== undefined && bytes > opts.maxBytes) return { ok: false, reason: 'too_large', bytes };
   return new StoredVersion(id, workspaceId, slug, 1, stampMicros, json, final);

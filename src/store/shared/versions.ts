@@ -2,10 +2,10 @@
 // with `@name` parameters (PostgreSQL's adapter numbers them), and the rows read back.
 import type { KeptVersion, VersionEntry } from '../port';
 
-export type DocumentTable = 'agents' | 'workflows';
+export type DocumentTable = 'agents' | 'workflows' | 'skills';
 
-/** The versions' table of a document table. */
-export const versionTable = (table: DocumentTable) => (table === 'agents' ? 'agent_versions' : 'workflow_versions');
+/** The versions' table of a document table (`agent_versions`, `workflow_versions`, `skill_versions`). */
+export const versionTable = (table: DocumentTable) => `${table.slice(0, -1)}_versions`;
 
 /** A version's row as both stores keep it. */
 export interface VersionRow {

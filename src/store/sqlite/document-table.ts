@@ -8,10 +8,10 @@ import type { GroupCommit } from './group-commit';
 import type { StampClock } from '../../domain/stamps';
 import { isUuid } from '../../ids';
 import type { CreateOptions, CreateOutcome, DocumentRecord, ListVersion, ReplaceOutcome, VersionMeta } from '../port';
-import { chooseSlug, newVersion, stamped, StoredVersion, versionOfRow, type DocumentRow } from '../shared/documents';
+import { chooseSlug, newVersion, SLUGGED, stamped, StoredVersion, versionOfRow, wantedSlug, type DocumentRow, type DocumentShape } from '../shared/documents';
 import { ListCache } from '../shared/list-cache';
 import { RowCache } from '../shared/row-cache';
-import { versionTable } from '../shared/versions';
+import { versionTable, type DocumentTable } from '../shared/versions';
 import { sqliteVersions, versionTextJoin } from './versions';
 
 type Statement = SqliteStatement;
@@ -24,8 +24,10 @@ const ROW_CACHE_BYTES = 32 * 1024 * 1024;
 /** What the list cache of each table may hold: lists, their encoded replies and entries (list-cache.ts). */
 const LIST_CACHE_BYTES = 8 * 1024 * 1024;
 
-export interface DocumentTableSpec<T extends { slug?: string; updated_at?: string }, W = undefined> {
-  table: 'agents' | 'workflows';
+export interface DocumentTableSpec<T extends { updated_at?: string }, W = undefined> {
+  table: DocumentTable;
+  /** How the document carries its slug and version (agents' and workflows' by default: shared/documents.ts). */
+  shape?: DocumentShape;
   /** A query of one JSON text: the list of the workspace given as its one parameter. */
   listSql: string;
   maxSlugLength: number;
@@ -79,13 +81,14 @@ function cachedFind<T>(cache: RowCache<StoredVersion<T>>, byId: Statement, bySlu
   };
 }
 
-export function createDocumentTable<T extends { slug?: string; updated_at?: string }, W = undefined, L = unknown>(
+export function createDocumentTable<T extends { updated_at?: string }, W = undefined, L = unknown>(
   db: Db,
   commit: GroupCommit,
   clock: StampClock,
   spec: DocumentTableSpec<T, W>,
 ) {
   const extra = Object.keys(spec.columns);
+  const shape = spec.shape ?? SLUGGED;
   const columnValues = (doc: T) => Object.fromEntries(extra.map((c) => [c, spec.columns[c]!(doc)]));
   const { byId, bySlug, versionOf, slugTaken, count, insert, update, remove, listOf } = documentStatements(db, spec);
 
@@ -105,9 +108,9 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
   // createTx and replaceTx are the writes' work: each runs in its own savepoint (commit.run), whole or not at all.
   const createTx = (workspaceId: string, id: string, doc: T, opts: CreateOptions, extra: W | undefined, meta: (stored: T) => VersionMeta): CreateOutcome<T> => {
     const taken = (slug: string) => slugTaken.get(workspaceId, slug) !== undefined;
-    const slug = chooseSlug(count.get(workspaceId) as number, doc.slug as string, opts, spec.maxSlugLength, taken);
+    const slug = chooseSlug(count.get(workspaceId) as number, wantedSlug(doc, shape), opts, spec.maxSlugLength, taken);
     if (slug === 'limit_reached' || slug === 'slug_taken') return { ok: false, reason: slug };
-    const version = newVersion(workspaceId, id, doc, slug, clock.next(), opts);
+    const version = newVersion(workspaceId, id, doc, slug, clock.next(), opts, shape);
     if (!(version instanceof StoredVersion)) return version;
     insert.run({ id, workspace_id: workspaceId, slug, stamp_us: version.stampMicros, created_at: new Date().toISOString(), ...columnValues(version.document) });
     versions.keep(id, 1, version.stampMicros, meta(version.document), version.json);
@@ -120,7 +123,7 @@ export function createDocumentTable<T extends { slug?: string; updated_at?: stri
     const row = versionOf.get(workspaceId, id) as Pick<DocumentRow, 'slug' | 'version' | 'stamp_us'> | undefined;
     if (!row || row.stamp_us !== expectedStampMicros) return stored(workspaceId, id);
     const stampMicros = clock.next(row.stamp_us);
-    const { doc: final, json } = stamped(doc, stampMicros, row.slug);
+    const { doc: final, json } = stamped(doc, stampMicros, row.slug, row.version + 1, shape);
     // The compare-and-set itself is this UPDATE's count; the read above only refuses early. (Inside
     // the group's write transaction nothing else can change the row in between; the guarantee does
     // not rest on that.)

@@ -13,7 +13,7 @@ import type { GroupCommit } from './group-commit';
 import { scheduleSync } from './schedules';
 
 /** A stamp column (microseconds) as the ISO 8601 text of `formatStamp`, computed by SQLite. */
-const STAMP_SQL = `strftime('%Y-%m-%dT%H:%M:%S', stamp_us / 1000000, 'unixepoch') || '.' || printf('%06d', stamp_us % 1000000) || 'Z'`;
+export const STAMP_SQL = `strftime('%Y-%m-%dT%H:%M:%S', stamp_us / 1000000, 'unixepoch') || '.' || printf('%06d', stamp_us % 1000000) || 'Z'`;
 
 export function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentRepository {
   const schedules = scheduleSync(db);

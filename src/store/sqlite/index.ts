@@ -15,6 +15,7 @@ import { inProcessQuotas } from '../shared/quotas';
 import { kvRepository } from './kv';
 import { sqliteRunRepository } from './runs';
 import { scheduleRepository } from './schedules';
+import { skillRepository } from './skills';
 import { webhookRepository } from './webhooks';
 
 export function openSqliteStore(file: string, clock = new StampClock()): Store {
@@ -29,6 +30,7 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
   return {
     agents: agentRepository(db, commit, clock),
     workflows: workflowRepository(db, commit, clock),
+    skills: skillRepository(db, commit, clock),
     connections: connectionRepository(db, commit, clock),
     apps: appRepository(db, commit, clock),
     workspaces: workspaceRepository(db, commit),

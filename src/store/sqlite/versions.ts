@@ -7,7 +7,7 @@ import { entryOfRow, keptOfRow, NO_VERSION_ABOVE, versionStatements, versionTabl
 import type { Db } from './database';
 
 /** The table of a versions table's texts (migration 016). */
-const textTable = (table: DocumentTable) => (table === 'agents' ? 'agent_version_texts' : 'workflow_version_texts');
+const textTable = (table: DocumentTable) => `${table.slice(0, -1)}_version_texts`;
 
 /** The join that brings a version `v`'s text, as `t.document`. */
 export const versionTextJoin = (table: DocumentTable) => `JOIN ${textTable(table)} AS t ON t.id = v.text_id`;
