@@ -2330,6 +2330,19 @@ export interface components {
              */
             approval_expires_at: string | null;
             warning: string;
+            /**
+             * @description The skills the run loaded (`skills.load`, `skills.file`), each version once, in the order
+             *     first loaded: a workspace skill's `version` is its stored version (read it at `GET
+             *     /api/build/skills/{name}/versions/{version}`), a marketplace skill's the version its
+             *     front matter declares.
+             */
+            skills_loaded: components["schemas"]["LoadedSkill"][];
+        };
+        LoadedSkill: {
+            name: string;
+            /** @enum {string} */
+            source: "workspace" | "marketplace";
+            version: string;
         };
         StepResult: {
             /** @description `pending`, `running`, `succeeded`, `failed` or `skipped` (behind a failure, or not started because the run was cancelled). */
@@ -2417,9 +2430,23 @@ export interface components {
         };
         Catalog: {
             models: components["schemas"]["CatalogModel"][];
+            /**
+             * @description The marketplace: skills the deployment offers every workspace (read-only, loaded at start
+             *     from SKILLS_DIR). An agent names them in `skills`; its runs load them as they load
+             *     workspace skills (see Skills).
+             */
+            skills: components["schemas"]["CatalogSkill"][];
             apps: components["schemas"]["CatalogAppSummary"][];
             trigger_types: string[];
             limits: components["schemas"]["WorkspaceLimits"];
+        };
+        CatalogSkill: {
+            /** @description The name an agent's `skills` lists (the skill's folder, and its `name`). */
+            slug: string;
+            name: string;
+            description: string;
+            /** @description Its front matter's `metadata.version` ("1" when it declares none). */
+            version: string;
         };
         CatalogTool: {
             /** @description `<app>.<tool>`, the name steps and triggers use. */

@@ -1,6 +1,7 @@
 // Environment → one typed, validated Config. A bad value stops start-up with a one-line message
 // that names the variable, so an operator can fix it without reading code.
 import path from 'node:path';
+import { projectRoot } from './paths';
 import { trimEnd } from './domain/text';
 import type { WorkspaceLimits } from './domain/types';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './http/server';
@@ -77,6 +78,8 @@ export interface Config {
   runWorkersPerWorkspace: number;
   /** Let the http.request tool reach private, loopback and link-local addresses (tests, local setups). */
   httpToolAllowPrivate: boolean;
+  /** The marketplace's skill folders (SKILLS_DIR; default the repository's skills/, which may be absent). */
+  skills: { dir: string; optional: boolean };
   /** An OpenAI-compatible chat-completions provider, when OPENAI_BASE_URL is set. */
   openai: OpenAiConfig | null;
   /** Deliveries each webhook trigger accepts per minute (WEBHOOK_RATE_LIMIT). */
@@ -282,6 +285,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     runWorkers,
     runWorkersPerWorkspace: integer(env, 'RUN_WORKERS_PER_WORKSPACE', Math.max(1, runWorkers - 1), 1, runWorkers),
     httpToolAllowPrivate: boolean(env, 'HTTP_TOOL_ALLOW_PRIVATE', false),
+    skills: env.SKILLS_DIR ? { dir: path.resolve(env.SKILLS_DIR), optional: false } : { dir: path.join(projectRoot, 'skills'), optional: true },
     openai: openAi(env),
     webhookRatePerMinute: integer(env, 'WEBHOOK_RATE_LIMIT', 60, 1, 1_000_000),
     rateLimits: rateLimits(env),

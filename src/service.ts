@@ -1,6 +1,7 @@
 // Wires the parts of the service from a Config: the store, the token verifier (embedded issuer or
 // an external one), and the HTTP app. main.ts listens; tests call this with a temporary database.
 import { createAppRegistry } from './apps/registry';
+import { loadMarketplace, MarketplaceError, type SkillMarketplace } from './apps/skills/marketplace';
 import { callWorkflowTool } from './services/workflow-tools';
 import { createCredentialSource, resealConnectionSecrets } from './services/connection-credentials';
 import type express from 'express';
@@ -83,6 +84,16 @@ export async function connectionContext(config: Config, store: Store, logger: Lo
   const secrets = await openSecretBox(config, store, logger);
   const credentials = createCredentialSource({ connections: store.connections, secrets, allowPrivate: config.httpToolAllowPrivate });
   return { store, secrets, apps: createAppRegistry({ store, credentials, allowPrivate: config.httpToolAllowPrivate }) };
+}
+
+/** The skills of the marketplace (SKILLS_DIR), read once; a skill that breaks a rule stops the start, naming it. */
+function marketplaceOf(config: Config): SkillMarketplace {
+  try {
+    return loadMarketplace(config.skills.dir, config.skills.optional);
+  } catch (err) {
+    if (err instanceof MarketplaceError) throw new ConfigError(`SKILLS_DIR: ${err.message}`);
+    throw err;
+  }
 }
 
 /** The store could not be opened or migrated at start (unreachable, refused, not writable). */
@@ -168,7 +179,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
   const http = { ...HTTP_TOOL, allowPrivate: config.httpToolAllowPrivate };
   const secrets = await openSecretBox(config, store, logger);
   const credentials = createCredentialSource({ connections: store.connections, secrets, allowPrivate: config.httpToolAllowPrivate });
-  const apps = createAppRegistry({ store, credentials, allowPrivate: config.httpToolAllowPrivate });
+  const apps = createAppRegistry({ store, credentials, allowPrivate: config.httpToolAllowPrivate, marketplace: marketplaceOf(config) });
   const runner = createRunner({
     store,
     models,

@@ -7,7 +7,9 @@
 import type { AppDefinition, ToolDefinition } from '../domain/catalog';
 import { MAX_TOOL_DEPTH } from '../domain/run-lineage';
 import { mayDependOn } from '../domain/spaces';
-import type { Agent, Workflow } from '../domain/types';
+import type { Agent, Skill, Workflow } from '../domain/types';
+import type { SkillMarketplace } from './skills/marketplace';
+import { skillsInstructions, skillsOf, skillTools } from './skills/skill-tools';
 import { invokeTool, type ToolOutcome } from './invoke';
 import { ToolError, tool, type AppTool, type ToolContext } from './types';
 
@@ -19,6 +21,8 @@ interface WorkspaceApps {
 
 /** The app name a workflow tool's slug begins with. */
 export const WORKFLOWS_APP = 'workflows';
+/** The app name the skill loaders' slugs begin with (skills/skill-tools.ts). */
+export const SKILLS_APP = 'skills';
 
 type Flags = 'read' | 'write' | 'destructive';
 const RANK: Record<Flags, number> = { read: 0, write: 1, destructive: 2 };
@@ -29,6 +33,8 @@ const flagsOf = (t: ToolDefinition): Flags => (t.destructive ? 'destructive' : t
 export interface DocumentLookup {
   workflow(slug: string): Promise<Workflow | null>;
   agent(slug: string): Promise<Agent | null>;
+  /** A workspace skill by name, with its version. */
+  skill(name: string): Promise<{ version: number; document: Skill } | null>;
 }
 
 /** The tools an agent has of its apps (of the workspace's: `apps`), minus its disabled tools. */
@@ -41,8 +47,10 @@ export function appToolsOf(agent: Agent, apps: WorkspaceApps): Map<string, ToolD
   return allowed;
 }
 
-/** An agent's own tools: its workflows. */
+/** An agent's own tools: its workflows, and its skills' loaders; and what its system prompt says of its skills. */
 export interface AgentTools {
+  /** The section the agent's instructions get (its skills, by name and description), or null. */
+  readonly instructions: string | null;
   /** The tools offered, by slug. */
   readonly tools: ReadonlyMap<string, ToolDefinition>;
   /** Tools of the agent's that cannot be called now, each with why. */
@@ -52,6 +60,7 @@ export interface AgentTools {
 }
 
 export const NO_AGENT_TOOLS: AgentTools = {
+  instructions: null,
   tools: new Map(),
   refused: new Map(),
   invoke: async (slug) => ({ ok: false, error: `'${slug}' is not a tool of this agent` }),
@@ -117,10 +126,11 @@ function workflowTool(workflow: Workflow, flags: Flags): AppTool {
   return { ...made, ownsTime: true };
 }
 
-/** The agent's own tools, as its workspace's documents stand now. */
-export async function agentToolsOf(agent: Agent, apps: WorkspaceApps, lookup: DocumentLookup): Promise<AgentTools> {
-  if (!agent.workflows.length) return NO_AGENT_TOOLS;
-  const runnable = new Map<string, AppTool>();
+/** The agent's own tools, as its workspace's documents (and the marketplace) stand now. */
+export async function agentToolsOf(agent: Agent, apps: WorkspaceApps, lookup: DocumentLookup, marketplace: SkillMarketplace): Promise<AgentTools> {
+  if (!agent.workflows.length && !agent.skills.length && !agent.workspace_skills.length) return NO_AGENT_TOOLS;
+  const skills = await skillsOf(agent, lookup.skill, marketplace);
+  const runnable = new Map<string, AppTool>(skills.length ? skillTools(skills).map((t) => [t.definition.slug, t] as const) : []);
   const refused = new Map<string, string>();
   for (const slug of agent.workflows) {
     const name = `${WORKFLOWS_APP}.${slug}`;
@@ -134,6 +144,7 @@ export async function agentToolsOf(agent: Agent, apps: WorkspaceApps, lookup: Do
     }
   }
   return {
+    instructions: skillsInstructions(skills),
     tools: new Map([...runnable].map(([slug, t]) => [slug, t.definition] as const)),
     refused,
     invoke: (slug, args, ctx) => invokeTool(slug, runnable.get(slug) ?? null, args, ctx),

@@ -7,8 +7,9 @@
 import { MAX_APP_TOOLS, type AppSettings, type ListedMcpTool, type McpServerInfo } from '../domain/apps';
 import type { AppDefinition, ToolDefinition } from '../domain/catalog';
 import type { Agent } from '../domain/types';
-import type { AgentRepository, AppRepository, ConnectionRepository, WorkflowRepository } from '../store/port';
-import { agentToolsOf, type AgentTools } from './agent-tools';
+import type { AgentRepository, AppRepository, ConnectionRepository, SkillRepository, WorkflowRepository } from '../store/port';
+import { EMPTY_MARKETPLACE, type SkillMarketplace } from './skills/marketplace';
+import { agentToolsOf, SKILLS_APP, WORKFLOWS_APP, type AgentTools } from './agent-tools';
 import { coreApp } from './builtin/core';
 import { httpApp } from './builtin/http';
 import { kvApp } from './builtin/kv';
@@ -26,6 +27,8 @@ export { appToolsOf, NO_AGENT_TOOLS, WORKFLOWS_APP, type AgentTools } from './ag
 /** The apps every workspace has, in the catalog's order. */
 const BUILTIN_APPS: readonly AppModule[] = [coreApp, httpApp, kvApp, timeApp];
 const BUILTIN_SLUGS: ReadonlySet<string> = new Set(BUILTIN_APPS.map((m) => m.slug));
+/** The slugs no workspace app may take: the built-in apps', and the names of an agent's own tools (agent-tools.ts). */
+const RESERVED_SLUGS: ReadonlySet<string> = new Set([...BUILTIN_SLUGS, WORKFLOWS_APP, SKILLS_APP]);
 
 /** The snapshot key of a workspace with no apps or connections of its own. */
 const NONE = '0:0|0:0';
@@ -53,6 +56,8 @@ export interface WorkspaceApps {
 export interface AppRegistry {
   /** The slugs no workspace app may take. */
   readonly builtinSlugs: ReadonlySet<string>;
+  /** The skills the deployment offers every workspace. */
+  readonly marketplace: SkillMarketplace;
   /** The apps `workspaceId` has. */
   of(workspaceId: string): Promise<WorkspaceApps>;
   /** The tools `agent` has of its own (its workflows), as the workspace's documents stand now. */
@@ -62,7 +67,15 @@ export interface AppRegistry {
 }
 
 export interface AppRegistryDeps {
-  store: { apps: AppRepository; connections: ConnectionRepository; workflows: Pick<WorkflowRepository, 'find'>; agents: Pick<AgentRepository, 'find'> };
+  store: {
+    apps: AppRepository;
+    connections: ConnectionRepository;
+    workflows: Pick<WorkflowRepository, 'find'>;
+    agents: Pick<AgentRepository, 'find'>;
+    skills: Pick<SkillRepository, 'find'>;
+  };
+  /** The skills the deployment offers every workspace (none when absent). */
+  marketplace?: SkillMarketplace;
   credentials: CredentialSource;
   /** The outbound address rule's exception (HTTP_TOOL_ALLOW_PRIVATE). */
   allowPrivate: boolean;
@@ -91,6 +104,7 @@ export function builtinApps(): WorkspaceApps {
 
 /** The registry, built once at the composition root and passed down. */
 export function createAppRegistry(deps: AppRegistryDeps): AppRegistry {
+  const marketplace = deps.marketplace ?? EMPTY_MARKETPLACE;
   const held = new Map<string, { key: string; apps: WorkspaceApps }>();
 
   async function build(workspaceId: string): Promise<WorkspaceApps> {
@@ -103,7 +117,8 @@ export function createAppRegistry(deps: AppRegistryDeps): AppRegistry {
   }
 
   return {
-    builtinSlugs: BUILTIN_SLUGS,
+    builtinSlugs: RESERVED_SLUGS,
+    marketplace,
     async of(workspaceId) {
       const key = await deps.store.apps.snapshotKey(workspaceId);
       if (key === NONE) return builtinApps();
@@ -123,8 +138,13 @@ export function createAppRegistry(deps: AppRegistryDeps): AppRegistry {
       const lookup = {
         workflow: async (slug: string) => (await deps.store.workflows.find(workspaceId, slug))?.document ?? null,
         agent: async (slug: string) => (await deps.store.agents.find(workspaceId, slug))?.document ?? null,
+        // By name only (a UUID would find it by id): the agent lists names.
+        skill: async (name: string) => {
+          const found = await deps.store.skills.find(workspaceId, name);
+          return found && found.slug === name ? found : null;
+        },
       };
-      return agentToolsOf(agent, await this.of(workspaceId), lookup);
+      return agentToolsOf(agent, await this.of(workspaceId), lookup, marketplace);
     },
     async discover(workspaceId, app, ref) {
       const headers = ref === null ? {} : await deps.credentials.headersFor(workspaceId, ref);

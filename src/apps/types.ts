@@ -36,8 +36,17 @@ export interface ToolContext {
   startedRun?: (runId: string) => void;
   /** Whether the calling run was asked to stop. */
   shouldStop?: () => boolean;
+  /** Told of a skill the call loaded (skills.load, skills.file): the run records the version. */
+  loadedSkill?: (skill: LoadedSkill) => void;
   /** Runs a workflow of the workspace as a child of the calling run; absent where no run calls (a poll's detector). */
   runWorkflow?: (call: ChildWorkflowCall) => Promise<ChildWorkflowOutcome>;
+}
+
+/** What a run records of a skill it loaded. */
+export interface LoadedSkill {
+  name: string;
+  source: 'workspace' | 'marketplace';
+  version: string;
 }
 
 /** A workflow tool's call, as the run that makes it hands it to the service that starts the child run. */

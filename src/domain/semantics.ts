@@ -21,6 +21,8 @@ export interface References {
   workflows: ReadonlySet<string>;
   /** The names of the workspace's skills the document names (an agent's `workspace_skills`; skills are the whole workspace's). */
   skills: ReadonlySet<string>;
+  /** The slugs of the marketplace's skills (an agent's `skills`). */
+  marketplaceSkills: ReadonlySet<string>;
   limits: WorkspaceLimits;
 }
 
@@ -114,6 +116,11 @@ export function checkAgent(doc: AgentDraft, refs: References, storedBytes: numbe
         path: `body.workflows[${i}]`,
         message: `'${slug}' is not a workflow this agent's space can use (the workspace's workflows, and its own team's); GET /api/build/workflows lists them`,
       });
+    }
+  });
+  doc.skills.forEach((slug, i) => {
+    if (!refs.marketplaceSkills.has(slug)) {
+      problems.push({ path: `body.skills[${i}]`, message: `'${slug}' is not a skill of the marketplace; GET /api/build/catalog lists them (skills)` });
     }
   });
   doc.workspace_skills.forEach((name, i) => {

@@ -14,7 +14,7 @@ import type { Agent } from '../domain/types';
 import type { components } from '../../generated/api';
 import { limitErrors, StateMeter } from './limits';
 import { appToolsOf, CONNECTION_ARGUMENT, NO_AGENT_TOOLS, WORKFLOWS_APP, type AgentTools, type WorkspaceApps } from '../apps/registry';
-import type { ToolContext } from '../apps/types';
+import type { LoadedSkill, ToolContext } from '../apps/types';
 import { ModelError, type ChatMessage, type ModelReply, type ToolCall, type ToolSpec } from './models/provider';
 import type { ModelRegistry } from './models';
 import { inSpan } from '../tracing';
@@ -27,6 +27,8 @@ export interface AgentRunState {
   tool_calls: ToolCallRecord[];
   final_text: string | null;
   steps: number;
+  /** The skills the run loaded, each version once (absent until one is). */
+  skills_loaded?: LoadedSkill[];
 }
 
 /** The state of an agent run that has not started: what its projection shows while it is queued. */
@@ -112,7 +114,7 @@ function admit(agent: Agent, allowed: Map<string, ToolDefinition>, deps: AgentLo
 }
 
 /** Executes an admitted (or approved) call and records its outcome on `record`. */
-async function execute(agent: Agent, record: ToolCallRecord, deps: AgentLoopDeps): Promise<void> {
+async function execute(agent: Agent, record: ToolCallRecord, deps: AgentLoopDeps, state: AgentRunState): Promise<void> {
   deps.emit?.('tool_call.started', { call_id: record.id, tool: record.tool });
   // The connections the agent may use (tools.connections); the record says which one a call went
   // through, and which run it started (a workflow tool).
@@ -123,6 +125,7 @@ async function execute(agent: Agent, record: ToolCallRecord, deps: AgentLoopDeps
     callId: record.id,
     startedRun: (runId: string) => (record.child_run_id = runId),
     shouldStop: () => deps.shouldStop?.() ?? false,
+    loadedSkill: (skill) => recordLoaded(state, skill),
   };
   const own = deps.agentTools;
   const outcome = own?.tools.has(record.tool) ? await own.invoke(record.tool, record.args, ctx) : await deps.apps.invoke(record.tool, record.args, ctx);
@@ -131,15 +134,22 @@ async function execute(agent: Agent, record: ToolCallRecord, deps: AgentLoopDeps
   deps.emit?.('tool_call.finished', { call_id: record.id, tool: record.tool, status: record.status, error: record.error });
 }
 
+/** Records a skill the run loaded (each version once). */
+function recordLoaded(state: AgentRunState, skill: LoadedSkill): void {
+  const loaded = (state.skills_loaded ??= []);
+  if (!loaded.some((s) => s.name === skill.name && s.source === skill.source && s.version === skill.version)) loaded.push(skill);
+}
+
 function toolMessageContent(record: ToolCallRecord): string {
   if (record.status === 'succeeded') return JSON.stringify(record.output);
   if (record.status === 'rejected') return `rejected by a reviewer; the call was not executed${record.approval?.note ? `. Note: ${record.approval.note}` : ''}`;
   return `error: ${record.error}`;
 }
 
-/** The conversation so far, as the model is given it: the instructions, then the run's transcript. */
-function conversation(agent: Agent, transcript: TranscriptMessage[]): ChatMessage[] {
-  const messages: ChatMessage[] = agent.instructions ? [{ role: 'system', content: agent.instructions }] : [];
+/** The conversation so far, as the model is given it: the instructions (and the skills' list), then the run's transcript. */
+function conversation(agent: Agent, transcript: TranscriptMessage[], skills: string | null): ChatMessage[] {
+  const system = [agent.instructions, skills].filter(Boolean).join('\n\n');
+  const messages: ChatMessage[] = system ? [{ role: 'system', content: system }] : [];
   for (const m of transcript) {
     if (m.role === 'user') messages.push({ role: 'user', content: m.content ?? '' });
     else if (m.role === 'tool') messages.push({ role: 'tool', tool_call_id: m.tool_call_id as string, content: m.content ?? '' });
@@ -163,7 +173,7 @@ async function settleDecidedCalls(
   for (const record of state.tool_calls) {
     if (record.status !== 'awaiting_approval' || !record.approval?.decision) continue;
     if (stopping()) return 'cancelled';
-    if (record.approval.decision === 'approve') await execute(agent, record, deps);
+    if (record.approval.decision === 'approve') await execute(agent, record, deps, state);
     else {
       record.status = 'rejected';
       record.error = `rejected by ${record.approval.decided_by}${record.approval.note ? `: ${record.approval.note}` : ''}`;
@@ -201,7 +211,7 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
   if (!provider) return fail(`model '${agent.model}' is not offered by any configured provider`);
   const allowed = toolsOf(agent, deps.apps, deps.agentTools);
   const tools: ToolSpec[] = [...allowed.values()].map((t) => ({ slug: t.slug, description: t.description, parameters: modelSchema(agent, t, deps.apps) }));
-  const messages = conversation(agent, state.transcript);
+  const messages = conversation(agent, state.transcript, deps.agentTools?.instructions ?? null);
   const { limits } = deps.tools;
   const stateSize = new StateMeter(limits.stateBytes, state);
   const tooLarge = () => fail(limitErrors.state(limits));
@@ -253,7 +263,7 @@ export async function runAgent(agent: Agent, prompt: string, deps: AgentLoopDeps
         held.push({ id: record.id, tool: record.tool }); // answered once decided
         continue;
       }
-      if (record.status === 'succeeded') await execute(agent, record, deps);
+      if (record.status === 'succeeded') await execute(agent, record, deps, state);
       if (!answer(record)) return tooLarge();
     }
     if (held.length) return { status: 'awaiting_approval', error: null, state, held };

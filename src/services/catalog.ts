@@ -17,6 +17,7 @@ export async function getCatalog(ctx: ServiceContext, who: Principal): Promise<C
   return {
     models: ctx.models,
     apps: [...apps.values()].map((app) => ({ slug: app.slug, name: app.name, connections: count(app.slug), tools: app.tools.length })),
+    skills: [...ctx.apps.marketplace.skills.values()].map((s) => ({ slug: s.slug, name: s.name, description: s.description, version: s.version })),
     trigger_types: [...TRIGGER_TYPES],
     limits: ctx.limits,
   };

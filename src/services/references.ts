@@ -55,6 +55,7 @@ export async function referencesFor(
     agents,
     workflows,
     skills,
+    marketplaceSkills: new Set(ctx.apps.marketplace.skills.keys()),
     limits: ctx.limits,
   };
 }

@@ -187,6 +187,7 @@ export async function getAgentRun(ctx: ServiceContext, who: Principal, runId: st
     transcript: state.transcript,
     final_text: state.final_text,
     tool_calls: state.tool_calls,
+    skills_loaded: state.skills_loaded ?? [],
     credits: run.status === 'refused' ? null : run.credits_spent,
     error: run.error,
     started_at: run.accepted_at,

@@ -150,8 +150,8 @@ test('a walk down more than two runs of 100 versions lists each version once, as
 
 test('a diff is an RFC 6902 patch that another library applies to give the other version exactly', async () => {
   const { doc } = await createAgent();
-  await replaceAgent(doc.id, () => ({ name: 'Two', skills: ['a/b', 'c~d', 'e'], eval_criteria: ['x', 'y'] }));
-  await replaceAgent(doc.id, () => ({ description: 'Three', skills: ['e'], eval_criteria: ['y', 'x', 'z'], folder: 'a/b~c' }));
+  await replaceAgent(doc.id, () => ({ name: 'Two', eval_criteria: ['a/b', 'c~d', 'e', 'x', 'y'] }));
+  await replaceAgent(doc.id, () => ({ description: 'Three', eval_criteria: ['e', 'y', 'x', 'z'], folder: 'a/b~c' }));
   const kept = async (v: string) => (await versionOf(doc.id, v)).data!.data;
   for (const [from, to] of [
     ['1', 'current'],

@@ -51,6 +51,9 @@ const agentHints: Hints = {
   '.space': spaceHint,
   // Workflows of the workspace (the fixture's), as an agent's workflows must name.
   '.workflows': fc.constantFrom([], ['fixture']),
+  // Skills that exist: the repository's marketplace (skills/), and no workspace skill.
+  '.skills': fc.constantFrom([], ['kv-records', 'careful-writes']),
+  '.workspace_skills': fc.constant([]),
   '.model': fc.constant('builtin/scripted'),
   '.tools.apps[]': fc.constantFrom('core', 'kv', 'http', 'time'),
   '.tools.disabled_tools[]': fc.constantFrom('kv.delete', 'core.fail', 'http.request'),

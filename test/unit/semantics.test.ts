@@ -21,6 +21,7 @@ const refs: References = {
   agents: new Set(['helper']),
   workflows: new Set(['refund-order']),
   skills: new Set(['pdf-forms']),
+  marketplaceSkills: new Set(['kv-records']),
   limits: { ...DEFAULT_LIMITS },
 };
 
