@@ -93,6 +93,44 @@ describe('OpenAI-compatible provider', () => {
       { role: 'tool', tool_call_id: 'c1', content: '{"key":"from-openai"}' },
     ]);
   });
+
+  test("the model is offered the agent's workflows as tools and told its skills by name and description", async () => {
+    const flow = await t.client().PUT('/api/build/workflows', {
+      body: {
+        kind: 'service.workflow/v1',
+        slug: 'refund-order',
+        name: 'Refund order',
+        description: 'Refunds one order.',
+        inputs: { order_id: { description: 'The order.' }, reason: { default: 'customer request' } },
+        steps: [{ id: 'a', kind: 'tool', tool: 'kv.set', args: { key: 'refund', value: '{{inputs.order_id}}' } }],
+      },
+    });
+    expect(flow.response.status).toBe(201);
+    const created = await t.client().PUT('/api/build/agents', {
+      body: { ...minimalAgent('Reach'), model: 'fake-1', max_steps: 3, instructions: 'Be brief.', skills: ['kv-records'], workflows: ['refund-order'] },
+    });
+    expect(created.response.status).toBe(201);
+    const seen = requests.length;
+    const started = await t
+      .client()
+      .POST('/api/build/agents/{ref}/test', { params: { path: { ref: created.data!.data.document.id } }, body: { prompt: 'refund A-1' } });
+    await waitForAgentRun(t, started.data!.data.run_id);
+    const { messages, tools } = requests[seen]!.body as { messages: { role: string; content: string }[]; tools: { function: Record<string, unknown> }[] };
+    expect(messages[0]!.role).toBe('system');
+    expect(messages[0]!.content).toMatch(/^Be brief\.\n\n## Skills\n/);
+    expect(messages[0]!.content).toContain('- kv-records: Keep durable records across runs with the kv app');
+    expect(tools.map((tool) => tool.function.name).sort()).toEqual(['skills__file', 'skills__load', 'workflows__refund-order']);
+    const workflowTool = tools.find((tool) => tool.function.name === 'workflows__refund-order')!.function;
+    expect(workflowTool).toMatchObject({
+      description: 'Refunds one order.',
+      parameters: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['order_id'],
+        properties: { order_id: { description: 'The order.' }, reason: { default: 'customer request' } },
+      },
+    });
+  });
 });
 
 describe('OpenAI-compatible provider failures', () => {
