@@ -101,7 +101,10 @@ function argumentsSchema(workflow: Workflow): Record<string, unknown> {
   const properties: Record<string, unknown> = {};
   const required: string[] = [];
   for (const [name, input] of Object.entries(workflow.inputs)) {
-    properties[name] = { ...(input.description !== undefined && { description: input.description }), ...(Object.hasOwn(input, 'default') && { default: input.default }) };
+    properties[name] = {
+      ...(input.description !== undefined && { description: input.description }),
+      ...(Object.hasOwn(input, 'default') && { default: input.default }),
+    };
     if (!Object.hasOwn(input, 'default')) required.push(name);
   }
   return { type: 'object', additionalProperties: false, required, properties };

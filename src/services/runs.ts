@@ -42,11 +42,7 @@ export const refusalMessage = (minimumCost: number, balance: number) =>
  * `worker` is the one the write may claim the run for: a free one here by default; a run that will
  * wait for this one lends its own (ServiceContext.lendRunWorker).
  */
-export async function acceptRun(
-  ctx: ServiceContext,
-  run: RunToAccept,
-  worker = ctx.reserveRunWorker(),
-): Promise<{ id: string; outcome: AcceptOutcome }> {
+export async function acceptRun(ctx: ServiceContext, run: RunToAccept, worker = ctx.reserveRunWorker()): Promise<{ id: string; outcome: AcceptOutcome }> {
   const id = uuidV7(); // time-ordered: a new run's key is appended to the runs' index, not put on a random page of it
   const acceptedAt = new Date().toISOString();
   const traceParent = activeTraceparent(); // the run's span continues the trace that queued it

@@ -21,7 +21,12 @@ const STOP_CHECK_MS = 250;
 const failed = (error: string, childRunId: string | null = null): ChildWorkflowOutcome => ({ ok: false, error, childRunId });
 
 /** Starts the child run of a workflow tool call and waits for it (at most `waitMs`). */
-export async function callWorkflowTool(ctx: ServiceContext, caller: WorkflowToolCaller, call: ChildWorkflowCall, waitMs: number): Promise<ChildWorkflowOutcome> {
+export async function callWorkflowTool(
+  ctx: ServiceContext,
+  caller: WorkflowToolCaller,
+  call: ChildWorkflowCall,
+  waitMs: number,
+): Promise<ChildWorkflowOutcome> {
   const { slug } = call;
   const record = await ctx.store.workflows.find(caller.workspaceId, slug);
   if (!record || !mayDependOn(caller.team, record.document.space.team)) {

@@ -23,7 +23,9 @@ const refundPolicy: SkillCreate = {
 
 async function agentWith(skills: string[], workspaceSkills: string[]): Promise<string> {
   const slug = `skilled-${skills.length}-${workspaceSkills.length}-${Date.now()}`;
-  const res = await t.client().PUT('/api/build/agents', { body: { ...minimalAgent('Skilled'), slug, skills, workspace_skills: workspaceSkills, max_steps: 6 } });
+  const res = await t
+    .client()
+    .PUT('/api/build/agents', { body: { ...minimalAgent('Skilled'), slug, skills, workspace_skills: workspaceSkills, max_steps: 6 } });
   expect(res.response.status).toBe(201);
   return slug;
 }
@@ -62,11 +64,11 @@ test('a run loads workspace and marketplace skills, reads files inside them only
     '/call skills.load {"name":"careful-writes"}',
   ]);
   expect(done.status).toBe('succeeded');
-  const [load, file, escape, marketFile, notListed] = done.tool_calls;
+  const [load, file, outside, marketFile, notListed] = done.tool_calls;
   expect(load).toMatchObject({ status: 'succeeded', output: { name: 'refund-policy', source: 'workspace', version: '1', instructions: refundPolicy.body } });
   expect((load!.output as { files: unknown }).files).toEqual([{ path: 'references/limits.md', bytes: 34 }]);
   expect(file!.output).toEqual({ name: 'refund-policy', path: 'references/limits.md', content: 'At most 500 EUR without a manager.' });
-  expect(escape).toMatchObject({ status: 'failed', error: "'../../etc/passwd' is not a file of skill 'refund-policy' (its files: references/limits.md)" });
+  expect(outside).toMatchObject({ status: 'failed', error: "'../../etc/passwd' is not a file of skill 'refund-policy' (its files: references/limits.md)" });
   expect((marketFile!.output as { content: string }).content).toContain('pagination');
   // careful-writes is the marketplace's, but this agent does not list it.
   expect(notListed).toMatchObject({ status: 'failed', error: expect.stringContaining('invalid arguments for skills.load') });

@@ -47,7 +47,11 @@ test('a call starts a child workflow run linked both ways, returns its output, a
       { id: 'look', kind: 'tool', tool: 'core.echo', args: { order: '{{inputs.order_id}}', note: '{{inputs.note}}' } },
       { id: 'again', kind: 'tool', tool: 'core.echo', args: {}, after: ['look'] },
     ],
-    { description: 'Looks an order up.', inputs: { order_id: { description: 'The order.' }, note: { default: 'none' } }, output: 'order {{steps.look.output.order}}' },
+    {
+      description: 'Looks an order up.',
+      inputs: { order_id: { description: 'The order.' }, note: { default: 'none' } },
+      output: 'order {{steps.look.output.order}}',
+    },
   );
   const caller = await agent([flow]);
   const before = await t.service.store.workspaces.credits('ws-1', 0);
@@ -135,7 +139,8 @@ test('the approval policy judges a workflow tool by its steps: a writing workflo
 });
 
 /** A workflow whose one agent step has `agentSlug` run `prompt`. */
-const agentStepFlow = (agentSlug: string, prompt: string) => workflow([{ id: 'ask', kind: 'agent', agent: agentSlug, prompt }], { output: '{{steps.ask.output}}' });
+const agentStepFlow = (agentSlug: string, prompt: string) =>
+  workflow([{ id: 'ask', kind: 'agent', agent: agentSlug, prompt }], { output: '{{steps.ask.output}}' });
 
 test('chains: an agent step of a child may call a workflow in turn, to a depth of 3; a cycle is refused', async () => {
   // caller → flow1 (depth 1) → agent a1 → flow2 (2) → agent a2 → flow3 (3) → agent a3 → flow4: refused (depth 4).

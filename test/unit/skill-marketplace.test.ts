@@ -53,8 +53,22 @@ test.each([
   ['a name other than its folder', () => write('beta/SKILL.md', skillMd('gamma')), /name 'gamma' differs from its folder's name 'beta'/],
   ['a bad name', () => write('Beta/SKILL.md', skillMd('Beta')), /name: 'Beta' must be 1 to 64 lowercase letters/],
   ['no front matter', () => write('beta/SKILL.md', '# beta\n'), /starts with front matter/],
-  ['a binary file', () => (write('beta/SKILL.md', skillMd('beta')), write('beta/logo.png', Buffer.from([0x89, 0x50, 0xff, 0xfe]))), /logo\.png: not UTF-8 text/],
-  ['a file over 64 KiB', () => (write('beta/SKILL.md', skillMd('beta')), write('beta/big.md', 'x'.repeat(65_537))), /big\.md: 65537 bytes/],
+  [
+    'a binary file',
+    () => {
+      write('beta/SKILL.md', skillMd('beta'));
+      write('beta/logo.png', Buffer.from([0x89, 0x50, 0xff, 0xfe]));
+    },
+    /logo\.png: not UTF-8 text/,
+  ],
+  [
+    'a file over 64 KiB',
+    () => {
+      write('beta/SKILL.md', skillMd('beta'));
+      write('beta/big.md', 'x'.repeat(65_537));
+    },
+    /big\.md: 65537 bytes/,
+  ],
   [
     'more than 20 files',
     () => {

@@ -83,7 +83,7 @@ export function skillTools(skills: readonly LoadableSkill[]): AppTool[] {
   const file = tool(
     'skills.file',
     'Read a file of a skill',
-    'Reads one file of one of the agent\'s skills (a path skills.load listed). Files are text to read, never to execute.',
+    "Reads one file of one of the agent's skills (a path skills.load listed). Files are text to read, never to execute.",
     'read',
     objectOf({ name: names, path: { type: 'string', minLength: 1, maxLength: 200 } }, ['name', 'path']),
     async (args, ctx) => {
