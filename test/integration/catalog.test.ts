@@ -20,6 +20,13 @@ test('the catalog lists the built-in model, apps with tool and connection counts
       { slug: 'kv', name: 'Key-value store', connections: 2, tools: 4 },
       { slug: 'time', name: 'Time', connections: 0, tools: 1 },
     ],
+    // The marketplace: the repository's skills/ (SKILLS_DIR unset).
+    skills: ['careful-writes', 'http-requests', 'kv-records', 'workflow-delegation'].map((slug) => ({
+      slug,
+      name: slug,
+      description: expect.any(String),
+      version: '1.0',
+    })),
     trigger_types: ['webhook', 'poll', 'app_event'],
     limits: { document_bytes: 65536, agents: 200, workflows: 200, triggers_per_agent: 20, workflow_steps: 10, agent_steps: 40 },
   });

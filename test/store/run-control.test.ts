@@ -280,4 +280,21 @@ describe.each(adapters)('$name: run control', (adapter) => {
       expect(await balance(store, ws)).toBe(100 - 10);
     });
   });
+  test("activeChildren: the runs a run's tool calls started that have not ended, with their link and reader kept", async () => {
+    const ws = workspace();
+    const parent = unique('parent');
+    await running(store, newRun(parent, { workspaceId: ws, kind: 'agent' }));
+    const [queuedChild, runningChild, endedChild] = [unique('child'), unique('child'), unique('child')];
+    const child = (id: string) => newRun(id, { workspaceId: ws, kind: 'workflow', source: 'tool', parent: { runId: parent }, visibleTo: 'user-1' });
+    await queue(store, child(queuedChild));
+    await running(store, child(runningChild));
+    await running(store, child(endedChild));
+    expect(await store.runs.finish(endedChild, 'succeeded', null, {}, 1, now())).toBe(true);
+    await queue(store, newRun(unique('stranger'), { workspaceId: ws }));
+    expect((await store.runs.activeChildren(parent)).sort()).toEqual([queuedChild, runningChild].sort());
+    expect(await store.runs.find(queuedChild)).toMatchObject({ source: 'tool', parent_run_id: parent, visible_to: 'user-1' });
+    expect(await store.runs.activeChildren(queuedChild)).toEqual([]);
+    expect(await store.runs.cancel(queuedChild, 'user-1', now())).toEqual({ outcome: 'cancelled' });
+    expect(await store.runs.activeChildren(parent)).toEqual([runningChild]);
+  });
 });

@@ -28,6 +28,8 @@ const RUN_KEYS = [
   'cancelled_by',
   'approval_expires_at',
   'team',
+  'parent_run_id',
+  'visible_to',
 ].sort();
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
