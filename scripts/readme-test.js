@@ -194,7 +194,7 @@ async function checkOutcome(port, { out, token, run }) {
 
   const runs = await api('/runs');
   check(runs.status === 200, 'the run list did not answer', runs);
-  const statuses = runs.body.data.map((r) => r.status);
+  const statuses = runs.body.data.filter((r) => r.agent?.slug === 'support-triage').map((r) => r.status);
   check(statuses.length === 2 && statuses.every((s) => s === 'succeeded'), 'the two test runs did not both succeed', runs.body.data);
   check((out.match(/^event: run\.finished$/gm) || []).length === 2, 'each followed event stream should end with run.finished', out);
 
@@ -204,6 +204,27 @@ async function checkOutcome(port, { out, token, run }) {
     call && call.tool === 'kv.set' && call.status === 'succeeded' && call.approval?.decision === 'approve',
     'the held kv.set call was not approved and executed',
     approved.body,
+  );
+  await checkSkillsWalkThrough(api, runs.body.data);
+}
+
+/** What docs/skills.md's walk-through did: a run that loaded both skills and called the workflow, whose child run succeeded. */
+async function checkSkillsWalkThrough(api, runs) {
+  const refunds = runs.filter((r) => r.agent?.slug === 'refunds');
+  check(refunds.length === 1 && refunds[0].status === 'succeeded', "docs/skills.md's run did not succeed", runs);
+  const run = (await api(`/runs/${refunds[0].id}`)).body.data;
+  const loaded = JSON.stringify(run.skills_loaded);
+  const expected = JSON.stringify([
+    { name: 'refund-policy', source: 'workspace', version: '1' },
+    { name: 'careful-writes', source: 'marketplace', version: '1.0' },
+  ]);
+  check(loaded === expected, "docs/skills.md's run did not record the skills it loaded", run);
+  const childId = run.tool_calls[2]?.child_run_id;
+  const child = childId && (await api(`/workflow-runs/${childId}`)).body.data;
+  check(
+    child && child.status === 'succeeded' && child.parent?.run_id === run.id && child.output === 'refund of A-1 recorded',
+    "docs/skills.md's workflow call did not start a linked child run that succeeded",
+    { run, child },
   );
 }
 
@@ -221,7 +242,11 @@ async function pass(name, startCommand, shellExtra, keep) {
   try {
     service = await startService(dir, startCommand, serviceEnv, port, logFile);
     console.log(`  serving on ${port} after ${((Date.now() - started) / 1000).toFixed(0)} s; running the README's blocks`);
-    const blocks = [...blocksUnder('README.md', 'A first request'), ...blocksUnder('README.md', 'Test runs')].map(follow);
+    const blocks = [
+      ...blocksUnder('README.md', 'A first request'),
+      ...blocksUnder('README.md', 'Test runs'),
+      ...blocksUnder('docs/skills.md', 'A walk-through'),
+    ].map(follow);
     const outcome = await runBlocks(dir, blocks, shellEnv);
     await checkOutcome(port, outcome);
   } finally {
@@ -230,7 +255,7 @@ async function pass(name, startCommand, shellExtra, keep) {
   }
   fs.rmSync(logFile, { force: true });
   console.log(
-    `  ok: token, create, read, replace, a run followed to its end, a parked run approved and followed to its end (${((Date.now() - started) / 1000).toFixed(0)} s)`,
+    `  ok: token, create, read, replace, a run followed to its end, a parked run approved and followed to its end, skills loaded and a workflow called as a tool (${((Date.now() - started) / 1000).toFixed(0)} s)`,
   );
 }
 
