@@ -39,7 +39,7 @@ export interface ServiceContext {
   /**
    * A worker for a run that another run here starts and waits for (a workflow an agent calls as a
    * tool): the waiting run's worker is lent to it, beyond the pool's size and its workspace's cap
-   * (Runner.lendWorker); null while the workers stop.
+   * (Runner.lendWorker); null when as many are lent as the pool has workers, or while they stop.
    */
   lendRunWorker: () => WorkerReservation | null;
   /** Asks a run executing in this process to stop: resolves once its end is recorded; null when it does not execute here. */

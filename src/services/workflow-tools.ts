@@ -55,7 +55,7 @@ export async function callWorkflowTool(
   const { id, outcome } = await acceptRun(
     ctx,
     { ...run, request: { input: resolved.input, parent }, parent: { runId: caller.runId }, visibleTo: caller.visibleTo },
-    ctx.lendRunWorker(),
+    ctx.lendRunWorker() ?? ctx.reserveRunWorker(),
   );
   call.started(id);
   if (outcome.status === 'refused') return failed(`workflow '${slug}' was refused: ${refusalMessage(run.minimumCost, outcome.balance)}`, id);

@@ -245,3 +245,29 @@ test('a backlog held back by its workspace cap goes on as runs end here, without
   await workers.idle();
   expect(r.started).toEqual(queued.map((run) => run.id));
 });
+
+test('a worker lent to a child run executes that run alone, beyond the pool and the workspace cap; at most `workers` are lent', async () => {
+  const r = recorder(true);
+  const workers = pool({ workers: 2, perWorkspace: 1, execute: r.execute });
+  const first = workers.lend()!;
+  const second = workers.lend()!;
+  expect(workers.lend()).toBeNull(); // as many lent as the pool has workers
+  expect(first.cap).toBeGreaterThan(1000); // the child's claim is not held to its workspace's cap
+  const child = await queueRun(t.store, workflow);
+  first.execute(child);
+  second.release();
+  await r.settle();
+  expect(r.started).toEqual([child.id]);
+  // The released one is returned; the one executing still counts until its run ends.
+  const third = workers.lend();
+  expect(third).not.toBeNull();
+  expect(workers.lend()).toBeNull();
+  third!.release();
+  // A queued run is not taken by a lent worker once its own run ends.
+  const queued = await queueRun(t.store, workflow);
+  r.releaseOne();
+  await r.settle();
+  expect(r.started).toEqual([child.id]);
+  expect((await t.store.runs.find(queued.id))!.status).toBe('queued');
+  await workers.idle();
+});

@@ -59,8 +59,8 @@ export interface WorkerPool {
    * A worker for a run about to be accepted that a run executing here starts and waits for (a
    * workflow an agent calls as a tool): the waiting run lends its worker, so the child neither
    * waits for a free one nor counts against its workspace's cap. It executes that one run and
-   * leaves. The workers lent are at most the runs waiting, one each (and chains are bounded:
-   * domain/run-lineage.ts). Null while stopping.
+   * leaves. At most `workers` are lent at once (and chains are bounded: domain/run-lineage.ts);
+   * null beyond, or while stopping.
    */
   lend(): WorkerReservation | null;
   /** Stops claiming runs and waits (at most `graceMs`) for the workers to end. */
@@ -129,8 +129,8 @@ function reservedWorker(
 /** The workspace cap a lent worker's claim is made under: none, in effect (its parent holds a place). */
 const LENT_CAP = 1_000_000;
 
-/** A worker counted active now that executes only the run its acceptance claims, then leaves. */
-function lentWorker(active: ActiveWorkers, lease: Lease, execute: (run: QueuedRun) => Promise<void>): WorkerReservation {
+/** A worker counted active now that executes only the run its acceptance claims, then leaves (and calls `returned`). */
+function lentWorker(active: ActiveWorkers, lease: Lease, execute: (run: QueuedRun) => Promise<void>, returned: () => void): WorkerReservation {
   let handOver!: (run: QueuedRun | null) => void;
   active.start(async () => {
     const run = await new Promise<QueuedRun | null>((resolve) => (handOver = resolve));
@@ -138,6 +138,7 @@ function lentWorker(active: ActiveWorkers, lease: Lease, execute: (run: QueuedRu
       if (run) await execute(run);
     } finally {
       active.leave();
+      returned();
     }
   });
   return { lease, cap: LENT_CAP, execute: (run) => handOver(run), release: () => handOver(null) };
@@ -149,6 +150,8 @@ export function createWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   const { runs, queue, lease, logger } = opts;
   const cap = opts.perWorkspace;
   let executing = 0;
+  /** Workers lent to child runs (lend), working or reserved. */
+  let lent = 0;
   const active = new ActiveWorkers();
   let stopping = false;
 
@@ -235,7 +238,15 @@ export function createWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       // A run notified while this worker was reserved may have found no room: let go, it makes room for one.
       return reservedWorker(active, { lease, cap }, work, () => queue.waiting && addWorker());
     },
-    lend: () => (stopping ? null : lentWorker(active, lease, ranOne)),
+    lend() {
+      // At most as many lent as the pool has workers: a workflow's concurrent agent steps, each
+      // calling a workflow whose steps call more, could otherwise fan out past any bound. Beyond,
+      // the child is accepted as any run (a free worker, or the queue) and its caller's wait ends
+      // at its bound.
+      if (stopping || lent >= opts.workers) return null;
+      lent++;
+      return lentWorker(active, lease, ranOne, () => lent--);
+    },
     async drain(graceMs) {
       stopping = true;
       await active.ended(graceMs);
