@@ -35,13 +35,14 @@ beforeAll(async () => {
   await s.client().PUT('/api/build/workflows', {
     body: { kind: 'service.workflow/v1', slug: 'fixture', name: 'Fixture', steps: [{ id: 'a', kind: 'tool', tool: 'core.echo' }] },
   });
+  await s.client().PUT('/api/build/skills', { body: { kind: 'service.skill/v1', name: 'fixture', description: 'Fixture.', body: 'Fixture.' } });
   baseline = await storedState();
 });
 afterAll(() => s.dispose());
 
 /** Everything a request could have written. */
 function storedState(): Promise<string> {
-  return storedTables(s, ['agents', 'workflows', 'runs', 'agent_triggers', 'kv_entries']);
+  return storedTables(s, ['agents', 'workflows', 'skills', 'runs', 'agent_triggers', 'kv_entries']);
 }
 
 const anyText = fc.string({ maxLength: 20, unit: fc.constantFrom(...'abc xyz'.split('')) });
@@ -51,9 +52,9 @@ const agentHints: Hints = {
   '.space': spaceHint,
   // Workflows of the workspace (the fixture's), as an agent's workflows must name.
   '.workflows': fc.constantFrom([], ['fixture']),
-  // Skills that exist: the repository's marketplace (skills/), and no workspace skill.
+  // Skills that exist: the repository's marketplace (skills/), and the fixture's workspace skill.
   '.skills': fc.constantFrom([], ['kv-records', 'careful-writes']),
-  '.workspace_skills': fc.constant([]),
+  '.workspace_skills': fc.constantFrom([], ['fixture']),
   '.model': fc.constant('builtin/scripted'),
   '.tools.apps[]': fc.constantFrom('core', 'kv', 'http', 'time'),
   '.tools.disabled_tools[]': fc.constantFrom('kv.delete', 'core.fail', 'http.request'),
