@@ -40,7 +40,7 @@ export interface AgentLoopDeps {
   models: ModelRegistry;
   /** The apps of the run's workspace: the agent's tools are theirs. */
   apps: WorkspaceApps;
-  /** The agent's own tools (its workflows); none when absent. */
+  /** The agent's own tools (its workflows, its skill loaders) and its skills' list for the system prompt; none when absent. */
   agentTools?: AgentTools;
   tools: ToolContext;
   /** Pays for one model step; false when the workspace cannot. */
