@@ -17,7 +17,7 @@ function agentDocument(i) {
     max_steps: 8,
     reasoning_effort: 'low',
     tools: { apps: ['kv', 'core', 'time'], connections: 'all', disabled_tools: ['core.fail'], approval: 'destructive' },
-    skills: ['triage', 'filing'],
+    skills: ['kv-records', 'careful-writes'], // the repository's marketplace (skills/)
     workspace_skills: [],
     workflows: [],
     schedule: { enabled: true, cron: '0 7 * * 1-5', timezone: 'Europe/Berlin', prompt: 'Morning sweep.' },
