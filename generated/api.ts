@@ -2466,6 +2466,21 @@ export interface components {
             description: string;
             connections: number;
             tools: components["schemas"]["CatalogTool"][];
+            /**
+             * @description What the app can start an agent on: an `app_event` trigger names one of these (or, for an
+             *     event named `<family>.<action>`, its family: `pull_request` matches every
+             *     `pull_request.*`), and a connection of the app.
+             */
+            events: components["schemas"]["CatalogEvent"][];
+        };
+        CatalogEvent: {
+            /** @description The event's name, the app's way (`key.set`, `pull_request.opened`, `invoice.paid`). */
+            name: string;
+            description: string;
+            /** @description The JSON Schema of the `payload` a run it starts receives. */
+            payload_schema: {
+                [key: string]: unknown;
+            };
         };
         Connection: {
             ref: string;

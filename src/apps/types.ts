@@ -1,6 +1,6 @@
 // What an app is made of: its catalog entry and its tools, each tool's definition beside what it
 // runs; what a tool gets when it runs, and how it fails.
-import type { AppDefinition, ToolDefinition } from '../domain/catalog';
+import type { AppDefinition, EventDefinition, ToolDefinition } from '../domain/catalog';
 import type { RenderBudget } from '../domain/templates';
 import type { KvRepository } from '../store/port';
 import type { RunLimits } from '../runtime/limits';
@@ -108,18 +108,20 @@ export interface AppTool {
 
 /**
  * An app as the registry holds it. Built-in apps are modules of src/apps/builtin/; a workspace's
- * own apps come from its documents. (An app's events and channels will sit beside its tools.)
+ * own apps come from its documents. Its events are what it can start agents on (app_event
+ * triggers); its channel will sit beside them.
  */
 export interface AppModule {
   slug: string;
   name: string;
   description: string;
   tools: AppTool[];
+  events?: EventDefinition[];
 }
 
 /** The catalog's view of an app: its entry with its tools' definitions. */
 export function definitionOf(app: AppModule): AppDefinition {
-  return { slug: app.slug, name: app.name, description: app.description, tools: app.tools.map((t) => t.definition) };
+  return { slug: app.slug, name: app.name, description: app.description, tools: app.tools.map((t) => t.definition), events: app.events ?? [] };
 }
 
 /** A tool of an app module: its definition (the flags as one word) beside what it runs. */

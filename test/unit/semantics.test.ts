@@ -75,13 +75,17 @@ describe('agent rules', () => {
     ]);
   });
 
-  test('app_event triggers: the app exists and the connection is one of that app', () => {
-    const event = (app: string, connection: string) => ({ kind: 'app_event' as const, name: 'E', app, event: 'changed', connection });
-    expect(agentProblems({ triggers: [event('kv', 'kv-main')] })).toEqual([]);
-    expect(agentProblems({ triggers: [event('github', 'gh'), event('kv', 'web')] })).toEqual([
+  test('app_event triggers: the app exists and declares the event (or its family), and the connection is one of that app', () => {
+    const event = (app: string, connection: string, name = 'key.set') => ({ kind: 'app_event' as const, name: 'E', app, event: name, connection });
+    expect(agentProblems({ triggers: [event('kv', 'kv-main'), event('kv', 'kv-main', 'key.deleted'), event('kv', 'kv-main', 'key')] })).toEqual([]);
+    expect(
+      agentProblems({ triggers: [event('github', 'gh'), event('kv', 'web'), event('kv', 'kv-main', 'changed'), event('kv', 'kv-main', 'key.se')] }),
+    ).toEqual([
       "body.triggers[0].app: 'github' is not an app of the catalog; GET /api/build/catalog lists them",
       "body.triggers[0].connection: 'gh' is not a connection of this workspace; GET /api/build/connections lists them",
       "body.triggers[1].connection: 'web' is a connection of app 'http', not of 'kv'",
+      "body.triggers[2].event: 'changed' is not an event of app 'kv' (its events: key.set, key.deleted)",
+      "body.triggers[3].event: 'key.se' is not an event of app 'kv' (its events: key.set, key.deleted)",
     ]);
   });
 

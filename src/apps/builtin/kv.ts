@@ -15,6 +15,14 @@ export const kvApp: AppModule = {
   slug: 'kv',
   name: 'Key-value store',
   description: 'A per-workspace key-value store.',
+  events: [
+    {
+      name: 'key.set',
+      description: 'A key was written (created or changed), by a tool call of a run of the workspace.',
+      payload_schema: objectOf({ key, value: {} }, ['key', 'value']),
+    },
+    { name: 'key.deleted', description: 'A key was deleted, by a tool call of a run of the workspace.', payload_schema: objectOf({ key }, ['key']) },
+  ],
   tools: [
     tool('kv.get', 'Get', 'Reads one key; value is null when the key is absent.', 'read', objectOf({ key }, ['key']), async (args, ctx) => {
       const value = await ctx.kv.get(ctx.workspaceId, args.key as string);
