@@ -6,6 +6,7 @@
 // connections' refs (the store's snapshot key says when), and held for the workspaces asked lately.
 import { MAX_APP_TOOLS, type AppSettings, type ListedMcpTool, type McpServerInfo } from '../domain/apps';
 import type { AppDefinition, ToolDefinition } from '../domain/catalog';
+import { boundedMemo } from '../domain/bounded-memo';
 import type { Agent } from '../domain/types';
 import type { AgentRepository, AppRepository, ConnectionRepository, SkillRepository, WorkflowRepository } from '../store/port';
 import { EMPTY_MARKETPLACE, type SkillMarketplace } from './skills/marketplace';
@@ -34,6 +35,8 @@ const RESERVED_SLUGS: ReadonlySet<string> = new Set([...BUILTIN_SLUGS, WORKFLOWS
 const NONE = '0:0|0:0';
 /** The workspaces whose view is held at most (least recently asked go first). */
 const HELD_WORKSPACES = 500;
+/** The documents one agent's own tools are built from, held at most (agentTools). */
+const LOOKUPS_PER_AGENT = 256;
 /** The bytes one answer to a refresh's tools/list may have. */
 const LIST_ANSWER_BYTES = 4 * 1024 * 1024;
 
@@ -135,9 +138,12 @@ export function createAppRegistry(deps: AppRegistryDeps): AppRegistry {
       return apps;
     },
     async agentTools(workspaceId, agent) {
+      // Each document read once for this agent: a workflow it lists may also be one its step agents
+      // list, and a step agent may recur (judging the tools' flags walks them). The names come from
+      // documents within their limits; the memo's bound only caps a pathological fan-out.
       const lookup = {
-        workflow: async (slug: string) => (await deps.store.workflows.find(workspaceId, slug))?.document ?? null,
-        agent: async (slug: string) => (await deps.store.agents.find(workspaceId, slug))?.document ?? null,
+        workflow: boundedMemo(async (slug: string) => (await deps.store.workflows.find(workspaceId, slug))?.document ?? null, LOOKUPS_PER_AGENT),
+        agent: boundedMemo(async (slug: string) => (await deps.store.agents.find(workspaceId, slug))?.document ?? null, LOOKUPS_PER_AGENT),
         // By name only (a UUID would find it by id): the agent lists names.
         skill: async (name: string) => {
           const found = await deps.store.skills.find(workspaceId, name);

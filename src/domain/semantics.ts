@@ -22,7 +22,7 @@ export interface References {
   /** The names of the workspace's skills the document names (an agent's `workspace_skills`; skills are the whole workspace's). */
   skills: ReadonlySet<string>;
   /** The slugs of the marketplace's skills (an agent's `skills`). */
-  marketplaceSkills: ReadonlySet<string>;
+  marketplaceSkills: Pick<ReadonlySet<string>, 'has'>;
   limits: WorkspaceLimits;
 }
 

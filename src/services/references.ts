@@ -55,7 +55,7 @@ export async function referencesFor(
     agents,
     workflows,
     skills,
-    marketplaceSkills: new Set(ctx.apps.marketplace.skills.keys()),
+    marketplaceSkills: ctx.apps.marketplace.skills,
     limits: ctx.limits,
   };
 }
