@@ -24,10 +24,15 @@ export interface AppDefinition {
   events: EventDefinition[];
 }
 
+/** The event a sender may name freely (standard-webhooks: any `type`), and a trigger on every event of its app. */
+export const ANY_EVENT = '*';
+
 /**
- * Whether `wanted` (an app_event trigger's event) names `declared`: the event itself, or its
- * family (`pull_request` names `pull_request.opened`).
+ * Whether `wanted` (an app_event trigger's event) names `declared` (a declared event, or one that
+ * arrived): the event itself, its family (`pull_request` names `pull_request.opened`), or any
+ * (`*`, on either side).
  */
-export const eventMatches = (wanted: string, declared: string): boolean => declared === wanted || declared.startsWith(`${wanted}.`);
+export const eventMatches = (wanted: string, declared: string): boolean =>
+  wanted === ANY_EVENT || declared === ANY_EVENT || declared === wanted || declared.startsWith(`${wanted}.`);
 
 export const TRIGGER_TYPES = ['webhook', 'poll', 'app_event'] as const;

@@ -68,6 +68,9 @@ function checkTrigger(trigger: TriggerInput, path: string, refs: References, pro
       const declared = app.events.map((e) => e.name).join(', ') || 'none';
       problems.push({ path: `${path}.event`, message: `'${trigger.event}' is not an event of app '${trigger.app}' (its events: ${declared})` });
     }
+    if (trigger.key_prefix != null && trigger.app !== 'kv') {
+      problems.push({ path: `${path}.key_prefix`, message: `filters the kv app's keys; app '${trigger.app}' has none (remove it)` });
+    }
     const connection = refs.connections.get(trigger.connection);
     if (!connection) {
       problems.push({

@@ -1,0 +1,73 @@
+// The kv app's events become runs (docs/triggers.md). A kv write records its event in its own
+// transaction when a trigger of the workspace listens (store/port/kv.ts); any process claims the
+// events waiting, under a lease, and starts the run of every trigger that fires for each. A process
+// that stops mid-way leaves its claims to lapse: the next one dispatches again, and the (trigger,
+// event id) row kept with each run makes that second dispatch start nothing already started.
+import type { Logger } from '../log';
+import type { PendingAppEvent } from '../store/port';
+import { firingTrigger, fireTrigger, MAX_EVENT_CHAIN, type AppEvent } from './app-events';
+import type { ServiceContext } from './context';
+
+/** How long a claim holds: an event not dispatched by then is another process's to take. */
+const CLAIM_MS = 30_000;
+/** Events claimed per pass, at most. */
+const PER_PASS = 50;
+
+export interface EventDispatch {
+  /** Dispatches the events waiting now (the timer calls it; tests too). */
+  dispatch(nowMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function startEventDispatch(ctx: ServiceContext, opts: { intervalMs: number; logger: Logger }): EventDispatch {
+  let passing: Promise<void> | null = null;
+
+  async function dispatchOne(pending: PendingAppEvent, nowMs: number): Promise<boolean> {
+    const event: AppEvent = {
+      workspaceId: pending.workspaceId,
+      app: pending.app,
+      event: pending.event,
+      deliveryId: pending.id,
+      payload: JSON.parse(pending.payload),
+      chain: pending.chain,
+    };
+    if (event.chain > MAX_EVENT_CHAIN) {
+      opts.logger.warn({ workspace: event.workspaceId, event: event.event, chain: event.chain }, 'kv event past the chain limit: it starts no run');
+      return true;
+    }
+    for (const listener of await ctx.store.appEvents.listeners(event.workspaceId, event.app)) {
+      const agent = await ctx.store.agents.find(event.workspaceId, listener.agentId);
+      const trigger = agent && firingTrigger(agent.document, listener, event, null);
+      if (!agent || !trigger) continue;
+      // Past a trigger's rate the event waits for its claim to lapse, and is dispatched again then.
+      if ((await fireTrigger(ctx, agent, trigger, event, nowMs)).status === 'rate_limited') return false;
+    }
+    return true;
+  }
+
+  const dispatch = (nowMs = Date.now()): Promise<void> => {
+    passing ??= (async () => {
+      for (;;) {
+        const claimed = await ctx.store.appEvents.claimPending(nowMs, nowMs + CLAIM_MS, PER_PASS);
+        for (const pending of claimed) {
+          if (await dispatchOne(pending, nowMs)) await ctx.store.appEvents.finishPending(pending.id);
+        }
+        if (claimed.length < PER_PASS) return;
+      }
+    })()
+      .catch((err: unknown) => opts.logger.error({ err }, 'app event dispatch failed'))
+      .finally(() => {
+        passing = null;
+      });
+    return passing;
+  };
+  const timer = opts.intervalMs > 0 ? setInterval(() => void dispatch(), opts.intervalMs) : null;
+  timer?.unref();
+  return {
+    dispatch,
+    stop: async () => {
+      if (timer) clearInterval(timer);
+      await passing;
+    },
+  };
+}

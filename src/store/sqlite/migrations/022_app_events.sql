@@ -1,0 +1,38 @@
+-- App-event triggers fire (issue 46; docs/triggers.md). An app_event trigger's row names its
+-- workspace, app and connection, so a delivery finds the triggers that listen in one index read
+-- (the document stays the truth: the service checks each one it finds).
+ALTER TABLE agent_triggers ADD COLUMN workspace_id TEXT;
+ALTER TABLE agent_triggers ADD COLUMN event_app TEXT;
+ALTER TABLE agent_triggers ADD COLUMN event_connection TEXT;
+UPDATE agent_triggers SET
+    workspace_id = (SELECT a.workspace_id FROM agents AS a WHERE a.id = agent_triggers.agent_id),
+    event_app = (SELECT json_extract(t.value, '$.app') FROM agents AS a, json_each(a.document, '$.triggers') AS t
+                 WHERE a.id = agent_triggers.agent_id AND json_extract(t.value, '$.id') = agent_triggers.id),
+    event_connection = (SELECT json_extract(t.value, '$.connection') FROM agents AS a, json_each(a.document, '$.triggers') AS t
+                 WHERE a.id = agent_triggers.agent_id AND json_extract(t.value, '$.id') = agent_triggers.id)
+  WHERE kind = 'app_event';
+CREATE INDEX agent_triggers_by_event ON agent_triggers (workspace_id, event_app, event_connection) WHERE event_app IS NOT NULL;
+
+-- A connection of an app whose events arrive over HTTP receives them at /events/<receiver_id>
+-- (random, not guessable, no secret). A rotated signing secret keeps verifying, sealed, until
+-- previous_until_ms.
+ALTER TABLE connections ADD COLUMN receiver_id TEXT;
+ALTER TABLE connections ADD COLUMN previous_sealed TEXT;
+ALTER TABLE connections ADD COLUMN previous_until_ms INTEGER;
+CREATE UNIQUE INDEX connections_by_receiver ON connections (receiver_id) WHERE receiver_id IS NOT NULL;
+
+-- The kv app's events, written in the transaction of the change when a trigger of the workspace
+-- listens, and turned into runs by any process (a claim with a lease; each trigger's run is kept
+-- once by the delivery row of its (trigger, event id), so a second dispatch starts nothing).
+-- `chain`: how many kv events led to this one (a run started by an event that writes a key).
+CREATE TABLE app_events_pending (
+  id                TEXT PRIMARY KEY,
+  workspace_id      TEXT NOT NULL,
+  app               TEXT NOT NULL,
+  event             TEXT NOT NULL,
+  payload           TEXT NOT NULL,
+  chain             INTEGER NOT NULL,
+  created_at        TEXT NOT NULL,
+  claimed_until_ms  INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE INDEX app_events_pending_by_claim ON app_events_pending (claimed_until_ms);
