@@ -20,7 +20,6 @@ export interface EventDispatch {
 }
 
 export function startEventDispatch(ctx: ServiceContext, opts: { intervalMs: number; logger: Logger }): EventDispatch {
-  let passing: Promise<void> | null = null;
 
   async function dispatchOne(pending: PendingAppEvent, nowMs: number): Promise<boolean> {
     const event: AppEvent = {
@@ -45,16 +44,28 @@ export function startEventDispatch(ctx: ServiceContext, opts: { intervalMs: numb
     return true;
   }
 
-  const dispatch = (nowMs = Date.now()): Promise<void> => {
-    passing ??= (async () => {
-      for (;;) {
-        const claimed = await ctx.store.appEvents.claimPending(nowMs, nowMs + CLAIM_MS, PER_PASS);
-        for (const pending of claimed) {
-          if (await dispatchOne(pending, nowMs)) await ctx.store.appEvents.finishPending(pending.id);
-        }
-        if (claimed.length < PER_PASS) return;
+  const pass = async (nowMs: number): Promise<void> => {
+    for (;;) {
+      const claimed = await ctx.store.appEvents.claimPending(nowMs, nowMs + CLAIM_MS, PER_PASS);
+      for (const pending of claimed) {
+        if (await dispatchOne(pending, nowMs)) await ctx.store.appEvents.finishPending(pending.id);
       }
-    })()
+      if (claimed.length < PER_PASS) return;
+    }
+  };
+  // One pass at a time; a dispatch asked for during a pass gets a pass of its own after it (the
+  // events written since the running pass looked are its).
+  let passing: Promise<void> | null = null;
+  let next: Promise<void> | null = null;
+  const dispatch = (nowMs?: number): Promise<void> => {
+    if (passing) {
+      next ??= passing.then(() => {
+        next = null;
+        return dispatch(nowMs);
+      });
+      return next;
+    }
+    passing = pass(nowMs ?? Date.now())
       .catch((err: unknown) => opts.logger.error({ err }, 'app event dispatch failed'))
       .finally(() => {
         passing = null;
@@ -67,7 +78,7 @@ export function startEventDispatch(ctx: ServiceContext, opts: { intervalMs: numb
     dispatch,
     stop: async () => {
       if (timer) clearInterval(timer);
-      await passing;
+      await (next ?? passing);
     },
   };
 }

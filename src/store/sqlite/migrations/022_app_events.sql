@@ -4,13 +4,11 @@
 ALTER TABLE agent_triggers ADD COLUMN workspace_id TEXT;
 ALTER TABLE agent_triggers ADD COLUMN event_app TEXT;
 ALTER TABLE agent_triggers ADD COLUMN event_connection TEXT;
-UPDATE agent_triggers SET
-    workspace_id = (SELECT a.workspace_id FROM agents AS a WHERE a.id = agent_triggers.agent_id),
-    event_app = (SELECT json_extract(t.value, '$.app') FROM agents AS a, json_each(a.document, '$.triggers') AS t
-                 WHERE a.id = agent_triggers.agent_id AND json_extract(t.value, '$.id') = agent_triggers.id),
-    event_connection = (SELECT json_extract(t.value, '$.connection') FROM agents AS a, json_each(a.document, '$.triggers') AS t
-                 WHERE a.id = agent_triggers.agent_id AND json_extract(t.value, '$.id') = agent_triggers.id)
-  WHERE kind = 'app_event';
+UPDATE agent_triggers SET workspace_id = a.workspace_id, event_app = json_extract(t.value, '$.app'), event_connection = json_extract(t.value, '$.connection')
+  FROM agents AS a
+  JOIN agent_versions AS v ON v.document_id = a.id AND v.version = a.version
+  JOIN agent_version_texts AS x ON x.id = v.text_id, json_each(x.document, '$.triggers') AS t
+  WHERE agent_triggers.kind = 'app_event' AND a.id = agent_triggers.agent_id AND json_extract(t.value, '$.id') = agent_triggers.id;
 CREATE INDEX agent_triggers_by_event ON agent_triggers (workspace_id, event_app, event_connection) WHERE event_app IS NOT NULL;
 
 -- A connection of an app whose events arrive over HTTP receives them at /events/<receiver_id>
