@@ -27,7 +27,7 @@ function serve(env, logFile) {
     const out = fs.openSync(logFile, 'w');
     const child = spawn(process.execPath, [path.join(root, 'bin', 'build-api.js'), 'serve'], {
       cwd: root,
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DRAIN_SECONDS: '0', LOG_LEVEL: 'warn', ...env },
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DRAIN_SECONDS: '0', ...env },
       stdio: ['ignore', out, 'inherit'],
     });
     const timer = setInterval(() => {
@@ -114,7 +114,7 @@ const githubHeaders = (n) => ({
 async function measure(name, env) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-bench-events-'));
   const { child, url } = await serve(
-    { DATABASE_PATH: path.join(dir, 'build.db'), PUBLIC_BASE_URL: 'http://bench.test', DEFAULT_CREDITS: '1000000000', WEBHOOK_RATE_LIMIT: '100000000', ...env },
+    { DATABASE_PATH: path.join(dir, 'build.db'), PUBLIC_BASE_URL: 'http://bench.test', DEFAULT_CREDITS: '1000000000', WEBHOOK_RATE_LIMIT: '1000000', ...env },
     path.join(dir, 'service.log'),
   );
   try {
