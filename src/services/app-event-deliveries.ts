@@ -10,7 +10,7 @@ import type { Credentials } from '../domain/connections';
 import { ApiError } from '../errors';
 import type { ConnectionRecord } from '../store/port';
 import type { components } from '../../generated/api';
-import { firingTrigger, fireTrigger, type AppEvent, type StartedRun } from './app-events';
+import { firingTrigger, fireTrigger, rateLimitError, type AppEvent, type StartedRun } from './app-events';
 import { credentialsContext } from './connection-credentials';
 import type { ServiceContext } from './context';
 
@@ -84,6 +84,7 @@ async function deliver(ctx: ServiceContext, delivery: EventDelivery, nowMs: numb
     const fired = await fireTrigger(ctx, agent, trigger, event, nowMs);
     if (fired.status === 'rate_limited') {
       // The runs started so far are kept; the app's retry starts the rest (and repeats none).
+      await ctx.store.appEvents.recordError(agent.id, trigger.id, rateLimitError(ctx, fired.retryAfterSeconds), new Date(nowMs).toISOString());
       const retryAfter = String(fired.retryAfterSeconds);
       throw new ApiError(
         429,

@@ -5,7 +5,7 @@
 // event id) row kept with each run makes that second dispatch start nothing already started.
 import type { Logger } from '../log';
 import type { PendingAppEvent } from '../store/port';
-import { firingTrigger, fireTrigger, MAX_EVENT_CHAIN, type AppEvent } from './app-events';
+import { firingTrigger, fireTrigger, MAX_EVENT_CHAIN, rateLimitError, type AppEvent } from './app-events';
 import type { ServiceContext } from './context';
 
 /** How long a claim holds: an event not dispatched by then is another process's to take. */
@@ -20,7 +20,6 @@ export interface EventDispatch {
 }
 
 export function startEventDispatch(ctx: ServiceContext, opts: { intervalMs: number; logger: Logger }): EventDispatch {
-
   async function dispatchOne(pending: PendingAppEvent, nowMs: number): Promise<boolean> {
     const event: AppEvent = {
       workspaceId: pending.workspaceId,
@@ -30,16 +29,22 @@ export function startEventDispatch(ctx: ServiceContext, opts: { intervalMs: numb
       payload: JSON.parse(pending.payload),
       chain: pending.chain,
     };
-    if (event.chain > MAX_EVENT_CHAIN) {
-      opts.logger.warn({ workspace: event.workspaceId, event: event.event, chain: event.chain }, 'kv event past the chain limit: it starts no run');
-      return true;
-    }
+    const past = event.chain > MAX_EVENT_CHAIN;
     for (const listener of await ctx.store.appEvents.listeners(event.workspaceId, event.app)) {
       const agent = await ctx.store.agents.find(event.workspaceId, listener.agentId);
       const trigger = agent && firingTrigger(agent.document, listener, event, null);
       if (!agent || !trigger) continue;
+      if (past) {
+        const error = `a ${event.event} event ${event.chain} events down a chain started no run: kv events start runs at most ${MAX_EVENT_CHAIN} deep`;
+        await ctx.store.appEvents.recordError(agent.id, trigger.id, error, new Date(nowMs).toISOString());
+        continue;
+      }
       // Past a trigger's rate the event waits for its claim to lapse, and is dispatched again then.
-      if ((await fireTrigger(ctx, agent, trigger, event, nowMs)).status === 'rate_limited') return false;
+      const fired = await fireTrigger(ctx, agent, trigger, event, nowMs);
+      if (fired.status === 'rate_limited') {
+        await ctx.store.appEvents.recordError(agent.id, trigger.id, rateLimitError(ctx, fired.retryAfterSeconds), new Date(nowMs).toISOString());
+        return false;
+      }
     }
     return true;
   }

@@ -63,13 +63,17 @@ function eventPrompt(event: AppEvent, trigger: AppEventTrigger, input: Record<st
 export function firingTrigger(agent: Agent, listener: EventListener, event: AppEvent, connection: string | null): AppEventTrigger | null {
   if (agent.status !== 'active') return null;
   const trigger = agent.triggers.find((t) => t.id === listener.triggerId);
-  if (!trigger || trigger.kind !== 'app_event' || !trigger.enabled || trigger.app !== event.app) return null;
+  if (trigger?.kind !== 'app_event' || !trigger.enabled || trigger.app !== event.app) return null;
   if (connection !== null && trigger.connection !== connection) return null;
   if (!eventMatches(trigger.event, event.event)) return null;
   const key = (event.payload as { key?: unknown } | null)?.key;
   if (trigger.key_prefix && !(typeof key === 'string' && key.startsWith(trigger.key_prefix))) return null;
   return trigger;
 }
+
+/** A trigger's last_error when its rate refused an event (the event is started on the app's retry, or the next dispatch). */
+export const rateLimitError = (ctx: Pick<ServiceContext, 'webhookRatePerMinute'>, retryAfterSeconds: number) =>
+  `the trigger received ${ctx.webhookRatePerMinute} events this minute, its limit (WEBHOOK_RATE_LIMIT); the next one starts in ${retryAfterSeconds} s at the earliest`;
 
 export type FireOutcome = { status: 'started' | 'repeated'; run: StartedRun } | { status: 'rate_limited'; retryAfterSeconds: number };
 

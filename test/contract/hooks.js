@@ -765,7 +765,11 @@ async function prepareAppEvent(t, status) {
   if (status === 404) path = '/events/rcv_unknown';
   if (status === 429) {
     for (let i = 0; ; i++) {
-      const res = await fetch(`${baseUrl}${path}`, { method: 'POST', body: req.body, headers: { 'content-type': 'application/json', ...signedEvent(signer, req.body) } });
+      const res = await fetch(`${baseUrl}${path}`, {
+        method: 'POST',
+        body: req.body,
+        headers: { 'content-type': 'application/json', ...signedEvent(signer, req.body) },
+      });
       if (res.status === 429) break;
       if (i > 1000) throw new Error('the rate limit never answered 429');
     }

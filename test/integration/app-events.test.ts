@@ -254,7 +254,12 @@ describe('standard-webhooks', () => {
     const headers = { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': signature };
     const res = await send(sw.url, body, headers);
     expect(res.status).toBe(200);
-    expect(res.body.data.runs.map((r) => r.trigger_id).sort()).toEqual(agent.triggers.slice(0, 3).map((tr) => tr.id).sort());
+    expect(res.body.data.runs.map((r) => r.trigger_id).sort()).toEqual(
+      agent.triggers
+        .slice(0, 3)
+        .map((tr) => tr.id)
+        .sort(),
+    );
     expect((await send(sw.url, body, { ...headers, 'webhook-signature': `v1,${Buffer.alloc(32).toString('base64')}` })).status).toBe(401);
   });
 });
@@ -316,6 +321,9 @@ describe('kv events', () => {
     }
     expect(await runsOf(looping.triggers[0]!.id)).toBe(3);
     expect(await storedValue<number>(t.config, 'SELECT COUNT(*) FROM app_events_pending')).toBe(0);
+    // The trigger's status says why it stopped.
+    const read = await t.client().GET('/api/build/agents/{ref}', { params: { path: { ref: looping.slug } } });
+    expect(read.data!.data.triggers[0]!.last_error).toBe('a key.set event 4 events down a chain started no run: kv events start runs at most 3 deep');
   });
 
   test('credits short: the run is recorded refused, the delivery still answered 200', async () => {
@@ -328,11 +336,15 @@ describe('kv events', () => {
 });
 
 describe('connections and triggers are checked', () => {
-  test('a github connection needs a signing secret, and only such apps take one; key_prefix is the kv app\'s', async () => {
-    const bearer = await t.client().PUT('/api/build/connections', { body: { ref: unique('github:b'), app: 'github', credentials: { kind: 'bearer', token: 't' } } });
+  test("a github connection needs a signing secret, and only such apps take one; key_prefix is the kv app's", async () => {
+    const bearer = await t
+      .client()
+      .PUT('/api/build/connections', { body: { ref: unique('github:b'), app: 'github', credentials: { kind: 'bearer', token: 't' } } });
     expect(bearer.response.status).toBe(400);
     expect(bearer.error!.error).toContain('body.credentials.kind');
-    const kv = await t.client().PUT('/api/build/connections', { body: { ref: unique('kv:s'), app: 'kv', credentials: { kind: 'signing_secret', secret: 's' } } });
+    const kv = await t
+      .client()
+      .PUT('/api/build/connections', { body: { ref: unique('kv:s'), app: 'kv', credentials: { kind: 'signing_secret', secret: 's' } } });
     expect(kv.response.status).toBe(400);
     const gh = await connection('github', 'gh-secret-6');
     const bad = await t.client().PUT('/api/build/agents', {

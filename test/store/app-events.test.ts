@@ -58,7 +58,10 @@ describe.each(adapters)('$name: app events', (adapter) => {
     for (let i = 0; i < 20; i++) await store.kv.set(ws, `k${i}`, i, 100, { eventId: randomUUID(), chain: 1 });
     const now = Date.now() + 10_000_000; // past any other case's claims
     const claims = await Promise.all(Array.from({ length: 5 }, () => store.appEvents.claimPending(now, now + 60_000, 100)));
-    const mine = claims.flat().filter((p) => p.workspaceId === ws).map((p) => p.id);
+    const mine = claims
+      .flat()
+      .filter((p) => p.workspaceId === ws)
+      .map((p) => p.id);
     expect(mine).toHaveLength(20);
     expect(new Set(mine).size).toBe(20);
     for (const id of mine) await store.appEvents.finishPending(id);

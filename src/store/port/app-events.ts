@@ -29,4 +29,8 @@ export interface AppEventRepository {
   claimPending(nowMs: number, untilMs: number, limit: number): Promise<PendingAppEvent[]>;
   /** The event's runs are started (or it started none): it goes. */
   finishPending(id: string): Promise<void>;
+  /** Records why the trigger started nothing it would have (raising its agent's trigger status version). */
+  recordError(agentId: string, triggerId: string, error: string, at: string): Promise<void>;
+  /** The errors recorded of the agent's triggers, by trigger id. */
+  errors(agentId: string): Promise<Map<string, { error: string; at: string }>>;
 }

@@ -3,6 +3,7 @@
 import type { AppEventRepository, EventListener, PendingAppEvent } from '../port';
 import type { PgDatabase } from './database';
 import { holdsNul } from './documents';
+import { bumpAgentStatus } from './trigger-status';
 
 export function pgAppEventRepository(db: PgDatabase): AppEventRepository {
   return {
@@ -28,6 +29,18 @@ export function pgAppEventRepository(db: PgDatabase): AppEventRepository {
       ),
     finishPending: async (id) => {
       await db.count('DELETE FROM app_events_pending WHERE id = $1', [id]);
+    },
+    recordError: (agentId, triggerId, error, at) =>
+      db.transaction(async (sql) => {
+        const set = 'UPDATE agent_triggers SET last_error = $1, last_error_at = $2 WHERE id = $3 AND agent_id = $4';
+        if ((await sql.count(set, [error, at, triggerId, agentId])) === 1) await bumpAgentStatus(sql, agentId);
+      }),
+    errors: async (agentId) => {
+      const rows = await db.rows<{ id: string; error: string; at: string }>(
+        'SELECT id, last_error AS error, last_error_at AS at FROM agent_triggers WHERE agent_id = $1 AND last_error IS NOT NULL',
+        [agentId],
+      );
+      return new Map(rows.map((r) => [r.id, { error: r.error, at: r.at }]));
     },
   };
 }

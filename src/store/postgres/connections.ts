@@ -14,6 +14,8 @@ const read = async (sql: Sql, ws: string, ref: string): Promise<ConnectionRecord
   return row ? connectionOfRow(row) : null;
 };
 
+// This function is long because it is one member per method of the port, each a statement or two
+// (the sealed values' methods are apart: secretMethods).
 export function pgConnectionRepository(db: PgDatabase, clock: StampClock): ConnectionRepository {
   return {
     list: (ws) => db.rows<Connection>('SELECT ref, app, label, status FROM connections WHERE workspace_id = $1 ORDER BY ref', [ws]),

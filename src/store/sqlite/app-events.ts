@@ -3,6 +3,7 @@
 import type { AppEventRepository, EventListener, PendingAppEvent } from '../port';
 import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
+import { triggerStatusVersions } from './trigger-status';
 
 export function appEventRepository(db: Db, commit: GroupCommit): AppEventRepository {
   const ofApp = db.prepare('SELECT id AS triggerId, agent_id AS agentId FROM agent_triggers WHERE workspace_id = ? AND event_app = ?');
@@ -15,6 +16,9 @@ export function appEventRepository(db: Db, commit: GroupCommit): AppEventReposit
   );
   const claim = db.prepare('UPDATE app_events_pending SET claimed_until_ms = ? WHERE id = ? AND claimed_until_ms <= ?');
   const finish = db.prepare('DELETE FROM app_events_pending WHERE id = ?');
+  const setError = db.prepare('UPDATE agent_triggers SET last_error = ?, last_error_at = ? WHERE id = ? AND agent_id = ?');
+  const errorsOf = db.prepare('SELECT id, last_error AS error, last_error_at AS at FROM agent_triggers WHERE agent_id = ? AND last_error IS NOT NULL');
+  const versions = triggerStatusVersions(db, commit);
   return {
     listeners: async (ws, app, connection) => (connection === undefined ? ofApp.all(ws, app) : ofConnection.all(ws, app, connection)) as EventListener[],
     claimPending: (now, until, limit) =>
@@ -23,5 +27,10 @@ export function appEventRepository(db: Db, commit: GroupCommit): AppEventReposit
       commit.run(() => {
         finish.run(id);
       }),
+    recordError: (agentId, triggerId, error, at) =>
+      commit.run(() => {
+        if (setError.run(error, at, triggerId, agentId).changes === 1) versions.bumpAgent(agentId);
+      }),
+    errors: async (agentId) => new Map((errorsOf.all(agentId) as { id: string; error: string; at: string }[]).map((r) => [r.id, { error: r.error, at: r.at }])),
   };
 }

@@ -8,6 +8,8 @@ import { CONNECTION_COLUMNS, connectionOfRow, type ConnectionRow } from '../shar
 import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
 
+// This function is long because it is one member per method of the port, each a statement or two
+// (the sealed values' methods are apart: secretMethods).
 export function connectionRepository(db: Db, commit: GroupCommit, clock: StampClock): ConnectionRepository {
   const list = db.prepare('SELECT ref, app, label, status FROM connections WHERE workspace_id = ? ORDER BY ref');
   const upsert = db.prepare(

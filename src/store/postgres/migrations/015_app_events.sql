@@ -7,6 +7,10 @@ ALTER TABLE agent_triggers ADD COLUMN event_connection text COLLATE "C";
 UPDATE agent_triggers AS r SET workspace_id = a.workspace_id, event_app = t.value->>'app', event_connection = t.value->>'connection'
   FROM agents AS a, jsonb_array_elements(a.document::jsonb->'triggers') AS t (value)
   WHERE r.kind = 'app_event' AND a.id = r.agent_id AND t.value->>'id' = r.id;
+-- Why an app_event trigger last started nothing it would have (its chain limit, its rate), and when:
+-- its live status shows it while no run has started since.
+ALTER TABLE agent_triggers ADD COLUMN last_error text;
+ALTER TABLE agent_triggers ADD COLUMN last_error_at text;
 CREATE INDEX agent_triggers_by_event ON agent_triggers (workspace_id, event_app, event_connection) WHERE event_app IS NOT NULL;
 
 -- A connection of an app whose events arrive over HTTP receives them at /events/<receiver_id>

@@ -9,6 +9,10 @@ UPDATE agent_triggers SET workspace_id = a.workspace_id, event_app = json_extrac
   JOIN agent_versions AS v ON v.document_id = a.id AND v.version = a.version
   JOIN agent_version_texts AS x ON x.id = v.text_id, json_each(x.document, '$.triggers') AS t
   WHERE agent_triggers.kind = 'app_event' AND a.id = agent_triggers.agent_id AND json_extract(t.value, '$.id') = agent_triggers.id;
+-- Why an app_event trigger last started nothing it would have (its chain limit, its rate), and when:
+-- its live status shows it while no run has started since.
+ALTER TABLE agent_triggers ADD COLUMN last_error TEXT;
+ALTER TABLE agent_triggers ADD COLUMN last_error_at TEXT;
 CREATE INDEX agent_triggers_by_event ON agent_triggers (workspace_id, event_app, event_connection) WHERE event_app IS NOT NULL;
 
 -- A connection of an app whose events arrive over HTTP receives them at /events/<receiver_id>
