@@ -28,11 +28,11 @@ const TRANSPORT_HEADERS = new Set([
   'last-event-id',
 ]);
 
-/** What a read shows of `credentials`: never a secret (a signing secret: until when a rotated one still verifies). */
-export function shownOf(credentials: Credentials, previousUntil: string | null = null): CredentialsShown {
+/** What a read shows of `credentials`: never a secret (a signing secret's rotation: the services add it). */
+export function shownOf(credentials: Credentials): CredentialsShown {
   switch (credentials.kind) {
     case 'signing_secret':
-      return { kind: 'signing_secret', previous_valid_until: previousUntil };
+      return { kind: 'signing_secret', previous_valid_until: null };
     case 'none':
     case 'bearer':
       return { kind: credentials.kind };

@@ -35,6 +35,9 @@ export const SIGNING_SECRET_GRACE_SECONDS = 86_400;
 /** The path of a connection's receiving URL. */
 export const receivePath = (receiverId: string) => `/events/${receiverId}`;
 
+/** Until when a rotated signing secret still verifies, or null when none does now. */
+const rotationEnd = (c: ConnectionRecord): string | null => (c.previous && c.previous.untilMs > Date.now() ? new Date(c.previous.untilMs).toISOString() : null);
+
 export function connectionView(c: ConnectionRecord, publicBaseUrl: string): ConnectionView {
   return {
     ref: c.ref,
@@ -42,7 +45,7 @@ export function connectionView(c: ConnectionRecord, publicBaseUrl: string): Conn
     label: c.label,
     receive_url: c.receiverId ? `${publicBaseUrl}${receivePath(c.receiverId)}` : null,
     status: c.status,
-    credentials: c.credentialsShown,
+    credentials: c.credentialsShown.kind === 'signing_secret' ? { ...c.credentialsShown, previous_valid_until: rotationEnd(c) } : c.credentialsShown,
     last_error: c.lastError,
     tested_at: c.testedAt,
     updated_at: formatStamp(c.stampMicros),
@@ -163,8 +166,7 @@ function newCredentials(ctx: ConnectionContext, who: Principal, current: Connect
     // The same secret again: the rotation under way (if any) goes on.
     else if (!changed) previous = current.previous;
   }
-  const until = previous ? new Date(previous.untilMs).toISOString() : null;
-  return { sealedCredentials: sealed(ctx, who, current.ref, credentials), credentialsShown: shownOf(credentials, until), previous };
+  return { sealedCredentials: sealed(ctx, who, current.ref, credentials), credentialsShown: shownOf(credentials), previous };
 }
 
 export async function deleteConnection(ctx: ConnectionContext, who: Principal, ref: string, ifMatch: string): Promise<void> {
