@@ -58,6 +58,8 @@ beforeAll(async () => {
     HTTP_TOOL_ALLOW_PRIVATE: 'true',
     DEFAULT_CREDITS: String(INITIAL_CREDITS),
     RUN_WORKERS: '8',
+    // One key for the secrets every replica seals and opens (connections' signing secrets), as deployed.
+    SECRETS_KEY: crypto.randomBytes(32).toString('base64'),
     // Only the quota case validates: its callers' validations are counted across the replicas.
     RATE_LIMIT_WINDOW_SECONDS: '3600',
     RATE_LIMIT_CALLER_VALIDATIONS: String(VALIDATIONS_QUOTA),
