@@ -1317,6 +1317,12 @@ export interface paths {
          *     logged. A connection to an MCP app is tested at once (the server must answer `tools/list`
          *     with it): `status` is `connected`, or `disconnected` (or `expired` when the credentials are
          *     refused) with `last_error`; the connection is created either way.
+         *
+         *     A connection of an app whose events arrive signed over HTTP (`github`, `stripe`, `slack`,
+         *     `standard-webhooks`) holds the app's `signing_secret` instead, and gets a `receive_url` to
+         *     configure in the app (`POST /events/{receiverId}`). Replacing its secret keeps the previous
+         *     one verifying for `previous_valid_for_seconds` (a day by default), so the app can be switched
+         *     over without losing a delivery.
          */
         put: operations["createConnection"];
         post?: never;
@@ -2232,8 +2238,8 @@ export interface components {
         };
         /**
          * @description What started the run: `test` (a test call; only its starter can read it), `webhook`,
-         *     `schedule` or `poll` (a trigger or schedule; every member of the workspace with Build
-         *     authorization can read it), or `tool` (a workflow run an agent started by calling its tool
+         *     `schedule`, `poll` or `app_event` (a trigger or schedule; every member of the workspace with
+         *     Build authorization can read it), or `tool` (a workflow run an agent started by calling its tool
          *     `workflows.<slug>`: `parent` names the calling run and call; it is read by whoever may read
          *     the run at the root of its chain, so a test's children only by the test's starter).
          */
@@ -3449,7 +3455,7 @@ export interface components {
          * @description Only runs started this way.
          * @example webhook
          */
-        RunSourceFilter: "test" | "webhook" | "schedule" | "poll" | "tool";
+        RunSourceFilter: "test" | "webhook" | "schedule" | "poll" | "app_event" | "tool";
         /**
          * @description Only runs accepted at or after this instant (ISO 8601).
          * @example 2026-11-01T00:00:00Z
