@@ -10,7 +10,7 @@ import Stripe from 'stripe';
 import { startService, type TestService } from '../helpers/service';
 import { storedValue } from '../helpers/stored';
 import { minimalAgent } from '../helpers/fixtures';
-import { waitForAgentRun, waitForAgentRunStatus, withCredits } from '../helpers/runs';
+import { waitForAgentRun, waitForAgentRunStatus, waitForWorkflowRun, withCredits } from '../helpers/runs';
 import { githubSignature } from '../helpers/github-signature';
 import type { components } from '../../generated/api';
 
@@ -300,6 +300,20 @@ describe('kv events', () => {
       payload: { key: 'orders/7', value: { total: 3 } },
     });
     // A second dispatch of the same events starts nothing more.
+    await t.service.events.dispatch();
+    expect(await runsOf(agent.triggers[0]!.id)).toBe(1);
+  });
+
+  test("a workflow's kv.set step starts the trigger too", async () => {
+    const kv = await t.client().PUT('/api/build/connections', { body: { ref: unique('kv:c'), app: 'kv', credentials: { kind: 'none' } } });
+    const agent = await listening([{ name: 'Tickets', app: 'kv', event: 'key.set', connection: kv.data!.data.ref, key_prefix: 'tickets/' }]);
+    const slug = unique('writer');
+    const created = await t.client().PUT('/api/build/workflows', {
+      body: { kind: 'service.workflow/v1', slug, name: slug, steps: [{ id: 'file', kind: 'tool', tool: 'kv.set', args: { key: 'tickets/9', value: 'open' } }] },
+    });
+    expect(created.response.status).toBe(201);
+    const started = await t.client().POST('/api/build/workflows/{ref}/test', { params: { path: { ref: slug } }, body: {} });
+    await waitForWorkflowRun(t, started.data!.data.run_id);
     await t.service.events.dispatch();
     expect(await runsOf(agent.triggers[0]!.id)).toBe(1);
   });

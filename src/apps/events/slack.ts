@@ -3,25 +3,22 @@
 // `event_id` as the delivery's id (a retry, `X-Slack-Retry-Num`, carries the same one).
 // https://api.slack.com/authentication/verifying-requests-from-slack
 import type { AppModule } from '../types';
-import { jsonObjectOf, textMember } from './delivery-body';
+import { eventsSentAs, jsonObjectOf, textMember } from './delivery-body';
 import { verifySlack } from './signatures';
-
-const payload = { type: 'object', description: "Slack's event_callback envelope (`team_id`, `api_app_id`, `event`, `event_id`, `event_time`), as sent." };
-const event = (name: string, description: string) => ({ name, description, payload_schema: payload });
 
 export const slackApp: AppModule = {
   slug: 'slack',
   name: 'Slack',
   description: "Slack's Events API: a connection holds the app's signing secret and gives the Request URL.",
   tools: [],
-  events: [
-    event('message', 'A message was posted in a channel or conversation the app is in.'),
-    event('app_mention', 'The app was mentioned in a message.'),
-    event('reaction_added', 'A reaction was added to a message.'),
-    event('member_joined_channel', 'A user joined a channel.'),
-    event('channel_created', 'A channel was created.'),
-    event('team_join', 'A user joined the workspace.'),
-  ],
+  events: eventsSentAs("Slack's event_callback envelope (`team_id`, `api_app_id`, `event`, `event_id`, `event_time`), as sent.", [
+    ['message', 'A message was posted in a channel or conversation the app is in.'],
+    ['app_mention', 'The app was mentioned in a message.'],
+    ['reaction_added', 'A reaction was added to a message.'],
+    ['member_joined_channel', 'A user joined a channel.'],
+    ['channel_created', 'A channel was created.'],
+    ['team_join', 'A user joined the workspace.'],
+  ]),
   receiver: {
     verify: (body, header, secrets, now) => verifySlack(body, header('x-slack-request-timestamp'), header('x-slack-signature'), secrets, now),
     read(body, header) {

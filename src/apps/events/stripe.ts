@@ -1,31 +1,28 @@
 // Stripe's webhooks: `Stripe-Signature` (`t=…,v1=…`, several `v1` while a secret is rolled), the
 // event's `type` and its `id` (the same on every retry). https://docs.stripe.com/webhooks#verify-manually
 import type { AppModule } from '../types';
-import { jsonObjectOf, textMember } from './delivery-body';
+import { eventsSentAs, jsonObjectOf, textMember } from './delivery-body';
 import { verifyStripe } from './signatures';
-
-const payload = { type: 'object', description: "Stripe's Event object (`id`, `type`, `data.object`, …), as sent." };
-const event = (name: string, description: string) => ({ name, description, payload_schema: payload });
 
 export const stripeApp: AppModule = {
   slug: 'stripe',
   name: 'Stripe',
   description: "Stripe's webhook events: a connection holds the endpoint's signing secret (whsec_…) and gives the endpoint URL.",
   tools: [],
-  events: [
-    event('payment_intent.succeeded', 'A payment succeeded.'),
-    event('payment_intent.payment_failed', 'A payment attempt failed.'),
-    event('charge.succeeded', 'A charge succeeded.'),
-    event('charge.refunded', 'A charge was refunded.'),
-    event('charge.dispute.created', 'A customer disputed a charge.'),
-    event('checkout.session.completed', 'A Checkout session completed.'),
-    event('customer.created', 'A customer was created.'),
-    event('customer.subscription.created', 'A subscription started.'),
-    event('customer.subscription.updated', 'A subscription changed.'),
-    event('customer.subscription.deleted', 'A subscription ended.'),
-    event('invoice.paid', 'An invoice was paid.'),
-    event('invoice.payment_failed', "An invoice's payment failed."),
-  ],
+  events: eventsSentAs("Stripe's Event object (`id`, `type`, `data.object`, …), as sent.", [
+    ['payment_intent.succeeded', 'A payment succeeded.'],
+    ['payment_intent.payment_failed', 'A payment attempt failed.'],
+    ['charge.succeeded', 'A charge succeeded.'],
+    ['charge.refunded', 'A charge was refunded.'],
+    ['charge.dispute.created', 'A customer disputed a charge.'],
+    ['checkout.session.completed', 'A Checkout session completed.'],
+    ['customer.created', 'A customer was created.'],
+    ['customer.subscription.created', 'A subscription started.'],
+    ['customer.subscription.updated', 'A subscription changed.'],
+    ['customer.subscription.deleted', 'A subscription ended.'],
+    ['invoice.paid', 'An invoice was paid.'],
+    ['invoice.payment_failed', "An invoice's payment failed."],
+  ]),
   receiver: {
     verify: (body, header, secrets, now) => verifyStripe(body, header('stripe-signature'), secrets, now),
     read(body, header) {
