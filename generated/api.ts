@@ -1317,6 +1317,12 @@ export interface paths {
          *     logged. A connection to an MCP app is tested at once (the server must answer `tools/list`
          *     with it): `status` is `connected`, or `disconnected` (or `expired` when the credentials are
          *     refused) with `last_error`; the connection is created either way.
+         *
+         *     A connection of an app whose events arrive signed over HTTP (`github`, `stripe`, `slack`,
+         *     `standard-webhooks`) holds the app's `signing_secret` instead, and gets a `receive_url` to
+         *     configure in the app (`POST /events/{receiverId}`). Replacing its secret keeps the previous
+         *     one verifying for `previous_valid_for_seconds` (a day by default), so the app can be switched
+         *     over without losing a delivery.
          */
         put: operations["createConnection"];
         post?: never;
@@ -1445,6 +1451,59 @@ export interface paths {
          *     Build authorization can read it (`GET /api/build/runs/{runId}`).
          */
         post: operations["deliverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/{receiverId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The connection's receiver id, the last segment of its `receive_url`.
+                 * @example rcv_4kQ9mZ2xW7pL0sT3vB8nC5dF1gH6jK
+                 */
+                receiverId: components["parameters"]["ReceiverId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver an app's event
+         * @description The receiving URL of a connection of an app whose events arrive signed over HTTP (`github`,
+         *     `stripe`, `slack`, `standard-webhooks`): the connection's `receive_url`. No bearer token and no
+         *     secret in the URL: the app's signature over the raw body, checked in constant time with the
+         *     connection's signing secret (or, during a rotation's grace period, its previous one), is the
+         *     proof. How each app signs, names its events and identifies a delivery:
+         *
+         *     | app | signature | event | delivery id |
+         *     | --- | --- | --- | --- |
+         *     | `github` | `X-Hub-Signature-256` | `X-GitHub-Event` + `.` + the body's `action` | `X-GitHub-Delivery` |
+         *     | `stripe` | `Stripe-Signature` (`t=`, one or more `v1=`; 300 s tolerance) | the body's `type` | the body's `id` |
+         *     | `slack` | `X-Slack-Signature` v0 with `X-Slack-Request-Timestamp` (300 s window) | the body's `event.type` | the body's `event_id` |
+         *     | `standard-webhooks` | `webhook-signature` (several allowed) with `webhook-id`, `webhook-timestamp` (300 s) | the body's `type` | `webhook-id` |
+         *
+         *     - Unknown receiver: 404. A missing, wrong or stale signature: 401, and nothing starts.
+         *     - GitHub's `ping` and Slack's `url_verification` (answered with its `challenge`) start nothing.
+         *     - Every enabled `app_event` trigger of an `active` agent that names this connection and the
+         *       event (or its family: `pull_request` matches `pull_request.opened`) starts one run. A
+         *       delivery that matches none is 200 and starts nothing, so the app neither retries nor
+         *       disables the URL.
+         *     - Exactly once: the delivery id is recorded with each run, in the run's transaction, and kept
+         *       8 days; a repeat (a retry, or copies arriving together at any replica) starts nothing and
+         *       answers `repeated` with the first runs.
+         *     - Body: at most 64 KiB (413). The run's input names the app, event, connection, delivery id
+         *       and the payload; a payload over 16 KiB as JSON reaches the run as its SHA-256 and size.
+         *     - Rate: at most `WEBHOOK_RATE_LIMIT` deliveries per trigger per minute; beyond, 429 with
+         *       `Retry-After` (the runs already started are not started again by the retry).
+         *     - Credits: a run the workspace's balance cannot cover is recorded `refused` (its status in
+         *       the reply); the reply is still 200.
+         */
+        post: operations["deliverAppEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1612,6 +1671,8 @@ export interface components {
             app: components["schemas"]["Slug160"];
             event: components["schemas"]["Slug160"];
             connection: components["schemas"]["Slug160"];
+            /** @description The `kv` app's events only - the trigger fires for keys that start with this text (absent or null - every key). */
+            key_prefix?: string | null;
             last_fired_at?: components["schemas"]["TriggerStatusTime"];
             next_fire_at?: components["schemas"]["TriggerStatusTime"];
             last_error?: components["schemas"]["TriggerStatusError"];
@@ -1675,6 +1736,8 @@ export interface components {
             app: components["schemas"]["Slug160"];
             event: components["schemas"]["Slug160"];
             connection: components["schemas"]["Slug160"];
+            /** @description The `kv` app's events only - the trigger fires for keys that start with this text (absent or null - every key). */
+            key_prefix?: string | null;
             last_fired_at?: components["schemas"]["TriggerStatusTime"];
             next_fire_at?: components["schemas"]["TriggerStatusTime"];
             last_error?: components["schemas"]["TriggerStatusError"];
@@ -2175,8 +2238,8 @@ export interface components {
         };
         /**
          * @description What started the run: `test` (a test call; only its starter can read it), `webhook`,
-         *     `schedule` or `poll` (a trigger or schedule; every member of the workspace with Build
-         *     authorization can read it), or `tool` (a workflow run an agent started by calling its tool
+         *     `schedule`, `poll` or `app_event` (a trigger or schedule; every member of the workspace with
+         *     Build authorization can read it), or `tool` (a workflow run an agent started by calling its tool
          *     `workflows.<slug>`: `parent` names the calling run and call; it is read by whoever may read
          *     the run at the root of its chain, so a test's children only by the test's starter).
          */
@@ -2466,6 +2529,21 @@ export interface components {
             description: string;
             connections: number;
             tools: components["schemas"]["CatalogTool"][];
+            /**
+             * @description What the app can start an agent on: an `app_event` trigger names one of these (or, for an
+             *     event named `<family>.<action>`, its family: `pull_request` matches every
+             *     `pull_request.*`), and a connection of the app.
+             */
+            events: components["schemas"]["CatalogEvent"][];
+        };
+        CatalogEvent: {
+            /** @description The event's name, the app's way (`key.set`, `pull_request.opened`, `invoice.paid`). */
+            name: string;
+            description: string;
+            /** @description The JSON Schema of the `payload` a run it starts receives. */
+            payload_schema: {
+                [key: string]: unknown;
+            };
         };
         Connection: {
             ref: string;
@@ -2625,12 +2703,28 @@ export interface components {
             /** @description Sent as `audience` where the authorization server asks for one (Auth0). */
             audience?: string | null;
         };
+        CredentialsSigningSecret: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "signing_secret";
+            /** @description The secret the app signs its deliveries with (GitHub's webhook secret, Stripe's and Standard Webhooks' `whsec_…`, Slack's signing secret). */
+            secret: string;
+            /** @description On a replace that changes the secret, how long the previous secret still verifies deliveries (default 86400, a day; 0 ends it at once). Ignored on create. */
+            previous_valid_for_seconds?: number;
+        };
         /** @description What the connection's calls send. Write-only - reads show only its kind and non-secret parts. */
-        ConnectionCredentials: components["schemas"]["CredentialsNone"] | components["schemas"]["CredentialsBearer"] | components["schemas"]["CredentialsHeaders"] | components["schemas"]["CredentialsOAuth2ClientCredentials"];
+        ConnectionCredentials: components["schemas"]["CredentialsNone"] | components["schemas"]["CredentialsBearer"] | components["schemas"]["CredentialsHeaders"] | components["schemas"]["CredentialsOAuth2ClientCredentials"] | components["schemas"]["CredentialsSigningSecret"];
         /** @description What a read shows of the credentials - never a token, a header's value or a client secret. */
         CredentialsShown: {
             /** @enum {string} */
-            kind: "none" | "bearer" | "headers" | "oauth2_client_credentials";
+            kind: "none" | "bearer" | "headers" | "oauth2_client_credentials" | "signing_secret";
+            /**
+             * Format: date-time
+             * @description A signing secret's rotation - until when the previous secret still verifies deliveries (null when none does).
+             */
+            previous_valid_until?: string | null;
             header_names?: string[];
             token_url?: string;
             client_id?: string;
@@ -2663,6 +2757,8 @@ export interface components {
             ref: string;
             app: string;
             label: string | null;
+            /** @description Where the app delivers its signed events (`POST`), for a connection of an app whose events arrive over HTTP (`github`, `stripe`, `slack`, `standard-webhooks`); null otherwise. Not guessable, and no secret - the signature is the proof. Configure it in the app as the webhook or request URL. */
+            receive_url: string | null;
             /**
              * @description `connected` (its last check passed, or its app needs no check), `disconnected` (the server could not be reached or failed), `expired` (the credentials were refused).
              * @enum {string}
@@ -2714,6 +2810,30 @@ export interface components {
                 run_id: string;
                 status: components["schemas"]["RunStatus"];
             };
+        };
+        AppEventAcceptedResponse: {
+            data: {
+                app: string;
+                /** @description The event's name (null for a ping or a delivery with no event). */
+                event: string | null;
+                delivery_id: string | null;
+                /** @description The delivery id was received before; `runs` are the runs the first one started. */
+                repeated: boolean;
+                /** @description One per matching enabled trigger of an active agent. */
+                runs: {
+                    /** Format: uuid */
+                    trigger_id: string;
+                    /** @description The agent's slug. */
+                    agent: string;
+                    /** Format: uuid */
+                    run_id: string;
+                    status: components["schemas"]["RunStatus"];
+                }[];
+            };
+        };
+        SlackChallengeResponse: {
+            /** @description Slack's `url_verification` challenge, echoed. */
+            challenge: string;
         };
         /** @description Any JSON value. */
         AnyJson: unknown;
@@ -3295,6 +3415,11 @@ export interface components {
          */
         TriggerId: string;
         /**
+         * @description The connection's receiver id, the last segment of its `receive_url`.
+         * @example rcv_4kQ9mZ2xW7pL0sT3vB8nC5dF1gH6jK
+         */
+        ReceiverId: string;
+        /**
          * @description The webhook secret, as in the URL the write or rotation returned.
          * @example whk_5mZ0s3QbZ8nV2c1XyP4kLwq9RtU6eA7dHfJgKoMiNbE
          */
@@ -3330,7 +3455,7 @@ export interface components {
          * @description Only runs started this way.
          * @example webhook
          */
-        RunSourceFilter: "test" | "webhook" | "schedule" | "poll" | "tool";
+        RunSourceFilter: "test" | "webhook" | "schedule" | "poll" | "app_event" | "tool";
         /**
          * @description Only runs accepted at or after this instant (ISO 8601).
          * @example 2026-11-01T00:00:00Z
@@ -6149,6 +6274,68 @@ export interface operations {
             404: components["responses"]["WebhookNotFound"];
             409: components["responses"]["WebhookRefused"];
             410: components["responses"]["WebhookGone"];
+            413: components["responses"]["WebhookPayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    deliverAppEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The delivery's id (Standard Webhooks). Repeats of an id within 24 hours start nothing; signed triggers need it.
+                 * @example msg_2KWPBgLlAfxdpx2AI54pPJ85f4W
+                 */
+                "webhook-id"?: components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description Seconds since the epoch when the delivery was signed (Standard Webhooks); within 5 minutes of the server's clock.
+                 * @example 1764410400
+                 */
+                "webhook-timestamp"?: components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description Space-separated `v1,<base64 signature>` entries (Standard Webhooks); one valid entry suffices.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature"?: components["parameters"]["WebhookSignatureHeader"];
+            };
+            path: {
+                /**
+                 * @description The connection's receiver id, the last segment of its `receive_url`.
+                 * @example rcv_4kQ9mZ2xW7pL0sT3vB8nC5dF1gH6jK
+                 */
+                receiverId: components["parameters"]["ReceiverId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: components["requestBodies"]["WebhookDelivery"];
+        responses: {
+            /** @description The delivery was verified and recorded (or was a repeat, a ping or a challenge); `runs` are the runs it started. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppEventAcceptedResponse"] | components["schemas"]["SlackChallengeResponse"];
+                };
+            };
+            /** @description The signature is missing, wrong or stale. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No connection receives at this URL. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["WebhookPayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
         };

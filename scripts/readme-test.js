@@ -206,6 +206,18 @@ async function checkOutcome(port, { out, token, run }) {
     approved.body,
   );
   await checkSkillsWalkThrough(api, runs.body.data);
+  await checkEventsWalkThrough(api);
+}
+
+/** What docs/triggers.md's app-event walk-through did: one run per app (the repeated Stripe event none), each succeeding. */
+async function checkEventsWalkThrough(api) {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const runs = (await api('/runs?source=app_event')).body.data.filter((r) => r.agent?.slug === 'event-listener');
+    if (runs.length === 4 && runs.every((r) => r.status === 'succeeded')) return;
+    check(Date.now() < deadline, "docs/triggers.md's deliveries did not start one succeeding run per app", runs);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
 /** What docs/skills.md's walk-through did: a run that loaded both skills and called the workflow, whose child run succeeded. */
@@ -246,6 +258,7 @@ async function pass(name, startCommand, shellExtra, keep) {
       ...blocksUnder('README.md', 'A first request'),
       ...blocksUnder('README.md', 'Test runs'),
       ...blocksUnder('docs/skills.md', 'A walk-through'),
+      ...blocksUnder('docs/triggers.md', 'App events: a walk-through'),
     ].map(follow);
     const outcome = await runBlocks(dir, blocks, shellEnv);
     await checkOutcome(port, outcome);
@@ -255,7 +268,7 @@ async function pass(name, startCommand, shellExtra, keep) {
   }
   fs.rmSync(logFile, { force: true });
   console.log(
-    `  ok: token, create, read, replace, a run followed to its end, a parked run approved and followed to its end, skills loaded and a workflow called as a tool (${((Date.now() - started) / 1000).toFixed(0)} s)`,
+    `  ok: token, create, read, replace, a run followed to its end, a parked run approved and followed to its end, skills loaded and a workflow called as a tool, signed app events (${((Date.now() - started) / 1000).toFixed(0)} s)`,
   );
 }
 

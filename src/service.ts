@@ -19,6 +19,7 @@ import type { Store } from './store/port';
 import { acquireServeLock, type ServeLock } from './data-directory/serve-lock';
 import { startMaintenance, type Maintenance } from './services/maintenance';
 import { startScheduler, type Scheduler } from './services/scheduler';
+import { startEventDispatch, type EventDispatch } from './services/app-event-dispatch';
 import type { ServiceContext } from './services/context';
 import { createRunEventFeed } from './services/run-event-feed';
 import { createSecretBox, generateSecretKey, parseSecretKeys, type SecretBox } from './services/secret-box';
@@ -40,6 +41,8 @@ export interface Service {
   runner: Runner;
   maintenance: Maintenance;
   scheduler: Scheduler;
+  /** Starts the runs of the kv app's events. */
+  events: EventDispatch;
   /** Present when the service is its own issuer (no AUTH_ISSUER). */
   localIssuer: LocalIssuer | null;
   /** Set `draining` when a shutdown begins: /readyz answers 503 from then on. */
@@ -50,6 +53,8 @@ export interface Service {
 
 /** Limits of the http.request tool. */
 const HTTP_TOOL = { timeoutMs: 10_000, maxBytes: 1024 * 1024 };
+/** How often the kv events waiting are looked for (none while the scheduler is off: SCHEDULER_TICK_MS=0). */
+const EVENT_DISPATCH_MS = 250;
 
 /** The issuer the embedded key pair (kept by the store) signs as: the service's own public address. */
 export async function localIssuerFor(config: Config, store: Store): Promise<LocalIssuer> {
@@ -83,7 +88,7 @@ async function openSecretBox(config: Config, store: Store, logger: Logger): Prom
 export async function connectionContext(config: Config, store: Store, logger: Logger) {
   const secrets = await openSecretBox(config, store, logger);
   const credentials = createCredentialSource({ connections: store.connections, secrets, allowPrivate: config.httpToolAllowPrivate });
-  return { store, secrets, apps: createAppRegistry({ store, credentials, allowPrivate: config.httpToolAllowPrivate }) };
+  return { store, secrets, publicBaseUrl: config.publicBaseUrl, apps: createAppRegistry({ store, credentials, allowPrivate: config.httpToolAllowPrivate }) };
 }
 
 /** The skills of the marketplace (SKILLS_DIR), read once; a skill that breaks a rule stops the start, naming it. */
@@ -232,6 +237,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     detectorTimeoutMs: config.pollDetectorTimeoutMs,
     logger,
   });
+  const events = startEventDispatch(ctx, { intervalMs: config.schedulerTickMs && EVENT_DISPATCH_MS, logger });
   return {
     app,
     ctx,
@@ -240,9 +246,11 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     runner,
     maintenance,
     scheduler,
+    events,
     localIssuer,
     close: async (graceMs = 5000) => {
       await scheduler.stop();
+      await events.stop();
       maintenance.stop();
       ctx.runEvents.stop();
       await mcp?.close();

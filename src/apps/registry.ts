@@ -15,10 +15,14 @@ import { coreApp } from './builtin/core';
 import { httpApp } from './builtin/http';
 import { kvApp } from './builtin/kv';
 import { timeApp } from './builtin/time';
+import { githubApp } from './events/github';
+import { slackApp } from './events/slack';
+import { standardWebhooksApp } from './events/standard-webhooks';
+import { stripeApp } from './events/stripe';
 import { invokeTool, type ToolOutcome } from './invoke';
 import { mcpAppModule } from './mcp/app-module';
 import { listTools, serverInfoOf, withMcpSession } from './mcp/session';
-import { definitionOf, type AppModule, type AppTool, type CredentialSource, type ToolContext } from './types';
+import { definitionOf, type AppModule, type AppTool, type CredentialSource, type EventReceiver, type ToolContext } from './types';
 
 export type { ToolOutcome } from './invoke';
 export { McpFailure } from './mcp/session';
@@ -26,7 +30,7 @@ export { CONNECTION_ARGUMENT } from './mcp/app-module';
 export { appToolsOf, NO_AGENT_TOOLS, WORKFLOWS_APP, type AgentTools } from './agent-tools';
 
 /** The apps every workspace has, in the catalog's order. */
-const BUILTIN_APPS: readonly AppModule[] = [coreApp, httpApp, kvApp, timeApp];
+const BUILTIN_APPS: readonly AppModule[] = [coreApp, httpApp, kvApp, timeApp, githubApp, stripeApp, slackApp, standardWebhooksApp];
 const BUILTIN_SLUGS: ReadonlySet<string> = new Set(BUILTIN_APPS.map((m) => m.slug));
 /** The slugs no workspace app may take: the built-in apps', and the names of an agent's own tools (agent-tools.ts). */
 const RESERVED_SLUGS: ReadonlySet<string> = new Set([...BUILTIN_SLUGS, WORKFLOWS_APP, SKILLS_APP]);
@@ -97,6 +101,11 @@ function workspaceApps(modules: readonly AppModule[], connections: ReadonlyMap<s
     invoke: (slug, args, ctx) => invokeTool(slug, runnable.get(slug) ?? null, args, ctx),
   };
 }
+
+const RECEIVERS: ReadonlyMap<string, EventReceiver> = new Map(BUILTIN_APPS.flatMap((m) => (m.receiver ? [[m.slug, m.receiver] as const] : [])));
+
+/** How the built-in app `app` receives its events over HTTP, or undefined: it sends none that way. */
+export const eventReceiverOf = (app: string): EventReceiver | undefined => RECEIVERS.get(app);
 
 let builtin: WorkspaceApps | undefined;
 

@@ -1,6 +1,6 @@
 // What an app is made of: its catalog entry and its tools, each tool's definition beside what it
 // runs; what a tool gets when it runs, and how it fails.
-import type { AppDefinition, ToolDefinition } from '../domain/catalog';
+import type { AppDefinition, EventDefinition, ToolDefinition } from '../domain/catalog';
 import type { RenderBudget } from '../domain/templates';
 import type { KvRepository } from '../store/port';
 import type { RunLimits } from '../runtime/limits';
@@ -38,6 +38,11 @@ export interface ToolContext {
   shouldStop?: () => boolean;
   /** Told of a skill the call loaded (skills.load, skills.file): the run records the version. */
   loadedSkill?: (skill: LoadedSkill) => void;
+  /**
+   * How many app events led to the calling run (0: none started it); a kv write emits its event one
+   * further along (services/app-events.ts bounds the chain).
+   */
+  eventChain?: number;
   /** Runs a workflow of the workspace as a child of the calling run; absent where no run calls (a poll's detector). */
   runWorkflow?: (call: ChildWorkflowCall) => Promise<ChildWorkflowOutcome>;
 }
@@ -71,6 +76,8 @@ export interface WorkflowToolCaller {
   /** The space of the calling agent: it may call the workspace's workflows and its own team's. */
   team: Team;
   position: ChainPosition;
+  /** How many app events led to the calling run: its children's kv writes go on from there. */
+  eventChain: number;
 }
 
 /** Starts a workflow tool call's child run and waits for it (services/workflow-tools.ts, wired at the composition root). */
@@ -108,18 +115,44 @@ export interface AppTool {
 
 /**
  * An app as the registry holds it. Built-in apps are modules of src/apps/builtin/; a workspace's
- * own apps come from its documents. (An app's events and channels will sit beside its tools.)
+ * own apps come from its documents. Its events are what it can start agents on (app_event
+ * triggers); its channel will sit beside them.
  */
 export interface AppModule {
   slug: string;
   name: string;
   description: string;
   tools: AppTool[];
+  events?: EventDefinition[];
+  /** How its events arrive over HTTP, signed (its connections get a receiving URL). */
+  receiver?: EventReceiver;
+}
+
+/** A delivery's header, by lower-case name (the first, when repeated). */
+export type HeaderOf = (name: string) => string | undefined;
+
+/** What a verified delivery is. */
+export type ReceivedDelivery =
+  /** An event: its name the app's way, its id (the same on every retry), and its payload. */
+  | { kind: 'event'; event: string; deliveryId: string; payload: unknown }
+  /** A delivery that starts nothing (GitHub's ping, a Slack notice): answered 200. */
+  | { kind: 'notice'; what: string }
+  /** A handshake the app expects answered with this body (Slack's url_verification). */
+  | { kind: 'answer'; body: Record<string, unknown> }
+  /** Not a delivery of this app (no event name or id): answered 400 naming what is missing. */
+  | { kind: 'malformed'; reason: string };
+
+/** An app whose events arrive over HTTP: how a delivery proves it is the app's, and what it says. */
+export interface EventReceiver {
+  /** Whether one of `secrets` (the connection's, then a rotated one still in its grace) signed the raw `body`. */
+  verify(body: Buffer, header: HeaderOf, secrets: readonly string[], nowSeconds: number): { ok: true } | { ok: false; reason: string };
+  /** The delivery as the app means it (called once verified). */
+  read(body: Buffer, header: HeaderOf): ReceivedDelivery;
 }
 
 /** The catalog's view of an app: its entry with its tools' definitions. */
 export function definitionOf(app: AppModule): AppDefinition {
-  return { slug: app.slug, name: app.name, description: app.description, tools: app.tools.map((t) => t.definition) };
+  return { slug: app.slug, name: app.name, description: app.description, tools: app.tools.map((t) => t.definition), events: app.events ?? [] };
 }
 
 /** A tool of an app module: its definition (the flags as one word) beside what it runs. */

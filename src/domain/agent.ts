@@ -80,7 +80,14 @@ function normaliseTrigger(input: TriggerInput, path: string, changes: string[]):
       if (input.args === undefined) changes.push(`${path}.args defaulted to {}`);
       return { kind: 'poll', ...common, tool: input.tool, args: input.args ?? {}, cron: input.cron, timezone: input.timezone };
     case 'app_event':
-      return { kind: 'app_event', ...common, app: input.app, event: input.event, connection: input.connection };
+      return {
+        kind: 'app_event',
+        ...common,
+        app: input.app,
+        event: input.event,
+        connection: input.connection,
+        ...(input.key_prefix != null && { key_prefix: input.key_prefix }),
+      };
   }
 }
 
@@ -157,7 +164,7 @@ function orderTrigger(t: Trigger): Trigger {
     case 'poll':
       return { ...head, kind: 'poll', tool: t.tool, args: t.args, cron: t.cron, timezone: t.timezone };
     case 'app_event':
-      return { ...head, kind: 'app_event', app: t.app, event: t.event, connection: t.connection };
+      return { ...head, kind: 'app_event', app: t.app, event: t.event, connection: t.connection, ...(t.key_prefix != null && { key_prefix: t.key_prefix }) };
   }
 }
 

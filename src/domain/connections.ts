@@ -28,9 +28,11 @@ const TRANSPORT_HEADERS = new Set([
   'last-event-id',
 ]);
 
-/** What a read shows of `credentials`: never a secret. */
+/** What a read shows of `credentials`: never a secret (a signing secret's rotation: the services add it). */
 export function shownOf(credentials: Credentials): CredentialsShown {
   switch (credentials.kind) {
+    case 'signing_secret':
+      return { kind: 'signing_secret', previous_valid_until: null };
     case 'none':
     case 'bearer':
       return { kind: credentials.kind };
@@ -85,8 +87,16 @@ export function credentialsShapeProblem(value: unknown): string | null {
         text('scope', 1000, true) ??
         text('audience', 1000, true)
       );
+    case 'signing_secret': {
+      const grace = value.previous_valid_for_seconds;
+      const graceProblem =
+        grace === undefined || (Number.isInteger(grace) && (grace as number) >= 0 && (grace as number) <= 604_800)
+          ? null
+          : 'previous_valid_for_seconds: must be a whole number of seconds from 0 to 604800';
+      return extra(['kind', 'secret', 'previous_valid_for_seconds']) ?? text('secret', 4096) ?? graceProblem;
+    }
     default:
-      return 'kind: must be one of none, bearer, headers, oauth2_client_credentials';
+      return 'kind: must be one of none, bearer, headers, oauth2_client_credentials, signing_secret';
   }
 }
 

@@ -1,7 +1,7 @@
 // Semantic checks (docs/documents.md): the rules a document must meet beyond its JSON schema. Shared by
 // validate, create and replace, so all three report a document the same way. Pure: the caller
 // gathers what the workspace has (catalog, connections, agents, limits) into References.
-import type { AppDefinition, ToolDefinition } from './catalog';
+import { eventMatches, type AppDefinition, type ToolDefinition } from './catalog';
 import { ancestorsOf, findCycle } from './dag';
 import { cronProblem, isTimezone } from './schedule';
 import { referencesIn, stringsIn, type TemplateRef } from './templates';
@@ -62,7 +62,15 @@ function checkTrigger(trigger: TriggerInput, path: string, refs: References, pro
     }
     checkSchedule(path, trigger.cron, trigger.timezone, problems);
   } else if (trigger.kind === 'app_event') {
-    if (!refs.apps.has(trigger.app)) problems.push({ path: `${path}.app`, message: `'${trigger.app}' is not an app of the catalog; ${CATALOG_HINT}` });
+    const app = refs.apps.get(trigger.app);
+    if (!app) problems.push({ path: `${path}.app`, message: `'${trigger.app}' is not an app of the catalog; ${CATALOG_HINT}` });
+    else if (!app.events.some((e) => eventMatches(trigger.event, e.name))) {
+      const declared = app.events.map((e) => e.name).join(', ') || 'none';
+      problems.push({ path: `${path}.event`, message: `'${trigger.event}' is not an event of app '${trigger.app}' (its events: ${declared})` });
+    }
+    if (trigger.key_prefix != null && trigger.app !== 'kv') {
+      problems.push({ path: `${path}.key_prefix`, message: `filters the kv app's keys; app '${trigger.app}' has none (remove it)` });
+    }
     const connection = refs.connections.get(trigger.connection);
     if (!connection) {
       problems.push({

@@ -1,10 +1,12 @@
-// The webhook receiver's layer: `POST`/`PUT /hooks/{triggerId}/{secret}` (deliverWebhook and
-// deliverWebhookPut in openapi.yaml). No bearer token (the URL's secret is the credential) and a body
-// of any media type, read as bytes up to 64 KiB before anything else is done; the service decides
-// the rest. The access log masks the secret (log.ts).
+// The webhook receivers' layer: `POST`/`PUT /hooks/{triggerId}/{secret}` (deliverWebhook and
+// deliverWebhookPut in openapi.yaml) and an app's signed events at `POST /events/{receiverId}`
+// (deliverAppEvent). No bearer token (the URL's secret, or the app's signature, is the credential)
+// and a body of any media type, read as bytes up to 64 KiB before anything else is done; the
+// services decide the rest. The access log masks the webhook URL's secret (log.ts).
 import type express from 'express';
 import type { Logger } from '../log';
 import type { ServiceContext } from '../services/context';
+import { deliverAppEvent } from '../services/app-event-deliveries';
 import { deliverWebhook } from '../services/webhook-deliveries';
 import { refusedTextIn } from '../domain/json-limits';
 import { ApiError } from '../errors';
@@ -14,11 +16,13 @@ import { inServerSpan } from './tracing';
 import { identify, logRequest, replyWithError, sendEmpty, sendJson } from './replies';
 
 const HOOKS_ROOT = '/hooks/';
+const EVENTS_ROOT = '/events/';
 
 export function webhookRequests(operations: Operations, ctx: ServiceContext, logger: Logger): express.RequestHandler {
   return (req, res, next) => {
     const url = req.originalUrl;
-    if (!url.startsWith(HOOKS_ROOT)) return next();
+    const events = url.startsWith(EVENTS_ROOT);
+    if (!events && !url.startsWith(HOOKS_ROOT)) return next();
     identify(req, res);
     const queryAt = url.indexOf('?');
     const path = queryAt < 0 ? url : url.slice(0, queryAt);
@@ -26,7 +30,7 @@ export function webhookRequests(operations: Operations, ctx: ServiceContext, log
     const match = operations.match(req.method, path);
     // A U+0000 in the URL names no trigger (and PostgreSQL's text could not be asked about it).
     if (!match || ('params' in match && refusedTextIn(match.params, 'path'))) {
-      replyWithError(new ApiError(404, 'no webhook at this URL'), req, res, logger);
+      replyWithError(new ApiError(404, events ? 'no connection receives events at this URL' : 'no webhook at this URL'), req, res, logger);
       return done();
     }
     if (!('operation' in match)) {
@@ -40,6 +44,14 @@ export function webhookRequests(operations: Operations, ctx: ServiceContext, log
     }
     req.matched = match;
     inServerSpan(req, res, match.operation.operationId as string, match.operation.path, () => {
+      if (events) {
+        readBodyBytes(req)
+          .then((body) => deliverAppEvent(ctx, { receiverId: match.params.receiverId as string, headers: req.headers, body }))
+          .then((reply) => sendJson(res, 200, undefined, Buffer.from(JSON.stringify(reply))))
+          .catch((err: unknown) => replyWithError(err, req, res, logger))
+          .finally(done);
+        return;
+      }
       readBodyBytes(req)
         .then((body) =>
           deliverWebhook(ctx, {

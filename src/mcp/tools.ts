@@ -12,6 +12,7 @@ export const NOT_TOOLS: Readonly<Record<string, string>> = {
   streamWorkflowRunEvents: 'an event stream (Server-Sent Events); get_workflow_run with wait_seconds answers when the run ends',
   deliverWebhook: "a trigger's webhook receiver (outside /api/build, authorized by its URL's secret)",
   deliverWebhookPut: "a trigger's webhook receiver (outside /api/build, authorized by its URL's secret)",
+  deliverAppEvent: "a connection's receiver of an app's signed events (outside /api/build, authorized by the app's signature)",
 };
 
 /** The run reads that also take `wait_seconds` (answer when the run leaves queued/running). */

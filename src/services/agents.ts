@@ -270,13 +270,18 @@ export async function agentWithTriggerStatus(ctx: ServiceContext, record: AgentR
   if (known?.version === version) return known.view;
   const lastStarted = await ctx.store.runs.lastStartedBy(triggers.map((t) => t.id));
   const polls = new Map((await ctx.store.schedules.ofOwner(record.id)).filter((s) => s.kind === 'poll').map((s) => [s.trigger_id, s]));
+  const eventErrors = triggers.some((t) => t.kind === 'app_event') ? await ctx.store.appEvents.errors(record.id) : new Map();
   const withStatus = triggers.map((t) => {
     const poll = polls.get(t.id);
+    const lastFiredAt = lastStarted.get(t.id) ?? null;
+    // An app event's error stands until the trigger starts a run again.
+    const eventError = eventErrors.get(t.id);
+    const current = eventError && (lastFiredAt === null || eventError.at > lastFiredAt) ? eventError.error : null;
     return {
       ...t,
-      last_fired_at: lastStarted.get(t.id) ?? null,
+      last_fired_at: lastFiredAt,
       next_fire_at: poll?.next_due_at ? new Date(poll.next_due_at).toISOString() : null,
-      last_error: poll?.last_error ?? null,
+      last_error: poll?.last_error ?? current,
     };
   });
   const view = { json: JSON.stringify({ ...record.document, triggers: withStatus }), stable: {} };

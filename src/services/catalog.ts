@@ -27,7 +27,7 @@ export async function getCatalogApp(ctx: ServiceContext, who: Principal, slug: s
   const app = (await ctx.apps.of(who.workspaceId)).apps.get(slug);
   if (!app) throw notFound(`app '${slug}' not found; GET /api/build/catalog lists the apps`);
   const count = connectionsPerApp(await ctx.store.connections.list(who.workspaceId));
-  return { slug: app.slug, name: app.name, description: app.description, connections: count(app.slug), tools: app.tools };
+  return { slug: app.slug, name: app.name, description: app.description, connections: count(app.slug), tools: app.tools, events: app.events };
 }
 
 export async function listConnections(ctx: ServiceContext, who: Principal): Promise<Connection[]> {

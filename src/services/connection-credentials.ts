@@ -77,6 +77,7 @@ export function createCredentialSource(opts: {
       const { credentials } = await open(workspaceId, ref);
       switch (credentials.kind) {
         case 'none':
+        case 'signing_secret': // verifies what the app sends; its calls send nothing
           return {};
         case 'bearer':
           return { authorization: `Bearer ${credentials.token}` };

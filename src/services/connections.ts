@@ -2,12 +2,15 @@
 // send. The credentials are write-only: sealed with the secret box before they reach the store,
 // opened only for a call (connection-credentials.ts), shown only as their kind and the parts that
 // are not secret. A connection to an MCP app is checked when its credentials are written and when
-// asked (`test`): its status says whether the server answers tools/list with them.
+// asked (`test`): its status says whether the server answers tools/list with them. A connection of
+// an app whose events arrive signed over HTTP holds the signing secret and gets a receiving URL; a
+// new secret leaves the previous one verifying for a grace period (docs/triggers.md).
+import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import { credentialProblems, shownOf, type ConnectionStatus, type Credentials } from '../domain/connections';
 import { formatStamp } from '../domain/stamps';
 import { conflict, notFound } from '../errors';
-import { McpFailure } from '../apps/registry';
+import { eventReceiverOf, McpFailure } from '../apps/registry';
 import { CredentialsRefused, ToolError } from '../apps/types';
 import type { ConnectionRecord } from '../store/port';
 import { assertStampCurrent } from './concurrency';
@@ -21,18 +24,28 @@ type ConnectionCreate = components['schemas']['ConnectionCreate'];
 type ConnectionReplace = components['schemas']['ConnectionReplace'];
 
 /** What the connection use cases need (the command line's `connections add` has no more). */
-export type ConnectionContext = Pick<ServiceContext, 'store' | 'apps' | 'secrets'>;
+export type ConnectionContext = Pick<ServiceContext, 'store' | 'apps' | 'secrets' | 'publicBaseUrl'>;
 
 /** The most connections a workspace may have. */
 export const MAX_WORKSPACE_CONNECTIONS = 200;
 
-export function connectionView(c: ConnectionRecord): ConnectionView {
+/** How long a replaced signing secret still verifies, unless the replace says (previous_valid_for_seconds). */
+export const SIGNING_SECRET_GRACE_SECONDS = 86_400;
+
+/** The path of a connection's receiving URL. */
+export const receivePath = (receiverId: string) => `/events/${receiverId}`;
+
+/** Until when a rotated signing secret still verifies, or null when none does now. */
+const rotationEnd = (c: ConnectionRecord): string | null => (c.previous && c.previous.untilMs > Date.now() ? new Date(c.previous.untilMs).toISOString() : null);
+
+export function connectionView(c: ConnectionRecord, publicBaseUrl: string): ConnectionView {
   return {
     ref: c.ref,
     app: c.app,
     label: c.label,
+    receive_url: c.receiverId ? `${publicBaseUrl}${receivePath(c.receiverId)}` : null,
     status: c.status,
-    credentials: c.credentialsShown,
+    credentials: c.credentialsShown.kind === 'signing_secret' ? { ...c.credentialsShown, previous_valid_until: rotationEnd(c) } : c.credentialsShown,
     last_error: c.lastError,
     tested_at: c.testedAt,
     updated_at: formatStamp(c.stampMicros),
@@ -48,17 +61,40 @@ async function stored(ctx: ConnectionContext, who: Principal, ref: string): Prom
 }
 
 export async function getConnection(ctx: ConnectionContext, who: Principal, ref: string): Promise<ConnectionView> {
-  return connectionView(await stored(ctx, who, ref));
+  return connectionView(await stored(ctx, who, ref), ctx.publicBaseUrl);
 }
 
-const sealed = (ctx: ConnectionContext, who: Principal, ref: string, credentials: Credentials) =>
-  credentials.kind === 'none' ? null : ctx.secrets.seal(JSON.stringify(credentials), credentialsContext(who.workspaceId, ref));
+/** The credentials sealed (a signing secret without its replace's grace, which is no credential). */
+function sealed(ctx: ConnectionContext, who: Principal, ref: string, credentials: Credentials): string | null {
+  if (credentials.kind === 'none') return null;
+  const kept = credentials.kind === 'signing_secret' ? { kind: credentials.kind, secret: credentials.secret } : credentials;
+  return ctx.secrets.seal(JSON.stringify(kept), credentialsContext(who.workspaceId, ref));
+}
+
+/** Whether the workspace's app `app` is a built-in one that receives its events over HTTP (its own app of that name is not). */
+function receives(apps: { isBuiltin(app: string): boolean }, app: string): boolean {
+  return apps.isBuiltin(app) && eventReceiverOf(app) !== undefined;
+}
+
+/** A receiving app's connection holds a signing secret, and only such a connection does. */
+function credentialsKindProblems(receiving: boolean, app: string, credentials: Credentials | undefined): { path: string; message: string }[] {
+  if (!credentials || receiving === (credentials.kind === 'signing_secret')) return [];
+  const message = receiving
+    ? `app '${app}' sends signed events: its connection holds the secret they are signed with ({ "kind": "signing_secret", "secret": "…" })`
+    : `only a connection of an app that sends signed events (github, stripe, slack, standard-webhooks) holds a signing_secret`;
+  return [{ path: 'body.credentials.kind', message }];
+}
+
+/** A receiver id: random, 160 bits, no secret (the signature is the proof). */
+const newReceiverId = () => `rcv_${crypto.randomBytes(20).toString('base64url')}`;
 
 export async function createConnection(ctx: ConnectionContext, who: Principal, body: ConnectionCreate): Promise<ConnectionView> {
   const apps = await ctx.apps.of(who.workspaceId);
+  const receiving = apps.apps.has(body.app) && receives(apps, body.app);
   rejectProblems([
     ...(apps.apps.has(body.app) ? [] : [{ path: 'body.app', message: `no app '${body.app}' in this workspace (GET /api/build/apps lists them)` }]),
     ...credentialProblems(body.credentials, 'body.credentials'),
+    ...credentialsKindProblems(receiving, body.app, body.credentials),
   ]);
   // Written first as unchecked (disconnected, never tested), then checked with what was stored:
   // the check reads the credentials as every call does.
@@ -73,6 +109,7 @@ export async function createConnection(ctx: ConnectionContext, who: Principal, b
       sealedCredentials: sealed(ctx, who, body.ref, body.credentials),
       lastError: 'not checked yet',
       testedAt: null,
+      receiverId: receiving ? newReceiverId() : null,
     },
     MAX_WORKSPACE_CONNECTIONS,
   );
@@ -83,7 +120,7 @@ export async function createConnection(ctx: ConnectionContext, who: Principal, b
         : `this workspace has reached its limit of ${MAX_WORKSPACE_CONNECTIONS} connections`,
     );
   }
-  return connectionView(await recordCheck(ctx, who, outcome.record));
+  return connectionView(await recordCheck(ctx, who, outcome.record), ctx.publicBaseUrl);
 }
 
 export async function replaceConnection(
@@ -99,8 +136,9 @@ export async function replaceConnection(
     ...(body.ref === ref ? [] : [{ path: 'body.ref', message: `a connection's ref does not change (this one is '${ref}')` }]),
     ...(body.app === current.app ? [] : [{ path: 'body.app', message: `a connection does not move between apps (this one is '${current.app}''s)` }]),
     ...(body.credentials ? credentialProblems(body.credentials, 'body.credentials') : []),
+    ...credentialsKindProblems(current.receiverId !== null, current.app, body.credentials),
   ]);
-  const credentials = body.credentials ? { sealedCredentials: sealed(ctx, who, ref, body.credentials), credentialsShown: shownOf(body.credentials) } : {};
+  const credentials = body.credentials ? newCredentials(ctx, who, current, body.credentials) : {};
   const write = body.credentials
     ? { label: body.label ?? null, status: 'disconnected' as const, lastError: 'not checked yet', testedAt: null, ...credentials }
     : { label: body.label ?? null, status: current.status, lastError: current.lastError, testedAt: current.testedAt };
@@ -111,7 +149,24 @@ export async function replaceConnection(
       `the connection changed while it was being replaced (now "${formatStamp(outcome.current.stampMicros)}"); read it again and rebase your change`,
     );
   }
-  return connectionView(body.credentials ? await recordCheck(ctx, who, outcome.record) : outcome.record);
+  return connectionView(body.credentials ? await recordCheck(ctx, who, outcome.record) : outcome.record, ctx.publicBaseUrl);
+}
+
+/**
+ * What a replace with `credentials` writes: them, sealed, and for a signing secret that changes, the
+ * one it replaces (still verifying until its grace period ends).
+ */
+function newCredentials(ctx: ConnectionContext, who: Principal, current: ConnectionRecord, credentials: Credentials) {
+  let previous: ConnectionRecord['previous'] = null;
+  if (credentials.kind === 'signing_secret' && current.sealedCredentials !== null) {
+    const graceMs = (credentials.previous_valid_for_seconds ?? SIGNING_SECRET_GRACE_SECONDS) * 1000;
+    const was = JSON.parse(ctx.secrets.open(current.sealedCredentials, credentialsContext(who.workspaceId, current.ref))) as Credentials;
+    const changed = was.kind === 'signing_secret' && was.secret !== credentials.secret;
+    if (changed && graceMs > 0) previous = { sealed: current.sealedCredentials, untilMs: Date.now() + graceMs };
+    // The same secret again: the rotation under way (if any) goes on.
+    else if (!changed) previous = current.previous;
+  }
+  return { sealedCredentials: sealed(ctx, who, current.ref, credentials), credentialsShown: shownOf(credentials), previous };
 }
 
 export async function deleteConnection(ctx: ConnectionContext, who: Principal, ref: string, ifMatch: string): Promise<void> {
@@ -125,7 +180,7 @@ export async function deleteConnection(ctx: ConnectionContext, who: Principal, r
 }
 
 export async function testConnection(ctx: ConnectionContext, who: Principal, ref: string): Promise<ConnectionView> {
-  return connectionView(await recordCheck(ctx, who, await stored(ctx, who, ref)));
+  return connectionView(await recordCheck(ctx, who, await stored(ctx, who, ref)), ctx.publicBaseUrl);
 }
 
 /** Checks the connection against its app now and records the outcome. */

@@ -1,5 +1,6 @@
 // Housekeeping off the request path: rows that have served their purpose are deleted in small
-// batches on a timer, so no request ever waits for a large delete: webhook delivery ids and
+// batches on a timer, so no request ever waits for a large delete: webhook and app-event delivery
+// ids past EVENT_KEPT_MS (8 days; a webhook's repeat window is the first 24 hours of it),
 // idempotency keys past their 24-hour window, retired webhook secrets after RETIRED_SECRET_KEEP_MS
 // (their old URLs then answer 404 rather than 410), and finished runs (with their events and
 // approvals) older than the retention age, and the versions of agents, workflows and skills beyond the
@@ -8,7 +9,7 @@
 import type { Logger } from '../log';
 import type { Store } from '../store/port';
 import { IDEMPOTENCY_WINDOW_MS } from './idempotency';
-import { REPEAT_WINDOW_MS } from './webhook-deliveries';
+import { EVENT_KEPT_MS } from './app-events';
 
 export const MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const DEFAULT_RUN_RETENTION_MS = 30 * 86_400_000;
@@ -50,7 +51,7 @@ export function startMaintenance(store: Store, logger: Logger, opts: Maintenance
   let running: Promise<void> | null = null;
   async function pass(nowMs: number): Promise<void> {
     const before = (ms: number) => new Date(nowMs - ms).toISOString();
-    const deliveries = await inBatches(BATCH, (n) => store.webhooks.pruneDeliveries(before(REPEAT_WINDOW_MS), n));
+    const deliveries = await inBatches(BATCH, (n) => store.webhooks.pruneDeliveries(before(EVENT_KEPT_MS), n));
     const keys = await inBatches(BATCH, (n) => store.idempotency.prune(before(IDEMPOTENCY_WINDOW_MS), n));
     const retired = await inBatches(BATCH, (n) => store.webhooks.pruneRetired(before(RETIRED_SECRET_KEEP_MS), n));
     const runs = await inBatches(RUN_BATCH, (n) => store.runs.pruneFinished(before(retention), n));

@@ -54,7 +54,7 @@ export async function callWorkflowTool(
   const run = workflowRun(record, resolved.input, stepAgents, { workspaceId: caller.workspaceId, startedBy: caller.startedBy, source: 'tool' });
   const { id, outcome } = await acceptRun(
     ctx,
-    { ...run, request: { input: resolved.input, parent }, parent: { runId: caller.runId }, visibleTo: caller.visibleTo },
+    { ...run, request: { input: resolved.input, parent, event_chain: caller.eventChain }, parent: { runId: caller.runId }, visibleTo: caller.visibleTo },
     ctx.lendRunWorker() ?? ctx.reserveRunWorker(),
   );
   call.started(id);

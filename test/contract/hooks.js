@@ -6,8 +6,10 @@
 //    default; every 4xx that a request can provoke is exercised here),
 //  - validate every real reply (status, headers, body) against the spec with openapi-backend.
 'use strict';
+const crypto = require('node:crypto');
 const http = require('node:http');
 const hooks = require('hooks');
+const { Webhook } = require('standardwebhooks');
 const { localIssuerFromKey, openLocalIssuer } = require('../../dist/src/auth/local-issuer');
 const { loadSpec } = require('../../dist/src/http/spec');
 const { createContractValidator, contractViolation } = require('../../dist/src/http/openapi');
@@ -51,6 +53,7 @@ async function prepare(t) {
   if (status === 304) return prepareNotModified(t);
   if (status === 406) return prepareNotAcceptable(t);
   if (summary.startsWith('Deliver webhook')) return prepareDelivery(t, status);
+  if (summary === "Deliver an app's event") return prepareAppEvent(t, status);
   if (status === 429 && !summary.startsWith('Follow')) return prepareQuotaSpent(t);
   if (summary.startsWith('List') && summary.endsWith('runs')) return prepareRunList(t, status);
   if (DOCUMENT_LISTS.has(summary) && (status === 200 || status === 400)) return prepareDocumentList(t, status);
@@ -717,6 +720,61 @@ async function prepareDelivery(t, status) {
   if (status === 404) path = path.replace(/[^/]+$/, 'whk_wrong-secret');
   if (status === 413) req.body = 'x'.repeat(70 * 1024);
   if (status === 429) await exhaust(path);
+  setUri(t, path);
+}
+
+// Two standard-webhooks connections, each with an active agent listening to every event: one
+// delivered to as the transaction asks, one whose trigger is sent deliveries until its rate is spent.
+let eventReceivers;
+function appEventReceivers() {
+  eventReceivers ??= (async () => {
+    const secret = `whsec_${crypto.randomBytes(24).toString('base64')}`;
+    const urls = {};
+    for (const name of ['open', 'limited']) {
+      const ref = `sw:contract-${name}`;
+      const connection = await api('PUT', '/connections', { ref, app: 'standard-webhooks', credentials: { kind: 'signing_secret', secret } });
+      urls[name] = new URL(connection.data.receive_url).pathname;
+      const slug = `events-contract-${name}`;
+      const trigger = { kind: 'app_event', name: 'Any', app: 'standard-webhooks', event: '*', connection: ref };
+      const created = await api('PUT', '/agents', { ...JSON.parse(exampleAgent), slug, triggers: [trigger] });
+      await api('POST', `/agents/${slug}/status`, { status: 'active' }, { 'If-Match': created.etag });
+    }
+    return { urls, signer: new Webhook(secret) };
+  })();
+  return eventReceivers;
+}
+
+/** A delivery of `body` signed as a Standard Webhooks sender signs it, with a fresh id. */
+function signedEvent(signer, body) {
+  const id = `msg_${crypto.randomUUID()}`;
+  const at = new Date();
+  return { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': signer.sign(id, at, body) };
+}
+
+async function prepareAppEvent(t, status) {
+  const req = t.request;
+  const { urls, signer } = await appEventReceivers();
+  if (status >= 400) t.skip = false;
+  delete req.headers.Authorization; // the signature is the credential
+  for (const name of Object.keys(req.headers)) if (/^webhook-/i.test(name)) delete req.headers[name];
+  req.headers['Content-Type'] = 'application/json';
+  req.body = status === 413 ? JSON.stringify({ type: 'big', padding: 'x'.repeat(70 * 1024) }) : JSON.stringify({ type: 'invoice.paid', data: { id: 'in_1' } });
+  Object.assign(req.headers, signedEvent(signer, req.body));
+  if (status === 401) req.headers['webhook-signature'] = `v1,${Buffer.alloc(32).toString('base64')}`;
+  let path = urls[status === 429 ? 'limited' : 'open'];
+  if (status === 404) path = '/events/rcv_unknown';
+  if (status === 429) {
+    for (let i = 0; ; i++) {
+      const res = await fetch(`${baseUrl}${path}`, {
+        method: 'POST',
+        body: req.body,
+        headers: { 'content-type': 'application/json', ...signedEvent(signer, req.body) },
+      });
+      if (res.status === 429) break;
+      if (i > 1000) throw new Error('the rate limit never answered 429');
+    }
+    Object.assign(req.headers, signedEvent(signer, req.body));
+  }
   setUri(t, path);
 }
 

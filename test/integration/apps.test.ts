@@ -66,8 +66,12 @@ test('an app is created, listed beside the built-in ones, refreshed into tools t
   const listed = await call('GET', '/api/build/apps');
   expect(listed.body.data.map((a: { slug: string; builtin: boolean }) => `${a.slug}:${a.builtin}`)).toEqual([
     'core:true',
+    'github:true',
     'http:true',
     'kv:true',
+    'slack:true',
+    'standard-webhooks:true',
+    'stripe:true',
     'time:true',
     'tracker:false',
   ]);
@@ -276,7 +280,16 @@ test('what still uses an app or a connection keeps it; another workspace sees no
   const other = t.token({ user: 'bob', workspace: 'other-ws' });
   expect((await call('GET', '/api/build/apps/guarded', undefined, {}, other)).status).toBe(404);
   expect((await call('GET', '/api/build/connections', undefined, {}, other)).body.data).toEqual([]);
-  expect((await call('GET', '/api/build/apps', undefined, {}, other)).body.data.map((a: { slug: string }) => a.slug)).toEqual(['core', 'http', 'kv', 'time']);
+  expect((await call('GET', '/api/build/apps', undefined, {}, other)).body.data.map((a: { slug: string }) => a.slug)).toEqual([
+    'core',
+    'github',
+    'http',
+    'kv',
+    'slack',
+    'standard-webhooks',
+    'stripe',
+    'time',
+  ]);
 });
 
 test("the outbound address rule holds for an app's server: a loopback server is refused when private addresses are not allowed", async () => {

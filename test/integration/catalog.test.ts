@@ -19,6 +19,10 @@ test('the catalog lists the built-in model, apps with tool and connection counts
       { slug: 'http', name: 'HTTP', connections: 0, tools: 1 },
       { slug: 'kv', name: 'Key-value store', connections: 2, tools: 4 },
       { slug: 'time', name: 'Time', connections: 0, tools: 1 },
+      { slug: 'github', name: 'GitHub', connections: 0, tools: 0 },
+      { slug: 'stripe', name: 'Stripe', connections: 0, tools: 0 },
+      { slug: 'slack', name: 'Slack', connections: 0, tools: 0 },
+      { slug: 'standard-webhooks', name: 'Standard Webhooks', connections: 0, tools: 0 },
     ],
     // The marketplace: the repository's skills/ (SKILLS_DIR unset).
     skills: ['careful-writes', 'http-requests', 'kv-records', 'workflow-delegation'].map((slug) => ({
@@ -47,9 +51,9 @@ test('an app lists its tools with flags and argument schemas', async () => {
 });
 
 test('an unknown app is 404', async () => {
-  const res = await t.client().GET('/api/build/catalog/apps/{app}', { params: { path: { app: 'github' } } });
+  const res = await t.client().GET('/api/build/catalog/apps/{app}', { params: { path: { app: 'gitlab' } } });
   expect(res.response.status).toBe(404);
-  expect(res.error).toEqual({ error: "app 'github' not found; GET /api/build/catalog lists the apps" });
+  expect(res.error).toEqual({ error: "app 'gitlab' not found; GET /api/build/catalog lists the apps" });
 });
 
 test('connections are per workspace, ordered by ref', async () => {

@@ -63,6 +63,7 @@ async function oauthConnection(ws: string, ref: string, clientSecret: string) {
       sealedCredentials: secrets.seal(JSON.stringify(credentials), credentialsContext(ws, ref)),
       lastError: null,
       testedAt: null,
+      receiverId: null,
     },
     100,
   );

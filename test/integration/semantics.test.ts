@@ -15,12 +15,12 @@ afterAll(() => t.close());
 const badAgent = () => ({
   ...minimalAgent('Bad'),
   model: 'gpt-unknown',
-  tools: { apps: ['kv', 'github'], connections: ['kv-main', 'gone'], disabled_tools: [], approval: 'write' as const },
+  tools: { apps: ['kv', 'gitlab'], connections: ['kv-main', 'gone'], disabled_tools: [], approval: 'write' as const },
   triggers: [{ kind: 'poll' as const, name: 'P', tool: 'kv.set', cron: '*/5 * * * *', timezone: 'Mars/Base' }],
 });
 const EXPECTED = [
   "body.model: 'gpt-unknown' is not a model of the catalog; GET /api/build/catalog lists them",
-  "body.tools.apps[1]: 'github' is not an app of the catalog; GET /api/build/catalog lists them",
+  "body.tools.apps[1]: 'gitlab' is not an app of the catalog; GET /api/build/catalog lists them",
   "body.tools.connections[1]: 'gone' is not a connection of this workspace; GET /api/build/connections lists them",
   "body.triggers[0].tool: 'kv.set' is not read-only; a poll trigger's detector must be a read-only tool",
   "body.triggers[0].timezone: 'Mars/Base' is not an IANA timezone (such as Europe/Berlin or UTC)",

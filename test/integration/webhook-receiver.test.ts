@@ -2,6 +2,7 @@
 // (404, 405, 409, 410, 413, 401, 429, credits) and repeated delivery ids; what reaches the run.
 // (test/reliability/webhooks.test.ts does the main path against a real server process.)
 import crypto from 'node:crypto';
+import { EVENT_KEPT_MS } from '../../src/services/app-events';
 import { startService, type TestService } from '../helpers/service';
 import { storedValue } from '../helpers/stored';
 import { minimalAgent, replaceBody } from '../helpers/fixtures';
@@ -206,12 +207,12 @@ describe('repeated deliveries', () => {
   });
 });
 
-test('delivery ids past the 24-hour window are pruned off the request path; the id then starts a new run', async () => {
+test('delivery ids are pruned off the request path once EVENT_KEPT_MS (8 days) old; the id then starts a new run', async () => {
   const { url, triggerId } = await hookedAgent();
   const first = (await (await post(url, '{}', { 'webhook-id': 'old-1' })).json()) as { data: { run_id: string } };
-  await t.service.maintenance.runOnce(Date.now() + 24 * 3600_000 - 60_000); // not yet a day old
+  await t.service.maintenance.runOnce(Date.now() + EVENT_KEPT_MS - 60_000); // not yet 8 days old
   expect(((await (await post(url, '{}', { 'webhook-id': 'old-1' })).json()) as { data: { run_id: string } }).data.run_id).toBe(first.data.run_id);
-  await t.service.maintenance.runOnce(Date.now() + 24 * 3600_000 + 60_000);
+  await t.service.maintenance.runOnce(Date.now() + EVENT_KEPT_MS + 60_000);
   const later = (await (await post(url, '{}', { 'webhook-id': 'old-1' })).json()) as { data: { run_id: string } };
   expect(later.data.run_id).not.toBe(first.data.run_id);
   expect(await runsOfTrigger(triggerId)).toBe(2);

@@ -74,6 +74,8 @@ const agentHints: Hints = {
   '.triggers[].cron': fc.constantFrom('*/5 * * * *', '0 9 * * MON'),
   '.triggers[].timezone': fc.constantFrom('UTC', 'America/New_York'),
   '.triggers[].app': fc.constant('kv'),
+  // Events the kv app declares (or their family): an app_event trigger must name one.
+  '.triggers[].event': fc.constantFrom('key.set', 'key.deleted', 'key'),
   '.triggers[].connection': fc.constant('kv-main'),
 };
 

@@ -4,6 +4,7 @@
 // another once their lease passes (credits exact), a write on one visible to the next read on any
 // other, tokens verified by all, and a run's events streamed by a replica that does not execute it.
 // (Always on PostgreSQL, whatever TEST_STORE says: only it has replicas.)
+import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fs from 'node:fs';
@@ -57,6 +58,8 @@ beforeAll(async () => {
     HTTP_TOOL_ALLOW_PRIVATE: 'true',
     DEFAULT_CREDITS: String(INITIAL_CREDITS),
     RUN_WORKERS: '8',
+    // One key for the secrets every replica seals and opens (connections' signing secrets), as deployed.
+    SECRETS_KEY: crypto.randomBytes(32).toString('base64'),
     // Only the quota case validates: its callers' validations are counted across the replicas.
     RATE_LIMIT_WINDOW_SECONDS: '3600',
     RATE_LIMIT_CALLER_VALIDATIONS: String(VALIDATIONS_QUOTA),
@@ -296,6 +299,54 @@ test('an MCP client whose every request goes to another replica: builds, replace
   }
   expect(served.size).toBe(replicas.length);
   await Promise.all([v2.close(), v1.close()]);
+});
+
+test('app events across the replicas: one signed delivery sent 30 times at once over them starts one run per trigger; kv events run once each', async () => {
+  const workspace = 'ws-events';
+  const client = (i: number) => replicas[i % replicas.length]!.client(replicas[0]!.token({ workspace }));
+  const connection = await client(0).PUT('/api/build/connections', {
+    body: { ref: 'github:replicas', app: 'github', credentials: { kind: 'signing_secret', secret: 'replica-secret' } },
+  });
+  const receivePath = new URL(connection.data!.data.receive_url!).pathname;
+  await client(1).PUT('/api/build/connections', { body: { ref: 'kv:replicas', app: 'kv', credentials: { kind: 'none' } } });
+  const created = await client(2).PUT('/api/build/agents', {
+    body: {
+      ...minimalAgent('Replica listener'),
+      max_steps: 8,
+      tools: { apps: ['kv'], connections: 'all', disabled_tools: [], approval: 'destructive' },
+      triggers: [
+        { kind: 'app_event', name: 'Pushes', app: 'github', event: 'push', connection: 'github:replicas' },
+        { kind: 'app_event', name: 'All GitHub', app: 'github', event: '*', connection: 'github:replicas' },
+        { kind: 'app_event', name: 'Keys', app: 'kv', event: 'key.set', connection: 'kv:replicas', key_prefix: 'job/' },
+      ],
+    },
+  });
+  const agent = created.data!.data.document;
+  await client(0).POST('/api/build/agents/{ref}/status', {
+    params: { path: { ref: agent.id }, header: { 'If-Match': created.response.headers.get('etag')! } },
+    body: { status: 'active' },
+  });
+  const body = JSON.stringify({ ref: 'refs/heads/main' });
+  const headers = {
+    'content-type': 'application/json',
+    'x-github-event': 'push',
+    'x-github-delivery': 'replicated-delivery-1',
+    'x-hub-signature-256': `sha256=${crypto.createHmac('sha256', 'replica-secret').update(body).digest('hex')}`,
+  };
+  const replies = await Promise.all(
+    Array.from({ length: 30 }, (_, i) => fetch(`${replicas[i % replicas.length]!.baseUrl}${receivePath}`, { method: 'POST', headers, body })),
+  );
+  expect(replies.map((r) => r.status)).toEqual(Array(30).fill(200));
+  const [pushes, all, keys] = agent.triggers.map((t) => t.id);
+  const runsOf = (trigger: string | undefined) => count('SELECT COUNT(*) AS n FROM runs WHERE trigger_id = $1', [trigger]);
+  expect([await runsOf(pushes), await runsOf(all)]).toEqual([1, 1]);
+  // Five keys written by one run: every replica's dispatcher looks for them; each starts one run.
+  const writes = Array.from({ length: 5 }, (_, i) => `/call kv.set {"key":"job/${i}","value":${i}}`).join('\n');
+  await client(1).POST('/api/build/agents/{ref}/test', { params: { path: { ref: agent.slug } }, body: { prompt: writes } });
+  await until('five kv runs', async () => (await runsOf(keys)) >= 5);
+  await new Promise((resolve) => setTimeout(resolve, 1500)); // every replica's dispatcher has looked again
+  expect(await runsOf(keys)).toBe(5);
+  expect(await count('SELECT COUNT(*) AS n FROM app_events_pending WHERE workspace_id = $1', [workspace])).toBe(0);
 });
 
 test('a replica killed mid-run: another fails its runs once their lease passes, their credits returned exactly; queued ones still run once', async () => {

@@ -107,6 +107,7 @@ describe.each(adapters)('$name: apps and connections', (adapter) => {
     sealedCredentials: sealed,
     lastError: null,
     testedAt: '2026-11-26T10:00:00.000Z',
+    receiverId: null,
   });
 
   test("connections: created within the limit, once per ref; read with their sealed credentials; listed in the description's shape", async () => {

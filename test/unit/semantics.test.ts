@@ -35,9 +35,9 @@ describe('agent rules', () => {
   });
 
   test('model, apps, disabled tools and connections must exist', () => {
-    expect(agentProblems({ model: 'gpt-9', tools: { apps: ['github'], connections: ['nope'], disabled_tools: ['kv.drop'], approval: 'write' } })).toEqual([
+    expect(agentProblems({ model: 'gpt-9', tools: { apps: ['gitlab'], connections: ['nope'], disabled_tools: ['kv.drop'], approval: 'write' } })).toEqual([
       "body.model: 'gpt-9' is not a model of the catalog; GET /api/build/catalog lists them",
-      "body.tools.apps[0]: 'github' is not an app of the catalog; GET /api/build/catalog lists them",
+      "body.tools.apps[0]: 'gitlab' is not an app of the catalog; GET /api/build/catalog lists them",
       "body.tools.disabled_tools[0]: 'kv.drop' is not a tool of the catalog (GET /api/build/catalog/apps/{app} lists an app's tools)",
       "body.tools.connections[0]: 'nope' is not a connection of this workspace; GET /api/build/connections lists them",
     ]);
@@ -75,13 +75,17 @@ describe('agent rules', () => {
     ]);
   });
 
-  test('app_event triggers: the app exists and the connection is one of that app', () => {
-    const event = (app: string, connection: string) => ({ kind: 'app_event' as const, name: 'E', app, event: 'changed', connection });
-    expect(agentProblems({ triggers: [event('kv', 'kv-main')] })).toEqual([]);
-    expect(agentProblems({ triggers: [event('github', 'gh'), event('kv', 'web')] })).toEqual([
-      "body.triggers[0].app: 'github' is not an app of the catalog; GET /api/build/catalog lists them",
+  test('app_event triggers: the app exists and declares the event (or its family), and the connection is one of that app', () => {
+    const event = (app: string, connection: string, name = 'key.set') => ({ kind: 'app_event' as const, name: 'E', app, event: name, connection });
+    expect(agentProblems({ triggers: [event('kv', 'kv-main'), event('kv', 'kv-main', 'key.deleted'), event('kv', 'kv-main', 'key')] })).toEqual([]);
+    expect(
+      agentProblems({ triggers: [event('gitlab', 'gh'), event('kv', 'web'), event('kv', 'kv-main', 'changed'), event('kv', 'kv-main', 'key.se')] }),
+    ).toEqual([
+      "body.triggers[0].app: 'gitlab' is not an app of the catalog; GET /api/build/catalog lists them",
       "body.triggers[0].connection: 'gh' is not a connection of this workspace; GET /api/build/connections lists them",
       "body.triggers[1].connection: 'web' is a connection of app 'http', not of 'kv'",
+      "body.triggers[2].event: 'changed' is not an event of app 'kv' (its events: key.set, key.deleted)",
+      "body.triggers[3].event: 'key.se' is not an event of app 'kv' (its events: key.set, key.deleted)",
     ]);
   });
 

@@ -39,6 +39,12 @@ export interface RunExecutorOptions {
   childWorkflows?: ChildWorkflows;
 }
 
+/** How many app events led to the run (services/app-events.ts): its request says, when one did. */
+const eventChainOf = (run: QueuedRun): number => {
+  const chain = (run.request as { event_chain?: unknown } | null)?.event_chain;
+  return typeof chain === 'number' ? chain : 0;
+};
+
 /** Executes a claimed run and records its end (or its parking); never rejects for the run's own failure. */
 export type RunExecutor = (run: QueuedRun) => Promise<void>;
 
@@ -47,12 +53,13 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
   const { logger } = opts;
 
   /** What a run's tool calls get: one rendering budget for the whole run (its agent steps included). */
-  const toolContext = (workspaceId: string): ToolContext => ({
-    workspaceId,
+  const toolContext = (run: QueuedRun): ToolContext => ({
+    workspaceId: run.workspaceId,
     kv: opts.kv,
     http: opts.http,
     limits: opts.limits,
     budget: renderBudget(opts.limits),
+    eventChain: eventChainOf(run),
   });
 
   /** The calls of `agent`'s workflow tools in `run` start child runs of it (as its agent, in its chain). */
@@ -67,6 +74,7 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
       visibleTo: run.visibleTo ?? (run.source === 'test' ? run.startedBy : null),
       team: agent.space.team,
       position: positionOf(run.kind, (run.snapshot as { slug: string }).slug, parent),
+      eventChain: eventChainOf(run),
     };
   };
 
@@ -89,7 +97,7 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
       {
         models: opts.models,
         apps: await opts.apps.of(run.workspaceId),
-        ...(await agentSetting(run, agent, toolContext(run.workspaceId))),
+        ...(await agentSetting(run, agent, toolContext(run))),
         // The first step was reserved when the run was accepted; later ones are paid as they come.
         chargeStep: account.charge,
         onProgress: account.progress as (state: AgentRunState) => Promise<void>,
@@ -106,7 +114,7 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
   async function executeWorkflowRun(run: QueuedRun, account: CreditLedger): Promise<string> {
     const workflow = run.snapshot as Workflow;
     const { input } = run.request as { input: Record<string, unknown> };
-    const tools = toolContext(run.workspaceId);
+    const tools = toolContext(run);
     const apps = await opts.apps.of(run.workspaceId);
     const runAgentStep = async (slug: string, prompt: string): Promise<StepOutcome> => {
       // The agent as it was stored when the run was accepted (checked then: it exists and is not archived).

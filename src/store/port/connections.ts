@@ -17,16 +17,21 @@ export interface ConnectionRecord {
   stampMicros: number;
   /** The access token held, sealed, and when it expires. */
   token: { sealed: string; expiresAtMs: number } | null;
+  /** Where its app's signed events arrive (`/events/<receiverId>`), or null: the app sends none over HTTP. */
+  receiverId: string | null;
+  /** A rotated signing secret that still verifies (sealed as the credentials were) until `untilMs`, or null. */
+  previous: { sealed: string; untilMs: number } | null;
 }
 
 /** What a create writes (a replace: all but `ref` and `app`, which stay). */
-export type ConnectionWrite = Omit<ConnectionRecord, 'stampMicros' | 'token'>;
+export type ConnectionWrite = Omit<ConnectionRecord, 'stampMicros' | 'token' | 'previous'>;
 
 export interface SealedConnectionValues {
   workspaceId: string;
   ref: string;
   credentials: string | null;
   token: string | null;
+  previous: string | null;
 }
 
 export type ConnectionCreateOutcome = { ok: true; record: ConnectionRecord } | { ok: false; reason: 'ref_taken' | 'limit_reached' };
@@ -38,6 +43,8 @@ export interface ConnectionRepository {
   /** Adds a connection without credentials, or sets the one with its ref (the command line's `connections add`). */
   upsert(workspaceId: string, connection: Connection): Promise<void>;
   get(workspaceId: string, ref: string): Promise<ConnectionRecord | null>;
+  /** The connection that receives events at `/events/<receiverId>`, with its workspace, or null. */
+  byReceiver(receiverId: string): Promise<{ workspaceId: string; record: ConnectionRecord } | null>;
   /** Adds the connection unless its ref is taken or the workspace holds `limit` connections. */
   create(workspaceId: string, write: ConnectionWrite, limit: number): Promise<ConnectionCreateOutcome>;
   /**
@@ -48,9 +55,11 @@ export interface ConnectionRepository {
     workspaceId: string,
     ref: string,
     expectedStamp: number,
-    write: Omit<ConnectionWrite, 'ref' | 'app' | 'sealedCredentials' | 'credentialsShown'> & {
+    write: Omit<ConnectionWrite, 'ref' | 'app' | 'sealedCredentials' | 'credentialsShown' | 'receiverId'> & {
       sealedCredentials?: string | null;
       credentialsShown?: CredentialsShown;
+      /** With new credentials: the rotated secret that keeps verifying (null: none does). Ignored without them. */
+      previous?: ConnectionRecord['previous'];
     },
   ): Promise<ConnectionReplaceOutcome>;
   /** Records a check's outcome (a new stamp: the connection reads otherwise). Null when the connection is gone. */
@@ -73,7 +82,7 @@ export interface ConnectionRepository {
    */
   sealedValues(after: { workspaceId: string; ref: string } | null, limit: number): Promise<SealedConnectionValues[]>;
   /** Replaces a sealed value if it is still `from` (one conditional write); whether it did. */
-  replaceSealed(workspaceId: string, ref: string, which: 'credentials' | 'token', from: string, to: string): Promise<boolean>;
+  replaceSealed(workspaceId: string, ref: string, which: 'credentials' | 'token' | 'previous', from: string, to: string): Promise<boolean>;
   /** Keeps a renewed access token (sealed) and releases the claim. */
   storeToken(workspaceId: string, ref: string, sealed: string, expiresAtMs: number): Promise<void>;
 }

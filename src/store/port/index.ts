@@ -1,5 +1,6 @@
 // The store's port: the interfaces and types the services use. It imports no adapter; the
 // adapters (sqlite/, postgres/) implement it and store/open.ts picks one.
+export * from './app-events';
 export * from './apps';
 export * from './connections';
 export * from './documents';

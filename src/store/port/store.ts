@@ -1,5 +1,6 @@
 // The store as the services see it: one repository per aggregate. Two adapters implement it
 // (sqlite/, postgres/), and openStore (store/open.ts) picks one from the configuration.
+import type { AppEventRepository } from './app-events';
 import type { AppRepository } from './apps';
 import type { ConnectionRepository } from './connections';
 import type { AgentRepository, WorkflowRepository, WorkspaceRepository } from './documents';
@@ -22,6 +23,8 @@ export interface Store {
   workspaces: WorkspaceRepository;
   runs: RunRepository;
   kv: KvRepository;
+  /** The app_event triggers' listeners and the kv app's pending events. */
+  appEvents: AppEventRepository;
   webhooks: WebhookRepository;
   schedules: ScheduleRepository;
   idempotency: IdempotencyRepository;

@@ -14,6 +14,8 @@ const read = async (sql: Sql, ws: string, ref: string): Promise<ConnectionRecord
   return row ? connectionOfRow(row) : null;
 };
 
+// This function is long because it is one member per method of the port, each a statement or two
+// (the sealed values' methods are apart: secretMethods).
 export function pgConnectionRepository(db: PgDatabase, clock: StampClock): ConnectionRepository {
   return {
     list: (ws) => db.rows<Connection>('SELECT ref, app, label, status FROM connections WHERE workspace_id = $1 ORDER BY ref', [ws]),
@@ -25,6 +27,13 @@ export function pgConnectionRepository(db: PgDatabase, clock: StampClock): Conne
       );
     },
     get: (ws, ref) => read(db, ws, ref),
+    byReceiver: async (receiverId) => {
+      if (holdsNul(receiverId)) return null;
+      const row = await db.row<ConnectionRow & { workspace_id: string }>(`SELECT workspace_id, ${CONNECTION_COLUMNS} FROM connections WHERE receiver_id = $1`, [
+        receiverId,
+      ]);
+      return row ? { workspaceId: row.workspace_id, record: connectionOfRow(row) } : null;
+    },
     create: async (ws, w, limit) => {
       try {
         return await db.transaction(async (sql) => {
@@ -32,8 +41,8 @@ export function pgConnectionRepository(db: PgDatabase, clock: StampClock): Conne
           const { n } = (await sql.row<{ n: number }>('SELECT COUNT(*) AS n FROM connections WHERE workspace_id = $1', [ws]))!;
           if (n >= limit) return { ok: false, reason: 'limit_reached' as const };
           await sql.count(
-            `INSERT INTO connections (workspace_id, ref, app, label, status, created_at, credentials_shown, credentials_sealed, last_error, tested_at, stamp_us)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+            `INSERT INTO connections (workspace_id, ref, app, label, status, created_at, credentials_shown, credentials_sealed, last_error, tested_at, stamp_us, receiver_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
             [
               ws,
               w.ref,
@@ -46,6 +55,7 @@ export function pgConnectionRepository(db: PgDatabase, clock: StampClock): Conne
               w.lastError,
               w.testedAt,
               clock.next(),
+              w.receiverId,
             ],
           );
           return { ok: true as const, record: (await read(sql, ws, w.ref)) as ConnectionRecord };
@@ -61,6 +71,8 @@ export function pgConnectionRepository(db: PgDatabase, clock: StampClock): Conne
         `UPDATE connections SET label = $3, status = $4, last_error = $5, tested_at = $6,
            credentials_shown = COALESCE($7, credentials_shown),
            credentials_sealed = CASE WHEN $7::text IS NULL THEN credentials_sealed ELSE $8 END,
+           previous_sealed = CASE WHEN $7::text IS NULL THEN previous_sealed ELSE $11 END,
+           previous_until_ms = CASE WHEN $7::text IS NULL THEN previous_until_ms ELSE $12::bigint END,
            token_sealed = CASE WHEN $7::text IS NULL THEN token_sealed END,
            token_expires_ms = CASE WHEN $7::text IS NULL THEN token_expires_ms END,
            stamp_us = $9
@@ -76,6 +88,8 @@ export function pgConnectionRepository(db: PgDatabase, clock: StampClock): Conne
           w.sealedCredentials ?? null,
           clock.next(expected),
           expected,
+          w.previous?.sealed ?? null,
+          w.previous?.untilMs ?? null,
         ],
       );
       return changed === 1
@@ -98,6 +112,8 @@ export function pgConnectionRepository(db: PgDatabase, clock: StampClock): Conne
   };
 }
 
+const SEALED_COLUMN = { credentials: 'credentials_sealed', token: 'token_sealed', previous: 'previous_sealed' } as const;
+
 /** What a connection keeps sealed beyond its credentials: the access token, its renewal, and a key rotation's reseal. */
 function secretMethods(db: PgDatabase): Pick<ConnectionRepository, 'claimRenewal' | 'storeToken' | 'sealedValues' | 'replaceSealed'> {
   return {
@@ -109,15 +125,18 @@ function secretMethods(db: PgDatabase): Pick<ConnectionRepository, 'claimRenewal
       )) === 1,
     sealedValues: (after, limit) =>
       db.rows<SealedConnectionValues>(
-        `SELECT workspace_id AS "workspaceId", ref, credentials_sealed AS credentials, token_sealed AS token FROM connections
-         WHERE (workspace_id, ref) > ($1, $2) AND (credentials_sealed IS NOT NULL OR token_sealed IS NOT NULL) ORDER BY workspace_id, ref LIMIT $3`,
+        `SELECT workspace_id AS "workspaceId", ref, credentials_sealed AS credentials, token_sealed AS token, previous_sealed AS previous FROM connections
+         WHERE (workspace_id, ref) > ($1, $2) AND (credentials_sealed IS NOT NULL OR token_sealed IS NOT NULL OR previous_sealed IS NOT NULL)
+         ORDER BY workspace_id, ref LIMIT $3`,
         [after?.workspaceId ?? '', after?.ref ?? '', limit],
       ),
     replaceSealed: async (ws, ref, which, from, to) =>
-      (await db.count(
-        `UPDATE connections SET ${which === 'credentials' ? 'credentials_sealed' : 'token_sealed'} = $4 WHERE workspace_id = $1 AND ref = $2 AND ${which === 'credentials' ? 'credentials_sealed' : 'token_sealed'} = $3`,
-        [ws, ref, from, to],
-      )) === 1,
+      (await db.count(`UPDATE connections SET ${SEALED_COLUMN[which]} = $4 WHERE workspace_id = $1 AND ref = $2 AND ${SEALED_COLUMN[which]} = $3`, [
+        ws,
+        ref,
+        from,
+        to,
+      ])) === 1,
     storeToken: async (ws, ref, sealed, expires) => {
       await db.count('UPDATE connections SET token_sealed = $3, token_expires_ms = $4, renewing_until_ms = NULL WHERE workspace_id = $1 AND ref = $2', [
         ws,

@@ -81,7 +81,8 @@ function scheduleValues(declared: readonly DeclaredSchedule[], nowMs: number): R
  * An agent's trigger rows follow its document (as shared/triggers.ts plans them): dropped ones
  * deleted, their secrets' hashes retired (so an old URL is told apart from an unknown one); kept
  * ones inserted where new; a trigger given a new secret (@secret_*) takes it, its old hash retired;
- * an unsigned one's signing key cleared. A kept id that names another agent's trigger is left alone.
+ * an unsigned one's signing key cleared; an app_event trigger's row names its workspace, app and
+ * connection (triggers_listening: the AppEventRepository's index). A kept id that names another agent's trigger is left alone.
  * The rows that change are updated by a WHERE that finds only them (an upsert would lock every kept
  * row, a write each). A new trigger's row is its insert's: the update's snapshot does not hold it.
  */
@@ -98,11 +99,17 @@ const TRIGGER_CTES = `
     WHERE t.agent_id = @id AND t.secret_hash IS NOT NULL AND t.secret_hash <> s.hash AND ${WRITTEN}
     ON CONFLICT DO NOTHING),
   triggers_added AS (
-    INSERT INTO agent_triggers (id, agent_id, kind, secret_hash, secret_prefix, signing_secret)
-    SELECT k.id, @id::text, k.kind, s.hash, s.prefix, s.signing_secret
-    FROM unnest(@keep::text[], @kinds::text[]) AS k (id, kind) LEFT JOIN secrets AS s ON s.trigger_id = k.id
+    INSERT INTO agent_triggers (id, agent_id, kind, secret_hash, secret_prefix, signing_secret, workspace_id, event_app, event_connection)
+    SELECT k.id, @id::text, k.kind, s.hash, s.prefix, s.signing_secret, CASE WHEN k.app IS NOT NULL THEN @workspace::text END, k.app, k.conn
+    FROM unnest(@keep::text[], @kinds::text[], @event_app::text[], @event_connection::text[]) AS k (id, kind, app, conn)
+    LEFT JOIN secrets AS s ON s.trigger_id = k.id
     WHERE ${WRITTEN}
     ON CONFLICT (id) DO NOTHING),
+  triggers_listening AS (
+    UPDATE agent_triggers AS t SET workspace_id = @workspace::text, event_app = k.app, event_connection = k.conn
+    FROM unnest(@keep::text[], @event_app::text[], @event_connection::text[]) AS k (id, app, conn)
+    WHERE t.id = k.id AND t.agent_id = @id AND k.app IS NOT NULL AND ${WRITTEN}
+      AND (t.workspace_id, t.event_app, t.event_connection) IS DISTINCT FROM (@workspace::text, k.app, k.conn)),
   triggers_resecured AS (
     UPDATE agent_triggers AS t SET secret_hash = COALESCE(s.hash, t.secret_hash), secret_prefix = COALESCE(s.prefix, t.secret_prefix), signing_secret = s.signing_secret
     FROM unnest(@keep::text[]) AS k (id) LEFT JOIN secrets AS s ON s.trigger_id = k.id
@@ -110,10 +117,13 @@ const TRIGGER_CTES = `
       AND (s.trigger_id IS NOT NULL OR (t.id = ANY (@unsigned::text[]) AND t.signing_secret IS NOT NULL)))`;
 
 function triggerValues(doc: Agent | null, secrets: readonly SecretRow[], now: string): Record<string, unknown> {
-  const plan = doc ? triggerPlan(doc) : { keep: [], unsigned: [] };
+  const plan = doc ? triggerPlan(doc) : { keep: [], unsigned: [], events: [] };
+  const listening = new Map(plan.events.map((e) => [e.id, e]));
   return {
     keep: plan.keep.map((t) => t.id),
     kinds: plan.keep.map((t) => t.kind),
+    event_app: plan.keep.map((t) => listening.get(t.id)?.app ?? null),
+    event_connection: plan.keep.map((t) => listening.get(t.id)?.connection ?? null),
     unsigned: plan.unsigned,
     now,
     secret_id: secrets.map((s) => s.triggerId),

@@ -17,6 +17,7 @@ import { pgSkillRepository } from './skills';
 import { pgWebhookRepository } from './webhooks';
 import { pgIdempotencyRepository } from './idempotency';
 import { pgQuotaRepository } from './quotas';
+import { pgAppEventRepository } from './app-events';
 import { pgKvRepository } from './kv';
 import { pgRunRepository } from './runs';
 import { listenForNotifications } from './notifications';
@@ -50,6 +51,7 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
     workspaces: pgWorkspaceRepository(db),
     runs: pgRunRepository(db, notifications),
     kv: pgKvRepository(db),
+    appEvents: pgAppEventRepository(db),
     webhooks: pgWebhookRepository(db),
     schedules: pgScheduleRepository(db),
     idempotency: pgIdempotencyRepository(db),

@@ -40,10 +40,13 @@ export interface ConnectionRow {
   stamp_us: number;
   token_sealed: string | null;
   token_expires_ms: number | null;
+  receiver_id: string | null;
+  previous_sealed: string | null;
+  previous_until_ms: number | null;
 }
 
 export const CONNECTION_COLUMNS =
-  'ref, app, label, status, credentials_shown, credentials_sealed, last_error, tested_at, stamp_us, token_sealed, token_expires_ms';
+  'ref, app, label, status, credentials_shown, credentials_sealed, last_error, tested_at, stamp_us, token_sealed, token_expires_ms, receiver_id, previous_sealed, previous_until_ms';
 
 export function connectionOfRow(row: ConnectionRow): ConnectionRecord {
   return {
@@ -57,5 +60,7 @@ export function connectionOfRow(row: ConnectionRow): ConnectionRecord {
     testedAt: row.tested_at,
     stampMicros: Number(row.stamp_us),
     token: row.token_sealed === null || row.token_expires_ms === null ? null : { sealed: row.token_sealed, expiresAtMs: Number(row.token_expires_ms) },
+    receiverId: row.receiver_id,
+    previous: row.previous_sealed === null || row.previous_until_ms === null ? null : { sealed: row.previous_sealed, untilMs: Number(row.previous_until_ms) },
   };
 }

@@ -36,6 +36,16 @@ export const KV_SET_WITHIN_LIMIT = `INSERT INTO kv_entries (workspace_id, key, v
      OR (SELECT COUNT(*) FROM kv_entries WHERE workspace_id = @ws) < @limit
   ON CONFLICT (workspace_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`;
 
+/** A kv change's event, written only when a trigger of the workspace listens to the kv app (see KvWriteOrigin). */
+export const KV_EVENT = `INSERT INTO app_events_pending (id, workspace_id, app, event, payload, chain, created_at)
+  SELECT @event_id, @ws, 'kv', @event, @payload, CAST(@chain AS INTEGER), @now
+  WHERE EXISTS (SELECT 1 FROM agent_triggers WHERE workspace_id = @ws AND event_app = 'kv')`;
+
+/** An app_event trigger's row names its workspace, app and connection (set where they changed). */
+export const SET_TRIGGER_EVENT = `UPDATE agent_triggers SET workspace_id = @ws, event_app = @app, event_connection = @connection
+  WHERE id = @id AND agent_id = @agent
+    AND (workspace_id IS NOT @ws OR event_app IS NOT @app OR event_connection IS NOT @connection)`;
+
 /**
  * The due schedules, a fair share of each workspace: ranked within their workspace by due time, and
  * taken rank by rank (every workspace's soonest, then every workspace's second, …), so one workspace

@@ -8,6 +8,8 @@ import { CONNECTION_COLUMNS, connectionOfRow, type ConnectionRow } from '../shar
 import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
 
+// This function is long because it is one member per method of the port, each a statement or two
+// (the sealed values' methods are apart: secretMethods).
 export function connectionRepository(db: Db, commit: GroupCommit, clock: StampClock): ConnectionRepository {
   const list = db.prepare('SELECT ref, app, label, status FROM connections WHERE workspace_id = ? ORDER BY ref');
   const upsert = db.prepare(
@@ -15,16 +17,19 @@ export function connectionRepository(db: Db, commit: GroupCommit, clock: StampCl
      ON CONFLICT (workspace_id, ref) DO UPDATE SET app = excluded.app, label = excluded.label, status = excluded.status, stamp_us = excluded.stamp_us`,
   );
   const get = db.prepare(`SELECT ${CONNECTION_COLUMNS} FROM connections WHERE workspace_id = ? AND ref = ?`);
+  const byReceiver = db.prepare(`SELECT workspace_id, ${CONNECTION_COLUMNS} FROM connections WHERE receiver_id = ?`);
   const count = db.prepare('SELECT COUNT(*) FROM connections WHERE workspace_id = ?').pluck();
   const insert = db.prepare(
-    `INSERT INTO connections (workspace_id, ref, app, label, status, created_at, credentials_shown, credentials_sealed, last_error, tested_at, stamp_us)
-     VALUES (@ws, @ref, @app, @label, @status, @created, @shown, @sealed, @error, @tested, @stamp)`,
+    `INSERT INTO connections (workspace_id, ref, app, label, status, created_at, credentials_shown, credentials_sealed, last_error, tested_at, stamp_us, receiver_id)
+     VALUES (@ws, @ref, @app, @label, @status, @created, @shown, @sealed, @error, @tested, @stamp, @receiver)`,
   );
   // A null @shown keeps the stored credentials (and the token held with them).
   const update = db.prepare(
     `UPDATE connections SET label = @label, status = @status, last_error = @error, tested_at = @tested, stamp_us = @stamp,
        credentials_shown = COALESCE(@shown, credentials_shown),
        credentials_sealed = CASE WHEN @shown IS NULL THEN credentials_sealed ELSE @sealed END,
+       previous_sealed = CASE WHEN @shown IS NULL THEN previous_sealed ELSE @previous END,
+       previous_until_ms = CASE WHEN @shown IS NULL THEN previous_until_ms ELSE @previousUntil END,
        token_sealed = CASE WHEN @shown IS NULL THEN token_sealed END,
        token_expires_ms = CASE WHEN @shown IS NULL THEN token_expires_ms END
      WHERE workspace_id = @ws AND ref = @ref AND stamp_us = @expected`,
@@ -44,6 +49,10 @@ export function connectionRepository(db: Db, commit: GroupCommit, clock: StampCl
         upsert.run({ ws, ref: c.ref, app: c.app, label: c.label, status: c.status, created: new Date().toISOString(), stamp: clock.next() });
       }),
     get: async (ws, ref) => read(ws, ref),
+    byReceiver: async (receiverId) => {
+      const row = byReceiver.get(receiverId) as (ConnectionRow & { workspace_id: string }) | undefined;
+      return row ? { workspaceId: row.workspace_id, record: connectionOfRow(row) } : null;
+    },
     create: (ws, w, limit) =>
       commit.run(() => {
         if ((count.get(ws) as number) >= limit) return { ok: false, reason: 'limit_reached' as const };
@@ -60,6 +69,7 @@ export function connectionRepository(db: Db, commit: GroupCommit, clock: StampCl
           error: w.lastError,
           tested: w.testedAt,
           stamp: clock.next(),
+          receiver: w.receiverId,
         });
         return { ok: true as const, record: read(ws, w.ref) as ConnectionRecord };
       }),
@@ -76,6 +86,8 @@ export function connectionRepository(db: Db, commit: GroupCommit, clock: StampCl
           stamp: clock.next(expected),
           shown: w.credentialsShown === undefined ? null : JSON.stringify(w.credentialsShown),
           sealed: w.sealedCredentials ?? null,
+          previous: w.previous?.sealed ?? null,
+          previousUntil: w.previous?.untilMs ?? null,
         };
         return update.run(params).changes === 1
           ? { ok: true as const, record: read(ws, ref) as ConnectionRecord }
@@ -105,12 +117,14 @@ function secretMethods(db: Db, commit: GroupCommit): Pick<ConnectionRepository, 
     'UPDATE connections SET token_sealed = @sealed, token_expires_ms = @expires, renewing_until_ms = NULL WHERE workspace_id = @ws AND ref = @ref',
   );
   const sealedAfter = db.prepare(
-    `SELECT workspace_id AS workspaceId, ref, credentials_sealed AS credentials, token_sealed AS token FROM connections
-     WHERE (workspace_id, ref) > (@ws, @ref) AND (credentials_sealed IS NOT NULL OR token_sealed IS NOT NULL) ORDER BY workspace_id, ref LIMIT @limit`,
+    `SELECT workspace_id AS workspaceId, ref, credentials_sealed AS credentials, token_sealed AS token, previous_sealed AS previous FROM connections
+     WHERE (workspace_id, ref) > (@ws, @ref) AND (credentials_sealed IS NOT NULL OR token_sealed IS NOT NULL OR previous_sealed IS NOT NULL)
+     ORDER BY workspace_id, ref LIMIT @limit`,
   );
   const resealed = {
     credentials: db.prepare('UPDATE connections SET credentials_sealed = @to WHERE workspace_id = @ws AND ref = @ref AND credentials_sealed = @from'),
     token: db.prepare('UPDATE connections SET token_sealed = @to WHERE workspace_id = @ws AND ref = @ref AND token_sealed = @from'),
+    previous: db.prepare('UPDATE connections SET previous_sealed = @to WHERE workspace_id = @ws AND ref = @ref AND previous_sealed = @from'),
   };
   return {
     claimRenewal: (ws, ref, now, until, renewBefore) => commit.run(() => claim.run({ ws, ref, now, until, renewBefore }).changes === 1),

@@ -6,6 +6,7 @@ import { agentSchedules, workflowSchedules } from '../../domain/triggers';
 import type { StampClock } from '../../domain/stamps';
 import type { AgentRepository, SecretRow, WorkflowRepository, WorkspaceRepository } from '../port';
 import { listedName } from '../shared/documents';
+import { SET_TRIGGER_EVENT } from '../shared/statements';
 import { triggerPlan } from '../shared/triggers';
 import type { Db } from './database';
 import { createDocumentTable } from './document-table';
@@ -22,6 +23,7 @@ export function agentRepository(db: Db, commit: GroupCommit, clock: StampClock):
   const clearSigning = db.prepare('UPDATE agent_triggers SET signing_secret = NULL WHERE id = ? AND signing_secret IS NOT NULL');
   const triggerIds = db.prepare('SELECT id FROM agent_triggers WHERE agent_id = ?').pluck();
   const deleteTrigger = db.prepare('DELETE FROM agent_triggers WHERE id = ?');
+  const setTriggerEvent = db.prepare(SET_TRIGGER_EVENT);
   // A secret that stops opening its trigger is remembered (by hash), so a delivery to it is 410, not 404.
   const retire = db.prepare(
     `INSERT OR IGNORE INTO retired_webhook_secrets (secret_hash, trigger_id, reason, retired_at)
@@ -46,6 +48,7 @@ export function agentRepository(db: Db, commit: GroupCommit, clock: StampClock):
         deleteTrigger.run(id);
       }
       for (const t of plan.keep) insertTrigger.run(t.id, agentId, t.kind);
+      for (const e of plan.events) setTriggerEvent.run({ ws: workspaceId, app: e.app, connection: e.connection, id: e.id, agent: agentId });
       for (const id of plan.unsigned) clearSigning.run(id);
       for (const s of secrets) {
         retire.run({ id: s.triggerId, reason: 'rotated', now, keep: s.hash });

@@ -12,6 +12,7 @@ import { agentRepository, workflowRepository, workspaceRepository } from './docu
 import { createGroupCommit } from './group-commit';
 import { idempotencyRepository } from './idempotency';
 import { inProcessQuotas } from '../shared/quotas';
+import { appEventRepository } from './app-events';
 import { kvRepository } from './kv';
 import { sqliteRunRepository } from './runs';
 import { scheduleRepository } from './schedules';
@@ -36,6 +37,7 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
     workspaces: workspaceRepository(db, commit),
     runs: sqliteRunRepository(db, commit),
     kv: kvRepository(db, commit),
+    appEvents: appEventRepository(db, commit),
     webhooks: webhookRepository(db, commit),
     schedules: scheduleRepository(db, commit),
     idempotency: idempotencyRepository(db, commit),

@@ -1,7 +1,7 @@
 // The workspaces' key-value entries on SQLite, written by the runs' kv tools.
-import type { KvRepository } from '../port';
+import type { KvRepository, KvWriteOrigin } from '../port';
 import { prefixUpperBound, storableKey, UnstorableKeyError } from '../shared/kv';
-import { KV_SET_WITHIN_LIMIT } from '../shared/statements';
+import { KV_EVENT, KV_SET_WITHIN_LIMIT } from '../shared/statements';
 import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
 
@@ -12,6 +12,11 @@ export function kvRepository(db: Db, commit: GroupCommit): KvRepository {
   const listFrom = db.prepare('SELECT key FROM kv_entries WHERE workspace_id = ? AND key >= ? ORDER BY key LIMIT ?').pluck();
   const set = db.prepare(KV_SET_WITHIN_LIMIT);
   const del = db.prepare('DELETE FROM kv_entries WHERE workspace_id = ? AND key = ?');
+  const emit = db.prepare(KV_EVENT);
+  // The change's event, in the change's savepoint (a change undone takes its event with it).
+  const emitted = (ws: string, event: string, payload: object, origin: KvWriteOrigin | undefined, now: string) => {
+    if (origin) emit.run({ event_id: origin.eventId, ws, event, payload: JSON.stringify(payload), chain: origin.chain, now });
+  };
   return {
     // A key no entry can have (see storableKey) finds nothing.
     get: async (ws, key) => {
@@ -24,11 +29,21 @@ export function kvRepository(db: Db, commit: GroupCommit): KvRepository {
       return (upper === null ? listFrom.all(ws, prefix, limit) : listRange.all(ws, prefix, upper, limit)) as string[];
     },
     // Only the run workers' tools write here: acknowledged once committed, like the runs' progress.
-    set: async (ws, key, value, maxKeys = Number.MAX_SAFE_INTEGER) => {
+    set: async (ws, key, value, maxKeys = Number.MAX_SAFE_INTEGER, origin) => {
       if (!storableKey(key)) throw new UnstorableKeyError();
       const json = JSON.stringify(value);
-      return commit.run(() => set.run({ ws, key, value: json, now: new Date().toISOString(), limit: maxKeys }).changes === 1, 'visible');
+      const now = new Date().toISOString();
+      return commit.run(() => {
+        if (set.run({ ws, key, value: json, now, limit: maxKeys }).changes !== 1) return false;
+        emitted(ws, 'key.set', { key, value }, origin, now);
+        return true;
+      }, 'visible');
     },
-    delete: (ws, key) => commit.run(() => del.run(ws, key).changes > 0, 'visible'),
+    delete: (ws, key, origin) =>
+      commit.run(() => {
+        if (del.run(ws, key).changes === 0) return false;
+        emitted(ws, 'key.deleted', { key }, origin, new Date().toISOString());
+        return true;
+      }, 'visible'),
   };
 }
