@@ -192,6 +192,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/build/agents/{ref}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The agent's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example support-triage
+                 */
+                ref: components["parameters"]["AgentRef"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an agent's channel messages
+         * @description The agent's email and WhatsApp messages, received and sent, newest first, paged by a keyset
+         *     on the time-ordered message id as the run lists are (`next_cursor`, `Link: rel="next"`).
+         *     A received message that started nothing says why (`status: suppressed`, `reason`); a sent
+         *     one says where it stands (`queued`, `sent`, `failed`, or `unsent` when no relay is
+         *     configured). Same visibility as the agent read; another workspace's agent is 404. Messages
+         *     are kept as long as runs are (`RUN_RETENTION_DAYS`).
+         *     Spaces apply (see Spaces).
+         */
+        get: operations["listAgentMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/build/agents/{ref}/versions": {
         parameters: {
             query?: never;
@@ -1606,6 +1638,8 @@ export interface components {
             allowed_senders?: components["schemas"]["EmailPattern"][];
             /** @description Addresses (`name@example.org`) or domains (`@example.org`) the agent may mail. */
             allowed_recipients?: components["schemas"]["EmailPattern"][];
+            /** @description Read-only, ignored in requests - the agent's address (`<slug>@<EMAIL_DOMAIN>`) while email is enabled, else null. */
+            readonly address?: string | null;
             /** @description The display name of the agent's mail, held to the rules of a `Name`. */
             from_name?: string;
             locale?: string;
@@ -1613,6 +1647,8 @@ export interface components {
         EmailPattern: string;
         WhatsApp: {
             enabled?: boolean;
+            /** @description The `whatsapp` connection (one phone number) whose messages this agent answers; one agent per connection. */
+            connection?: string;
         };
         /** @description What a good run of this agent does, one criterion per item. */
         EvalCriteria: string[];
@@ -2896,6 +2932,35 @@ export interface components {
             /** Format: date-time */
             finished_at: string | null;
         };
+        ChannelMessagePage: {
+            data: components["schemas"]["ChannelMessage"][];
+            next_cursor: string | null;
+        };
+        ChannelMessage: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            channel: "email" | "whatsapp";
+            /** @enum {string} */
+            direction: "received" | "sent";
+            /** @enum {string} */
+            status: "received" | "suppressed" | "queued" | "sent" | "failed" | "unsent";
+            /** @description Why a received message started nothing (an auto-reply, a list, a loop, a repeat, a failed authentication, a sender not allowed, the reply rate). */
+            reason: string | null;
+            from: string;
+            to: string[];
+            subject: string | null;
+            /** @description The first 200 characters of the text. */
+            preview: string;
+            message_id: string | null;
+            /** Format: uuid */
+            run_id: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            sent_at: string | null;
+            error: string | null;
+        };
         AgentRunListItemPage: {
             data: components["schemas"]["AgentRunListItem"][];
             /** @description The cursor of the next page, or null on the last page. */
@@ -3952,6 +4017,50 @@ export interface operations {
             428: components["responses"]["PreconditionRequired"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAgentMessages: {
+        parameters: {
+            query?: {
+                /** @description Only this channel's messages. */
+                channel?: "email" | "whatsapp";
+                /**
+                 * @description Items per page, 1..100 (default 20).
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJpZCI6IjAxOWFiMmM0LTVkNmUtN2Y4MC05YTFiLTJjM2Q0ZTVmNmE3YiJ9
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The agent's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example support-triage
+                 */
+                ref: components["parameters"]["AgentRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of messages. */
+            200: {
+                headers: {
+                    Link: components["headers"]["NextLink"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelMessagePage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
         };
     };
     listAgentVersions: {
