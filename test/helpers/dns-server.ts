@@ -21,23 +21,23 @@ export interface DnsServer {
 }
 
 export async function startDnsServer(zone: Zone): Promise<DnsServer> {
-  const answer = (query: dnsPacket.Packet): Buffer => {
+  const answer = (query: dnsPacket.Packet): dnsPacket.Packet => {
     const question = query.questions![0]!;
     const records = zone[question.name.toLowerCase().replace(/\.$/, '')];
     const answers = ((records?.[question.type as keyof Zone[string]] ?? []) as unknown[]).map(
       (data) => ({ name: question.name, type: question.type, class: 'IN', ttl: 60, data }) as dnsPacket.Answer,
     );
     const rcode = records ? 0 : 3; // NXDOMAIN
-    return dnsPacket.encode({
+    return {
       id: query.id,
       type: 'response',
       questions: query.questions,
       answers,
       flags: dnsPacket.AUTHORITATIVE_ANSWER | dnsPacket.RECURSION_AVAILABLE | rcode,
-    });
+    };
   };
   const udp = dgram.createSocket('udp4');
-  udp.on('message', (message, remote) => udp.send(answer(dnsPacket.decode(message)), remote.port, remote.address));
+  udp.on('message', (message, remote) => udp.send(dnsPacket.encode(answer(dnsPacket.decode(message))), remote.port, remote.address));
   await new Promise<void>((resolve) => udp.bind(0, '127.0.0.1', resolve));
   const { port } = udp.address() as AddressInfo;
   // One query per connection's segment: enough for node's resolver.

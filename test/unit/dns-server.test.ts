@@ -20,3 +20,20 @@ test('TXT and A records, a long TXT in chunks; a missing type is ENODATA, a miss
   await expect(resolver.resolve('example.test', 'MX')).rejects.toMatchObject({ code: 'ENODATA' });
   await expect(resolver.resolve('nowhere.test', 'TXT')).rejects.toMatchObject({ code: 'ENOTFOUND' });
 });
+
+test('over TCP too (what the resolver uses for a truncated answer)', async () => {
+  const net = await import('node:net');
+  const dnsPacket = (await import('dns-packet')).default;
+  const [host, port] = dns.address.split(':');
+  const reply = await new Promise<Buffer>((resolve, reject) => {
+    const socket = net.connect(Number(port), host, () =>
+      socket.write(dnsPacket.streamEncode({ id: 7, type: 'query', questions: [{ type: 'A', name: 'example.test' }] })),
+    );
+    const chunks: Buffer[] = [];
+    socket
+      .on('data', (c) => chunks.push(c))
+      .on('end', () => resolve(Buffer.concat(chunks)))
+      .on('error', reject);
+  });
+  expect(dnsPacket.streamDecode(reply).answers).toMatchObject([{ type: 'A', data: '127.0.0.2' }]);
+});
