@@ -16,6 +16,12 @@ import { inServerSpan } from './tracing';
 import { identify, logRequest, replyWithError, sendEmpty, sendJson } from './replies';
 
 const HOOKS_ROOT = '/hooks/';
+
+interface Reply {
+  status: number;
+  headers?: Record<string, string>;
+  body: unknown;
+}
 const EVENTS_ROOT = '/events/';
 
 export function webhookRequests(operations: Operations, ctx: ServiceContext, logger: Logger): express.RequestHandler {
@@ -43,30 +49,23 @@ export function webhookRequests(operations: Operations, ctx: ServiceContext, log
       return done();
     }
     req.matched = match;
+    const reply = async (body: Buffer): Promise<Reply> => {
+      if (events) return { status: 200, body: await deliverAppEvent(ctx, { receiverId: match.params.receiverId as string, headers: req.headers, body }) };
+      const accepted = await deliverWebhook(ctx, {
+        triggerId: match.params.triggerId as string,
+        secret: match.params.secret as string,
+        headers: req.headers,
+        query: queryAt < 0 ? '' : url.slice(queryAt + 1),
+        body,
+      });
+      // Where the run can be followed, by a member of the workspace (the URL's secret reads nothing).
+      const location = accepted.runId ? { Location: `/api/build/runs/${accepted.runId}` } : undefined;
+      return { status: 202, headers: location, body: { data: { run_id: accepted.runId, status: accepted.status } } };
+    };
     inServerSpan(req, res, match.operation.operationId as string, match.operation.path, () => {
-      if (events) {
-        readBodyBytes(req)
-          .then((body) => deliverAppEvent(ctx, { receiverId: match.params.receiverId as string, headers: req.headers, body }))
-          .then((reply) => sendJson(res, 200, undefined, Buffer.from(JSON.stringify(reply))))
-          .catch((err: unknown) => replyWithError(err, req, res, logger))
-          .finally(done);
-        return;
-      }
       readBodyBytes(req)
-        .then((body) =>
-          deliverWebhook(ctx, {
-            triggerId: match.params.triggerId as string,
-            secret: match.params.secret as string,
-            headers: req.headers,
-            query: queryAt < 0 ? '' : url.slice(queryAt + 1),
-            body,
-          }),
-        )
-        .then((accepted) => {
-          // Where the run can be followed, by a member of the workspace (the URL's secret reads nothing).
-          const location = accepted.runId ? { Location: `/api/build/runs/${accepted.runId}` } : undefined;
-          sendJson(res, 202, location, Buffer.from(JSON.stringify({ data: { run_id: accepted.runId, status: accepted.status } })));
-        })
+        .then(reply)
+        .then((r) => sendJson(res, r.status, r.headers, Buffer.from(JSON.stringify(r.body))))
         .catch((err: unknown) => replyWithError(err, req, res, logger))
         .finally(done);
     });

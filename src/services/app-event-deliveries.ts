@@ -13,6 +13,7 @@ import type { components } from '../../generated/api';
 import { firingTrigger, fireTrigger, rateLimitError, type AppEvent, type StartedRun } from './app-events';
 import { credentialsContext } from './connection-credentials';
 import type { ServiceContext } from './context';
+import { countedDelivery, header } from './webhook-deliveries';
 
 export interface EventDelivery {
   receiverId: string;
@@ -35,34 +36,24 @@ function signingSecrets(ctx: ServiceContext, workspaceId: string, record: Connec
   return [...secretOf(record.sealedCredentials), ...(record.previous && record.previous.untilMs > nowMs ? secretOf(record.previous.sealed) : [])];
 }
 
-/** A delivery handled, its outcome counted in the metrics. */
-export async function deliverAppEvent(ctx: ServiceContext, delivery: EventDelivery, nowMs = Date.now()): Promise<EventDeliveryReply> {
-  try {
-    const reply = await deliver(ctx, delivery, nowMs);
-    ctx.metrics.webhookDelivery('data' in reply && reply.data.repeated ? 'repeated' : 'queued');
-    return reply;
-  } catch (err) {
-    const status = err instanceof ApiError ? err.status : 500;
-    if (status === 429) ctx.metrics.rateLimited('webhook');
-    ctx.metrics.webhookDelivery(OUTCOMES[status] ?? (status < 500 ? 'invalid' : 'error'));
-    throw err;
-  }
+/** A delivery handled, its outcome counted in the metrics as the webhook receiver's are. */
+export function deliverAppEvent(ctx: ServiceContext, delivery: EventDelivery, nowMs = Date.now()): Promise<EventDeliveryReply> {
+  return countedDelivery(
+    ctx,
+    () => deliver(ctx, delivery, nowMs),
+    (reply) => 'data' in reply && reply.data.repeated,
+  );
 }
-
-const OUTCOMES: Record<number, string> = { 401: 'unauthorized', 404: 'unknown_url', 429: 'rate_limited' };
 
 async function deliver(ctx: ServiceContext, delivery: EventDelivery, nowMs: number): Promise<EventDeliveryReply> {
   const found = await ctx.store.connections.byReceiver(delivery.receiverId);
   const receiver = found && eventReceiverOf(found.record.app);
   if (!found || !receiver) throw notFound;
   const { workspaceId, record } = found;
-  const header: HeaderOf = (name) => {
-    const value = delivery.headers[name];
-    return Array.isArray(value) ? value[0] : value;
-  };
-  const verdict = receiver.verify(delivery.body, header, signingSecrets(ctx, workspaceId, record, nowMs), Math.floor(nowMs / 1000));
+  const headerOf: HeaderOf = (name) => header(delivery.headers, name);
+  const verdict = receiver.verify(delivery.body, headerOf, signingSecrets(ctx, workspaceId, record, nowMs), Math.floor(nowMs / 1000));
   if (!verdict.ok) throw new ApiError(401, verdict.reason);
-  const read = receiver.read(delivery.body, header);
+  const read = receiver.read(delivery.body, headerOf);
   const reply = (event: string | null, deliveryId: string | null, repeated: boolean, runs: StartedRun[]) => ({
     data: { app: record.app, event, delivery_id: deliveryId, repeated, runs },
   });

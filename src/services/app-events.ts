@@ -4,7 +4,6 @@
 // two replicas, a second dispatch of a kv event) starts nothing for a trigger that has its run.
 import crypto from 'node:crypto';
 import { eventMatches } from '../domain/catalog';
-import { jsonBytesWithin } from '../domain/json-limits';
 import type { Agent, Trigger } from '../domain/types';
 import type { AgentRecord, EventListener } from '../store/port';
 import type { components } from '../../generated/api';
@@ -42,7 +41,7 @@ export interface AppEvent {
 export function eventInput(event: AppEvent, trigger: AppEventTrigger): Record<string, unknown> {
   const json = JSON.stringify(event.payload) ?? 'null';
   const bytes = Buffer.byteLength(json);
-  const whole = jsonBytesWithin(event.payload, EVENT_PAYLOAD_IN_RUN_BYTES) !== null;
+  const whole = bytes <= EVENT_PAYLOAD_IN_RUN_BYTES;
   return {
     app: event.app,
     event: event.event,

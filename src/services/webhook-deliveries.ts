@@ -53,7 +53,8 @@ function sameHash(presented: string, stored: string | null): boolean {
   return crypto.timingSafeEqual(Buffer.from(presented), Buffer.from(stored ?? NO_HASH)) && stored !== null;
 }
 
-const header = (headers: Delivery['headers'], name: string): string | undefined => {
+/** A request header by its lower-case name (the first, when repeated). */
+export const header = (headers: Delivery['headers'], name: string): string | undefined => {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
 };
@@ -118,11 +119,20 @@ async function replyOfEarlierDelivery(ctx: ServiceContext, runId: string, httpSt
 }
 
 /** A delivery handled (deliver, below), its outcome counted in the metrics. */
-export async function deliverWebhook(ctx: ServiceContext, delivery: Delivery, nowMs = Date.now()): Promise<DeliveryAccepted> {
+export function deliverWebhook(ctx: ServiceContext, delivery: Delivery, nowMs = Date.now()): Promise<DeliveryAccepted> {
+  return countedDelivery(
+    ctx,
+    () => deliver(ctx, delivery, nowMs),
+    (accepted) => accepted.repeated === true,
+  );
+}
+
+/** A delivery to one of the receivers (a webhook's, an app's events), its outcome counted in the metrics. */
+export async function countedDelivery<T>(ctx: ServiceContext, handle: () => Promise<T>, repeated: (reply: T) => boolean): Promise<T> {
   try {
-    const accepted = await deliver(ctx, delivery, nowMs);
-    ctx.metrics.webhookDelivery(accepted.repeated ? 'repeated' : 'queued');
-    return accepted;
+    const reply = await handle();
+    ctx.metrics.webhookDelivery(repeated(reply) ? 'repeated' : 'queued');
+    return reply;
   } catch (err) {
     const status = err instanceof ApiError ? err.status : 500;
     if (status === 429) ctx.metrics.rateLimited('webhook');
