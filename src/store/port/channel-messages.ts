@@ -99,9 +99,14 @@ export interface ChannelMessageRepository {
   claimDue(nowMs: number, untilMs: number, limit: number): Promise<ChannelMessageRow[]>;
   /** Ends the attempt `attempts` of a claimed message; false (nothing written) when the claim was lost (another attempt began). */
   finishSend(id: string, attempts: number, outcome: SendOutcome): Promise<boolean>;
-  /** A status the channel reported for a sent message (WhatsApp's delivered, read, failed), by its message id; false when none matches. */
+  /**
+   * A status the channel reported for a sent message (WhatsApp's delivered, read, failed), by its
+   * message id; false when no sent message has it. Reports arrive out of order, so a status only
+   * moves forward (queued, failed, unsent < sent < delivered < read: a late `delivered` leaves
+   * `read`); `failed` always applies, with its `error` (other reports leave the error as it is).
+   */
   reportStatus(channel: MessageChannel, messageId: string, status: 'sent' | 'delivered' | 'read' | 'failed', error: string | null): Promise<boolean>;
-  /** A page of the agent's messages, newest first. */
+  /** A page of the agent's messages (of `channel`, when given), newest first (by id), below `beforeId` when given. */
   list(query: ChannelMessageQuery): Promise<ChannelMessageRow[]>;
   /**
    * Deletes at most `limit` messages created before `before` that are no longer queued, and at most
