@@ -1,6 +1,7 @@
 // What decides, before any run, whether a received mail may start one (issue 47; docs/channels.md):
 // the loop rules (auto-replies, lists, bulk mail, null return paths, our own mail) and the agent's
 // `allowed_senders`. Pure and linear in the text: no pattern over a sender's address backtracks.
+import { createHash } from 'node:crypto';
 
 /** The headers the loop rules read, lower-cased names, first value of each. */
 export interface LoopHeaders {
@@ -38,3 +39,36 @@ export function senderAllowed(address: string, patterns: readonly string[]): boo
     return lower === pattern;
   });
 }
+
+/** The characters of a workspace's mail tag (RFC 4648's base32 alphabet, lower case: safe in any local part). */
+const TAG_ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
+/** A tag's length: 50 bits of the workspace id's SHA-256, so two workspaces' agents of one slug never share an address in practice (a clash is refused at write: the address is unique in the store). */
+const TAG_LENGTH = 10;
+
+/** The workspace's mail tag: the part of its agents' addresses that tells workspaces apart. `sha256` is the digest of the workspace id. */
+function workspaceMailTag(sha256: Uint8Array): string {
+  let tag = '';
+  let bits = 0;
+  let value = 0;
+  for (const byte of sha256) {
+    value = (value << 8) | byte;
+    bits += 8;
+    while (bits >= 5 && tag.length < TAG_LENGTH) {
+      tag += TAG_ALPHABET[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    if (tag.length === TAG_LENGTH) break;
+  }
+  return tag;
+}
+
+/** The longest slug an address carries: a local part is at most 64 characters (RFC 5321), the tag and its dot take 11. */
+const MAILBOX_SLUG_CHARS = 53;
+
+/**
+ * An agent's mailbox, the local part of its address: `<slug>.<workspace tag>` (lower case, the slug
+ * cut to 53 characters; two agents whose slugs agree that far cannot both have email: the store
+ * keeps a mailbox unique).
+ */
+export const agentMailbox = (workspaceId: string, slug: string) =>
+  `${slug.slice(0, MAILBOX_SLUG_CHARS)}.${workspaceMailTag(createHash('sha256').update(workspaceId).digest())}`.toLowerCase();

@@ -14,6 +14,9 @@ export const MAIL_ATTACHMENTS_LISTED = 20;
 export interface ParsedMail {
   from: string | null;
   to: string[];
+  cc: string[];
+  /** `Delivered-To` and `X-Original-To`: where a forwarding provider says it delivered the mail. */
+  deliveredTo: string[];
   subject: string | null;
   text: string;
   textCut: boolean;
@@ -63,6 +66,8 @@ export async function parseMail(raw: Buffer): Promise<ParsedMail> {
   return {
     from: addresses(headers.get('from') as AddressObject | undefined)[0] ?? null,
     to: addresses(headers.get('to') as AddressObject | undefined),
+    cc: addresses(headers.get('cc') as AddressObject | undefined),
+    deliveredTo: ['delivered-to', 'x-original-to'].flatMap((name) => headerText(headers.get(name)) ?? []).map((a) => a.trim()),
     subject: (headers.get('subject') as string | undefined) ?? null,
     text: text.slice(0, MAIL_TEXT_CHARS),
     textCut: text.length > MAIL_TEXT_CHARS,

@@ -1,0 +1,114 @@
+// What an agent's channel tools send (docs/channels.md): queued in the outbox, once per tool call
+// (the row's key is the run and the call, so a call the run makes again after a restart queues
+// nothing new), then sent by channel-sender.ts on any replica. With no relay, mail is recorded
+// `unsent` and the call's answer says so: never "sent" for what did not leave.
+import { composeNew, composeReply } from '../channels/email/compose-reply';
+import { windowClosedReason, windowOpen } from '../channels/whatsapp/window';
+import { agentMailbox, senderAllowed } from '../domain/mail-rules';
+import { uuidV7 } from '../ids';
+import { ToolError, type ChannelCall, type ChannelCallOutcome, type ChannelCaller } from '../apps/types';
+import type { ChannelMessageRow } from '../store/port';
+import { preview } from './channel-inbound';
+import type { ServiceContext } from './context';
+
+
+/** What a run started by a message keeps of it to answer it (email-inbound.ts, whatsapp-inbound.ts). */
+export type ChannelOrigin =
+  | { channel: 'email'; from: string; subject: string | null; message_id: string | null; references: string[]; agent_address: string }
+  | { channel: 'whatsapp'; from: string; message_id: string; connection: string };
+
+/** The mail a row sends, or the WhatsApp message: what channel-sender.ts reads back. */
+export type WhatsAppPayload = { connection: string; to: string; text: string; reply_to: string | null };
+
+const NO_RELAY = 'no SMTP relay is configured (SMTP_RELAY_URL): the mail was recorded and will not be sent';
+
+const originOf = (caller: ChannelCaller): ChannelOrigin | null => (caller.origin ?? null) as ChannelOrigin | null;
+
+const started = (caller: ChannelCaller, channel: 'email' | 'whatsapp', tool: string): ChannelOrigin => {
+  const origin = originOf(caller);
+  if (origin?.channel === channel) return origin;
+  throw new ToolError(`${tool} answers the ${channel === 'email' ? 'mail' : 'WhatsApp message'} that started the run; this run was not started by one`);
+};
+
+function outboundRow(caller: ChannelCaller, call: ChannelCall, fields: Pick<ChannelMessageRow, 'channel' | 'from' | 'to' | 'subject' | 'messageId' | 'contact' | 'payload'> & { text: string; unsent: boolean }): ChannelMessageRow {
+  const { text, unsent, ...rest } = fields;
+  return {
+    ...rest,
+    id: uuidV7(),
+    workspaceId: caller.workspaceId,
+    agentId: caller.agent.id,
+    direction: 'sent',
+    status: unsent ? 'unsent' : 'queued',
+    reason: unsent ? NO_RELAY : null,
+    preview: preview(text.slice(0, 1000)),
+    dedupeKey: `${caller.runId}:${call.callId}`,
+    runId: caller.runId,
+    createdAt: new Date().toISOString(),
+    sentAt: null,
+    error: null,
+    attempts: 0,
+    nextAttemptMs: 0,
+  };
+}
+
+function emailRow(ctx: ServiceContext, caller: ChannelCaller, call: ChannelCall): ChannelMessageRow {
+  const email = caller.agent.email;
+  const locale = email.locale ?? 'en';
+  const text = call.args.text as string;
+  const fromName = email.from_name ?? caller.agent.name;
+  let mail: ReturnType<typeof composeReply>;
+  if (call.tool === 'email.reply') {
+    const origin = started(caller, 'email', call.tool) as Extract<ChannelOrigin, { channel: 'email' }>;
+    mail = composeReply({ from: { name: fromName, address: origin.agent_address }, to: origin.from, parent: { subject: origin.subject, messageId: origin.message_id, references: origin.references }, text, locale, domain: ctx.channels.emailDomain });
+  } else {
+    const to = call.args.to as string[];
+    const refused = to.filter((address) => !senderAllowed(address, email.allowed_recipients ?? []));
+    if (refused.length) throw new ToolError(`email.send: ${refused.join(', ')} ${refused.length === 1 ? 'is' : 'are'} not allowed by the agent's email.allowed_recipients`);
+    const address = `${agentMailbox(caller.workspaceId, caller.agent.slug)}@${ctx.channels.emailDomain}`;
+    mail = composeNew({ from: { name: fromName, address }, to, subject: call.args.subject as string, text, locale, domain: ctx.channels.emailDomain });
+  }
+  return outboundRow(caller, call, {
+    channel: 'email',
+    from: mail.from.address,
+    to: mail.to,
+    subject: mail.subject,
+    messageId: mail.messageId,
+    contact: (mail.to[0] ?? '').toLowerCase(),
+    payload: JSON.stringify(mail),
+    text,
+    unsent: !ctx.channels.relayConfigured,
+  });
+}
+
+async function whatsappRow(ctx: ServiceContext, caller: ChannelCaller, call: ChannelCall): Promise<ChannelMessageRow> {
+  const origin = started(caller, 'whatsapp', call.tool) as Extract<ChannelOrigin, { channel: 'whatsapp' }>;
+  const last = await ctx.store.channelMessages.lastReceivedAt(caller.agent.id, 'whatsapp', origin.from);
+  if (!windowOpen(last, Date.now())) throw new ToolError(`whatsapp.reply: ${windowClosedReason(last, Date.now())}`);
+  const text = call.args.text as string;
+  const payload: WhatsAppPayload = { connection: origin.connection, to: origin.from, text, reply_to: origin.message_id };
+  return outboundRow(caller, call, {
+    channel: 'whatsapp',
+    from: origin.connection,
+    to: [origin.from],
+    subject: null,
+    messageId: null,
+    contact: origin.from,
+    payload: JSON.stringify(payload),
+    text,
+    unsent: false,
+  });
+}
+
+/** Queues the call's message (once per call) and answers where it stands. */
+export async function queueChannelMessage(ctx: ServiceContext, caller: ChannelCaller, call: ChannelCall): Promise<ChannelCallOutcome> {
+  const row = call.tool === 'whatsapp.reply' ? await whatsappRow(ctx, caller, call) : emailRow(ctx, caller, call);
+  const recorded = await ctx.store.channelMessages.record(row);
+  const kept = recorded.recorded ? row : recorded.existing;
+  const unsent = kept.status === 'unsent';
+  return {
+    message_id: kept.id,
+    status: unsent ? 'unsent' : 'queued',
+    to: kept.to,
+    note: unsent ? (kept.reason ?? NO_RELAY) : 'queued: it is sent once, retried on failure; GET /api/build/agents/{ref}/messages shows where it stands',
+  };
+}
