@@ -2302,8 +2302,8 @@ export interface components {
         };
         /**
          * @description What started the run: `test` (a test call; only its starter can read it), `webhook`,
-         *     `schedule`, `poll` or `app_event` (a trigger or schedule; every member of the workspace with
-         *     Build authorization can read it), or `tool` (a workflow run an agent started by calling its tool
+         *     `schedule`, `poll`, `app_event`, `email` or `whatsapp` (a trigger, a schedule or a channel's
+         *     message; every member of the workspace with Build authorization can read it), or `tool` (a workflow run an agent started by calling its tool
          *     `workflows.<slug>`: `parent` names the calling run and call; it is read by whoever may read
          *     the run at the root of its chain, so a test's children only by the test's starter).
          */
@@ -3601,7 +3601,7 @@ export interface components {
          * @description Only runs started this way.
          * @example webhook
          */
-        RunSourceFilter: "test" | "webhook" | "schedule" | "poll" | "app_event" | "tool";
+        RunSourceFilter: "test" | "webhook" | "schedule" | "poll" | "app_event" | "email" | "whatsapp" | "tool";
         /**
          * @description Only runs accepted at or after this instant (ISO 8601).
          * @example 2026-11-01T00:00:00Z
