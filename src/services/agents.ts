@@ -15,7 +15,8 @@ import {
 import { describeAgentChanges } from '../domain/changes';
 import { checkAgent, sizeProblem } from '../domain/semantics';
 import type { Agent, AgentCreate, AgentDraft, AgentReplace, AgentStatus, Trigger } from '../domain/types';
-import type { AgentRecord, SecretRow } from '../store/port';
+import type { AgentRecord, SecretRow, Serialized } from '../store/port';
+import { agentMailbox } from '../domain/mail-rules';
 import { assertStampsMatch, staleConflict } from './concurrency';
 import { keptVersion, restoredNote } from './versions';
 import type { Principal, ServiceContext } from './context';
@@ -29,6 +30,8 @@ export interface AgentWrite {
   changes: string[];
   /** One-time URLs (and signing secrets) of the webhook triggers this write minted them for (empty when none). */
   webhookUrls: { trigger_id: string; url: string; signing_secret?: string }[];
+  /** The document as the write's reply shows it (the stored one, with its email address while email is enabled). */
+  json: Serialized<Agent>;
 }
 
 /** What the store keeps of minted secrets: the URL secret's hash and prefix, the signing key sealed. */
@@ -109,6 +112,7 @@ export async function createAgent(ctx: ServiceContext, who: Principal, body: Age
     applied: stagesOf(null, after, secrets.length > 0),
     changes: describeAgentChanges(null, after),
     webhookUrls: urlsOf(secrets),
+    json: withEmailAddress(ctx, outcome.record),
   };
 }
 
@@ -235,6 +239,7 @@ async function write(
     applied: stagesOf(current.document, after, secrets.length > 0 || droppedWebhooks),
     changes,
     webhookUrls: urlsOf(secrets),
+    json: withEmailAddress(ctx, outcome.record),
   };
 }
 
@@ -264,7 +269,15 @@ const liveViews = new WeakMap<AgentRecord, { version: number; view: LiveAgent }>
  */
 export async function agentWithTriggerStatus(ctx: ServiceContext, record: AgentRecord): Promise<LiveAgent | null> {
   const triggers = record.document.triggers;
-  if (!triggers.length) return null;
+  const email = emailWithAddress(ctx, record);
+  if (!triggers.length) {
+    if (!email) return null;
+    const known = liveViews.get(record);
+    if (known) return known.view;
+    const view = { json: JSON.stringify({ ...record.document, email }), stable: {} };
+    liveViews.set(record, { version: -1, view });
+    return view;
+  }
   const version = await ctx.store.schedules.statusVersion(record.id);
   const known = liveViews.get(record);
   if (known?.version === version) return known.view;
@@ -284,7 +297,19 @@ export async function agentWithTriggerStatus(ctx: ServiceContext, record: AgentR
       last_error: poll?.last_error ?? current,
     };
   });
-  const view = { json: JSON.stringify({ ...record.document, triggers: withStatus }), stable: {} };
+  const view = { json: JSON.stringify({ ...record.document, ...(email && { email }), triggers: withStatus }), stable: {} };
   liveViews.set(record, { version, view });
   return view;
+}
+
+/** The agent's email member with its address (read-only, not stored: docs/channels.md), or null while email is off. */
+function emailWithAddress(ctx: ServiceContext, record: AgentRecord): Agent['email'] | null {
+  const email = record.document.email;
+  return email.enabled ? { ...email, address: `${agentMailbox(record.workspaceId, record.slug)}@${ctx.channels.emailDomain}` } : null;
+}
+
+/** The stored document as a write's reply shows it: with its email address while email is enabled. */
+function withEmailAddress(ctx: ServiceContext, record: AgentRecord): Serialized<Agent> {
+  const email = emailWithAddress(ctx, record);
+  return email ? (JSON.stringify({ ...record.document, email }) as Serialized<Agent>) : record.json;
 }

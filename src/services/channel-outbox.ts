@@ -59,13 +59,14 @@ function emailRow(ctx: ServiceContext, caller: ChannelCaller, call: ChannelCall)
   let mail: ReturnType<typeof composeReply>;
   if (call.tool === 'email.reply') {
     const origin = started(caller, 'email', call.tool) as Extract<ChannelOrigin, { channel: 'email' }>;
-    mail = composeReply({ from: { name: fromName, address: origin.agent_address }, to: origin.from, parent: { subject: origin.subject, messageId: origin.message_id, references: origin.references }, text, locale, domain: ctx.channels.emailDomain });
+    const parent = { from: origin.from, subject: origin.subject, messageId: origin.message_id, references: origin.references };
+    mail = composeReply({ from: { name: fromName, address: origin.agent_address }, parent, text, locale });
   } else {
     const to = call.args.to as string[];
     const refused = to.filter((address) => !senderAllowed(address, email.allowed_recipients ?? []));
     if (refused.length) throw new ToolError(`email.send: ${refused.join(', ')} ${refused.length === 1 ? 'is' : 'are'} not allowed by the agent's email.allowed_recipients`);
     const address = `${agentMailbox(caller.workspaceId, caller.agent.slug)}@${ctx.channels.emailDomain}`;
-    mail = composeNew({ from: { name: fromName, address }, to, subject: call.args.subject as string, text, locale, domain: ctx.channels.emailDomain });
+    mail = composeNew({ from: { name: fromName, address }, to, subject: call.args.subject as string, text, locale });
   }
   return outboundRow(caller, call, {
     channel: 'email',
