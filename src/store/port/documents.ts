@@ -49,13 +49,13 @@ export interface CreateOptions {
 }
 
 /**
- * A replace that lost its compare-and-set answers with what is stored (`current`); one refused for
- * a channel address (agents only) has a `reason` and no `current`.
+ * A replace that lost its compare-and-set answers with what is stored (`current`, no `reason`); one
+ * refused for a channel address (agents only) has its `reason` and no `current`.
  */
 export type ReplaceOutcome<T> =
   | { ok: true; record: DocumentRecord<T> }
-  | { ok: false; current: DocumentRecord<T> | null }
-  | (ChannelTaken & { current?: never });
+  | { ok: false; reason?: undefined; current: DocumentRecord<T> | null }
+  | (ChannelTaken & { current?: undefined });
 
 /** One built list of documents. Its identity names the version: the HTTP layer keeps its encoded reply by it. */
 export interface ListVersion<T = unknown> {
