@@ -1,6 +1,6 @@
 // A document's write on PostgreSQL as one statement: the write of its row (a CTE named `written`,
 // an INSERT, a conditional UPDATE or a DELETE returning the row) and the rows that follow it (the
-// owner's schedules, an agent's trigger rows, the list's version) in CTEs that act only when
+// owner's schedules, an agent's trigger rows and channel bindings, the list's version) in CTEs that act only when
 // `written` returned the row. One round trip, and no BEGIN or COMMIT for a replace or a delete: the
 // statement commits on its own, all of it or nothing.
 //
