@@ -15,7 +15,7 @@ import {
 import { describeAgentChanges } from '../domain/changes';
 import { checkAgent, sizeProblem } from '../domain/semantics';
 import type { Agent, AgentCreate, AgentDraft, AgentReplace, AgentStatus, Trigger } from '../domain/types';
-import type { AgentRecord, SecretRow, Serialized } from '../store/port';
+import type { AgentRecord, ChannelTaken, SecretRow, Serialized } from '../store/port';
 import { agentMailbox } from '../domain/mail-rules';
 import { assertStampsMatch, staleConflict } from './concurrency';
 import { keptVersion, restoredNote } from './versions';
@@ -102,6 +102,7 @@ export async function createAgent(ctx: ServiceContext, who: Principal, body: Age
   );
   if (!outcome.ok) {
     if (outcome.reason === 'too_large') rejectProblems([sizeProblem(outcome.bytes, ctx.limits.document_bytes)!]); // a derived slug's suffix tipped it over
+    if (outcome.reason === 'channel_taken') throw channelTaken(outcome);
     throw outcome.reason === 'slug_taken'
       ? conflict(`body.slug: '${doc.slug}' is taken in this workspace; choose another slug or omit it to derive one from name`)
       : conflict(`this workspace has reached its limit of ${ctx.limits.agents} agents`);
@@ -227,6 +228,7 @@ async function write(
     changes,
   });
   if (!outcome.ok) {
+    if ('reason' in outcome && outcome.reason === 'channel_taken') throw channelTaken(outcome);
     // Another write landed between our read and this one.
     throw staleConflict(
       `agent '${current.slug}' changed while this write was prepared; read it again and rebase your change`,
@@ -301,6 +303,12 @@ export async function agentWithTriggerStatus(ctx: ServiceContext, record: AgentR
   liveViews.set(record, { version, view });
   return view;
 }
+
+/** The 409 of a write naming a WhatsApp connection another agent answers (one agent per number). */
+const channelTaken = (taken: ChannelTaken) =>
+  conflict(
+    `body.whatsapp.connection: connection '${taken.address}' is answered by another agent${taken.agentId ? ` (${taken.agentId})` : ''}; one agent answers a WhatsApp number`,
+  );
 
 /** The agent's email member with its address (read-only, not stored: docs/channels.md), or null while email is off. */
 function emailWithAddress(ctx: ServiceContext, record: AgentRecord): Agent['email'] | null {
