@@ -304,10 +304,12 @@ export async function agentWithTriggerStatus(ctx: ServiceContext, record: AgentR
   return view;
 }
 
-/** The 409 of a write naming a WhatsApp connection another agent answers (one agent per number). */
+/** The 409 of a write naming a WhatsApp connection another agent answers (one agent per number), or a mailbox another agent has. */
 const channelTaken = (taken: ChannelTaken) =>
   conflict(
-    `body.whatsapp.connection: connection '${taken.address}' is answered by another agent${taken.agentId ? ` (${taken.agentId})` : ''}; one agent answers a WhatsApp number`,
+    taken.channel === 'email'
+      ? `body.email.enabled: the address '${taken.address}@…' is another agent's (their slugs agree in the 53 characters an address carries); choose another slug to give this agent email`
+      : `body.whatsapp.connection: connection '${taken.address}' is answered by another agent${taken.agentId ? ` (${taken.agentId})` : ''}; one agent answers a WhatsApp number`,
   );
 
 /** The agent's email member with its address (read-only, not stored: docs/channels.md), or null while email is off. */

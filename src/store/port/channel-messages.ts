@@ -119,4 +119,6 @@ export interface ChannelMessageRepository {
    * document names while `whatsapp.enabled`; one agent per connection), or null.
    */
   boundAgent(workspaceId: string, channel: MessageChannel, address: string): Promise<string | null>;
+  /** The agent whose mailbox (the local part of its address: domain/mail-rules.ts, agentMailbox) this is, in any workspace, while its email is enabled. */
+  mailboxOwner(mailbox: string): Promise<{ workspaceId: string; agentId: string } | null>;
 }

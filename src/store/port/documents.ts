@@ -33,7 +33,7 @@ export type CreateOutcome<T> =
 export interface ChannelTaken {
   ok: false;
   reason: 'channel_taken';
-  channel: 'whatsapp';
+  channel: 'whatsapp' | 'email';
   address: string;
   /** The agent bound to it (null: it let go meanwhile; the write may be tried again). */
   agentId: string | null;

@@ -7,6 +7,7 @@
 import type { ChannelMessageRepository, ChannelMessageRow, MessageChannel, MessageDirection } from '../port';
 import {
   BOUND_AGENT,
+  MAILBOX_OWNER,
   claimMessagesSql,
   DUE_MESSAGES,
   FIND_MESSAGE,
@@ -45,6 +46,7 @@ const pruneWindows = numbered(
    AND ${PRUNABLE_WINDOW}`,
 );
 const bound = numbered(BOUND_AGENT);
+const mailboxOwner = numbered(MAILBOX_OWNER);
 
 export function pgChannelMessageRepository(db: PgDatabase): ChannelMessageRepository {
   const found = async (agent: string, channel: MessageChannel, direction: MessageDirection, key: string): Promise<ChannelMessageRow | null> => {
@@ -92,6 +94,7 @@ export function pgChannelMessageRepository(db: PgDatabase): ChannelMessageReposi
       await db.count(pruneWindows.text, pruneWindows.values({ window: windowBefore, limit }));
       return db.count(prune.text, prune.values({ before, limit }));
     },
+    mailboxOwner: async (mailbox) => (await db.row<{ workspaceId: string; agentId: string }>(mailboxOwner.text, mailboxOwner.values({ address: storedText(mailbox) }))) ?? null,
     boundAgent: async (workspaceId, channel, address) =>
       (await db.row<{ agentId: string }>(bound.text, bound.values({ workspace: workspaceId, channel, address: storedText(address) })))?.agentId ?? null,
   };

@@ -25,7 +25,7 @@ import { shardOf, type ListedTable } from './list-versions';
 export interface Follower<T, W> {
   ctes: string;
   /** `doc` null: the document is gone (a delete), and nothing follows it any more. */
-  values(id: string, doc: T | null, extra: W | undefined, nowMs: number): Record<string, unknown>;
+  values(id: string, doc: T | null, extra: W | undefined, nowMs: number, workspaceId: string): Record<string, unknown>;
   /**
    * Whether a replace of `before` (the stored version, whose write left these rows as it declared
    * them) by `after` leaves the rows as they are: its CTEs are then left out of the statement.
@@ -155,7 +155,8 @@ export const triggerFollower: Follower<Agent, SecretRow[]> = {
 /**
  * An agent's channel bindings follow its document (shared/channel-messages.ts, channelBindings):
  * those it no longer names deleted, new ones inserted. Another agent's row for an address makes the
- * insert, and so the whole statement, fail (agent_channel_bindings_pkey: the write's outcome is
+ * insert, and so the whole statement, fail (agent_channel_bindings_pkey, or _mailbox for a mailbox
+ * of another workspace's agent: the write's outcome is
  * channel_taken, documents.ts); of two agents binding one address at once, the second waits for the
  * first's commit, then fails so.
  */
@@ -174,11 +175,12 @@ const BINDING_CTES = `
 /** An agent's channel bindings (BINDING_CTES): unchanged when its document binds the same addresses. */
 export const bindingFollower: Follower<Agent, SecretRow[]> = {
   ctes: BINDING_CTES,
-  values: (_id, doc) => {
-    const wanted = doc ? channelBindings(doc) : [];
+  values: (_id, doc, _extra, _nowMs, workspaceId) => {
+    const wanted = doc ? channelBindings(doc, workspaceId) : [];
     return { b_channel: wanted.map((b) => b.channel), b_address: wanted.map((b) => b.address) };
   },
-  unchanged: (_id, before, after) => JSON.stringify(channelBindings(before)) === JSON.stringify(channelBindings(after)),
+  // One workspace's document: the workspace changes nothing of the comparison.
+  unchanged: (_id, before, after) => JSON.stringify(channelBindings(before, '')) === JSON.stringify(channelBindings(after, '')),
 };
 
 /**

@@ -165,7 +165,7 @@ export function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampCloc
     const params: Record<string, unknown> = { ...writeKeys(workspaceId, id), ...own };
     for (const c of doc ? extra : []) params[`col_${c}`] = spec.columns[c]!(doc as T);
     const nowMs = Date.now();
-    for (const f of written) Object.assign(params, f.values(id, doc, more, nowMs));
+    for (const f of written) Object.assign(params, f.values(id, doc, more, nowMs, workspaceId));
     return statement.values(params);
   };
 
@@ -266,12 +266,15 @@ export function pgAgentRepository(db: PgDatabase, clock: StampClock): AgentRepos
  * meanwhile); any other failure as it was.
  */
 async function bindingTaken(db: PgDatabase, workspaceId: string, id: string, doc: Agent, err: unknown): Promise<ChannelTaken> {
-  if (!isUniqueViolation(err) || (err as { constraint?: string }).constraint !== 'agent_channel_bindings_pkey') throw err;
-  const wanted = channelBindings(doc);
+  const constraint = (err as { constraint?: string }).constraint;
+  if (!isUniqueViolation(err) || (constraint !== 'agent_channel_bindings_pkey' && constraint !== 'agent_channel_bindings_mailbox')) throw err;
+  const wanted = channelBindings(doc, workspaceId);
   for (const b of wanted) {
     const holder = await db.row<{ agentId: string }>(
-      'SELECT agent_id AS "agentId" FROM agent_channel_bindings WHERE workspace_id = $1 AND channel = $2 AND address = $3',
-      [workspaceId, b.channel, b.address],
+      b.channel === 'email'
+        ? `SELECT agent_id AS "agentId" FROM agent_channel_bindings WHERE channel = 'email' AND address = $2 AND $1::text IS NOT NULL`
+        : 'SELECT agent_id AS "agentId" FROM agent_channel_bindings WHERE workspace_id = $1 AND channel = $3 AND address = $2',
+      b.channel === 'email' ? [workspaceId, b.address] : [workspaceId, b.address, b.channel],
     );
     if (holder && holder.agentId !== id) return channelTaken(new ChannelTakenError(b, holder.agentId));
   }

@@ -4,6 +4,7 @@
 // document binds (one agent per WhatsApp connection). A message's texts come from outside (a mail, a
 // WhatsApp message): U+0000, which PostgreSQL's text cannot hold, is stored as U+FFFD on both
 // stores, and looked up so.
+import { agentMailbox } from '../../domain/mail-rules';
 import type { Agent } from '../../domain/types';
 import type { ChannelMessageRow, ChannelTaken } from '../port';
 
@@ -120,19 +121,29 @@ export const claimMessagesSql = (ids: string) => `UPDATE channel_messages SET ne
 export const PRUNABLE_MESSAGE = `created_at < @before AND status <> 'queued'`;
 export const PRUNABLE_WINDOW = `window_start < @window`;
 
+/** The agent whose mailbox this is (any workspace). */
+export const MAILBOX_OWNER = `SELECT workspace_id AS "workspaceId", agent_id AS "agentId" FROM agent_channel_bindings WHERE channel = 'email' AND address = @address`;
+
 /** The agent bound to a channel address of a workspace. */
 export const BOUND_AGENT = `SELECT agent_id AS "agentId" FROM agent_channel_bindings WHERE workspace_id = @workspace AND channel = @channel AND address = @address`;
 
 /** A channel address an agent's document binds. */
 export interface ChannelBinding {
-  channel: 'whatsapp';
+  channel: 'whatsapp' | 'email';
   address: string;
 }
 
-/** The addresses an agent's document binds: its WhatsApp connection while WhatsApp is enabled (documents written before it have none). */
-export function channelBindings(doc: Agent): ChannelBinding[] {
-  const whatsapp = (doc as Partial<Agent>).whatsapp;
-  return whatsapp?.enabled && whatsapp.connection ? [{ channel: 'whatsapp', address: storedText(whatsapp.connection) }] : [];
+/**
+ * The addresses an agent's document binds in `workspaceId`: its mailbox while email is enabled (one
+ * agent's in every workspace), its WhatsApp connection while WhatsApp is (documents written before
+ * either have none).
+ */
+export function channelBindings(doc: Agent, workspaceId: string): ChannelBinding[] {
+  const { email, whatsapp } = doc as Partial<Agent>;
+  return [
+    ...(email?.enabled ? [{ channel: 'email' as const, address: agentMailbox(workspaceId, doc.slug) }] : []),
+    ...(whatsapp?.enabled && whatsapp.connection ? [{ channel: 'whatsapp' as const, address: storedText(whatsapp.connection) }] : []),
+  ];
 }
 
 /** Thrown inside an agent's write to undo it whole when another agent holds an address its document binds. */

@@ -5,6 +5,7 @@
 import type { ChannelMessageRepository, ChannelMessageRow } from '../port';
 import {
   BOUND_AGENT,
+  MAILBOX_OWNER,
   claimMessagesSql,
   DUE_MESSAGES,
   FIND_MESSAGE,
@@ -41,6 +42,7 @@ export function channelMessageRepository(db: Db, commit: GroupCommit): ChannelMe
     `DELETE FROM channel_sender_windows WHERE rowid IN (SELECT rowid FROM channel_sender_windows WHERE ${PRUNABLE_WINDOW} LIMIT @limit)`,
   );
   const bound = db.prepare(BOUND_AGENT).pluck();
+  const mailboxOwner = db.prepare(MAILBOX_OWNER);
 
   const found = (agent: string, channel: string, direction: string, key: string): ChannelMessageRow | null => {
     const row = find.get({ agent, channel, direction, dedupe_key: storedText(key) }) as MessageRecord | undefined;
@@ -87,6 +89,7 @@ export function channelMessageRepository(db: Db, commit: GroupCommit): ChannelMe
         pruneWindows.run({ window: windowBefore, limit });
         return prune.run({ before, limit }).changes;
       }, 'visible'),
+    mailboxOwner: async (mailbox) => (mailboxOwner.get({ address: storedText(mailbox) }) as { workspaceId: string; agentId: string } | undefined) ?? null,
     boundAgent: async (workspaceId, channel, address) =>
       (bound.get({ workspace: workspaceId, channel, address: storedText(address) }) as string | undefined) ?? null,
   };

@@ -24,15 +24,17 @@ export const STAMP_SQL = `strftime('%Y-%m-%dT%H:%M:%S', stamp_us / 1000000, 'uni
  */
 function bindingSync(db: Db) {
   const holder = db.prepare('SELECT agent_id FROM agent_channel_bindings WHERE workspace_id = ? AND channel = ? AND address = ?').pluck();
+  // A mailbox is one agent's across workspaces (its tag tells them apart; a clash is refused as any other).
+  const mailboxHolder = db.prepare("SELECT agent_id FROM agent_channel_bindings WHERE channel = 'email' AND address = ?").pluck();
   const own = db.prepare('SELECT channel, address FROM agent_channel_bindings WHERE agent_id = ?');
   const release = db.prepare('DELETE FROM agent_channel_bindings WHERE agent_id = ? AND channel = ? AND address = ?');
   const bind = db.prepare('INSERT INTO agent_channel_bindings (workspace_id, channel, address, agent_id) VALUES (?, ?, ?, ?)');
   return (workspaceId: string, agentId: string, doc: Agent) => {
-    const wanted = channelBindings(doc);
+    const wanted = channelBindings(doc, workspaceId);
     const held = own.all(agentId) as { channel: string; address: string }[];
     for (const h of held) if (!wanted.some((w) => w.channel === h.channel && w.address === h.address)) release.run(agentId, h.channel, h.address);
     for (const w of wanted) {
-      const bound = holder.get(workspaceId, w.channel, w.address) as string | undefined;
+      const bound = (w.channel === 'email' ? mailboxHolder.get(w.address) : holder.get(workspaceId, w.channel, w.address)) as string | undefined;
       if (bound === agentId) continue;
       if (bound !== undefined) throw new ChannelTakenError(w, bound);
       bind.run(workspaceId, w.channel, w.address, agentId);

@@ -60,3 +60,6 @@ CREATE TABLE agent_channel_bindings (
   PRIMARY KEY (workspace_id, channel, address)
 ) STRICT;
 CREATE INDEX agent_channel_bindings_by_agent ON agent_channel_bindings (agent_id);
+-- An agent's mailbox (`<slug>.<workspace tag>`, while email.enabled) is found by the SMTP listener
+-- without a workspace, and is one agent's across all of them.
+CREATE UNIQUE INDEX agent_channel_bindings_mailbox ON agent_channel_bindings (address) WHERE channel = 'email';
