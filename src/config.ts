@@ -2,7 +2,8 @@
 // that names the variable, so an operator can fix it without reading code.
 import path from 'node:path';
 import { projectRoot } from './paths';
-import { trimEnd } from './domain/text';
+import { channelConfig, type ChannelConfig } from './channel-config';
+import { ConfigError, httpUrl, integer, nonEmpty, type Env } from './config-values';
 import type { WorkspaceLimits } from './domain/types';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './http/server';
 import { DEFAULT_RUN_LIMITS, type RunLimits } from './runtime/limits';
@@ -114,36 +115,8 @@ export interface Config {
   channels: ChannelConfig;
 }
 
-/** The channels' settings (docs/channels.md). The relay URL carries credentials: it is never echoed or logged. */
-export interface ChannelConfig {
-  /** The domain of the agents' addresses (EMAIL_DOMAIN), lower case. */
-  emailDomain: string;
-  /** The SMTP listener's port on `host` (SMTP_PORT); 0: no listener. */
-  smtpPort: number;
-  /** Whether SMTP_PORT was set: a port set that cannot be listened on stops the start; the default one, taken, leaves the listener off. */
-  smtpPortSet: boolean;
-  /** A message's bytes, at most, over SMTP or forwarded over HTTP (SMTP_MAX_BYTES). */
-  maxBytes: number;
-  /** Recipients of one message, at most (SMTP_MAX_RECIPIENTS). */
-  maxRecipients: number;
-  /** SMTP connections at once, at most (SMTP_MAX_CLIENTS). */
-  maxClients: number;
-  /** The DNS servers SPF, DKIM and DMARC are checked with (EMAIL_DNS_SERVERS, `host[:port]`, comma-separated); empty: the system's. */
-  dnsServers: string[];
-  /** Where mail leaves (SMTP_RELAY_URL, smtp:// or smtps://, with credentials); null: mail stays unsent. */
-  relayUrl: string | null;
-  /** Runs one sender may start of one agent per hour (CHANNEL_SENDER_RUNS_PER_HOUR). */
-  senderRunsPerHour: number;
-  /** The first retry's delay of a failed send; each next one doubles it (CHANNEL_RETRY_BASE_SECONDS). */
-  retryBaseMs: number;
-  /** The WhatsApp Business Cloud API (WHATSAPP_GRAPH_URL, WHATSAPP_GRAPH_VERSION). */
-  graphBaseUrl: string;
-  graphVersion: string;
-}
-
-export class ConfigError extends Error {}
-
-type Env = Record<string, string | undefined>;
+export { ConfigError } from './config-values';
+export type { ChannelConfig } from './channel-config';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -156,19 +129,6 @@ export const DEFAULT_LIMITS: WorkspaceLimits = Object.freeze({
   agent_steps: 40,
 });
 
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name}: must be a whole number, got '${raw}'`);
-  const value = Number(raw.trim());
-  if (value < min || value > max) throw new ConfigError(`${name}: must be between ${min} and ${max}, got ${value}`);
-  return value;
-}
-
-/**
- * An absolute http(s) URL. `trimSlash`: drop trailing slashes (a base URL that paths are appended
- * to). An issuer identifier is kept exactly as given: tokens' `iss` is compared with it verbatim.
- */
 /** CORS_ALLOWED_ORIGINS: `*`, or origins exactly as a browser sends them (`https://app.example.org`, no path). */
 function corsOrigins(env: Env): string[] | '*' {
   const raw = (env.CORS_ALLOWED_ORIGINS ?? '').trim();
@@ -189,21 +149,6 @@ function corsOrigins(env: Env): string[] | '*' {
     }
   }
   return origins;
-}
-
-function httpUrl(env: Env, name: string, fallback: string | null, trimSlash = true): string | null {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError(`${name}: must be an absolute http(s) URL, got '${raw}'`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError(`${name}: must be an http(s) URL, got '${raw}'`);
-  }
-  return trimSlash ? trimEnd(raw, '/') : raw;
 }
 
 /** A PostgreSQL connection URL (postgres:// or postgresql://), or null when unset. */
@@ -254,13 +199,6 @@ function openAi(env: Env): OpenAiConfig | null {
   const bad = models.find((m) => !/^[A-Za-z0-9._:/-]{1,120}$/.test(m));
   if (bad) throw new ConfigError(`OPENAI_MODELS: '${bad}' is not a model id (1..120 letters, digits and . _ : / -)`);
   return { baseUrl, apiKey: env.OPENAI_API_KEY || null, models };
-}
-
-function nonEmpty(env: Env, name: string, fallback: string, pattern: RegExp, rule: string): string {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!pattern.test(raw)) throw new ConfigError(`${name}: ${rule}, got '${raw}'`);
-  return raw;
 }
 
 // Workers a process runs by default. On SQLite a run's writes are in-process and its worker is busy
@@ -331,35 +269,6 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     connections: connectionLimits(env, eventsHeartbeatMs),
     secretsKeys: secretsKeys(env),
     channels: channelConfig(env),
-  };
-}
-
-const HOST_PORT = /^(\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9.-]{1,253})(:\d{1,5})?$/;
-
-function channelConfig(env: Env): ChannelConfig {
-  const dnsServers = (env.EMAIL_DNS_SERVERS ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  const bad = dnsServers.find((s) => !HOST_PORT.test(s));
-  if (bad) throw new ConfigError(`EMAIL_DNS_SERVERS: '${bad}' is not an address with an optional port (127.0.0.1:5353, [::1]:53)`);
-  const relayUrl = env.SMTP_RELAY_URL || null;
-  if (relayUrl !== null && !/^smtps?:\/\/[^\s]+$/.test(relayUrl)) {
-    throw new ConfigError('SMTP_RELAY_URL: must be an smtp:// or smtps:// URL (smtp://user:password@host:587); it is not shown here, as it may carry a password');
-  }
-  return {
-    emailDomain: nonEmpty(env, 'EMAIL_DOMAIN', 'agents.localhost', /^[A-Za-z0-9]([A-Za-z0-9-]{0,62}\.)*[A-Za-z0-9-]{1,63}$/, 'must be a domain name').toLowerCase(),
-    smtpPort: integer(env, 'SMTP_PORT', 2525, 0, 65_535),
-    smtpPortSet: Boolean(env.SMTP_PORT),
-    maxBytes: integer(env, 'SMTP_MAX_BYTES', 10 * 1024 * 1024, 1024, 50 * 1024 * 1024),
-    maxRecipients: integer(env, 'SMTP_MAX_RECIPIENTS', 10, 1, 100),
-    maxClients: integer(env, 'SMTP_MAX_CLIENTS', 20, 1, 1000),
-    dnsServers,
-    relayUrl,
-    senderRunsPerHour: integer(env, 'CHANNEL_SENDER_RUNS_PER_HOUR', 20, 1, 10_000),
-    retryBaseMs: integer(env, 'CHANNEL_RETRY_BASE_SECONDS', 30, 1, 3600) * 1000,
-    graphBaseUrl: (httpUrl(env, 'WHATSAPP_GRAPH_URL', 'https://graph.facebook.com') as string).replace(/\/+$/, ''),
-    graphVersion: nonEmpty(env, 'WHATSAPP_GRAPH_VERSION', 'v23.0', /^v\d{1,3}\.\d{1,3}$/, 'must be a Graph API version such as v23.0'),
   };
 }
 

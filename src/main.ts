@@ -56,11 +56,13 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
     metricsServer?.close();
     const smtpClosed = smtp?.close() ?? Promise.resolve();
     server.close(() => {
-      void smtpClosed.then(() => service.close(SHUTDOWN_GRACE_MS)).then(async () => {
-        await tracing?.shutdown().catch((err: unknown) => logger.warn({ err }, 'the last spans could not be exported'));
-        logger.info('stopped');
-        process.exit(0);
-      });
+      void smtpClosed
+        .then(() => service.close(SHUTDOWN_GRACE_MS))
+        .then(async () => {
+          await tracing?.shutdown().catch((err: unknown) => logger.warn({ err }, 'the last spans could not be exported'));
+          logger.info('stopped');
+          process.exit(0);
+        });
     });
     server.closeIdleConnections();
   };

@@ -186,6 +186,36 @@ async function webLayers(config: Config, logger: Logger, opts: ServiceOptions, c
   return { app, mcp };
 }
 
+/** What the channels' services need of the configuration (docs/channels.md). */
+const channelSettings = (channels: Config['channels']): ServiceContext['channels'] => ({
+  emailDomain: channels.emailDomain,
+  mtaName: channels.emailDomain,
+  maxRecipients: channels.maxRecipients,
+  maxBytes: channels.maxBytes,
+  senderRunsPerHour: channels.senderRunsPerHour,
+  mailResolver: mailResolver(channels.dnsServers),
+  relayConfigured: channels.relayUrl !== null,
+});
+
+/** The outbox's sender, on its timer while the scheduler runs; its stop closes the relay's connections too. */
+function startOutbox(ctx: ServiceContext, config: Config, logger: Logger): ChannelSender {
+  const relay = relayFromUrl(config.channels.relayUrl ?? undefined);
+  const sender = startChannelSender(ctx, {
+    relay,
+    graph: { baseUrl: config.channels.graphBaseUrl, version: config.channels.graphVersion, timeoutMs: CHANNEL_SEND_TIMEOUT_MS },
+    retryBaseMs: config.channels.retryBaseMs,
+    intervalMs: config.schedulerTickMs && OUTBOX_SEND_MS,
+    logger,
+  });
+  return {
+    send: sender.send,
+    stop: async () => {
+      await sender.stop();
+      relay?.close();
+    },
+  };
+}
+
 async function assemble(config: Config, logger: Logger, opts: ServiceOptions, opened: Store, lock: ServeLock): Promise<Service> {
   const metrics = config.metricsPort ? createMetrics({ activeRuns: () => opened.runs.active(), defaultMetrics: opts.processMetrics ?? false }) : NO_METRICS;
   const store = metrics === NO_METRICS && !tracingOn() ? opened : instrumentedStore(opened, metrics.storeCall, config.databaseUrl ? 'postgresql' : 'sqlite');
@@ -231,15 +261,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     eventStreamsPerCaller: config.eventStreamsPerCaller,
     cancelWaitMs: config.cancelWaitMs,
     versionPages: new VersionPages(config.versionsKept),
-    channels: {
-      emailDomain: config.channels.emailDomain,
-      mtaName: config.channels.emailDomain,
-      maxRecipients: config.channels.maxRecipients,
-      maxBytes: config.channels.maxBytes,
-      senderRunsPerHour: config.channels.senderRunsPerHour,
-      mailResolver: mailResolver(config.channels.dnsServers),
-      relayConfigured: config.channels.relayUrl !== null,
-    },
+    channels: channelSettings(config.channels),
   };
   const readiness: Readiness = { draining: false };
   const { app, mcp } = await webLayers(config, logger, opts, ctx, readiness, localIssuer);
@@ -258,14 +280,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     logger,
   });
   const events = startEventDispatch(ctx, { intervalMs: config.schedulerTickMs && EVENT_DISPATCH_MS, logger });
-  const relay = relayFromUrl(config.channels.relayUrl ?? undefined);
-  const outbox = startChannelSender(ctx, {
-    relay,
-    graph: { baseUrl: config.channels.graphBaseUrl, version: config.channels.graphVersion, timeoutMs: CHANNEL_SEND_TIMEOUT_MS },
-    retryBaseMs: config.channels.retryBaseMs,
-    intervalMs: config.schedulerTickMs && OUTBOX_SEND_MS,
-    logger,
-  });
+  const outbox = startOutbox(ctx, config, logger);
   return {
     app,
     ctx,
@@ -281,7 +296,6 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
       await scheduler.stop();
       await events.stop();
       await outbox.stop();
-      relay?.close();
       maintenance.stop();
       ctx.runEvents.stop();
       await mcp?.close();

@@ -99,7 +99,10 @@ export function credentialsShapeProblem(value: unknown): string | null {
     }
     case 'whatsapp': {
       const id = value.phone_number_id;
-      const idProblem = typeof id === 'string' && id.length >= 1 && id.length <= 64 && [...id].every((c) => c >= '0' && c <= '9') ? null : 'phone_number_id: must be 1 to 64 digits';
+      const idProblem =
+        typeof id === 'string' && id.length >= 1 && id.length <= 64 && [...id].every((c) => c >= '0' && c <= '9')
+          ? null
+          : 'phone_number_id: must be 1 to 64 digits';
       return (
         extra(['kind', 'phone_number_id', 'access_token', 'app_secret', 'verify_token']) ??
         idProblem ??

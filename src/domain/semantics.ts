@@ -175,7 +175,8 @@ function checkWhatsApp(whatsapp: AgentDraft['whatsapp'], refs: References, probl
   }
   const connection = refs.connections.get(whatsapp.connection);
   if (!connection) problems.push({ path, message: `'${whatsapp.connection}' is not a connection of this workspace; GET /api/build/connections lists them` });
-  else if (connection.app !== 'whatsapp') problems.push({ path, message: `'${whatsapp.connection}' is a connection of app '${connection.app}', not of 'whatsapp'` });
+  else if (connection.app !== 'whatsapp')
+    problems.push({ path, message: `'${whatsapp.connection}' is a connection of app '${connection.app}', not of 'whatsapp'` });
 }
 
 function checkReference(

@@ -25,7 +25,7 @@ export function sendJson(res: Response, status: number, headers: Record<string, 
 export function sendText(res: Response, status: number, text: string): void {
   const bytes = Buffer.from(text);
   res.statusCode = status;
-  res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+  res.setHeader('Content-Type', 'text/plain');
   res.setHeader('Content-Length', bytes.length);
   res.end(bytes);
 }

@@ -53,7 +53,11 @@ export function webhookRequests(operations: Operations, ctx: ServiceContext, log
     if (events && req.method === 'GET') {
       // Meta's subscription check of a WhatsApp connection's URL: the challenge, as text.
       const query = new URLSearchParams(queryAt < 0 ? '' : url.slice(queryAt + 1));
-      const asked = { mode: query.get('hub.mode') ?? undefined, token: query.get('hub.verify_token') ?? undefined, challenge: query.get('hub.challenge') ?? undefined };
+      const asked = {
+        mode: query.get('hub.mode') ?? undefined,
+        token: query.get('hub.verify_token') ?? undefined,
+        challenge: query.get('hub.challenge') ?? undefined,
+      };
       inServerSpan(req, res, match.operation.operationId as string, match.operation.path, () => {
         verifyChannelReceiver(ctx, match.params.receiverId as string, asked)
           .then((challenge) => sendText(res, 200, challenge))

@@ -45,7 +45,8 @@ export function deliverAppEvent(ctx: ServiceContext, delivery: EventDelivery, no
   return countedDelivery(
     ctx,
     () => deliver(ctx, delivery, nowMs),
-    (reply) => 'data' in reply && ('repeated' in reply.data ? reply.data.repeated : reply.data.messages.length > 0 && reply.data.messages.every((m) => m.repeated)),
+    (reply) =>
+      'data' in reply && ('repeated' in reply.data ? reply.data.repeated : reply.data.messages.length > 0 && reply.data.messages.every((m) => m.repeated)),
   );
 }
 

@@ -31,10 +31,17 @@ function credentialsOf(ctx: ServiceContext, { workspaceId, record }: Found, nowM
 const whatsappCredentials = (all: Credentials[]) => all.flatMap((c) => (c.kind === 'whatsapp' ? [c] : []));
 
 /** Meta's subscription check of a `whatsapp` connection's URL: the challenge, or 403. */
-export async function verifyChannelReceiver(ctx: ServiceContext, receiverId: string, query: { mode?: string; token?: string; challenge?: string }): Promise<string> {
+export async function verifyChannelReceiver(
+  ctx: ServiceContext,
+  receiverId: string,
+  query: { mode?: string; token?: string; challenge?: string },
+): Promise<string> {
   const found = await ctx.store.connections.byReceiver(receiverId);
-  if (!found || found.record.app !== 'whatsapp') throw new ApiError(404, 'no whatsapp connection receives at this URL');
-  const answer = answerVerification(query, whatsappCredentials(credentialsOf(ctx, found, Date.now())).map((c) => c.verify_token));
+  if (found?.record.app !== 'whatsapp') throw new ApiError(404, 'no whatsapp connection receives at this URL');
+  const answer = answerVerification(
+    query,
+    whatsappCredentials(credentialsOf(ctx, found, Date.now())).map((c) => c.verify_token),
+  );
   if (!answer.ok) throw new ApiError(403, answer.reason);
   return answer.challenge;
 }
@@ -55,7 +62,11 @@ export async function deliverToChannel(
     return { data: { channel: 'email', messages, statuses: 0 } };
   }
   const numbers = whatsappCredentials(credentials);
-  const signature = verifyWhatsAppSignature(delivery.body, delivery.headers('x-hub-signature-256'), numbers.map((c) => c.app_secret));
+  const signature = verifyWhatsAppSignature(
+    delivery.body,
+    delivery.headers('x-hub-signature-256'),
+    numbers.map((c) => c.app_secret),
+  );
   if (!signature.ok) throw new ApiError(401, signature.reason);
   const read = readWhatsAppDelivery(delivery.body);
   if (!read.ok) throw new ApiError(400, read.reason);
@@ -72,7 +83,12 @@ export async function deliverToChannel(
   return { data: { channel: 'whatsapp', messages, statuses } };
 }
 
-function receiveWhatsApp(ctx: ServiceContext, found: Found, agent: NonNullable<Awaited<ReturnType<ServiceContext['store']['agents']['find']>>>, message: InboundWhatsApp) {
+function receiveWhatsApp(
+  ctx: ServiceContext,
+  found: Found,
+  agent: NonNullable<Awaited<ReturnType<ServiceContext['store']['agents']['find']>>>,
+  message: InboundWhatsApp,
+) {
   const arriving: ArrivingMessage = {
     channel: 'whatsapp',
     workspaceId: found.workspaceId,
@@ -83,7 +99,17 @@ function receiveWhatsApp(ctx: ServiceContext, found: Found, agent: NonNullable<A
     text: message.text ?? '',
     messageId: message.id,
     dedupeKey: message.id,
-    input: { channel: 'whatsapp', from: message.from, name: message.name, type: message.type, text: message.text, message_id: message.id, timestamp: message.timestamp, context: message.context, connection: found.record.ref },
+    input: {
+      channel: 'whatsapp',
+      from: message.from,
+      name: message.name,
+      type: message.type,
+      text: message.text,
+      message_id: message.id,
+      timestamp: message.timestamp,
+      context: message.context,
+      connection: found.record.ref,
+    },
     origin: { channel: 'whatsapp', from: message.from, message_id: message.id, connection: found.record.ref },
   };
   if (message.type !== 'text' || message.text === null) return suppress(ctx, arriving, `a ${message.type} message: the agent reads text messages only`);

@@ -11,7 +11,6 @@ import type { ChannelMessageRow } from '../store/port';
 import { preview } from './channel-inbound';
 import type { ServiceContext } from './context';
 
-
 /** What a run started by a message keeps of it to answer it (email-inbound.ts, whatsapp-inbound.ts). */
 export type ChannelOrigin =
   | { channel: 'email'; from: string; subject: string | null; message_id: string | null; references: string[]; agent_address: string }
@@ -30,7 +29,11 @@ const started = (caller: ChannelCaller, channel: 'email' | 'whatsapp', tool: str
   throw new ToolError(`${tool} answers the ${channel === 'email' ? 'mail' : 'WhatsApp message'} that started the run; this run was not started by one`);
 };
 
-function outboundRow(caller: ChannelCaller, call: ChannelCall, fields: Pick<ChannelMessageRow, 'channel' | 'from' | 'to' | 'subject' | 'messageId' | 'contact' | 'payload'> & { text: string; unsent: boolean }): ChannelMessageRow {
+function outboundRow(
+  caller: ChannelCaller,
+  call: ChannelCall,
+  fields: Pick<ChannelMessageRow, 'channel' | 'from' | 'to' | 'subject' | 'messageId' | 'contact' | 'payload'> & { text: string; unsent: boolean },
+): ChannelMessageRow {
   const { text, unsent, ...rest } = fields;
   return {
     ...rest,
@@ -64,7 +67,8 @@ function emailRow(ctx: ServiceContext, caller: ChannelCaller, call: ChannelCall)
   } else {
     const to = call.args.to as string[];
     const refused = to.filter((address) => !senderAllowed(address, email.allowed_recipients ?? []));
-    if (refused.length) throw new ToolError(`email.send: ${refused.join(', ')} ${refused.length === 1 ? 'is' : 'are'} not allowed by the agent's email.allowed_recipients`);
+    if (refused.length)
+      throw new ToolError(`email.send: ${refused.join(', ')} ${refused.length === 1 ? 'is' : 'are'} not allowed by the agent's email.allowed_recipients`);
     const address = `${agentMailbox(caller.workspaceId, caller.agent.slug)}@${ctx.channels.emailDomain}`;
     mail = composeNew({ from: { name: fromName, address }, to, subject: call.args.subject as string, text, locale });
   }

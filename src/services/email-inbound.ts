@@ -50,7 +50,12 @@ export function mailboxOf(ctx: Pick<ServiceContext, 'channels'>, address: string
 }
 
 const dedupeKeyOf = (mail: ParsedMail, raw: Buffer) =>
-  mail.messageId && mail.messageId.length <= DEDUPE_KEY_MAX ? mail.messageId : `sha256:${crypto.createHash('sha256').update(mail.messageId ?? raw).digest('hex')}`;
+  mail.messageId && mail.messageId.length <= DEDUPE_KEY_MAX
+    ? mail.messageId
+    : `sha256:${crypto
+        .createHash('sha256')
+        .update(mail.messageId ?? raw)
+        .digest('hex')}`;
 
 function runInput(mail: ParsedMail, verdict: SenderVerdict | null, agentAddress: string): Record<string, unknown> {
   return {
@@ -81,7 +86,11 @@ export async function receiveMail(ctx: ServiceContext, arrival: MailArrival): Pr
   const from = mail.from ?? '';
   // A forwarded mail's envelope is the provider's: its From stands for the return path.
   if (!arrival.client) arrival = { ...arrival, mailFrom: from };
-  const loop = mailLoopReason(ctx, mail, arrival) ?? (mail.messageId && (await ctx.store.channelMessages.sentMessageId('email', mail.messageId)) ? 'a mail the service sent (its own Message-ID came back)' : null);
+  const loop =
+    mailLoopReason(ctx, mail, arrival) ??
+    (mail.messageId && (await ctx.store.channelMessages.sentMessageId('email', mail.messageId))
+      ? 'a mail the service sent (its own Message-ID came back)'
+      : null);
   // Authenticated once, and only when a rule of its own may let it through.
   const verdict = loop === null && from ? await authenticate(ctx, arrival) : null;
   const outcomes: ArrivalOutcome[] = [];
@@ -98,14 +107,27 @@ export async function receiveMail(ctx: ServiceContext, arrival: MailArrival): Pr
       messageId: mail.messageId,
       dedupeKey: dedupeKeyOf(mail, arrival.raw),
       input: runInput(mail, verdict, address),
-      origin: { channel: 'email', from, subject: mail.subject, message_id: mail.messageId, references: mail.references.slice(-REFERENCES_KEPT), agent_address: address },
+      origin: {
+        channel: 'email',
+        from,
+        subject: mail.subject,
+        message_id: mail.messageId,
+        references: mail.references.slice(-REFERENCES_KEPT),
+        agent_address: address,
+      },
     };
     outcomes.push(await decide(ctx, message, agent, loop, verdict));
   }
   return outcomes;
 }
 
-function decide(ctx: ServiceContext, message: ArrivingMessage, agent: AgentRecord, loop: string | null, verdict: SenderVerdict | null): Promise<ArrivalOutcome> {
+function decide(
+  ctx: ServiceContext,
+  message: ArrivingMessage,
+  agent: AgentRecord,
+  loop: string | null,
+  verdict: SenderVerdict | null,
+): Promise<ArrivalOutcome> {
   if (loop !== null) return suppress(ctx, message, loop);
   if (!verdict?.authenticated) return suppress(ctx, message, unauthenticated(verdict));
   if (!senderAllowed(message.from, agent.document.email.allowed_senders ?? [])) {

@@ -97,15 +97,32 @@ describe('mail in', () => {
     const address = agent.email.address!;
     expect(address).toMatch(new RegExp(`^${agent.slug}\\.[a-z2-7]{10}@agents\\.test$`));
     const messageId = `<${crypto.randomUUID()}@acme.test>`;
-    const sent = await sendMail(smtp.port, mail(address, { subject: 'Order 42', messageId, text: 'Where is my order?\n/call email.reply {"text":"It ships today."}' }));
+    const sent = await sendMail(
+      smtp.port,
+      mail(address, { subject: 'Order 42', messageId, text: 'Where is my order?\n/call email.reply {"text":"It ships today."}' }),
+    );
     expect(sent.response).toMatch(/^250/);
     const received = (await eventually(agent.slug, (m) => m.some((x) => x.direction === 'received'))).find((x) => x.direction === 'received');
-    expect(received).toMatchObject({ channel: 'email', direction: 'received', status: 'received', reason: null, from: 'bob@acme.test', subject: 'Order 42', message_id: messageId });
+    expect(received).toMatchObject({
+      channel: 'email',
+      direction: 'received',
+      status: 'received',
+      reason: null,
+      from: 'bob@acme.test',
+      subject: 'Order 42',
+      message_id: messageId,
+    });
     const run = await waitForAgentRun(t, received!.run_id!);
     expect(run).toMatchObject({ status: 'succeeded', source: 'email' });
     expect(run.tool_calls[0]).toMatchObject({ tool: 'email.reply', status: 'succeeded' });
     const input = JSON.parse(run.transcript[0]!.content!.split('\n').pop()!);
-    expect(input).toMatchObject({ channel: 'email', from: 'bob@acme.test', subject: 'Order 42', message_id: messageId, authentication: { authenticated: true, method: 'dmarc', dmarc: 'pass' } });
+    expect(input).toMatchObject({
+      channel: 'email',
+      from: 'bob@acme.test',
+      subject: 'Order 42',
+      message_id: messageId,
+      authentication: { authenticated: true, method: 'dmarc', dmarc: 'pass' },
+    });
     const messages = await eventually(agent.slug, (m) => m.some((x) => x.direction === 'sent' && x.status === 'sent'));
     const reply = messages.find((x) => x.direction === 'sent')!;
     expect(reply).toMatchObject({ channel: 'email', from: address, to: ['bob@acme.test'], subject: 'Re: Order 42', run_id: run.id, error: null });
@@ -131,7 +148,10 @@ describe('mail in', () => {
     const agent = await mailAgent();
     const address = agent.email.address!;
     await sendMail(smtp.port, mail(address, { dkim: null, localAddress: '127.0.0.9', subject: 'unsigned' }));
-    await sendMail(smtp.port, mail(address, { dkim: { domainName: 'evil.test', privateKey: evil.privateKey }, localAddress: '127.0.0.9', subject: 'other key' }));
+    await sendMail(
+      smtp.port,
+      mail(address, { dkim: { domainName: 'evil.test', privateKey: evil.privateKey }, localAddress: '127.0.0.9', subject: 'other key' }),
+    );
     const messages = await eventually(agent.slug, (m) => m.length === 2);
     for (const m of messages) {
       expect(m).toMatchObject({ status: 'suppressed', run_id: null });
@@ -235,7 +255,9 @@ describe('forwarded mail over HTTP', () => {
   test('an email connection takes a raw message signed by Standard Webhooks; a bad signature is 401 and starts nothing', async () => {
     const agent = await mailAgent();
     const secret = `whsec_${crypto.randomBytes(24).toString('base64')}`;
-    const created = await t.client().PUT('/api/build/connections', { body: { ref: unique('email:fwd'), app: 'email', credentials: { kind: 'signing_secret', secret } } });
+    const created = await t
+      .client()
+      .PUT('/api/build/connections', { body: { ref: unique('email:fwd'), app: 'email', credentials: { kind: 'signing_secret', secret } } });
     expect(created.response.status).toBe(201);
     const url = created.data!.data.receive_url!.replace('http://build.test', t.baseUrl);
     const raw = [
@@ -249,7 +271,12 @@ describe('forwarded mail over HTTP', () => {
     ].join('\r\n');
     const id = `msg_${crypto.randomUUID()}`;
     const now = new Date();
-    const headers = { 'content-type': 'message/rfc822', 'webhook-id': id, 'webhook-timestamp': String(Math.floor(now.getTime() / 1000)), 'webhook-signature': new Webhook(secret).sign(id, now, raw) };
+    const headers = {
+      'content-type': 'message/rfc822',
+      'webhook-id': id,
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': new Webhook(secret).sign(id, now, raw),
+    };
     const bad = await fetch(url, { method: 'POST', headers: { ...headers, 'webhook-signature': 'v1,AAAA' }, body: raw });
     expect(bad.status).toBe(401);
     const res = await fetch(url, { method: 'POST', headers, body: raw });

@@ -33,7 +33,9 @@ beforeAll(async () => {
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
       recorded.push({ path: req.url!, authorization: req.headers.authorization, body });
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ messaging_product: 'whatsapp', contacts: [{ input: body.to, wa_id: body.to }], messages: [{ id: `wamid.out-${recorded.length}` }] }));
+      res.end(
+        JSON.stringify({ messaging_product: 'whatsapp', contacts: [{ input: body.to, wa_id: body.to }], messages: [{ id: `wamid.out-${recorded.length}` }] }),
+      );
     });
   });
   await new Promise<void>((resolve) => graph.listen(0, '127.0.0.1', resolve));
@@ -51,7 +53,11 @@ const APP_SECRET = 'meta-app-secret';
 async function number(phoneNumberId = String(100000 + ++n)) {
   const ref = unique('whatsapp:line');
   const res = await t.client().PUT('/api/build/connections', {
-    body: { ref, app: 'whatsapp', credentials: { kind: 'whatsapp', phone_number_id: phoneNumberId, access_token: 'EAAG-token', app_secret: APP_SECRET, verify_token: 'verify-me' } },
+    body: {
+      ref,
+      app: 'whatsapp',
+      credentials: { kind: 'whatsapp', phone_number_id: phoneNumberId, access_token: 'EAAG-token', app_secret: APP_SECRET, verify_token: 'verify-me' },
+    },
   });
   expect(res.response.status).toBe(201);
   const view = res.data!.data;
@@ -79,7 +85,17 @@ async function whatsappAgent(connection: string, approval: 'destructive' | 'writ
 const delivery = (phoneNumberId: string, value: Record<string, unknown>) =>
   JSON.stringify({
     object: 'whatsapp_business_account',
-    entry: [{ id: 'waba-1', changes: [{ field: 'messages', value: { messaging_product: 'whatsapp', metadata: { display_phone_number: '15550001111', phone_number_id: phoneNumberId }, ...value } }] }],
+    entry: [
+      {
+        id: 'waba-1',
+        changes: [
+          {
+            field: 'messages',
+            value: { messaging_product: 'whatsapp', metadata: { display_phone_number: '15550001111', phone_number_id: phoneNumberId }, ...value },
+          },
+        ],
+      },
+    ],
   });
 
 const textMessage = (phoneNumberId: string, text: string, id = `wamid.${crypto.randomUUID()}`, from = '16505551234') =>
@@ -137,17 +153,25 @@ test('a signed text message starts one run; its reply reaches the Graph API with
   const wamid = `wamid.${crypto.randomUUID()}`;
   const res = await post(line.url, textMessage(line.phoneNumberId, 'Hi!\n/call whatsapp.reply {"text":"Hello Sheena, how can I help?"}', wamid));
   expect(res.status).toBe(200);
-  expect(res.body.data).toMatchObject({ channel: 'whatsapp', statuses: 0, messages: [{ agent: agent.slug, message_id: wamid, status: 'received', repeated: false }] });
+  expect(res.body.data).toMatchObject({
+    channel: 'whatsapp',
+    statuses: 0,
+    messages: [{ agent: agent.slug, message_id: wamid, status: 'received', repeated: false }],
+  });
   const run = await waitForAgentRun(t, res.body.data.messages[0]!.run_id!);
   expect(run).toMatchObject({ status: 'succeeded', source: 'whatsapp' });
   const messages = await eventually(agent.slug, (m) => m.some((x) => x.direction === 'sent' && x.status === 'sent'));
   const sent = messages.find((x) => x.direction === 'sent')!;
-  const call = recorded.find((r) => r.path === `/v23.0/${line.phoneNumberId}/messages` && (r.body.context as { message_id?: string } | undefined)?.message_id === wamid)!;
+  const call = recorded.find(
+    (r) => r.path === `/v23.0/${line.phoneNumberId}/messages` && (r.body.context as { message_id?: string } | undefined)?.message_id === wamid,
+  )!;
   expect(call.authorization).toBe('Bearer EAAG-token');
   expect(call.body).toMatchObject({ messaging_product: 'whatsapp', to: '16505551234', type: 'text', text: { body: 'Hello Sheena, how can I help?' } });
   expect(sent.message_id).toMatch(/^wamid\.out-/);
   const status = (s: string) =>
-    delivery(line.phoneNumberId, { statuses: [{ id: sent.message_id, status: s, timestamp: String(Math.floor(Date.now() / 1000)), recipient_id: '16505551234' }] });
+    delivery(line.phoneNumberId, {
+      statuses: [{ id: sent.message_id, status: s, timestamp: String(Math.floor(Date.now() / 1000)), recipient_id: '16505551234' }],
+    });
   expect((await post(line.url, status('read'))).body.data).toMatchObject({ statuses: 1, messages: [] });
   await post(line.url, status('delivered')); // late: read stays
   expect((await messagesOf(agent.slug)).find((x) => x.id === sent.id)!.status).toBe('read');
@@ -173,7 +197,9 @@ test('a message that is not text is recorded and starts nothing', async () => {
   const line = await number();
   await whatsappAgent(line.ref);
   const image = delivery(line.phoneNumberId, {
-    messages: [{ from: '16505550000', id: `wamid.${crypto.randomUUID()}`, timestamp: String(Math.floor(Date.now() / 1000)), type: 'image', image: { id: 'media-1' } }],
+    messages: [
+      { from: '16505550000', id: `wamid.${crypto.randomUUID()}`, timestamp: String(Math.floor(Date.now() / 1000)), type: 'image', image: { id: 'media-1' } },
+    ],
   });
   const res = await post(line.url, image);
   expect(res.body.data.messages[0]).toMatchObject({ status: 'suppressed', run_id: null, reason: 'a image message: the agent reads text messages only' });

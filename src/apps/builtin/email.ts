@@ -20,7 +20,7 @@ export const emailApp: AppModule = {
     channelTool(
       'email.reply',
       'Reply',
-      "Replies to the sender of the mail that started this run, in its thread (Re: subject, In-Reply-To, References). The reply is queued and sent once; the answer says whether it is queued or unsent.",
+      'Replies to the sender of the mail that started this run, in its thread (Re: subject, In-Reply-To, References). The reply is queued and sent once; the answer says whether it is queued or unsent.',
       objectOf({ text }, ['text']),
     ),
     channelTool(

@@ -28,7 +28,16 @@ export const agentWriteReply = (write: AgentWrite) => ({ status: 200 as const, h
 
 export const agentHandlers: Pick<
   Handlers,
-  'listAgents' | 'listFolders' | 'createAgent' | 'getAgent' | 'replaceAgent' | 'validateAgent' | 'testAgent' | 'rotateWebhook' | 'setAgentStatus' | 'listAgentMessages'
+  | 'listAgents'
+  | 'listFolders'
+  | 'createAgent'
+  | 'getAgent'
+  | 'replaceAgent'
+  | 'validateAgent'
+  | 'testAgent'
+  | 'rotateWebhook'
+  | 'setAgentStatus'
+  | 'listAgentMessages'
 > = {
   listAgentMessages: async ({ ctx, principal, params, query }) => {
     const listParams = query as ListParams;

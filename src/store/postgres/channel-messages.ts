@@ -94,7 +94,8 @@ export function pgChannelMessageRepository(db: PgDatabase): ChannelMessageReposi
       await db.count(pruneWindows.text, pruneWindows.values({ window: windowBefore, limit }));
       return db.count(prune.text, prune.values({ before, limit }));
     },
-    mailboxOwner: async (mailbox) => (await db.row<{ workspaceId: string; agentId: string }>(mailboxOwner.text, mailboxOwner.values({ address: storedText(mailbox) }))) ?? null,
+    mailboxOwner: async (mailbox) =>
+      (await db.row<{ workspaceId: string; agentId: string }>(mailboxOwner.text, mailboxOwner.values({ address: storedText(mailbox) }))) ?? null,
     boundAgent: async (workspaceId, channel, address) =>
       (await db.row<{ agentId: string }>(bound.text, bound.values({ workspace: workspaceId, channel, address: storedText(address) })))?.agentId ?? null,
   };
