@@ -61,7 +61,7 @@ export function channelConfig(env: Env): ChannelConfig {
     relayUrl,
     senderRunsPerHour: integer(env, 'CHANNEL_SENDER_RUNS_PER_HOUR', 20, 1, 10_000),
     retryBaseMs: integer(env, 'CHANNEL_RETRY_BASE_SECONDS', 30, 1, 3600) * 1000,
-    graphBaseUrl: (httpUrl(env, 'WHATSAPP_GRAPH_URL', 'https://graph.facebook.com') as string).replace(/\/+$/, ''),
+    graphBaseUrl: httpUrl(env, 'WHATSAPP_GRAPH_URL', 'https://graph.facebook.com') as string,
     graphVersion: nonEmpty(env, 'WHATSAPP_GRAPH_VERSION', 'v23.0', /^v\d{1,3}\.\d{1,3}$/, 'must be a Graph API version such as v23.0'),
   };
 }

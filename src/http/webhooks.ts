@@ -50,7 +50,7 @@ export function webhookRequests(operations: Operations, ctx: ServiceContext, log
       return done();
     }
     req.matched = match;
-    if (events && req.method === 'GET') {
+    if (events && (req.method === 'GET' || req.method === 'HEAD')) {
       // Meta's subscription check of a WhatsApp connection's URL: the challenge, as text.
       const query = new URLSearchParams(queryAt < 0 ? '' : url.slice(queryAt + 1));
       const asked = {

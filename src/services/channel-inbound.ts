@@ -11,7 +11,7 @@ import { agentRun } from './run-builders';
 import { acceptRun } from './runs';
 
 /** How long the per-sender rate's window is. */
-const SENDER_WINDOW_MS = 60 * 60_000;
+export const SENDER_WINDOW_MS = 60 * 60_000;
 /** A message's preview in the messages view. */
 export const PREVIEW_CHARS = 200;
 

@@ -15,7 +15,7 @@ import { credentialsContext } from './connection-credentials';
 import type { ServiceContext } from './context';
 
 /** How long a claim holds (longer than an attempt may take: the relay's and the Graph API's timeouts are 30 s). */
-const CLAIM_MS = 90_000;
+const CLAIM_MS = 45_000;
 /** Messages claimed per pass, at most. */
 const PER_PASS = 20;
 /** Attempts before a temporary failure is final. */

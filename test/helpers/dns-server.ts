@@ -36,13 +36,28 @@ export async function startDnsServer(zone: Zone): Promise<DnsServer> {
       flags: dnsPacket.AUTHORITATIVE_ANSWER | dnsPacket.RECURSION_AVAILABLE | rcode,
     };
   };
-  const udp = dgram.createSocket('udp4');
-  udp.on('message', (message, remote) => udp.send(dnsPacket.encode(answer(dnsPacket.decode(message))), remote.port, remote.address));
-  await new Promise<void>((resolve) => udp.bind(0, '127.0.0.1', resolve));
-  const { port } = udp.address() as AddressInfo;
-  // One query per connection's segment: enough for node's resolver.
-  const tcp = net.createServer((socket) => socket.on('data', (bytes) => socket.end(dnsPacket.streamEncode(answer(dnsPacket.streamDecode(bytes))))));
-  await new Promise<void>((resolve) => tcp.listen(port, '127.0.0.1', resolve));
+  // UDP on a free port, then TCP on the same one; another process may hold that TCP port: then again.
+  for (let attempt = 0; ; attempt++) {
+    const udp = dgram.createSocket('udp4');
+    udp.on('message', (message, remote) => udp.send(dnsPacket.encode(answer(dnsPacket.decode(message))), remote.port, remote.address));
+    await new Promise<void>((resolve) => udp.bind(0, '127.0.0.1', resolve));
+    const { port } = udp.address() as AddressInfo;
+    // One query per connection's segment: enough for node's resolver.
+    const tcp = net.createServer((socket) => socket.on('data', (bytes) => socket.end(dnsPacket.streamEncode(answer(dnsPacket.streamDecode(bytes))))));
+    const listening = await new Promise<boolean>((resolve) => {
+      tcp.once('error', () => resolve(false));
+      tcp.listen(port, '127.0.0.1', () => resolve(true));
+    });
+    if (!listening) {
+      await new Promise<void>((resolve) => udp.close(() => resolve()));
+      if (attempt < 20) continue;
+      throw new Error('no port free for both UDP and TCP');
+    }
+    return server(udp, tcp, port, zone);
+  }
+}
+
+function server(udp: dgram.Socket, tcp: net.Server, port: number, zone: Zone): DnsServer {
   return {
     address: `127.0.0.1:${port}`,
     zone,

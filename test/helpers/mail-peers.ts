@@ -84,8 +84,8 @@ export interface RelayRecorder {
   close(): Promise<void>;
 }
 
-/** A relay on loopback that requires the URL's credentials and keeps every message it accepts. */
-export async function startRelay(user = 'relay-user', password = 'relay-pass'): Promise<RelayRecorder> {
+/** A relay on loopback (on `port`, default any) that requires the URL's credentials and keeps every message it accepts. */
+export async function startRelay(user = 'relay-user', password = 'relay-pass', port = 0): Promise<RelayRecorder> {
   const received: RelayRecorder['received'] = [];
   let refusals: { left: number; code: number } = { left: 0, code: 0 };
   const server = new SMTPServer({
@@ -112,10 +112,10 @@ export async function startRelay(user = 'relay-user', password = 'relay-pass'): 
     },
   });
   server.on('error', () => undefined);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const listening = (server.server.address() as AddressInfo).port;
   return {
-    url: `smtp://${user}:${password}@127.0.0.1:${port}`,
+    url: `smtp://${user}:${password}@127.0.0.1:${listening}`,
     received,
     refuseNext: (left, code) => {
       refusals = { left, code };

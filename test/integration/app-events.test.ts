@@ -187,7 +187,7 @@ describe('github', () => {
     expect((await send(gh.url, huge.body, huge.headers)).status).toBe(413);
     const put = await fetch(gh.url, { method: 'PUT', body: '{}' });
     expect(put.status).toBe(405);
-    expect(put.headers.get('allow')).toBe('GET, POST, OPTIONS');
+    expect(put.headers.get('allow')).toBe('GET, HEAD, POST, OPTIONS');
     expect(await (await fetch(gh.url)).json()).toEqual({ error: 'no whatsapp connection receives at this URL' });
     expect((await send(`${t.baseUrl}/events/rcv_unknown`, big.body, big.headers)).status).toBe(404);
     expect(await runsOf(agent.triggers[0]!.id)).toBe(1);

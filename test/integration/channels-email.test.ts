@@ -171,20 +171,30 @@ describe('mail in', () => {
     }
   });
 
-  test('loops start nothing, each recorded with its reason: auto-replies, a null return path, lists, bulk, mail from an agent', async () => {
+  test('loops start nothing, each recorded with its reason: auto-replies, a null return path, lists, bulk, mail from an agent, our own mail come back', async () => {
     const agent = await mailAgent({ allowed_senders: ['@acme.test', '@agents.test'] });
     const to = agent.email.address!;
     await sendMail(smtp.port, mail(to, { subject: 'auto', headers: { 'Auto-Submitted': 'auto-replied' } }));
     await sendMail(smtp.port, mail(to, { subject: 'bounce', mailFrom: '' }));
     await sendMail(smtp.port, mail(to, { subject: 'list', headers: { 'List-Id': 'News <news.acme.test>' } }));
     await sendMail(smtp.port, mail(to, { subject: 'bulk', headers: { Precedence: 'bulk' } }));
-    await sendMail(smtp.port, mail(to, { subject: 'no', headers: { 'Auto-Submitted': 'no' }, text: 'A person wrote this.' }));
-    const messages = await eventually(agent.slug, (m) => m.length === 5);
+    await sendMail(smtp.port, mail(to, { subject: 'agent', from: 'other-agent.abcdefghij@agents.test', dkim: null }));
+    await sendMail(
+      smtp.port,
+      mail(to, { subject: 'no', headers: { 'Auto-Submitted': 'no' }, text: 'A person wrote this.\n/call email.reply {"text":"Got it."}' }),
+    );
+    const answered = await eventually(agent.slug, (m) => m.some((x) => x.direction === 'sent' && x.status === 'sent'));
+    // Our own reply, delivered back to us (a forwarding rule, a misconfigured relay): its Message-ID is ours.
+    const ours = answered.find((x) => x.direction === 'sent')!;
+    await sendMail(smtp.port, mail(to, { subject: 'echo', messageId: ours.message_id! }));
+    const messages = (await eventually(agent.slug, (m) => m.filter((x) => x.direction === 'received').length === 7)).filter((x) => x.direction === 'received');
     const reasonOf = (subject: string) => messages.find((m) => m.subject === subject)!.reason;
     expect(reasonOf('auto')).toMatch(/^Auto-Submitted: auto-replied/);
     expect(reasonOf('bounce')).toMatch(/null return path/);
     expect(reasonOf('list')).toMatch(/^List-Id/);
     expect(reasonOf('bulk')).toBe('Precedence: bulk');
+    expect(reasonOf('agent')).toMatch(/^from the agents' own domain/);
+    expect(reasonOf('echo')).toBe('a mail the service sent (its own Message-ID came back)');
     expect(messages.find((m) => m.subject === 'no')).toMatchObject({ status: 'received', reason: null });
   });
 
@@ -248,6 +258,47 @@ describe('mail out', () => {
     await sendMail(smtp.port, mail(agent.email.address!, { text: '/call email.reply {"text":"Refused."}' }));
     const failed = await eventually(agent.slug, (m) => m.some((x) => x.direction === 'sent' && x.status === 'failed'));
     expect(failed.find((x) => x.status === 'failed')!.error).toMatch(/550/);
+  });
+});
+
+describe('no relay configured', () => {
+  let bare: TestService;
+  let bareSmtp: SmtpListener;
+  beforeAll(async () => {
+    bare = await startService({ EMAIL_DOMAIN: 'agents.test', EMAIL_DNS_SERVERS: dns.address });
+    bareSmtp = await startSmtpIntake(bare.service.ctx, { ...bare.config.channels, smtpPort: 0 }, '127.0.0.1', createLogger('silent'));
+  });
+  afterAll(async () => {
+    await bareSmtp.close();
+    await bare.close();
+  });
+
+  test('a reply is recorded unsent, and the call says so: never sent, never reported as sent', async () => {
+    const created = await bare.client().PUT('/api/build/agents', {
+      body: {
+        ...minimalAgent('Unrelayed'),
+        max_steps: 4,
+        tools: { apps: [], connections: 'all', disabled_tools: [], approval: 'destructive' },
+        email: { enabled: true, allowed_senders: ['@acme.test'] },
+      },
+    });
+    const doc = created.data!.data.document;
+    await bare.client().POST('/api/build/agents/{ref}/status', {
+      params: { path: { ref: doc.id }, header: { 'If-Match': created.response.headers.get('etag')! } },
+      body: { status: 'active' },
+    });
+    await sendMail(bareSmtp.port, mail(doc.email.address!, { text: '/call email.reply {"text":"Nobody will read this."}' }));
+    const list = async () => (await bare.client().GET('/api/build/agents/{ref}/messages', { params: { path: { ref: doc.slug } } })).data!.data;
+    for (let i = 0; !(await list()).some((m) => m.direction === 'sent'); i++) {
+      if (i > 100) throw new Error('no reply recorded');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const sent = (await list()).find((m) => m.direction === 'sent')!;
+    expect(sent).toMatchObject({ status: 'unsent', sent_at: null, reason: expect.stringMatching(/^no SMTP relay is configured \(SMTP_RELAY_URL\)/) });
+    const run = await waitForAgentRun(bare, sent.run_id!);
+    expect(run.tool_calls[0]).toMatchObject({ tool: 'email.reply', status: 'succeeded', output: { status: 'unsent' } });
+    await new Promise((r) => setTimeout(r, 1200)); // the outbox's sender passes: an unsent mail stays unsent
+    expect((await list()).find((m) => m.id === sent.id)!.status).toBe('unsent');
   });
 });
 
