@@ -166,13 +166,13 @@ export function checkAgent(doc: AgentDraft, refs: References, storedBytes: numbe
   return problems;
 }
 
-/** The WhatsApp channel answers one number: a connection of the `whatsapp` app, named whenever the channel is enabled. */
+/**
+ * The WhatsApp channel answers the number of a connection of the `whatsapp` app. Enabled with none
+ * named, it answers no number yet (docs/channels.md): a document of before the channel was real stays valid.
+ */
 function checkWhatsApp(whatsapp: AgentDraft['whatsapp'], refs: References, problems: Problem[]): void {
   const path = 'body.whatsapp.connection';
-  if (whatsapp.connection === undefined) {
-    if (whatsapp.enabled) problems.push({ path, message: "required when whatsapp.enabled is true: the 'whatsapp' connection whose number the agent answers" });
-    return;
-  }
+  if (whatsapp.connection === undefined) return;
   const connection = refs.connections.get(whatsapp.connection);
   if (!connection) problems.push({ path, message: `'${whatsapp.connection}' is not a connection of this workspace; GET /api/build/connections lists them` });
   else if (connection.app !== 'whatsapp')

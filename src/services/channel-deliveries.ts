@@ -75,26 +75,55 @@ export async function deliverToChannel(
     if (await ctx.store.channelMessages.reportStatus('whatsapp', status.id, status.status, status.error)) statuses++;
   }
   const messages: ArrivalOutcome[] = [];
-  const agentId = read.messages.length ? await ctx.store.channelMessages.boundAgent(found.workspaceId, 'whatsapp', found.record.ref) : null;
-  const agent = agentId ? await ctx.store.agents.find(found.workspaceId, agentId) : null;
-  if (agent?.document.whatsapp.enabled) {
-    for (const message of read.messages) messages.push(await receiveWhatsApp(ctx, found, agent, message));
+  const answering = answeringAgents(ctx, found);
+  for (const message of read.messages) {
+    const answer = await answering(message.phoneNumberId);
+    if (answer) messages.push(await receiveWhatsApp(ctx, found.workspaceId, answer.ref, answer.agent, message));
   }
   return { data: { channel: 'whatsapp', messages, statuses } };
 }
 
-function receiveWhatsApp(
-  ctx: ServiceContext,
-  found: Found,
-  agent: NonNullable<Awaited<ReturnType<ServiceContext['store']['agents']['find']>>>,
-  message: InboundWhatsApp,
-) {
+type AgentRecord = NonNullable<Awaited<ReturnType<ServiceContext['store']['agents']['find']>>>;
+
+/**
+ * The connection whose number a message was sent to, and the agent that answers it: Meta sends the
+ * messages of every number of one app to the one URL the app is configured with, so a message to
+ * another number of the workspace goes to that number's connection and agent. Null: no connection
+ * of the workspace has the number, or no agent with WhatsApp enabled answers it.
+ */
+function answeringAgents(ctx: ServiceContext, found: Found) {
+  const known = new Map<string, Promise<{ ref: string; agent: AgentRecord } | null>>();
+  const own = found.record.credentialsShown.phone_number_id ?? null;
+  const refOf = async (phoneNumberId: string): Promise<string | null> => {
+    if (phoneNumberId === own) return found.record.ref;
+    for (const connection of await ctx.store.connections.list(found.workspaceId)) {
+      if (connection.app !== 'whatsapp') continue;
+      const record = await ctx.store.connections.get(found.workspaceId, connection.ref);
+      if (record?.credentialsShown.phone_number_id === phoneNumberId) return record.ref;
+    }
+    return null;
+  };
+  const lookUp = async (phoneNumberId: string) => {
+    const ref = await refOf(phoneNumberId);
+    const agentId = ref && (await ctx.store.channelMessages.boundAgent(found.workspaceId, 'whatsapp', ref));
+    const agent = agentId ? await ctx.store.agents.find(found.workspaceId, agentId) : null;
+    return ref && agent?.document.whatsapp.enabled ? { ref, agent } : null;
+  };
+  return (phoneNumberId: string | null) => {
+    const number = phoneNumberId ?? own ?? '';
+    let answer = known.get(number);
+    if (!answer) known.set(number, (answer = lookUp(number)));
+    return answer;
+  };
+}
+
+function receiveWhatsApp(ctx: ServiceContext, workspaceId: string, ref: string, agent: AgentRecord, message: InboundWhatsApp) {
   const arriving: ArrivingMessage = {
     channel: 'whatsapp',
-    workspaceId: found.workspaceId,
+    workspaceId,
     agent,
     from: message.from,
-    to: [found.record.ref],
+    to: [ref],
     subject: null,
     text: message.text ?? '',
     messageId: message.id,
@@ -108,9 +137,9 @@ function receiveWhatsApp(
       message_id: message.id,
       timestamp: message.timestamp,
       context: message.context,
-      connection: found.record.ref,
+      connection: ref,
     },
-    origin: { channel: 'whatsapp', from: message.from, message_id: message.id, connection: found.record.ref },
+    origin: { channel: 'whatsapp', from: message.from, message_id: message.id, connection: ref },
   };
   if (message.type !== 'text' || message.text === null) return suppress(ctx, arriving, `a ${message.type} message: the agent reads text messages only`);
   return arrive(ctx, arriving);

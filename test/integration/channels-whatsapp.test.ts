@@ -136,15 +136,20 @@ test("Meta's subscription check: the verify token answers the challenge as text;
   expect((await fetch(`${t.baseUrl}/events/rcv_nothing?hub.mode=subscribe&hub.verify_token=verify-me&hub.challenge=1`)).status).toBe(404);
 });
 
-test('one agent per number: a second agent naming the connection is 409; a connection of another app is 400', async () => {
+test('one agent per number: a second agent naming the connection is 409; a connection that is not a whatsapp one is 400; enabled with none, no number yet', async () => {
   const line = await number();
   await whatsappAgent(line.ref);
   const second = await t.client().PUT('/api/build/agents', { body: { ...minimalAgent(unique('Second')), whatsapp: { enabled: true, connection: line.ref } } });
   expect(second.response.status).toBe(409);
   expect(second.error!.error).toContain('body.whatsapp.connection');
-  const none = await t.client().PUT('/api/build/agents', { body: { ...minimalAgent(unique('Third')), whatsapp: { enabled: true } } });
-  expect(none.response.status).toBe(400);
-  expect(none.error!.error).toContain('body.whatsapp.connection');
+  const kv = await t.client().PUT('/api/build/connections', { body: { ref: unique('kv:store'), app: 'kv', credentials: { kind: 'none' } } });
+  const wrong = await t
+    .client()
+    .PUT('/api/build/agents', { body: { ...minimalAgent(unique('Third')), whatsapp: { enabled: true, connection: kv.data!.data.ref } } });
+  expect(wrong.response.status).toBe(400);
+  expect(wrong.error!.error).toContain(`body.whatsapp.connection: '${kv.data!.data.ref}' is a connection of app 'kv', not of 'whatsapp'`);
+  const none = await t.client().PUT('/api/build/agents', { body: { ...minimalAgent(unique('Fourth')), whatsapp: { enabled: true } } });
+  expect(none.response.status).toBe(201);
 });
 
 test('a signed text message starts one run; its reply reaches the Graph API with the context; statuses update it', async () => {
@@ -223,4 +228,20 @@ test('past the 24-hour window a free-form reply is refused, saying so, and nothi
   expect(run.tool_calls[0]).toMatchObject({ tool: 'whatsapp.reply', status: 'failed' });
   expect(JSON.stringify(run.tool_calls[0])).toContain('24-hour');
   expect((await messagesOf(agent.slug)).filter((m) => m.direction === 'sent')).toHaveLength(0);
+});
+
+test("Meta sends every number of an app to one URL: a message to another number of the workspace is that number's agent's; a number of no connection starts nothing", async () => {
+  const first = await number();
+  const second = await number();
+  await whatsappAgent(first.ref);
+  const other = await whatsappAgent(second.ref);
+  const wamid = `wamid.${crypto.randomUUID()}`;
+  const res = await post(first.url, textMessage(second.phoneNumberId, '/call whatsapp.reply {"text":"From the second line."}', wamid));
+  expect(res.body.data.messages).toMatchObject([{ agent: other.slug, status: 'received' }]);
+  await eventually(other.slug, (m) => m.some((x) => x.direction === 'sent' && x.status === 'sent'));
+  expect(recorded.find((r) => (r.body.context as { message_id?: string } | undefined)?.message_id === wamid)!.path).toBe(
+    `/v23.0/${second.phoneNumberId}/messages`,
+  );
+  const stranger = await post(first.url, textMessage('999999999', 'Hello?'));
+  expect(stranger.body.data).toMatchObject({ messages: [], statuses: 0 });
 });

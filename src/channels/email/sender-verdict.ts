@@ -61,7 +61,7 @@ export async function senderVerdict(raw: Buffer, on: ReceivedOn, resolver: Retur
     fromDomain,
     dmarc,
     spf,
-    dkim: result.dkim.results.map((r) => `${r.signingDomain ?? '?'}=${r.status.result}`).join(' ') || 'none',
+    dkim: result.dkim.results.map((r) => (r.signingDomain ? `${r.signingDomain}=${r.status.result}` : r.status.result)).join(' ') || 'none',
   });
   if (dmarc === 'pass') return verdict(true, 'dmarc');
   // No DMARC record: an aligned DKIM signature or SPF pass is the domain's word. A failing or
