@@ -1546,7 +1546,7 @@ export interface paths {
          *     - `email`: a provider forwarding mail over HTTP posts the raw message (`message/rfc822`, at
          *       most `SMTP_MAX_BYTES`) signed by the Standard Webhooks scheme with the connection's
          *       `signing_secret`. The message goes through the same checks as mail over SMTP; its
-         *       recipients are its `To`, `Cc` and `Delivered-To` addresses at `EMAIL_DOMAIN`.
+         *       recipients are its `To`, `Cc`, `Delivered-To` and `X-Original-To` addresses at `EMAIL_DOMAIN`.
          *     - `whatsapp`: Meta's deliveries, signed `X-Hub-Signature-256` with the connection's
          *       `app_secret`. A text message starts one run of the agent that answers the connection, once
          *       per message id; status callbacks update the sent messages and start nothing.
@@ -1660,7 +1660,7 @@ export interface components {
             /** @description Who `email.send` may mail (the same patterns as `allowed_senders`); `email.reply` answers the sender of the run's mail whatever this says. */
             allowed_recipients?: components["schemas"]["EmailPattern"][];
             /**
-             * @description Read-only, ignored in requests - the agent's address while email is enabled, else null:
+             * @description Read-only, ignored in requests - the agent's address, present in reads while email is enabled:
              *     `<slug>.<workspace tag>@<EMAIL_DOMAIN>`, the tag (10 characters) the same for every agent of
              *     the workspace, so two workspaces' agents of one slug never share an address. Mail to it over
              *     SMTP (`SMTP_PORT`) or forwarded by a provider to an `email` connection's `receive_url` starts
@@ -3023,7 +3023,7 @@ export interface components {
             /**
              * @description Why a received message started nothing, or why a sent one is unsent: an auto-reply
              *     (`Auto-Submitted`), a null return path, a mailing list (`List-Id`, `Precedence`), a loop
-             *     (from the agent's own address, or a reply to a message the service sent), failed
+             *     (from an agent's address, or a mail whose Message-ID the service sent itself), failed
              *     authentication, a sender not in `allowed_senders`, the per-sender reply rate, the agent
              *     not active, a message type the agent cannot read.
              */

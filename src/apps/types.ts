@@ -73,7 +73,7 @@ export type ChannelSends = (caller: ChannelCaller, call: ChannelCall) => Promise
 /** What the call's model reads: the message's id and where it stands (`queued`, or `unsent` with why), never "sent" before it is. */
 export interface ChannelCallOutcome {
   message_id: string;
-  status: 'queued' | 'unsent';
+  status: 'queued' | 'unsent' | 'sent' | 'delivered' | 'read' | 'failed';
   to: string[];
   note: string;
 }

@@ -22,6 +22,22 @@ export function loopReason(mail: { returnPath: string; from: string; headers: Lo
   return null;
 }
 
+/** Characters that make a string more than one plain address to a mailer (lists, groups, display names, comments, quoting). */
+const NOT_IN_A_BARE_ADDRESS = new Set([',', ';', ':', '<', '>', '(', ')', '[', ']', '"', '\\']);
+
+/**
+ * Whether `text` is one plain address, `local@domain`: one `@`, both parts non-empty, no space or
+ * control character and nothing a mailer reads as a list, a group or a display name. A recipient
+ * given to a mailer must be this, or `a@evil.test,b@allowed.test` would pass a check of its last domain.
+ */
+export function isBareAddress(text: string): boolean {
+  if (text.length > 320) return false;
+  const at = text.indexOf('@');
+  if (at <= 0 || at === text.length - 1 || text.indexOf('@', at + 1) >= 0) return false;
+  for (const char of text) if (char <= ' ' || char === '\u007f' || NOT_IN_A_BARE_ADDRESS.has(char)) return false;
+  return true;
+}
+
 /**
  * Whether `address` matches one of `patterns`: `user@domain` (that address), `@domain` (any
  * address of the domain), `@*.domain` (any address of a subdomain, not of the domain itself).

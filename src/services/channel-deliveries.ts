@@ -5,6 +5,7 @@
 // found by the receiver id, as an app's events are (app-event-deliveries.ts), and refused 401
 // unless signed, before anything is read.
 import { eventReceiverOf } from '../apps/registry';
+import { MailUnreadable } from '../channels/email/parse-mail';
 import { answerVerification } from '../channels/whatsapp/verification';
 import { verifyWhatsAppSignature } from '../channels/whatsapp/signature';
 import { readWhatsAppDelivery, type InboundWhatsApp } from '../channels/whatsapp/webhook-payload';
@@ -58,7 +59,11 @@ export async function deliverToChannel(
     const secrets = credentials.flatMap((c) => (c.kind === 'signing_secret' ? [c.secret] : []));
     const verdict = eventReceiverOf('standard-webhooks')!.verify(delivery.body, delivery.headers, secrets, Math.floor(nowMs / 1000));
     if (!verdict.ok) throw new ApiError(401, verdict.reason);
-    const messages = await receiveMail(ctx, { raw: delivery.body, mailFrom: '', recipients: [], client: null, workspaceId: found.workspaceId });
+    const messages = await receiveMail(ctx, { raw: delivery.body, mailFrom: '', recipients: [], client: null, workspaceId: found.workspaceId }).catch(
+      (err: unknown) => {
+        throw err instanceof MailUnreadable ? new ApiError(400, `body: ${err.message}`) : err;
+      },
+    );
     return { data: { channel: 'email', messages, statuses: 0 } };
   }
   const numbers = whatsappCredentials(credentials);
@@ -72,7 +77,7 @@ export async function deliverToChannel(
   if (!read.ok) throw new ApiError(400, read.reason);
   let statuses = 0;
   for (const status of read.statuses) {
-    if (await ctx.store.channelMessages.reportStatus('whatsapp', status.id, status.status, status.error)) statuses++;
+    if (await ctx.store.channelMessages.reportStatus(found.workspaceId, 'whatsapp', status.id, status.status, status.error)) statuses++;
   }
   const messages: ArrivalOutcome[] = [];
   const answering = answeringAgents(ctx, found);

@@ -12,6 +12,8 @@ import { acceptRun } from './runs';
 
 /** How long the per-sender rate's window is. */
 export const SENDER_WINDOW_MS = 60 * 60_000;
+/** Suppressed messages an agent's channel records per hour, at most: mail that starts nothing costs bounded storage. */
+export const SUPPRESSED_KEPT_PER_HOUR = 200;
 /** A message's preview in the messages view. */
 export const PREVIEW_CHARS = 200;
 
@@ -81,9 +83,25 @@ const outcomeOf = (message: ArrivingMessage, row: Pick<ChannelMessageRow, 'statu
   repeated,
 });
 
-/** Records the message as one that started nothing, for `reason` (a repeat of a recorded message keeps the first outcome). */
-export async function suppress(ctx: ServiceContext, message: ArrivingMessage, reason: string): Promise<ArrivalOutcome> {
+/**
+ * Records the message as one that started nothing, for `reason` (a repeat of a recorded message
+ * keeps the first outcome); past SUPPRESSED_KEPT_PER_HOUR of the agent's channel this hour, it is
+ * answered so but not recorded.
+ */
+export async function suppress(ctx: ServiceContext, message: ArrivingMessage, reason: string, nowMs = Date.now()): Promise<ArrivalOutcome> {
   const row = rowOf(message, 'suppressed', reason);
+  const window = { window: Math.floor(nowMs / SENDER_WINDOW_MS), limit: SUPPRESSED_KEPT_PER_HOUR };
+  if (!(await ctx.store.channelMessages.countSuppressed(message.agent.id, message.channel, window))) {
+    return outcomeOf(
+      message,
+      {
+        status: 'suppressed',
+        reason: `${reason} (not recorded: the agent's ${message.channel} recorded ${SUPPRESSED_KEPT_PER_HOUR} suppressed messages this hour)`,
+        runId: null,
+      },
+      false,
+    );
+  }
   const recorded = await ctx.store.channelMessages.record(row);
   return recorded.recorded ? outcomeOf(message, row, false) : outcomeOf(message, recorded.existing, true);
 }

@@ -4,7 +4,7 @@
 // `unsent` and the call's answer says so: never "sent" for what did not leave.
 import { composeNew, composeReply } from '../channels/email/compose-reply';
 import { windowClosedReason, windowOpen } from '../channels/whatsapp/window';
-import { agentMailbox, senderAllowed } from '../domain/mail-rules';
+import { agentMailbox, isBareAddress, senderAllowed } from '../domain/mail-rules';
 import { uuidV7 } from '../ids';
 import { ToolError, type ChannelCall, type ChannelCallOutcome, type ChannelCaller } from '../apps/types';
 import type { ChannelMessageRow } from '../store/port';
@@ -65,7 +65,9 @@ function emailRow(ctx: ServiceContext, caller: ChannelCaller, call: ChannelCall)
     const parent = { from: origin.from, subject: origin.subject, messageId: origin.message_id, references: origin.references };
     mail = composeReply({ from: { name: fromName, address: origin.agent_address }, parent, text, locale });
   } else {
-    const to = call.args.to as string[];
+    const to = [...new Set((call.args.to as string[]).map((address) => address.trim()))];
+    const malformed = to.find((address) => !isBareAddress(address));
+    if (malformed !== undefined) throw new ToolError(`email.send: '${malformed.slice(0, 100)}' is not one plain address (user@domain)`);
     const refused = to.filter((address) => !senderAllowed(address, email.allowed_recipients ?? []));
     if (refused.length)
       throw new ToolError(`email.send: ${refused.join(', ')} ${refused.length === 1 ? 'is' : 'are'} not allowed by the agent's email.allowed_recipients`);
@@ -106,14 +108,22 @@ async function whatsappRow(ctx: ServiceContext, caller: ChannelCaller, call: Cha
 
 /** Queues the call's message (once per call) and answers where it stands. */
 export async function queueChannelMessage(ctx: ServiceContext, caller: ChannelCaller, call: ChannelCall): Promise<ChannelCallOutcome> {
+  // A call made again (its run resumed after a restart) answers what it queued then, whatever the window or the rules say now.
+  const channel = call.tool === 'whatsapp.reply' ? 'whatsapp' : 'email';
+  const queued = await ctx.store.channelMessages.find(caller.agent.id, channel, 'sent', `${caller.runId}:${call.callId}`);
+  if (queued) return outcomeOf(queued);
   const row = call.tool === 'whatsapp.reply' ? await whatsappRow(ctx, caller, call) : emailRow(ctx, caller, call);
   const recorded = await ctx.store.channelMessages.record(row);
-  const kept = recorded.recorded ? row : recorded.existing;
-  const unsent = kept.status === 'unsent';
-  return {
-    message_id: kept.id,
-    status: unsent ? 'unsent' : 'queued',
-    to: kept.to,
-    note: unsent ? (kept.reason ?? NO_RELAY) : 'queued: it is sent once, retried on failure; GET /api/build/agents/{ref}/messages shows where it stands',
-  };
+  return outcomeOf(recorded.recorded ? row : recorded.existing);
+}
+
+function outcomeOf(kept: ChannelMessageRow): ChannelCallOutcome {
+  const status = kept.status as ChannelCallOutcome['status'];
+  const note =
+    status === 'unsent'
+      ? (kept.reason ?? NO_RELAY)
+      : status === 'queued'
+        ? 'queued: it is sent once, retried on failure; GET /api/build/agents/{ref}/messages shows where it stands'
+        : `${status} (queued by this call before)`;
+  return { message_id: kept.id, status, to: kept.to, note };
 }

@@ -32,17 +32,20 @@ export interface ChannelSenderOptions {
 
 export interface ChannelSender {
   /** Sends what is due now (the timer calls it; tests too). */
-  send(nowMs?: number): Promise<void>;
+  send(): Promise<void>;
   stop(): Promise<void>;
 }
 
-type Attempt = { ok: true; messageId: string | null } | { ok: false; permanent: boolean; error: string };
+type Attempt = { ok: true; messageId: string | null; note?: string | null } | { ok: false; permanent: boolean; error: string };
 
 export function startChannelSender(ctx: ServiceContext, opts: ChannelSenderOptions): ChannelSender {
   async function sendMail(row: ChannelMessageRow): Promise<Attempt> {
     if (!opts.relay) return { ok: false, permanent: true, error: 'no SMTP relay is configured (SMTP_RELAY_URL)' };
     const sent = await opts.relay.send(JSON.parse(row.payload ?? '{}') as OutgoingMail);
-    return sent.ok ? { ok: true, messageId: row.messageId } : sent;
+    if (!sent.ok) return sent;
+    // The relay took it for some recipients: sent, and the ones it refused are named.
+    const refused = sent.rejected.length ? `the relay refused ${sent.rejected.join(', ')}` : null;
+    return { ok: true, messageId: row.messageId, note: refused };
   }
 
   async function sendWhatsApp(row: ChannelMessageRow): Promise<Attempt> {
@@ -65,35 +68,45 @@ export function startChannelSender(ctx: ServiceContext, opts: ChannelSenderOptio
   }
 
   function outcomeOf(row: ChannelMessageRow, attempt: Attempt, nowMs: number): SendOutcome {
-    if (attempt.ok) return { status: 'sent', sentAt: new Date(nowMs).toISOString(), messageId: attempt.messageId };
+    if (attempt.ok) return { status: 'sent', sentAt: new Date(nowMs).toISOString(), messageId: attempt.messageId, note: attempt.note ?? null };
     if (attempt.permanent || row.attempts >= SEND_ATTEMPTS) return { status: 'failed', error: attempt.error };
     const delay = opts.retryBaseMs * 2 ** (row.attempts - 1);
     return { status: 'queued', error: attempt.error, nextAttemptMs: nowMs + delay };
   }
 
+  /** Sends the claimed message, its claim renewed while the send lasts (a relay's phases may together outlast one lease). */
   async function sendOne(row: ChannelMessageRow): Promise<void> {
+    const renewal = setInterval(() => {
+      void ctx.store.channelMessages.renewClaim(row.id, row.attempts, Date.now() + CLAIM_MS).catch((err: unknown) => {
+        opts.logger.warn({ err, message: row.id }, "a channel message's claim could not be renewed");
+      });
+    }, CLAIM_MS / 3);
     let attempt: Attempt;
     try {
       attempt = row.channel === 'email' ? await sendMail(row) : await sendWhatsApp(row);
     } catch (err) {
       opts.logger.error({ err, message: row.id }, 'a channel message could not be sent');
       attempt = { ok: false, permanent: false, error: 'the send failed unexpectedly; it is retried' };
+    } finally {
+      clearInterval(renewal);
     }
     if (!(await ctx.store.channelMessages.finishSend(row.id, row.attempts, outcomeOf(row, attempt, Date.now())))) {
       opts.logger.warn({ message: row.id }, "a channel message's claim lapsed before its send was recorded");
     }
   }
 
-  const pass = async (nowMs: number): Promise<void> => {
+  const pass = async (): Promise<void> => {
     for (;;) {
-      const claimed = await ctx.store.channelMessages.claimDue(nowMs, nowMs + CLAIM_MS, PER_PASS);
+      // Each batch's lease starts when it is claimed, not when the pass began.
+      const claimedAt = Date.now();
+      const claimed = await ctx.store.channelMessages.claimDue(claimedAt, claimedAt + CLAIM_MS, PER_PASS);
       await Promise.all(claimed.map(sendOne));
       if (claimed.length < PER_PASS) return;
     }
   };
   let passing: Promise<void> | null = null;
-  const send = (nowMs?: number): Promise<void> =>
-    (passing ??= pass(nowMs ?? Date.now())
+  const send = (): Promise<void> =>
+    (passing ??= pass()
       .catch((err: unknown) => opts.logger.error({ err }, 'channel sender pass failed'))
       .finally(() => {
         passing = null;

@@ -9,6 +9,7 @@ import { agentMailbox, loopReason, senderAllowed } from '../domain/mail-rules';
 import type { AgentRecord } from '../store/port';
 import { arrive, DEDUPE_KEY_MAX, suppress, type ArrivalOutcome, type ArrivingMessage } from './channel-inbound';
 import type { ServiceContext } from './context';
+import { ApiError } from '../errors';
 
 /** A forwarded mail has no connecting client: SPF is checked for TEST-NET-1 (RFC 5737), which no sender's record names, so only DKIM can vouch for it. */
 const NO_CLIENT = '192.0.2.1';
@@ -49,12 +50,13 @@ export function mailboxOf(ctx: Pick<ServiceContext, 'channels'>, address: string
   return address.slice(0, at).toLowerCase();
 }
 
-const dedupeKeyOf = (mail: ParsedMail, raw: Buffer) =>
+/** A mail's key: its Message-ID, or (none, or too long to be one) the hash of the id or of the whole message. */
+const dedupeKeyOf = (mail: BoundedMail, raw: Buffer) =>
   mail.messageId && mail.messageId.length <= DEDUPE_KEY_MAX
     ? mail.messageId
     : `sha256:${crypto
         .createHash('sha256')
-        .update(mail.messageId ?? raw)
+        .update(mail.fullMessageId ?? raw)
         .digest('hex')}`;
 
 function runInput(mail: ParsedMail, verdict: SenderVerdict | null, agentAddress: string): Record<string, unknown> {
@@ -77,9 +79,26 @@ function runInput(mail: ParsedMail, verdict: SenderVerdict | null, agentAddress:
   };
 }
 
+/** Longer than this, a Message-ID is not shown or matched (the dedupe key is its hash): an id is an id, not a payload. */
+const MESSAGE_ID_CHARS = 250;
+/** Longer than this, a From is no address (RFC 5321's limit): the mail has no sender to authenticate. */
+const ADDRESS_CHARS = 320;
+
+type BoundedMail = ParsedMail & { fullMessageId: string | null };
+
+/** The mail with what a sender may make as long as a header allows cut to what is stored (the full id kept for its key). */
+const boundedMail = (mail: ParsedMail): BoundedMail => ({
+  ...mail,
+  fullMessageId: mail.messageId,
+  messageId: mail.messageId && mail.messageId.length <= MESSAGE_ID_CHARS ? mail.messageId : null,
+  from: mail.from && mail.from.length <= ADDRESS_CHARS ? mail.from : null,
+  references: mail.references.filter((id) => id.length <= MESSAGE_ID_CHARS),
+  inReplyTo: mail.inReplyTo && mail.inReplyTo.length <= MESSAGE_ID_CHARS ? mail.inReplyTo : null,
+});
+
 /** What happened to the mail for each agent it reached (none: it reached no agent's enabled mailbox). */
 export async function receiveMail(ctx: ServiceContext, arrival: MailArrival): Promise<ArrivalOutcome[]> {
-  const mail = await parseMail(arrival.raw);
+  const mail = boundedMail(await parseMail(arrival.raw));
   const recipients = arrival.client ? arrival.recipients : [...mail.to, ...mail.cc, ...mail.deliveredTo];
   const agents = await agentsAddressed(ctx, recipients, arrival.workspaceId);
   if (!agents.length) return [];
@@ -93,6 +112,15 @@ export async function receiveMail(ctx: ServiceContext, arrival: MailArrival): Pr
       : null);
   // Authenticated once, and only when a rule of its own may let it through.
   const verdict = loop === null && from ? await authenticate(ctx, arrival) : null;
+  // The sender's records could not be read now: nothing is decided (nor recorded); the sender retries.
+  if (verdict && !verdict.authenticated && (verdict.dmarc === 'temperror' || verdict.spf === 'temperror')) {
+    throw new ApiError(
+      503,
+      `the sender's DNS records could not be read now (DMARC ${verdict.dmarc}, SPF ${verdict.spf}); retry later`,
+      {},
+      { 'Retry-After': '60' },
+    );
+  }
   const outcomes: ArrivalOutcome[] = [];
   for (const agent of agents) {
     const address = `${agentMailbox(agent.workspaceId, agent.slug)}@${ctx.channels.emailDomain}`;
@@ -129,7 +157,8 @@ function decide(
   verdict: SenderVerdict | null,
 ): Promise<ArrivalOutcome> {
   if (loop !== null) return suppress(ctx, message, loop);
-  if (!verdict?.authenticated) return suppress(ctx, message, unauthenticated(verdict));
+  // Kept apart from the key an authenticated copy of the Message-ID would have: a forgery cannot take a real mail's place.
+  if (!verdict?.authenticated) return suppress(ctx, { ...message, dedupeKey: `unauthenticated:${message.dedupeKey}` }, unauthenticated(verdict));
   if (!senderAllowed(message.from, agent.document.email.allowed_senders ?? [])) {
     return suppress(ctx, message, `sender '${message.from}' is not in the agent's email.allowed_senders`);
   }

@@ -2,7 +2,8 @@
 // when it is an enabled agent's address (550 otherwise, before any data is sent), and a message,
 // once its data is in, goes through the same pipeline as forwarded mail (services/email-inbound.ts).
 // The listener itself (bounds, refusals) is src/channels/email/smtp-listener.ts.
-import { startSmtpListener, type SmtpListener } from '../channels/email/smtp-listener';
+import { MailUnreadable } from '../channels/email/parse-mail';
+import { MessageRefused, startSmtpListener, type SmtpListener } from '../channels/email/smtp-listener';
 import type { ChannelConfig } from '../config';
 import type { Logger } from '../log';
 import type { ServiceContext } from '../services/context';
@@ -34,6 +35,9 @@ export function startSmtpIntake(ctx: ServiceContext, config: ChannelConfig, host
         mailFrom: message.mailFrom,
         recipients: message.recipients,
         client: { ip: message.remoteAddress, helo: message.helo },
+      }).catch((err: unknown) => {
+        // Unreadable: refused for good (554); anything else (a store's failure, DNS that did not answer): 451, and the sender retries.
+        throw err instanceof MailUnreadable ? new MessageRefused(err.message) : err;
       });
       logger.debug({ outcomes: outcomes.map((o) => ({ agent: o.agent, status: o.status, reason: o.reason, run: o.run_id })) }, 'mail received');
     },

@@ -115,9 +115,15 @@ describe.each(adapters)('$name: channel messages', (adapter) => {
     expect((await accept(store, started(ws, over, { ...rate, window: 1001 }))).status).toBe('queued');
     // A repeat is never counted (nor refused for the rate).
     expect((await accept(store, started(ws, { ...over, id: uuidV7() }, { ...rate, window: 1001, limit: 1 }))).status).toBe('repeated');
+    // The agent's suppressed messages count apart from every sender's.
+    expect(await store.channelMessages.countSuppressed(agentId, 'whatsapp', rate)).toBe(true);
+    expect(await store.channelMessages.countSuppressed(agentId, 'whatsapp', rate)).toBe(true);
+    expect(await store.channelMessages.countSuppressed(agentId, 'whatsapp', rate)).toBe(false);
+    expect(await store.channelMessages.countSuppressed(agentId, 'email', rate)).toBe(true);
+    expect(await store.channelMessages.countSuppressed(agentId, 'whatsapp', { ...rate, window: 1001 })).toBe(true);
   });
 
-  test('the outbox: concurrent claims (two stores) take disjoint messages, each attempt counted; a lost claim ends nothing', async () => {
+  test('the outbox: concurrent claims (two stores) take disjoint messages, each attempt counted; a lost claim ends and renews nothing', async () => {
     const ws = workspace();
     const agentId = unique('agent');
     const due = Date.now() + 1_000_000_000; // past any other case's messages
@@ -135,6 +141,11 @@ describe.each(adapters)('$name: channel messages', (adapter) => {
     const again = (await store.channelMessages.claimDue(due + 60_000, due + 120_000, 100)).filter((m) => m.agentId === agentId);
     expect(again).toHaveLength(10);
     expect(again.every((m) => m.attempts === 2)).toBe(true);
+    // A send that outlasts its lease renews it; the attempt that lost its claim cannot.
+    const d = queued[3]!.id;
+    expect(await store.channelMessages.renewClaim(d, 1, due + 180_000)).toBe(false);
+    expect(await store.channelMessages.renewClaim(d, 2, due + 180_000)).toBe(true);
+    expect(await store.channelMessages.find(agentId, 'whatsapp', 'sent', queued[3]!.dedupeKey)).toMatchObject({ attempts: 2, nextAttemptMs: due + 180_000 });
     const sentAt = now();
     expect(await store.channelMessages.finishSend(a, 1, { status: 'sent', sentAt, messageId: 'wamid.lost' })).toBe(false);
     expect(await store.channelMessages.finishSend(a, 2, { status: 'sent', sentAt, messageId: 'wamid.a' })).toBe(true);
@@ -159,19 +170,22 @@ describe.each(adapters)('$name: channel messages', (adapter) => {
     expect(retried).toEqual([expect.objectContaining({ attempts: 3, error: 'timed out', payload: '{"text":"hi"}' })]);
   });
 
-  test('reported statuses only move forward; failed always applies; an unknown id matches nothing', async () => {
+  test("reported statuses only move forward; failed always applies; an unknown id, or another workspace's report, matches nothing", async () => {
     const ws = workspace();
     const agentId = unique('agent');
     const sent = outgoing(ws, agentId, 0, { status: 'sent', messageId: unique('wamid'), payload: null });
     await store.channelMessages.record(sent);
     const status = async () => (await store.channelMessages.find(agentId, 'whatsapp', 'sent', sent.dedupeKey))?.status;
-    expect(await store.channelMessages.reportStatus('whatsapp', sent.messageId!, 'read', null)).toBe(true);
-    expect(await store.channelMessages.reportStatus('whatsapp', sent.messageId!, 'delivered', null)).toBe(true);
+    expect(await store.channelMessages.reportStatus(sent.workspaceId, 'whatsapp', sent.messageId!, 'read', null)).toBe(true);
+    expect(await store.channelMessages.reportStatus(sent.workspaceId, 'whatsapp', sent.messageId!, 'delivered', null)).toBe(true);
     expect(await status()).toBe('read');
-    expect(await store.channelMessages.reportStatus('whatsapp', sent.messageId!, 'failed', 'undeliverable')).toBe(true);
+    expect(await store.channelMessages.reportStatus(sent.workspaceId, 'whatsapp', sent.messageId!, 'failed', 'undeliverable')).toBe(true);
     expect(await store.channelMessages.find(agentId, 'whatsapp', 'sent', sent.dedupeKey)).toMatchObject({ status: 'failed', error: 'undeliverable' });
-    expect(await store.channelMessages.reportStatus('whatsapp', 'wamid.unknown', 'delivered', null)).toBe(false);
-    expect(await store.channelMessages.reportStatus('email', sent.messageId!, 'delivered', null)).toBe(false);
+    expect(await store.channelMessages.reportStatus(sent.workspaceId, 'whatsapp', 'wamid.unknown', 'delivered', null)).toBe(false);
+    expect(await store.channelMessages.reportStatus(sent.workspaceId, 'email', sent.messageId!, 'delivered', null)).toBe(false);
+    // Another workspace's report of the same id (its own connection, its own app secret) touches nothing here.
+    expect(await store.channelMessages.reportStatus(workspace(), 'whatsapp', sent.messageId!, 'read', null)).toBe(false);
+    expect(await status()).toBe('failed');
   });
 
   test("the list pages an agent's messages newest first, of one channel or both; lastReceivedAt is the contact's latest", async () => {

@@ -1,6 +1,6 @@
 // The loop rules and allowed_senders (src/domain/mail-rules.ts): each rule stops the mail it names
 // and only that; the patterns match exactly what docs/channels.md says, and nothing by accident.
-import { loopReason, senderAllowed } from '../../src/domain/mail-rules';
+import { loopReason, senderAllowed, isBareAddress } from '../../src/domain/mail-rules';
 
 const own = { addresses: new Set(['support@agents.test']) };
 const mail = (headers = {}, returnPath = 'bob@acme.test', from = 'bob@acme.test') => ({ returnPath, from, headers });
@@ -33,4 +33,20 @@ test('a long hostile address is decided in linear time', () => {
   const started = process.hrtime.bigint();
   expect(senderAllowed(address, ['@*.test', '@x.test', 'y@z.test'])).toBe(true);
   expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(1000);
+});
+
+test('a recipient is one plain address: lists, groups, display names and quoting are not', () => {
+  for (const ok of ['ops@partner.test', 'a.b+c@x.example.org']) expect([ok, isBareAddress(ok)]).toEqual([ok, true]);
+  for (const bad of [
+    'victim@evil.test,b@partner.test',
+    'g:evil@evil.test;@partner.test',
+    'Eve <e@evil.test>',
+    '"a@b"@partner.test',
+    'a@b@partner.test',
+    'a @partner.test',
+    '@partner.test',
+    'a@',
+    'a@x\n.test',
+  ])
+    expect([bad, isBareAddress(bad)]).toEqual([bad, false]);
 });

@@ -21,6 +21,10 @@ beforeAll(async () => {
     'nodmarc.test': { TXT: [['v=spf1 -all']] },
     'sel._domainkey.nodmarc.test': { TXT: [txt(`v=DKIM1; k=rsa; p=${publicKey}`)] },
     'other.test': { TXT: [['v=spf1 -all']] },
+    // Two organisations under one public suffix, neither publishing DMARC; the attacker's SPF lists its host.
+    'victim.co.uk': { TXT: [['v=spf1 -all']] },
+    'evil.co.uk': { TXT: [['v=spf1 ip4:127.0.0.2 -all']] },
+    'mail.evil.co.uk': { TXT: [['v=spf1 ip4:127.0.0.2 -all']] },
     'sel._domainkey.other.test': { TXT: [txt(`v=DKIM1; k=rsa; p=${other.publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}`)] },
   });
 });
@@ -69,4 +73,21 @@ test('a domain without DMARC: an aligned DKIM signature vouches; without it, not
   expect(signed).toMatchObject({ authenticated: true, method: 'dkim', dmarc: 'none' });
   const unsigned = await senderVerdict(await mail('ann@nodmarc.test'), on('ann@nodmarc.test', '127.0.0.9'), mailResolver([dns.address]));
   expect(unsigned).toMatchObject({ authenticated: false, dmarc: 'none' });
+});
+
+test('SPF of another organisation under the same public suffix (evil.co.uk for victim.co.uk) is not aligned: not authenticated', async () => {
+  const forged = await mail('ceo@victim.co.uk');
+  const verdict = await senderVerdict(
+    forged,
+    { ip: '127.0.0.2', helo: 'mail.evil.co.uk', mailFrom: 'x@evil.co.uk', mta: 'build.test' },
+    mailResolver([dns.address]),
+  );
+  expect(verdict).toMatchObject({ authenticated: false, spf: 'pass', dmarc: 'none' });
+  // The same organisation's own subdomain is aligned (relaxed).
+  const own = await senderVerdict(
+    await mail('ann@evil.co.uk'),
+    { ip: '127.0.0.2', helo: 'mail.evil.co.uk', mailFrom: 'bounce@mail.evil.co.uk', mta: 'build.test' },
+    mailResolver([dns.address]),
+  );
+  expect(own).toMatchObject({ authenticated: true, method: 'spf' });
 });

@@ -40,7 +40,23 @@ const headerText = (value: unknown): string | undefined => {
   return undefined;
 };
 
+/** A subject's characters kept, at most (a sender's subject can fill a 1 MB header). */
+export const SUBJECT_CHARS = 250;
+
+const boundedText = (text: string | undefined, max: number): string | null => (text === undefined ? null : text.length > max ? `${text.slice(0, max)}…` : text);
+
+/** A mail the parser could not read (a header past its bound, a broken structure): refused, not retried. */
+export class MailUnreadable extends Error {}
+
 export async function parseMail(raw: Buffer): Promise<ParsedMail> {
+  try {
+    return await parse(raw);
+  } catch (err) {
+    throw new MailUnreadable(`not a mail message this service can read: ${(err as Error).message.slice(0, 200)}`);
+  }
+}
+
+async function parse(raw: Buffer): Promise<ParsedMail> {
   const parser = new MailParser({ checksumAlgo: 'sha256', skipTextToHtml: true, skipImageLinks: true, skipHtmlToText: false, maxChildNodes: 200 } as never);
   let headers = new Map<string, unknown>();
   let text = '';
@@ -68,7 +84,7 @@ export async function parseMail(raw: Buffer): Promise<ParsedMail> {
     to: addresses(headers.get('to') as AddressObject | undefined),
     cc: addresses(headers.get('cc') as AddressObject | undefined),
     deliveredTo: ['delivered-to', 'x-original-to'].flatMap((name) => headerText(headers.get(name)) ?? []).map((a) => a.trim()),
-    subject: (headers.get('subject') as string | undefined) ?? null,
+    subject: boundedText(headers.get('subject') as string | undefined, SUBJECT_CHARS),
     text: text.slice(0, MAIL_TEXT_CHARS),
     textCut: text.length > MAIL_TEXT_CHARS,
     messageId: (headers.get('message-id') as string | undefined) ?? null,

@@ -5,6 +5,7 @@
 // an aligned SPF pass vouches for it. Anything else (a DNS failure too) is not authenticated.
 import { Resolver } from 'node:dns/promises';
 import { authenticate } from 'mailauth';
+import { getDomain } from 'tldts';
 
 export interface SenderVerdict {
   authenticated: boolean;
@@ -35,10 +36,14 @@ export function mailResolver(servers: readonly string[]): ((name: string, rrtype
 }
 
 /**
- * The organisational part of a domain as relaxed alignment compares it: its last two labels.
- * TODO(issue 47): the public suffix list (co.uk) - mailauth's own tldts, declared as a dependency.
+ * The organisational domain relaxed alignment compares (RFC 7489 §3.2): by the public suffix list,
+ * as mailauth's own DMARC alignment finds it (tldts, private suffixes included), so `evil.co.uk`
+ * and `victim.co.uk` are two organisations. A name the list does not know is its own.
  */
-const relaxed = (domain: string) => domain.toLowerCase().split('.').slice(-2).join('.');
+const relaxed = (domain: string) => {
+  const lower = domain.toLowerCase();
+  return getDomain(lower, { allowPrivateDomains: true }) ?? lower;
+};
 
 export async function senderVerdict(raw: Buffer, on: ReceivedOn, resolver: ReturnType<typeof mailResolver>): Promise<SenderVerdict> {
   const result = await authenticate(raw, {

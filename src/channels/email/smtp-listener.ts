@@ -45,8 +45,9 @@ export interface SmtpListenerOptions {
   acceptsRecipient(address: string): Promise<boolean | 'temporary'>;
   /**
    * Called once per message, after DATA ended within the bounds. Resolving answers 250; rejecting
-   * answers 451 4.3.0 (the sender retries later) and the reason stays here: the client is told
-   * nothing of it. Keep it short (store the message, then resolve): the client waits, and
+   * with MessageRefused answers 554 with its words (the message cannot be read: no retry helps);
+   * rejecting otherwise answers 451 4.3.0 (the sender retries later) and the reason stays here: the
+   * client is told nothing of it. Keep it short (store the message, then resolve): the client waits, and
    * `socketTimeoutMs` counts that wait as idle time.
    */
   onMessage(message: ReceivedMessage): Promise<void>;
@@ -66,6 +67,9 @@ const DEFAULT_CLOSE_TIMEOUT_MS = 10_000;
 const reply = (responseCode: number, text: string) => Object.assign(new Error(text), { responseCode });
 
 const TEMPORARY_FAILURE = () => reply(451, '4.3.0 Temporary failure, please try again later');
+
+/** What `onMessage` rejects with to refuse a message for good (554, its words sent to the client): it cannot be read. */
+export class MessageRefused extends Error {}
 
 export async function startSmtpListener(opts: SmtpListenerOptions): Promise<SmtpListener> {
   const server = new SMTPServer({
@@ -135,7 +139,7 @@ function receive(stream: SMTPServerDataStream, session: SMTPServerSession, opts:
       const recipients = [...new Set(session.envelope.rcptTo.map((r) => r.address.toLowerCase()))];
       opts
         .onMessage({ raw: Buffer.concat(chunks, received), mailFrom, recipients, remoteAddress: session.remoteAddress, helo: session.hostNameAppearsAs || '' })
-        .then(resolve, () => reject(TEMPORARY_FAILURE()));
+        .then(resolve, (err: unknown) => reject(err instanceof MessageRefused ? reply(554, `5.6.0 ${err.message}`) : TEMPORARY_FAILURE()));
     });
   });
 }

@@ -67,7 +67,8 @@ export type RecordOutcome = { recorded: true } | { recorded: false; existing: Ch
 
 /** How a send attempt ended. */
 export type SendOutcome =
-  | { status: 'sent'; sentAt: string; messageId: string | null }
+  /** `note`: what the channel said besides taking it (recipients a relay refused), kept in `error`. */
+  | { status: 'sent'; sentAt: string; messageId: string | null; note?: string | null }
   | { status: 'failed'; error: string }
   | { status: 'queued'; error: string; nextAttemptMs: number };
 
@@ -100,12 +101,26 @@ export interface ChannelMessageRepository {
   /** Ends the attempt `attempts` of a claimed message; false (nothing written) when the claim was lost (another attempt began). */
   finishSend(id: string, attempts: number, outcome: SendOutcome): Promise<boolean>;
   /**
-   * A status the channel reported for a sent message (WhatsApp's delivered, read, failed), by its
-   * message id; false when no sent message has it. Reports arrive out of order, so a status only
+   * A status the channel reported for a sent message of the workspace (WhatsApp's delivered, read,
+   * failed), by its message id; false when no sent message of the workspace has it. Reports arrive out of order, so a status only
    * moves forward (queued, failed, unsent < sent < delivered < read: a late `delivered` leaves
    * `read`); `failed` always applies, with its `error` (other reports leave the error as it is).
    */
-  reportStatus(channel: MessageChannel, messageId: string, status: 'sent' | 'delivered' | 'read' | 'failed', error: string | null): Promise<boolean>;
+  reportStatus(
+    workspaceId: string,
+    channel: MessageChannel,
+    messageId: string,
+    status: 'sent' | 'delivered' | 'read' | 'failed',
+    error: string | null,
+  ): Promise<boolean>;
+  /**
+   * Counts one suppressed message of the agent's channel in `rate.window` (kept apart from the
+   * senders' windows); false, nothing counted, past `rate.limit`: a flood of mail that starts
+   * nothing cannot fill the table.
+   */
+  countSuppressed(agentId: string, channel: MessageChannel, rate: SenderRate): Promise<boolean>;
+  /** Holds the claim of attempt `attempts` until `untilMs` (its send takes longer than the lease); false when the claim was lost. */
+  renewClaim(id: string, attempts: number, untilMs: number): Promise<boolean>;
   /** A page of the agent's messages (of `channel`, when given), newest first (by id), below `beforeId` when given. */
   list(query: ChannelMessageQuery): Promise<ChannelMessageRow[]>;
   /**

@@ -14,6 +14,9 @@ import {
   FINISH_FAILED,
   FINISH_RETRY,
   FINISH_SENT,
+  RENEW_CLAIM,
+  COUNT_SENDER_SQL,
+  SUPPRESSED_CONTACT,
   INSERT_MESSAGE,
   LAST_RECEIVED,
   listMessagesSql,
@@ -36,6 +39,8 @@ const lastReceived = numbered(LAST_RECEIVED);
 const claim = numbered(claimMessagesSql(`IN (${DUE_MESSAGES} FOR UPDATE SKIP LOCKED)`));
 const finish = { sent: numbered(FINISH_SENT), failed: numbered(FINISH_FAILED), queued: numbered(FINISH_RETRY) };
 const report = numbered(REPORT_STATUS);
+const renew = numbered(RENEW_CLAIM);
+const countSuppressed = numbered(COUNT_SENDER_SQL);
 const lists = [false, true].map((byChannel) => [false, true].map((before) => numbered(listMessagesSql(byChannel, before))));
 // By ctid (PostgreSQL has no rowid); the condition is checked again on the row deleted, in case another writer changed it.
 const prune = numbered(
@@ -75,16 +80,24 @@ export function pgChannelMessageRepository(db: PgDatabase): ChannelMessageReposi
     finishSend: async (id, attempts, outcome) => {
       const params =
         outcome.status === 'sent'
-          ? { sent: outcome.sentAt, message_id: outcome.messageId === null ? null : storedText(outcome.messageId) }
+          ? {
+              sent: outcome.sentAt,
+              message_id: outcome.messageId === null ? null : storedText(outcome.messageId),
+              note: outcome.note ? storedText(outcome.note) : null,
+            }
           : outcome.status === 'failed'
             ? { error: storedText(outcome.error) }
             : { error: storedText(outcome.error), next_attempt: outcome.nextAttemptMs };
       const statement = finish[outcome.status];
       return (await db.count(statement.text, statement.values({ id, attempts, ...params }))) === 1;
     },
-    reportStatus: async (channel, messageId, status, error) =>
-      (await db.count(report.text, report.values({ channel, message_id: storedText(messageId), status, error: error === null ? null : storedText(error) }))) >
-      0,
+    reportStatus: async (workspaceId, channel, messageId, status, error) => {
+      const params = { workspace: workspaceId, channel, message_id: storedText(messageId), status, error: error === null ? null : storedText(error) };
+      return (await db.count(report.text, report.values(params))) > 0;
+    },
+    countSuppressed: async (agentId, channel, rate) =>
+      (await db.count(countSuppressed.text, countSuppressed.values({ agent: agentId, channel, contact: SUPPRESSED_CONTACT, ...rate }))) === 1,
+    renewClaim: async (id, attempts, untilMs) => (await db.count(renew.text, renew.values({ id, attempts, until: untilMs }))) === 1,
     list: async ({ workspaceId, agentId, channel, beforeId, limit }) => {
       const statement = lists[channel === undefined ? 0 : 1]![beforeId === undefined ? 0 : 1]!;
       const rows = await db.rows<MessageRecord>(statement.text, statement.values({ workspace: workspaceId, agent: agentId, limit, channel, before: beforeId }));

@@ -80,12 +80,18 @@ export const COUNT_SENDER_SQL = `INSERT INTO channel_sender_windows (agent_id, c
     window_start = excluded.window_start
   WHERE channel_sender_windows.window_start != excluded.window_start OR channel_sender_windows.count < @limit`;
 
+/** The contact under which an agent's channel counts its suppressed messages (no sender's: a sender has an address or a number). */
+export const SUPPRESSED_CONTACT = '';
+
 /** Ends a send attempt (SendOutcome) only while it is the message's latest: @id, @attempts. */
 const LATEST_ATTEMPT = `WHERE id = @id AND attempts = @attempts AND status = 'queued'`;
-export const FINISH_SENT = `UPDATE channel_messages SET status = 'sent', sent_at = @sent, message_id = COALESCE(CAST(@message_id AS TEXT), message_id), error = NULL,
+export const FINISH_SENT = `UPDATE channel_messages SET status = 'sent', sent_at = @sent, message_id = COALESCE(CAST(@message_id AS TEXT), message_id), error = @note,
     payload = NULL ${LATEST_ATTEMPT}`;
 export const FINISH_FAILED = `UPDATE channel_messages SET status = 'failed', error = @error, payload = NULL ${LATEST_ATTEMPT}`;
 export const FINISH_RETRY = `UPDATE channel_messages SET error = @error, next_attempt_ms = @next_attempt ${LATEST_ATTEMPT}`;
+
+/** A claim held longer (a send still under way): its lease moves to @until, while the claim is still the latest attempt's. */
+export const RENEW_CLAIM = `UPDATE channel_messages SET next_attempt_ms = @until ${LATEST_ATTEMPT}`;
 
 /** A status's place in a sent message's progress (what reportStatus moves forward). */
 const rank = (status: string) => `CASE ${status} WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 ELSE 0 END`;
@@ -98,7 +104,7 @@ const FORWARD = `(CAST(@status AS TEXT) = 'failed' OR ${rank('CAST(@status AS TE
 export const REPORT_STATUS = `UPDATE channel_messages SET
     error = CASE WHEN CAST(@status AS TEXT) = 'failed' THEN @error ELSE error END,
     status = CASE WHEN ${FORWARD} THEN CAST(@status AS TEXT) ELSE status END
-  WHERE channel = @channel AND message_id = @message_id AND direction = 'sent'`;
+  WHERE workspace_id = @workspace AND channel = @channel AND message_id = @message_id AND direction = 'sent'`;
 
 /** A page of an agent's messages, newest first: @workspace, @agent, @limit, and @channel and @before when given. */
 export function listMessagesSql(byChannel: boolean, before: boolean): string {

@@ -12,6 +12,9 @@ import {
   FINISH_FAILED,
   FINISH_RETRY,
   FINISH_SENT,
+  RENEW_CLAIM,
+  COUNT_SENDER_SQL,
+  SUPPRESSED_CONTACT,
   INSERT_MESSAGE,
   LAST_RECEIVED,
   listMessagesSql,
@@ -34,6 +37,8 @@ export function channelMessageRepository(db: Db, commit: GroupCommit): ChannelMe
   const lastReceived = db.prepare(LAST_RECEIVED).pluck();
   const due = db.prepare(DUE_MESSAGES).pluck();
   const claim = db.prepare(claimMessagesSql('= @id'));
+  const renew = db.prepare(RENEW_CLAIM);
+  const countSuppressed = db.prepare(COUNT_SENDER_SQL);
   const finish = { sent: db.prepare(FINISH_SENT), failed: db.prepare(FINISH_FAILED), queued: db.prepare(FINISH_RETRY) };
   const report = db.prepare(REPORT_STATUS);
   const lists = [false, true].map((byChannel) => [false, true].map((before) => db.prepare(listMessagesSql(byChannel, before))));
@@ -69,14 +74,25 @@ export function channelMessageRepository(db: Db, commit: GroupCommit): ChannelMe
       commit.run(() => {
         const params =
           outcome.status === 'sent'
-            ? { sent: outcome.sentAt, message_id: outcome.messageId === null ? null : storedText(outcome.messageId) }
+            ? {
+                sent: outcome.sentAt,
+                message_id: outcome.messageId === null ? null : storedText(outcome.messageId),
+                note: outcome.note ? storedText(outcome.note) : null,
+              }
             : outcome.status === 'failed'
               ? { error: storedText(outcome.error) }
               : { error: storedText(outcome.error), next_attempt: outcome.nextAttemptMs };
         return finish[outcome.status].run({ id, attempts, ...params }).changes === 1;
       }),
-    reportStatus: (channel, messageId, status, error) =>
-      commit.run(() => report.run({ channel, message_id: storedText(messageId), status, error: error === null ? null : storedText(error) }).changes > 0),
+    reportStatus: (workspaceId, channel, messageId, status, error) =>
+      commit.run(
+        () =>
+          report.run({ workspace: workspaceId, channel, message_id: storedText(messageId), status, error: error === null ? null : storedText(error) }).changes >
+          0,
+      ),
+    countSuppressed: (agentId, channel, rate) =>
+      commit.run(() => countSuppressed.run({ agent: agentId, channel, contact: SUPPRESSED_CONTACT, ...rate }).changes === 1),
+    renewClaim: (id, attempts, untilMs) => commit.run(() => renew.run({ id, attempts, until: untilMs }).changes === 1),
     list: async ({ workspaceId, agentId, channel, beforeId, limit }) => {
       const statement = lists[channel === undefined ? 0 : 1]![beforeId === undefined ? 0 : 1]!;
       const params: Record<string, unknown> = { workspace: workspaceId, agent: agentId, limit };
