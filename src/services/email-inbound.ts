@@ -28,7 +28,7 @@ export interface MailArrival {
   workspaceId?: string;
 }
 
-/** The agents `recipients` name (their mailboxes at EMAIL_DOMAIN), at most `max`, each once. */
+/** The agents `recipients` name (their mailboxes at EMAIL_DOMAIN), at most SMTP_MAX_RECIPIENTS of them, each once. */
 export async function agentsAddressed(ctx: ServiceContext, recipients: readonly string[], workspaceId?: string): Promise<AgentRecord[]> {
   const found = new Map<string, AgentRecord>();
   for (const recipient of recipients) {

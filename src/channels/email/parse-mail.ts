@@ -4,7 +4,7 @@
 // mailparser's streaming parser, with its bounds on the header and the MIME tree.
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { MailParser, type AddressObject, type AttachmentStream, type MessageText } from 'mailparser';
+import type { AddressObject, AttachmentStream, MessageText } from 'mailparser';
 
 /** The text a run gets, at most (the rest is cut, and the mail says so). */
 export const MAIL_TEXT_CHARS = 32 * 1024;
@@ -40,6 +40,10 @@ const headerText = (value: unknown): string | undefined => {
   return undefined;
 };
 
+// Loaded with the first mail, not at start: it is a tenth of a second of the service's start-up (docs/benchmarks.md, issue 47).
+let mailparser: Promise<typeof import('mailparser')> | undefined;
+const loadMailparser = () => (mailparser ??= import('mailparser'));
+
 /** A subject's characters kept, at most (a sender's subject can fill a 1 MB header). */
 export const SUBJECT_CHARS = 250;
 
@@ -57,6 +61,7 @@ export async function parseMail(raw: Buffer): Promise<ParsedMail> {
 }
 
 async function parse(raw: Buffer): Promise<ParsedMail> {
+  const { MailParser } = await loadMailparser();
   const parser = new MailParser({ checksumAlgo: 'sha256', skipTextToHtml: true, skipImageLinks: true, skipHtmlToText: false, maxChildNodes: 200 } as never);
   let headers = new Map<string, unknown>();
   let text = '';

@@ -4,7 +4,7 @@
 // passes DMARC, or, where the domain publishes no DMARC record, when an aligned DKIM signature or
 // an aligned SPF pass vouches for it. Anything else (a DNS failure too) is not authenticated.
 import { Resolver } from 'node:dns/promises';
-import { authenticate } from 'mailauth';
+
 import { getDomain } from 'tldts';
 
 export interface SenderVerdict {
@@ -27,6 +27,10 @@ export interface ReceivedOn {
   mta: string;
 }
 
+// Loaded with the first mail, not at start: it is a quarter of a second of the service's start-up (docs/benchmarks.md, issue 47).
+let mailauth: Promise<typeof import('mailauth')> | undefined;
+const loadMailauth = () => (mailauth ??= import('mailauth'));
+
 /** The resolver mailauth asks (the system's when no server is named). */
 export function mailResolver(servers: readonly string[]): ((name: string, rrtype: string) => Promise<unknown>) | undefined {
   if (!servers.length) return undefined;
@@ -46,6 +50,7 @@ const relaxed = (domain: string) => {
 };
 
 export async function senderVerdict(raw: Buffer, on: ReceivedOn, resolver: ReturnType<typeof mailResolver>): Promise<SenderVerdict> {
+  const { authenticate } = await loadMailauth();
   const result = await authenticate(raw, {
     ip: on.ip,
     helo: on.helo,
