@@ -11,7 +11,7 @@ import type { ChannelMessageRow } from '../store/port';
 import { preview } from './channel-inbound';
 import type { ServiceContext } from './context';
 
-/** What a run started by a message keeps of it to answer it (email-inbound.ts, whatsapp-inbound.ts). */
+/** What a run started by a message keeps of it to answer it (email-inbound.ts, channel-deliveries.ts). */
 export type ChannelOrigin =
   | { channel: 'email'; from: string; subject: string | null; message_id: string | null; references: string[]; agent_address: string }
   | { channel: 'whatsapp'; from: string; message_id: string; connection: string };
