@@ -104,6 +104,13 @@ module.exports = {
       to: { path: '^src/(http|mcp|services)/' },
     },
     {
+      name: 'channels-below-services',
+      severity: 'error',
+      comment: "The channels' protocols (SMTP, mail, WhatsApp) know nothing of the service: services, the web layers and the runtime use them.",
+      from: { path: '^src/channels/' },
+      to: { path: '^src/(http|mcp|services|runtime|smtp|store|apps)/' },
+    },
+    {
       name: 'one-sqlite-driver',
       severity: 'error',
       comment: 'sqlite-driver.ts picks the better-sqlite3 major the running Node needs; nothing imports either major directly.',

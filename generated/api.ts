@@ -192,6 +192,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/build/agents/{ref}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The agent's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example support-triage
+                 */
+                ref: components["parameters"]["AgentRef"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an agent's channel messages
+         * @description The agent's email and WhatsApp messages, received and sent, newest first, paged by a keyset
+         *     on the time-ordered message id as the run lists are (`next_cursor`, `Link: rel="next"`).
+         *     A received message that started nothing says why (`status: suppressed`, `reason`); a sent
+         *     one says where it stands (`queued`, `sent`, `failed`, or `unsent` when no relay is
+         *     configured). Same visibility as the agent read; another workspace's agent is 404. Messages
+         *     are kept as long as runs are (`RUN_RETENTION_DAYS`).
+         *     Spaces apply (see Spaces).
+         */
+        get: operations["listAgentMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/build/agents/{ref}/versions": {
         parameters: {
             query?: never;
@@ -1470,7 +1502,14 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Answer Meta's subscription check
+         * @description The subscription check Meta makes of a `whatsapp` connection's `receive_url` when the webhook
+         *     is configured: `hub.mode=subscribe` with the connection's `verify_token` (compared in constant
+         *     time) is answered with `hub.challenge` as text; anything else is 403. Another app's receiver
+         *     does not answer a GET (404).
+         */
+        get: operations["verifyEventReceiver"];
         put?: never;
         /**
          * Deliver an app's event
@@ -1502,6 +1541,15 @@ export interface paths {
          *       `Retry-After` (the runs already started are not started again by the retry).
          *     - Credits: a run the workspace's balance cannot cover is recorded `refused` (its status in
          *       the reply); the reply is still 200.
+         *
+         *     Two channels arrive here too (see Channels), answered with `ChannelDeliveryResponse`:
+         *     - `email`: a provider forwarding mail over HTTP posts the raw message (`message/rfc822`, at
+         *       most `SMTP_MAX_BYTES`) signed by the Standard Webhooks scheme with the connection's
+         *       `signing_secret`. The message goes through the same checks as mail over SMTP; its
+         *       recipients are its `To`, `Cc`, `Delivered-To` and `X-Original-To` addresses at `EMAIL_DOMAIN`.
+         *     - `whatsapp`: Meta's deliveries, signed `X-Hub-Signature-256` with the connection's
+         *       `app_secret`. A text message starts one run of the agent that answers the connection, once
+         *       per message id; status callbacks update the sent messages and start nothing.
          */
         post: operations["deliverAppEvent"];
         delete?: never;
@@ -1602,17 +1650,33 @@ export interface components {
         /** @description The email channel. Every member is optional; the object is required. */
         Email: {
             enabled?: boolean;
-            /** @description Addresses (`name@example.org`) or domains (`@example.org`) the agent answers. */
+            /**
+             * @description Who may start a run by mail: `user@example.org`, `@example.org` (that domain), `@*.example.org`
+             *     (its subdomains, not itself). An empty list, or none, lets no one: mail is recorded as
+             *     suppressed. A sender must also be authenticated (DMARC pass, or, for a domain with no DMARC
+             *     record, aligned DKIM or SPF).
+             */
             allowed_senders?: components["schemas"]["EmailPattern"][];
-            /** @description Addresses (`name@example.org`) or domains (`@example.org`) the agent may mail. */
+            /** @description Who `email.send` may mail (the same patterns as `allowed_senders`); `email.reply` answers the sender of the run's mail whatever this says. */
             allowed_recipients?: components["schemas"]["EmailPattern"][];
+            /**
+             * @description Read-only, ignored in requests - the agent's address, present in reads while email is enabled:
+             *     `<slug>.<workspace tag>@<EMAIL_DOMAIN>`, the tag (10 characters) the same for every agent of
+             *     the workspace, so two workspaces' agents of one slug never share an address. Mail to it over
+             *     SMTP (`SMTP_PORT`) or forwarded by a provider to an `email` connection's `receive_url` starts
+             *     a run when its sender is authenticated and allowed (see Channels).
+             */
+            readonly address?: string | null;
             /** @description The display name of the agent's mail, held to the rules of a `Name`. */
             from_name?: string;
+            /** @description The language of the service's own words in the agent's mail (`en`, `de`, `fr`, `es`, `it`, `pt`, `nl`; others fall back to English). */
             locale?: string;
         };
         EmailPattern: string;
         WhatsApp: {
             enabled?: boolean;
+            /** @description The `whatsapp` connection (one phone number) whose messages this agent answers while enabled; one agent per connection (a second is 409). */
+            connection?: string;
         };
         /** @description What a good run of this agent does, one criterion per item. */
         EvalCriteria: string[];
@@ -2238,8 +2302,8 @@ export interface components {
         };
         /**
          * @description What started the run: `test` (a test call; only its starter can read it), `webhook`,
-         *     `schedule`, `poll` or `app_event` (a trigger or schedule; every member of the workspace with
-         *     Build authorization can read it), or `tool` (a workflow run an agent started by calling its tool
+         *     `schedule`, `poll`, `app_event`, `email` or `whatsapp` (a trigger, a schedule or a channel's
+         *     message; every member of the workspace with Build authorization can read it), or `tool` (a workflow run an agent started by calling its tool
          *     `workflows.<slug>`: `parent` names the calling run and call; it is read by whoever may read
          *     the run at the root of its chain, so a test's children only by the test's starter).
          */
@@ -2714,12 +2778,30 @@ export interface components {
             /** @description On a replace that changes the secret, how long the previous secret still verifies deliveries (default 86400, a day; 0 ends it at once). Ignored on create. */
             previous_valid_for_seconds?: number;
         };
+        /** @description A WhatsApp Business Cloud API phone number (the `whatsapp` app). Its `receive_url` is the webhook to configure in Meta's app dashboard, with `verify_token`. */
+        CredentialsWhatsApp: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "whatsapp";
+            /** @description The number's id in the Cloud API (not the phone number); shown on reads. */
+            phone_number_id: string;
+            /** @description The system user's token, sent as `Authorization: Bearer <token>` to the Graph API. */
+            access_token: string;
+            /** @description The Meta app's secret, which signs deliveries (`X-Hub-Signature-256`). */
+            app_secret: string;
+            /** @description The token Meta's subscription check (`hub.verify_token`) must present. */
+            verify_token: string;
+        };
         /** @description What the connection's calls send. Write-only - reads show only its kind and non-secret parts. */
-        ConnectionCredentials: components["schemas"]["CredentialsNone"] | components["schemas"]["CredentialsBearer"] | components["schemas"]["CredentialsHeaders"] | components["schemas"]["CredentialsOAuth2ClientCredentials"] | components["schemas"]["CredentialsSigningSecret"];
+        ConnectionCredentials: components["schemas"]["CredentialsNone"] | components["schemas"]["CredentialsBearer"] | components["schemas"]["CredentialsHeaders"] | components["schemas"]["CredentialsOAuth2ClientCredentials"] | components["schemas"]["CredentialsSigningSecret"] | components["schemas"]["CredentialsWhatsApp"];
         /** @description What a read shows of the credentials - never a token, a header's value or a client secret. */
         CredentialsShown: {
             /** @enum {string} */
-            kind: "none" | "bearer" | "headers" | "oauth2_client_credentials" | "signing_secret";
+            kind: "none" | "bearer" | "headers" | "oauth2_client_credentials" | "signing_secret" | "whatsapp";
+            /** @description A `whatsapp` connection's phone number id. */
+            phone_number_id?: string;
             /**
              * Format: date-time
              * @description A signing secret's rotation - until when the previous secret still verifies deliveries (null when none does).
@@ -2831,6 +2913,28 @@ export interface components {
                 }[];
             };
         };
+        ChannelDeliveryResponse: {
+            data: {
+                /** @enum {string} */
+                channel: "email" | "whatsapp";
+                /** @description One per message and agent it reached - what became of it. */
+                messages: {
+                    /** @description The agent's slug. */
+                    agent: string;
+                    message_id: string | null;
+                    /** @enum {string} */
+                    status: "received" | "suppressed";
+                    /** @description Why it started nothing (see ChannelMessage.reason). */
+                    reason: string | null;
+                    /** Format: uuid */
+                    run_id: string | null;
+                    /** @description The message was received before; `run_id` is the first arrival's run. */
+                    repeated: boolean;
+                }[];
+                /** @description How many status reports of sent messages were applied (WhatsApp). */
+                statuses: number;
+            };
+        };
         SlackChallengeResponse: {
             /** @description Slack's `url_verification` challenge, echoed. */
             challenge: string;
@@ -2895,6 +2999,48 @@ export interface components {
             run_started_at: string | null;
             /** Format: date-time */
             finished_at: string | null;
+        };
+        ChannelMessagePage: {
+            data: components["schemas"]["ChannelMessage"][];
+            next_cursor: string | null;
+        };
+        ChannelMessage: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            channel: "email" | "whatsapp";
+            /** @enum {string} */
+            direction: "received" | "sent";
+            /**
+             * @description A received message: `received` (it started its run) or `suppressed` (it started nothing;
+             *     `reason` says why). A sent one: `queued` (waiting for its next attempt; `error` names the
+             *     last one's failure), `sent` (the relay or the Graph API took it), `delivered` and `read`
+             *     (WhatsApp's reports), `failed` (the final failure, in `error`), `unsent` (no relay is
+             *     configured: it was never sent, and will not be).
+             * @enum {string}
+             */
+            status: "received" | "suppressed" | "queued" | "sent" | "delivered" | "read" | "failed" | "unsent";
+            /**
+             * @description Why a received message started nothing, or why a sent one is unsent: an auto-reply
+             *     (`Auto-Submitted`), a null return path, a mailing list (`List-Id`, `Precedence`), a loop
+             *     (from an agent's address, or a mail whose Message-ID the service sent itself), failed
+             *     authentication, a sender not in `allowed_senders`, the per-sender reply rate, the agent
+             *     not active, a message type the agent cannot read.
+             */
+            reason: string | null;
+            from: string;
+            to: string[];
+            subject: string | null;
+            /** @description The first 200 characters of the text. */
+            preview: string;
+            message_id: string | null;
+            /** Format: uuid */
+            run_id: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            sent_at: string | null;
+            error: string | null;
         };
         AgentRunListItemPage: {
             data: components["schemas"]["AgentRunListItem"][];
@@ -3455,7 +3601,7 @@ export interface components {
          * @description Only runs started this way.
          * @example webhook
          */
-        RunSourceFilter: "test" | "webhook" | "schedule" | "poll" | "app_event" | "tool";
+        RunSourceFilter: "test" | "webhook" | "schedule" | "poll" | "app_event" | "email" | "whatsapp" | "tool";
         /**
          * @description Only runs accepted at or after this instant (ISO 8601).
          * @example 2026-11-01T00:00:00Z
@@ -3506,6 +3652,17 @@ export interface components {
                     [key: string]: string;
                 };
                 "text/plain": string;
+            };
+        };
+        /** @description An app's delivery as the app sends it (at most 64 KiB), or a forwarded mail (`message/rfc822`, at most `SMTP_MAX_BYTES`). */
+        AppEventDelivery: {
+            content: {
+                "application/json": components["schemas"]["AnyJson"];
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+                "text/plain": string;
+                "message/rfc822": string;
             };
         };
     };
@@ -3952,6 +4109,50 @@ export interface operations {
             428: components["responses"]["PreconditionRequired"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAgentMessages: {
+        parameters: {
+            query?: {
+                /** @description Only this channel's messages. */
+                channel?: "email" | "whatsapp";
+                /**
+                 * @description Items per page, 1..100 (default 20).
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJpZCI6IjAxOWFiMmM0LTVkNmUtN2Y4MC05YTFiLTJjM2Q0ZTVmNmE3YiJ9
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The agent's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example support-triage
+                 */
+                ref: components["parameters"]["AgentRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of messages. */
+            200: {
+                headers: {
+                    Link: components["headers"]["NextLink"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelMessagePage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
         };
     };
     listAgentVersions: {
@@ -6278,6 +6479,55 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
         };
     };
+    verifyEventReceiver: {
+        parameters: {
+            query?: {
+                "hub.mode"?: string;
+                "hub.verify_token"?: string;
+                "hub.challenge"?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The connection's receiver id, the last segment of its `receive_url`.
+                 * @example rcv_4kQ9mZ2xW7pL0sT3vB8nC5dF1gH6jK
+                 */
+                receiverId: components["parameters"]["ReceiverId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The challenge, echoed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example 1158201444 */
+                    "text/plain": string;
+                };
+            };
+            /** @description The mode or the verify token is wrong, or the challenge is missing. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No `whatsapp` connection receives at this URL. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     deliverAppEvent: {
         parameters: {
             query?: never;
@@ -6307,7 +6557,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: components["requestBodies"]["WebhookDelivery"];
+        requestBody?: components["requestBodies"]["AppEventDelivery"];
         responses: {
             /** @description The delivery was verified and recorded (or was a repeat, a ping or a challenge); `runs` are the runs it started. */
             200: {
@@ -6315,7 +6565,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AppEventAcceptedResponse"] | components["schemas"]["SlackChallengeResponse"];
+                    "application/json": components["schemas"]["AppEventAcceptedResponse"] | components["schemas"]["SlackChallengeResponse"] | components["schemas"]["ChannelDeliveryResponse"];
                 };
             };
             /** @description The signature is missing, wrong or stale. */

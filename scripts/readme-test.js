@@ -207,6 +207,21 @@ async function checkOutcome(port, { out, token, run }) {
   );
   await checkSkillsWalkThrough(api, runs.body.data);
   await checkEventsWalkThrough(api);
+  await checkWhatsAppWalkThrough(api);
+}
+
+/** What docs/channels.md's WhatsApp walk-through did: one message received (its repeat none), one run that replied, the reply in the outbox. */
+async function checkWhatsAppWalkThrough(api) {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const messages = (await api('/agents/concierge/messages')).body.data;
+    const received = messages.filter((m) => m.direction === 'received');
+    const sent = messages.filter((m) => m.direction === 'sent');
+    const run = received[0]?.run_id && (await api(`/runs/${received[0].run_id}`)).body.data;
+    if (received.length === 1 && sent.length === 1 && run?.status === 'succeeded' && run.tool_calls[0]?.tool === 'whatsapp.reply') return;
+    check(Date.now() < deadline, "docs/channels.md's WhatsApp message did not start one run that queued its reply", { messages, run });
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
 /** What docs/triggers.md's app-event walk-through did: one run per app (the repeated Stripe event none), each succeeding. */
@@ -259,6 +274,7 @@ async function pass(name, startCommand, shellExtra, keep) {
       ...blocksUnder('README.md', 'Test runs'),
       ...blocksUnder('docs/skills.md', 'A walk-through'),
       ...blocksUnder('docs/triggers.md', 'App events: a walk-through'),
+      ...blocksUnder('docs/channels.md', 'WhatsApp: a walk-through'),
     ].map(follow);
     const outcome = await runBlocks(dir, blocks, shellEnv);
     await checkOutcome(port, outcome);
@@ -268,7 +284,7 @@ async function pass(name, startCommand, shellExtra, keep) {
   }
   fs.rmSync(logFile, { force: true });
   console.log(
-    `  ok: token, create, read, replace, a run followed to its end, a parked run approved and followed to its end, skills loaded and a workflow called as a tool, signed app events (${((Date.now() - started) / 1000).toFixed(0)} s)`,
+    `  ok: token, create, read, replace, a run followed to its end, a parked run approved and followed to its end, skills loaded and a workflow called as a tool, signed app events, a WhatsApp message answered (${((Date.now() - started) / 1000).toFixed(0)} s)`,
   );
 }
 

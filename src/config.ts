@@ -2,7 +2,8 @@
 // that names the variable, so an operator can fix it without reading code.
 import path from 'node:path';
 import { projectRoot } from './paths';
-import { trimEnd } from './domain/text';
+import { channelConfig, type ChannelConfig } from './channel-config';
+import { ConfigError, httpUrl, integer, nonEmpty, type Env } from './config-values';
 import type { WorkspaceLimits } from './domain/types';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './http/server';
 import { DEFAULT_RUN_LIMITS, type RunLimits } from './runtime/limits';
@@ -110,11 +111,12 @@ export interface Config {
   secretsKeys: Buffer[] | null;
   /** Open connections, and how long a request may take to arrive or a connection stay silent (HTTP_*). */
   connections: ConnectionLimits;
+  /** The email and WhatsApp channels (docs/channels.md). */
+  channels: ChannelConfig;
 }
 
-export class ConfigError extends Error {}
-
-type Env = Record<string, string | undefined>;
+export { ConfigError } from './config-values';
+export type { ChannelConfig } from './channel-config';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -127,19 +129,6 @@ export const DEFAULT_LIMITS: WorkspaceLimits = Object.freeze({
   agent_steps: 40,
 });
 
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name}: must be a whole number, got '${raw}'`);
-  const value = Number(raw.trim());
-  if (value < min || value > max) throw new ConfigError(`${name}: must be between ${min} and ${max}, got ${value}`);
-  return value;
-}
-
-/**
- * An absolute http(s) URL. `trimSlash`: drop trailing slashes (a base URL that paths are appended
- * to). An issuer identifier is kept exactly as given: tokens' `iss` is compared with it verbatim.
- */
 /** CORS_ALLOWED_ORIGINS: `*`, or origins exactly as a browser sends them (`https://app.example.org`, no path). */
 function corsOrigins(env: Env): string[] | '*' {
   const raw = (env.CORS_ALLOWED_ORIGINS ?? '').trim();
@@ -160,21 +149,6 @@ function corsOrigins(env: Env): string[] | '*' {
     }
   }
   return origins;
-}
-
-function httpUrl(env: Env, name: string, fallback: string | null, trimSlash = true): string | null {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError(`${name}: must be an absolute http(s) URL, got '${raw}'`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError(`${name}: must be an http(s) URL, got '${raw}'`);
-  }
-  return trimSlash ? trimEnd(raw, '/') : raw;
 }
 
 /** A PostgreSQL connection URL (postgres:// or postgresql://), or null when unset. */
@@ -225,13 +199,6 @@ function openAi(env: Env): OpenAiConfig | null {
   const bad = models.find((m) => !/^[A-Za-z0-9._:/-]{1,120}$/.test(m));
   if (bad) throw new ConfigError(`OPENAI_MODELS: '${bad}' is not a model id (1..120 letters, digits and . _ : / -)`);
   return { baseUrl, apiKey: env.OPENAI_API_KEY || null, models };
-}
-
-function nonEmpty(env: Env, name: string, fallback: string, pattern: RegExp, rule: string): string {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!pattern.test(raw)) throw new ConfigError(`${name}: ${rule}, got '${raw}'`);
-  return raw;
 }
 
 // Workers a process runs by default. On SQLite a run's writes are in-process and its worker is busy
@@ -301,6 +268,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     runLimits: runLimits(env),
     connections: connectionLimits(env, eventsHeartbeatMs),
     secretsKeys: secretsKeys(env),
+    channels: channelConfig(env),
   };
 }
 

@@ -14,6 +14,9 @@ import { AlreadyServingError } from './data-directory/serve-lock';
 import { DataDirectoryError } from './data-directory/data-directory';
 import { projectRoot } from './paths';
 import { startTracing } from './tracing-setup';
+import { startSmtpIntake } from './smtp/intake';
+import type { SmtpListener } from './channels/email/smtp-listener';
+import type { ServiceContext } from './services/context';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -32,6 +35,7 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
   const service = await createService(metricsServer ? config : { ...config, metricsPort: 0 }, logger, { processMetrics: true });
   registry = service.ctx.metrics.registry ?? null;
   const server = await listening(createHttpServer(service.app, config.connections), config.host, config.port, 'PORT');
+  const smtp = config.channels.smtpPort ? await smtpListener(service.ctx, config, logger) : null;
 
   // SIGTERM: drain, then stop. Draining, /readyz answers 503 while everything is still served, so
   // that a balancer polling readiness takes this replica out before it stops listening; responses
@@ -50,12 +54,15 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
     force.unref();
     service.ctx.runEvents.stop();
     metricsServer?.close();
+    const smtpClosed = smtp?.close() ?? Promise.resolve();
     server.close(() => {
-      void service.close(SHUTDOWN_GRACE_MS).then(async () => {
-        await tracing?.shutdown().catch((err: unknown) => logger.warn({ err }, 'the last spans could not be exported'));
-        logger.info('stopped');
-        process.exit(0);
-      });
+      void smtpClosed
+        .then(() => service.close(SHUTDOWN_GRACE_MS))
+        .then(async () => {
+          await tracing?.shutdown().catch((err: unknown) => logger.warn({ err }, 'the last spans could not be exported'));
+          logger.info('stopped');
+          process.exit(0);
+        });
     });
     server.closeIdleConnections();
   };
@@ -83,6 +90,8 @@ export async function serve(config: Config = loadConfig()): Promise<Server> {
       issuer: config.auth.issuer ?? `${config.publicBaseUrl} (built-in)`,
       docs: `${config.publicBaseUrl}/docs`,
       metrics: metricsServer ? `http://${config.host}:${config.metricsPort}/metrics` : 'off',
+      smtp: smtp ? `${config.host}:${smtp.port} (mail to <agent>.<tag>@${config.channels.emailDomain})` : 'off',
+      relay: config.channels.relayUrl ? 'configured' : 'none: mail is recorded unsent',
       traces: tracing?.describe ?? 'off',
     },
     'build-api listening',
@@ -137,6 +146,22 @@ async function metricsListener(server: Server, config: Config, logger: Logger): 
   } catch (err) {
     if (config.metricsPortSet || !(err instanceof ListenError) || err.code !== 'EADDRINUSE') throw err;
     logger.warn(`metrics off: ${err.message}`);
+    return null;
+  }
+}
+
+/**
+ * The SMTP listener on SMTP_PORT; null when that port is the default one and another process holds
+ * it (another service on this machine): the service starts without mail over SMTP and says so (mail
+ * forwarded over HTTP still arrives). A port set in SMTP_PORT that cannot be listened on stops the start.
+ */
+async function smtpListener(ctx: ServiceContext, config: Config, logger: Logger): Promise<SmtpListener | null> {
+  try {
+    return await startSmtpIntake(ctx, config.channels, config.host, logger);
+  } catch (err) {
+    const listenErr = listenError(err as NodeJS.ErrnoException, config.host, config.channels.smtpPort, 'SMTP_PORT');
+    if (config.channels.smtpPortSet || listenErr.code !== 'EADDRINUSE') throw listenErr;
+    logger.warn(`SMTP off: ${listenErr.message}`);
     return null;
   }
 }

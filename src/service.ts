@@ -20,6 +20,10 @@ import { acquireServeLock, type ServeLock } from './data-directory/serve-lock';
 import { startMaintenance, type Maintenance } from './services/maintenance';
 import { startScheduler, type Scheduler } from './services/scheduler';
 import { startEventDispatch, type EventDispatch } from './services/app-event-dispatch';
+import { startChannelSender, type ChannelSender } from './services/channel-sender';
+import { queueChannelMessage } from './services/channel-outbox';
+import { relayFromUrl } from './channels/email/relay';
+import { mailResolver } from './channels/email/sender-verdict';
 import type { ServiceContext } from './services/context';
 import { createRunEventFeed } from './services/run-event-feed';
 import { createSecretBox, generateSecretKey, parseSecretKeys, type SecretBox } from './services/secret-box';
@@ -43,6 +47,8 @@ export interface Service {
   scheduler: Scheduler;
   /** Starts the runs of the kv app's events. */
   events: EventDispatch;
+  /** Sends what the agents' channel tools queued. */
+  outbox: ChannelSender;
   /** Present when the service is its own issuer (no AUTH_ISSUER). */
   localIssuer: LocalIssuer | null;
   /** Set `draining` when a shutdown begins: /readyz answers 503 from then on. */
@@ -55,6 +61,10 @@ export interface Service {
 const HTTP_TOOL = { timeoutMs: 10_000, maxBytes: 1024 * 1024 };
 /** How often the kv events waiting are looked for (none while the scheduler is off: SCHEDULER_TICK_MS=0). */
 const EVENT_DISPATCH_MS = 250;
+/** How often the outbox looks for messages due to be sent, while the scheduler runs. */
+const OUTBOX_SEND_MS = 500;
+/** How long one send to the relay or the Graph API may take. */
+const CHANNEL_SEND_TIMEOUT_MS = 30_000;
 
 /** The issuer the embedded key pair (kept by the store) signs as: the service's own public address. */
 export async function localIssuerFor(config: Config, store: Store): Promise<LocalIssuer> {
@@ -176,6 +186,36 @@ async function webLayers(config: Config, logger: Logger, opts: ServiceOptions, c
   return { app, mcp };
 }
 
+/** What the channels' services need of the configuration (docs/channels.md). */
+const channelSettings = (channels: Config['channels']): ServiceContext['channels'] => ({
+  emailDomain: channels.emailDomain,
+  mtaName: channels.emailDomain,
+  maxRecipients: channels.maxRecipients,
+  maxBytes: channels.maxBytes,
+  senderRunsPerHour: channels.senderRunsPerHour,
+  mailResolver: mailResolver(channels.dnsServers),
+  relayConfigured: channels.relayUrl !== null,
+});
+
+/** The outbox's sender, on its timer while the scheduler runs; its stop closes the relay's connections too. */
+function startOutbox(ctx: ServiceContext, config: Config, logger: Logger): ChannelSender {
+  const relay = relayFromUrl(config.channels.relayUrl ?? undefined);
+  const sender = startChannelSender(ctx, {
+    relay,
+    graph: { baseUrl: config.channels.graphBaseUrl, version: config.channels.graphVersion, timeoutMs: CHANNEL_SEND_TIMEOUT_MS },
+    retryBaseMs: config.channels.retryBaseMs,
+    intervalMs: config.schedulerTickMs && OUTBOX_SEND_MS,
+    logger,
+  });
+  return {
+    send: sender.send,
+    stop: async () => {
+      await sender.stop();
+      relay?.close();
+    },
+  };
+}
+
 async function assemble(config: Config, logger: Logger, opts: ServiceOptions, opened: Store, lock: ServeLock): Promise<Service> {
   const metrics = config.metricsPort ? createMetrics({ activeRuns: () => opened.runs.active(), defaultMetrics: opts.processMetrics ?? false }) : NO_METRICS;
   const store = metrics === NO_METRICS && !tracingOn() ? opened : instrumentedStore(opened, metrics.storeCall, config.databaseUrl ? 'postgresql' : 'sqlite');
@@ -199,6 +239,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     metrics,
     // Called by runs, which start once ctx exists (runner.start below).
     childWorkflows: (caller, call) => callWorkflowTool(ctx, caller, call, config.runLimits.workflowToolWaitMs),
+    channelSends: (caller, call) => queueChannelMessage(ctx, caller, call),
   });
   const ctx: ServiceContext = {
     metrics,
@@ -220,6 +261,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     eventStreamsPerCaller: config.eventStreamsPerCaller,
     cancelWaitMs: config.cancelWaitMs,
     versionPages: new VersionPages(config.versionsKept),
+    channels: channelSettings(config.channels),
   };
   const readiness: Readiness = { draining: false };
   const { app, mcp } = await webLayers(config, logger, opts, ctx, readiness, localIssuer);
@@ -238,6 +280,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     logger,
   });
   const events = startEventDispatch(ctx, { intervalMs: config.schedulerTickMs && EVENT_DISPATCH_MS, logger });
+  const outbox = startOutbox(ctx, config, logger);
   return {
     app,
     ctx,
@@ -247,10 +290,12 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     maintenance,
     scheduler,
     events,
+    outbox,
     localIssuer,
     close: async (graceMs = 5000) => {
       await scheduler.stop();
       await events.stop();
+      await outbox.stop();
       maintenance.stop();
       ctx.runEvents.stop();
       await mcp?.close();

@@ -37,11 +37,22 @@ export interface DocumentLookup {
   skill(name: string): Promise<{ version: number; document: Skill } | null>;
 }
 
-/** The tools an agent has of its apps (of the workspace's: `apps`), minus its disabled tools. */
+/**
+ * The channel apps, and whether an agent's channel is enabled: their tools are the agent's while it
+ * is, whether or not it lists the app, and never while it is not.
+ */
+const CHANNEL_APPS: ReadonlyMap<string, (agent: Agent) => boolean> = new Map([
+  ['email', (agent: Agent) => agent.email.enabled === true],
+  ['whatsapp', (agent: Agent) => agent.whatsapp.enabled === true],
+]);
+
+/** The tools an agent has of its apps (of the workspace's: `apps`) and of its enabled channels, minus its disabled tools. */
 export function appToolsOf(agent: Agent, apps: WorkspaceApps): Map<string, ToolDefinition> {
   const disabled = new Set(agent.tools.disabled_tools);
   const allowed = new Map<string, ToolDefinition>();
-  for (const app of agent.tools.apps) {
+  const listed = agent.tools.apps.filter((app) => !CHANNEL_APPS.has(app));
+  const channels = [...CHANNEL_APPS].filter(([, enabled]) => enabled(agent)).map(([app]) => app);
+  for (const app of [...listed, ...channels]) {
     for (const t of apps.apps.get(app)?.tools ?? []) if (!disabled.has(t.slug)) allowed.set(t.slug, t);
   }
   return allowed;

@@ -12,9 +12,11 @@ import type { AgentRepository, AppRepository, ConnectionRepository, SkillReposit
 import { EMPTY_MARKETPLACE, type SkillMarketplace } from './skills/marketplace';
 import { agentToolsOf, SKILLS_APP, WORKFLOWS_APP, type AgentTools } from './agent-tools';
 import { coreApp } from './builtin/core';
+import { emailApp } from './builtin/email';
 import { httpApp } from './builtin/http';
 import { kvApp } from './builtin/kv';
 import { timeApp } from './builtin/time';
+import { whatsappApp } from './builtin/whatsapp';
 import { githubApp } from './events/github';
 import { slackApp } from './events/slack';
 import { standardWebhooksApp } from './events/standard-webhooks';
@@ -30,7 +32,7 @@ export { CONNECTION_ARGUMENT } from './mcp/app-module';
 export { appToolsOf, NO_AGENT_TOOLS, WORKFLOWS_APP, type AgentTools } from './agent-tools';
 
 /** The apps every workspace has, in the catalog's order. */
-const BUILTIN_APPS: readonly AppModule[] = [coreApp, httpApp, kvApp, timeApp, githubApp, stripeApp, slackApp, standardWebhooksApp];
+const BUILTIN_APPS: readonly AppModule[] = [coreApp, httpApp, kvApp, timeApp, emailApp, whatsappApp, githubApp, stripeApp, slackApp, standardWebhooksApp];
 const BUILTIN_SLUGS: ReadonlySet<string> = new Set(BUILTIN_APPS.map((m) => m.slug));
 /** The slugs no workspace app may take: the built-in apps', and the names of an agent's own tools (agent-tools.ts). */
 const RESERVED_SLUGS: ReadonlySet<string> = new Set([...BUILTIN_SLUGS, WORKFLOWS_APP, SKILLS_APP]);
@@ -106,6 +108,19 @@ const RECEIVERS: ReadonlyMap<string, EventReceiver> = new Map(BUILTIN_APPS.flatM
 
 /** How the built-in app `app` receives its events over HTTP, or undefined: it sends none that way. */
 export const eventReceiverOf = (app: string): EventReceiver | undefined => RECEIVERS.get(app);
+
+type ChannelOfApp = NonNullable<AppModule['channel']>;
+const CHANNELS: ReadonlyMap<string, ChannelOfApp> = new Map(BUILTIN_APPS.flatMap((m) => (m.channel ? [[m.slug, m.channel] as const] : [])));
+
+/** The channel the built-in app `app` is (its connections receive the channel's messages), or undefined. */
+export const channelOf = (app: string): ChannelOfApp | undefined => CHANNELS.get(app);
+
+/**
+ * What a connection of the built-in app `app` must hold to receive at a URL (a signing secret, or
+ * WhatsApp's credentials), or undefined: its connections receive nothing.
+ */
+export const receivingCredentialsOf = (app: string): ChannelOfApp['credentials'] | undefined =>
+  CHANNELS.get(app)?.credentials ?? (RECEIVERS.has(app) ? 'signing_secret' : undefined);
 
 let builtin: WorkspaceApps | undefined;
 

@@ -6,6 +6,7 @@ import type { KvRepository } from '../store/port';
 import type { RunLimits } from '../runtime/limits';
 import type { ChainPosition } from '../domain/run-lineage';
 import type { Team } from '../domain/spaces';
+import type { Agent } from '../domain/types';
 
 export interface HttpToolOptions {
   allowPrivate: boolean;
@@ -45,6 +46,36 @@ export interface ToolContext {
   eventChain?: number;
   /** Runs a workflow of the workspace as a child of the calling run; absent where no run calls (a poll's detector). */
   runWorkflow?: (call: ChildWorkflowCall) => Promise<ChildWorkflowOutcome>;
+  /** Queues a channel tool's message in the calling agent run's outbox; absent where no agent run calls. */
+  sendOnChannel?: (call: ChannelCall) => Promise<ChannelCallOutcome>;
+}
+
+/** A channel tool's call (email.reply, email.send, whatsapp.reply) as the run hands it to the outbox (services/channel-outbox.ts). */
+export interface ChannelCall {
+  tool: ChannelTool;
+  args: Record<string, unknown>;
+  callId: string;
+}
+
+export type ChannelTool = 'email.reply' | 'email.send' | 'whatsapp.reply';
+
+/** The agent run whose channel tool is called: its agent as it runs, and what its request keeps of the message that started it (or null). */
+export interface ChannelCaller {
+  runId: string;
+  workspaceId: string;
+  agent: Agent;
+  origin: unknown;
+}
+
+/** Queues a channel tool's message (services/channel-outbox.ts, wired at the composition root). */
+export type ChannelSends = (caller: ChannelCaller, call: ChannelCall) => Promise<ChannelCallOutcome>;
+
+/** What the call's model reads: the message's id and where it stands (`queued`, or `unsent` with why), never "sent" before it is. */
+export interface ChannelCallOutcome {
+  message_id: string;
+  status: 'queued' | 'unsent' | 'sent' | 'delivered' | 'read' | 'failed';
+  to: string[];
+  note: string;
 }
 
 /** What a run records of a skill it loaded. */
@@ -116,7 +147,7 @@ export interface AppTool {
 /**
  * An app as the registry holds it. Built-in apps are modules of src/apps/builtin/; a workspace's
  * own apps come from its documents. Its events are what it can start agents on (app_event
- * triggers); its channel will sit beside them.
+ * triggers); its channel, what an agent answers on.
  */
 export interface AppModule {
   slug: string;
@@ -126,6 +157,12 @@ export interface AppModule {
   events?: EventDefinition[];
   /** How its events arrive over HTTP, signed (its connections get a receiving URL). */
   receiver?: EventReceiver;
+  /**
+   * The channel it is (email, WhatsApp): its tools are offered to an agent while the agent's channel
+   * is enabled, and its connections receive the channel's messages at a receiving URL, holding
+   * credentials of `credentials` kind.
+   */
+  channel?: { kind: 'email' | 'whatsapp'; credentials: 'signing_secret' | 'whatsapp' };
 }
 
 /** A delivery's header, by lower-case name (the first, when repeated). */

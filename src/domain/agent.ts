@@ -26,6 +26,8 @@ export function normaliseAgent(input: AgentDraft): Normalised<AgentDraft> {
   const changes: string[] = [];
   if (input.status !== undefined) changes.push('status ignored: it is read-only (use POST /api/build/agents/{ref}/status)');
   if (input.reasoning_effort === undefined) changes.push("reasoning_effort defaulted to null (the model's default)");
+  const { address, ...email } = input.email;
+  if (address !== undefined) changes.push('email.address ignored: it is read-only (the service gives an agent its address while email is enabled)');
   const document: AgentDraft = {
     kind: input.kind,
     ...(input.id !== undefined && { id: input.id }),
@@ -50,7 +52,7 @@ export function normaliseAgent(input: AgentDraft): Normalised<AgentDraft> {
     workspace_skills: input.workspace_skills,
     workflows: input.workflows,
     schedule: input.schedule,
-    email: input.email,
+    email,
     whatsapp: input.whatsapp,
     triggers: input.triggers.map((trigger, i) => normaliseTrigger(trigger, `triggers[${i}]`, changes)),
     eval_criteria: input.eval_criteria,

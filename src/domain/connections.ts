@@ -33,6 +33,8 @@ export function shownOf(credentials: Credentials): CredentialsShown {
   switch (credentials.kind) {
     case 'signing_secret':
       return { kind: 'signing_secret', previous_valid_until: null };
+    case 'whatsapp':
+      return { kind: 'whatsapp', phone_number_id: credentials.phone_number_id };
     case 'none':
     case 'bearer':
       return { kind: credentials.kind };
@@ -95,8 +97,22 @@ export function credentialsShapeProblem(value: unknown): string | null {
           : 'previous_valid_for_seconds: must be a whole number of seconds from 0 to 604800';
       return extra(['kind', 'secret', 'previous_valid_for_seconds']) ?? text('secret', 4096) ?? graceProblem;
     }
+    case 'whatsapp': {
+      const id = value.phone_number_id;
+      const idProblem =
+        typeof id === 'string' && id.length >= 1 && id.length <= 64 && [...id].every((c) => c >= '0' && c <= '9')
+          ? null
+          : 'phone_number_id: must be 1 to 64 digits';
+      return (
+        extra(['kind', 'phone_number_id', 'access_token', 'app_secret', 'verify_token']) ??
+        idProblem ??
+        text('access_token', 4096) ??
+        text('app_secret', 256) ??
+        text('verify_token', 256)
+      );
+    }
     default:
-      return 'kind: must be one of none, bearer, headers, oauth2_client_credentials, signing_secret';
+      return 'kind: must be one of none, bearer, headers, oauth2_client_credentials, signing_secret, whatsapp';
   }
 }
 

@@ -154,6 +154,7 @@ export function checkAgent(doc: AgentDraft, refs: References, storedBytes: numbe
       }
     });
   }
+  checkWhatsApp(doc.whatsapp, refs, problems);
   if (doc.schedule.enabled && doc.schedule.cron === undefined) {
     problems.push({ path: 'body.schedule.cron', message: 'required when schedule.enabled is true' });
   }
@@ -163,6 +164,19 @@ export function checkAgent(doc: AgentDraft, refs: References, storedBytes: numbe
   }
   for (const [i, trigger] of doc.triggers.entries()) checkTrigger(trigger, `body.triggers[${i}]`, refs, problems);
   return problems;
+}
+
+/**
+ * The WhatsApp channel answers the number of a connection of the `whatsapp` app. Enabled with none
+ * named, it answers no number yet (docs/channels.md): a document of before the channel was real stays valid.
+ */
+function checkWhatsApp(whatsapp: AgentDraft['whatsapp'], refs: References, problems: Problem[]): void {
+  const path = 'body.whatsapp.connection';
+  if (whatsapp.connection === undefined) return;
+  const connection = refs.connections.get(whatsapp.connection);
+  if (!connection) problems.push({ path, message: `'${whatsapp.connection}' is not a connection of this workspace; GET /api/build/connections lists them` });
+  else if (connection.app !== 'whatsapp')
+    problems.push({ path, message: `'${whatsapp.connection}' is a connection of app '${connection.app}', not of 'whatsapp'` });
 }
 
 function checkReference(

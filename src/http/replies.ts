@@ -21,6 +21,15 @@ export function sendJson(res: Response, status: number, headers: Record<string, 
 }
 
 /** A reply without a body (204). */
+/** A plain-text reply (Meta's subscription check is answered with its challenge as text). */
+export function sendText(res: Response, status: number, text: string): void {
+  const bytes = Buffer.from(text);
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'text/plain');
+  res.setHeader('Content-Length', bytes.length);
+  res.end(bytes);
+}
+
 export function sendEmpty(res: Response, status: number, headers: Record<string, string> | undefined): void {
   res.statusCode = status;
   if (headers) for (const name in headers) res.setHeader(name, headers[name] as string);

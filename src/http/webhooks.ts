@@ -7,13 +7,14 @@ import type express from 'express';
 import type { Logger } from '../log';
 import type { ServiceContext } from '../services/context';
 import { deliverAppEvent } from '../services/app-event-deliveries';
+import { verifyChannelReceiver } from '../services/channel-deliveries';
 import { deliverWebhook } from '../services/webhook-deliveries';
 import { refusedTextIn } from '../domain/json-limits';
 import { ApiError } from '../errors';
 import { readBodyBytes } from './body';
 import type { Operations } from './openapi';
 import { inServerSpan } from './tracing';
-import { identify, logRequest, replyWithError, sendEmpty, sendJson } from './replies';
+import { identify, logRequest, replyWithError, sendEmpty, sendJson, sendText } from './replies';
 
 const HOOKS_ROOT = '/hooks/';
 
@@ -49,6 +50,22 @@ export function webhookRequests(operations: Operations, ctx: ServiceContext, log
       return done();
     }
     req.matched = match;
+    if (events && (req.method === 'GET' || req.method === 'HEAD')) {
+      // Meta's subscription check of a WhatsApp connection's URL: the challenge, as text.
+      const query = new URLSearchParams(queryAt < 0 ? '' : url.slice(queryAt + 1));
+      const asked = {
+        mode: query.get('hub.mode') ?? undefined,
+        token: query.get('hub.verify_token') ?? undefined,
+        challenge: query.get('hub.challenge') ?? undefined,
+      };
+      inServerSpan(req, res, match.operation.operationId as string, match.operation.path, () => {
+        verifyChannelReceiver(ctx, match.params.receiverId as string, asked)
+          .then((challenge) => sendText(res, 200, challenge))
+          .catch((err: unknown) => replyWithError(err, req, res, logger))
+          .finally(done);
+      });
+      return;
+    }
     const reply = async (body: Buffer): Promise<Reply> => {
       if (events) return { status: 200, body: await deliverAppEvent(ctx, { receiverId: match.params.receiverId as string, headers: req.headers, body }) };
       const accepted = await deliverWebhook(ctx, {
@@ -63,7 +80,9 @@ export function webhookRequests(operations: Operations, ctx: ServiceContext, log
       return { status: 202, headers: location, body: { data: { run_id: accepted.runId, status: accepted.status } } };
     };
     inServerSpan(req, res, match.operation.operationId as string, match.operation.path, () => {
-      readBodyBytes(req)
+      // A forwarded mail may be as large as mail over SMTP; everything else an app sends is at most 64 KiB.
+      const mail = events && (req.headers['content-type'] ?? '').toLowerCase().startsWith('message/rfc822');
+      readBodyBytes(req, mail ? ctx.channels.maxBytes : undefined)
         .then(reply)
         .then((r) => sendJson(res, r.status, r.headers, Buffer.from(JSON.stringify(r.body))))
         .catch((err: unknown) => replyWithError(err, req, res, logger))

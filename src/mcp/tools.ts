@@ -13,6 +13,7 @@ export const NOT_TOOLS: Readonly<Record<string, string>> = {
   deliverWebhook: "a trigger's webhook receiver (outside /api/build, authorized by its URL's secret)",
   deliverWebhookPut: "a trigger's webhook receiver (outside /api/build, authorized by its URL's secret)",
   deliverAppEvent: "a connection's receiver of an app's signed events (outside /api/build, authorized by the app's signature)",
+  verifyEventReceiver: "Meta's subscription check of a WhatsApp connection's receiver (outside /api/build, authorized by its verify token)",
 };
 
 /** The run reads that also take `wait_seconds` (answer when the run leaves queued/running). */

@@ -20,7 +20,7 @@ import { createLeaseKeeper, DEFAULT_LEASE_MS, newLease } from './runner/lease-ke
 import type { QueuedRun } from './runner/queued-run';
 import { createWorkerPool, type WorkerReservation } from './runner/worker-pool';
 import type { AppRegistry } from '../apps/registry';
-import type { ChildWorkflows, HttpToolOptions } from '../apps/types';
+import type { ChannelSends, ChildWorkflows, HttpToolOptions } from '../apps/types';
 import { NO_METRICS, type Metrics } from '../metrics';
 
 export { DEFAULT_APPROVAL_TIMEOUT_MS, PROGRESS_INTERVAL_MS } from './runner/credit-ledger';
@@ -48,6 +48,8 @@ export interface RunnerOptions {
   handOffLimit?: number;
   /** Starts the child run of a workflow tool call and waits for it (services/workflow-tools.ts). */
   childWorkflows?: ChildWorkflows;
+  /** Queues what an agent's channel tools send (services/channel-outbox.ts). */
+  channelSends?: ChannelSends;
   /** How long a parked run waits for its held calls to be decided (default 24 hours). */
   approvalTimeoutMs?: number;
   /** How long a claim on a run lasts unless renewed (default DEFAULT_LEASE_MS). */
@@ -100,6 +102,7 @@ export function createRunner(opts: RunnerOptions): Runner {
     approvalTimeoutMs: opts.approvalTimeoutMs,
     metrics: opts.metrics ?? NO_METRICS,
     childWorkflows: opts.childWorkflows,
+    channelSends: opts.channelSends,
   });
   const perWorkspace = opts.perWorkspace ?? Math.max(1, opts.workers - 1);
   const pool = createWorkerPool({ runs: store.runs, queue, lease, workers: opts.workers, perWorkspace, execute, logger });

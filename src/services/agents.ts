@@ -15,7 +15,8 @@ import {
 import { describeAgentChanges } from '../domain/changes';
 import { checkAgent, sizeProblem } from '../domain/semantics';
 import type { Agent, AgentCreate, AgentDraft, AgentReplace, AgentStatus, Trigger } from '../domain/types';
-import type { AgentRecord, SecretRow } from '../store/port';
+import type { AgentRecord, ChannelTaken, SecretRow, Serialized } from '../store/port';
+import { agentMailbox } from '../domain/mail-rules';
 import { assertStampsMatch, staleConflict } from './concurrency';
 import { keptVersion, restoredNote } from './versions';
 import type { Principal, ServiceContext } from './context';
@@ -29,6 +30,8 @@ export interface AgentWrite {
   changes: string[];
   /** One-time URLs (and signing secrets) of the webhook triggers this write minted them for (empty when none). */
   webhookUrls: { trigger_id: string; url: string; signing_secret?: string }[];
+  /** The document as the write's reply shows it (the stored one, with its email address while email is enabled). */
+  json: Serialized<Agent>;
 }
 
 /** What the store keeps of minted secrets: the URL secret's hash and prefix, the signing key sealed. */
@@ -99,6 +102,7 @@ export async function createAgent(ctx: ServiceContext, who: Principal, body: Age
   );
   if (!outcome.ok) {
     if (outcome.reason === 'too_large') rejectProblems([sizeProblem(outcome.bytes, ctx.limits.document_bytes)!]); // a derived slug's suffix tipped it over
+    if (outcome.reason === 'channel_taken') throw channelTaken(outcome);
     throw outcome.reason === 'slug_taken'
       ? conflict(`body.slug: '${doc.slug}' is taken in this workspace; choose another slug or omit it to derive one from name`)
       : conflict(`this workspace has reached its limit of ${ctx.limits.agents} agents`);
@@ -109,6 +113,7 @@ export async function createAgent(ctx: ServiceContext, who: Principal, body: Age
     applied: stagesOf(null, after, secrets.length > 0),
     changes: describeAgentChanges(null, after),
     webhookUrls: urlsOf(secrets),
+    json: withEmailAddress(ctx, outcome.record),
   };
 }
 
@@ -223,6 +228,7 @@ async function write(
     changes,
   });
   if (!outcome.ok) {
+    if ('reason' in outcome && outcome.reason === 'channel_taken') throw channelTaken(outcome);
     // Another write landed between our read and this one.
     throw staleConflict(
       `agent '${current.slug}' changed while this write was prepared; read it again and rebase your change`,
@@ -235,6 +241,7 @@ async function write(
     applied: stagesOf(current.document, after, secrets.length > 0 || droppedWebhooks),
     changes,
     webhookUrls: urlsOf(secrets),
+    json: withEmailAddress(ctx, outcome.record),
   };
 }
 
@@ -264,7 +271,15 @@ const liveViews = new WeakMap<AgentRecord, { version: number; view: LiveAgent }>
  */
 export async function agentWithTriggerStatus(ctx: ServiceContext, record: AgentRecord): Promise<LiveAgent | null> {
   const triggers = record.document.triggers;
-  if (!triggers.length) return null;
+  const email = emailWithAddress(ctx, record);
+  if (!triggers.length) {
+    if (!email) return null;
+    const known = liveViews.get(record);
+    if (known) return known.view;
+    const view = { json: JSON.stringify({ ...record.document, email }), stable: {} };
+    liveViews.set(record, { version: -1, view });
+    return view;
+  }
   const version = await ctx.store.schedules.statusVersion(record.id);
   const known = liveViews.get(record);
   if (known?.version === version) return known.view;
@@ -284,7 +299,27 @@ export async function agentWithTriggerStatus(ctx: ServiceContext, record: AgentR
       last_error: poll?.last_error ?? current,
     };
   });
-  const view = { json: JSON.stringify({ ...record.document, triggers: withStatus }), stable: {} };
+  const view = { json: JSON.stringify({ ...record.document, ...(email && { email }), triggers: withStatus }), stable: {} };
   liveViews.set(record, { version, view });
   return view;
+}
+
+/** The 409 of a write naming a WhatsApp connection another agent answers (one agent per number), or a mailbox another agent has. */
+const channelTaken = (taken: ChannelTaken) =>
+  conflict(
+    taken.channel === 'email'
+      ? `body.email.enabled: the address '${taken.address}@…' is another agent's (their slugs agree in the 53 characters an address carries); choose another slug to give this agent email`
+      : `body.whatsapp.connection: connection '${taken.address}' is answered by another agent${taken.agentId ? ` (${taken.agentId})` : ''}; one agent answers a WhatsApp number`,
+  );
+
+/** The agent's email member with its address (read-only, not stored: docs/channels.md), or null while email is off. */
+function emailWithAddress(ctx: ServiceContext, record: AgentRecord): Agent['email'] | null {
+  const email = record.document.email;
+  return email.enabled ? { ...email, address: `${agentMailbox(record.workspaceId, record.slug)}@${ctx.channels.emailDomain}` } : null;
+}
+
+/** The stored document as a write's reply shows it: with its email address while email is enabled. */
+function withEmailAddress(ctx: ServiceContext, record: AgentRecord): Serialized<Agent> {
+  const email = emailWithAddress(ctx, record);
+  return email ? (JSON.stringify({ ...record.document, email }) as Serialized<Agent>) : record.json;
 }

@@ -4,7 +4,7 @@
 // still in its grace period (401), what the delivery is (a ping or a handshake starts nothing; 400
 // for a body that is not the app's); then every trigger that listens starts its run, once per
 // delivery id (app-events.ts).
-import { eventReceiverOf } from '../apps/registry';
+import { channelOf, eventReceiverOf } from '../apps/registry';
 import type { HeaderOf } from '../apps/types';
 import type { Credentials } from '../domain/connections';
 import { ApiError } from '../errors';
@@ -14,6 +14,7 @@ import { firingTrigger, fireTrigger, rateLimitError, type AppEvent, type Started
 import { credentialsContext } from './connection-credentials';
 import type { ServiceContext } from './context';
 import { countedDelivery, header } from './webhook-deliveries';
+import { deliverToChannel } from './channel-deliveries';
 
 export interface EventDelivery {
   receiverId: string;
@@ -21,7 +22,10 @@ export interface EventDelivery {
   body: Buffer;
 }
 
-export type EventDeliveryReply = components['schemas']['AppEventAcceptedResponse'] | components['schemas']['SlackChallengeResponse'];
+export type EventDeliveryReply =
+  | components['schemas']['AppEventAcceptedResponse']
+  | components['schemas']['SlackChallengeResponse']
+  | components['schemas']['ChannelDeliveryResponse'];
 
 const notFound = new ApiError(404, 'no connection receives events at this URL');
 
@@ -41,16 +45,19 @@ export function deliverAppEvent(ctx: ServiceContext, delivery: EventDelivery, no
   return countedDelivery(
     ctx,
     () => deliver(ctx, delivery, nowMs),
-    (reply) => 'data' in reply && reply.data.repeated,
+    (reply) =>
+      'data' in reply && ('repeated' in reply.data ? reply.data.repeated : reply.data.messages.length > 0 && reply.data.messages.every((m) => m.repeated)),
   );
 }
 
 async function deliver(ctx: ServiceContext, delivery: EventDelivery, nowMs: number): Promise<EventDeliveryReply> {
   const found = await ctx.store.connections.byReceiver(delivery.receiverId);
-  const receiver = found && eventReceiverOf(found.record.app);
-  if (!found || !receiver) throw notFound;
-  const { workspaceId, record } = found;
+  if (!found) throw notFound;
   const headerOf: HeaderOf = (name) => header(delivery.headers, name);
+  if (channelOf(found.record.app)) return deliverToChannel(ctx, found, { headers: headerOf, body: delivery.body }, nowMs);
+  const receiver = eventReceiverOf(found.record.app);
+  if (!receiver) throw notFound;
+  const { workspaceId, record } = found;
   const verdict = receiver.verify(delivery.body, headerOf, signingSecrets(ctx, workspaceId, record, nowMs), Math.floor(nowMs / 1000));
   if (!verdict.ok) throw new ApiError(401, verdict.reason);
   const read = receiver.read(delivery.body, headerOf);

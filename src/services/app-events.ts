@@ -98,8 +98,9 @@ export async function fireTrigger(ctx: ServiceContext, agent: AgentRecord, trigg
   const started = (runId: string, status: StartedRun['status']) => ({ trigger_id: trigger.id, agent: agent.slug, run_id: runId, status });
   switch (outcome.status) {
     case 'repeated': {
-      const run = await ctx.store.runs.find(outcome.runId);
-      return { status: 'repeated', run: started(outcome.runId, (run?.status ?? 'queued') as StartedRun['status']) };
+      const runId = outcome.runId!; // a delivery's repeat names its run
+      const run = await ctx.store.runs.find(runId);
+      return { status: 'repeated', run: started(runId, (run?.status ?? 'queued') as StartedRun['status']) };
     }
     case 'rate_limited':
       return { status: 'rate_limited', retryAfterSeconds: Math.max(1, Math.ceil(((minute + 1) * 60_000 - nowMs) / 1000)) };

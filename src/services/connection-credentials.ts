@@ -78,6 +78,7 @@ export function createCredentialSource(opts: {
       switch (credentials.kind) {
         case 'none':
         case 'signing_secret': // verifies what the app sends; its calls send nothing
+        case 'whatsapp': // the channel's sender reads it (services/channel-outbox.ts); no tool call sends it
           return {};
         case 'bearer':
           return { authorization: `Bearer ${credentials.token}` };

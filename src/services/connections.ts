@@ -10,7 +10,7 @@ import type { components } from '../../generated/api';
 import { credentialProblems, shownOf, type ConnectionStatus, type Credentials } from '../domain/connections';
 import { formatStamp } from '../domain/stamps';
 import { conflict, notFound } from '../errors';
-import { eventReceiverOf, McpFailure } from '../apps/registry';
+import { receivingCredentialsOf, McpFailure } from '../apps/registry';
 import { CredentialsRefused, ToolError } from '../apps/types';
 import type { ConnectionRecord } from '../store/port';
 import { assertStampCurrent } from './concurrency';
@@ -71,17 +71,25 @@ function sealed(ctx: ConnectionContext, who: Principal, ref: string, credentials
   return ctx.secrets.seal(JSON.stringify(kept), credentialsContext(who.workspaceId, ref));
 }
 
-/** Whether the workspace's app `app` is a built-in one that receives its events over HTTP (its own app of that name is not). */
-function receives(apps: { isBuiltin(app: string): boolean }, app: string): boolean {
-  return apps.isBuiltin(app) && eventReceiverOf(app) !== undefined;
+/** What a connection of the workspace's app `app` holds to receive at a URL, when it is a built-in receiving app (its own app of that name is not). */
+function receiving(apps: { isBuiltin(app: string): boolean }, app: string): ReceivingKind | undefined {
+  return apps.isBuiltin(app) ? receivingCredentialsOf(app) : undefined;
 }
 
-/** A receiving app's connection holds a signing secret, and only such a connection does. */
-function credentialsKindProblems(receiving: boolean, app: string, credentials: Credentials | undefined): { path: string; message: string }[] {
-  if (!credentials || receiving === (credentials.kind === 'signing_secret')) return [];
-  const message = receiving
-    ? `app '${app}' sends signed events: its connection holds the secret they are signed with ({ "kind": "signing_secret", "secret": "…" })`
-    : `only a connection of an app that sends signed events (github, stripe, slack, standard-webhooks) holds a signing_secret`;
+type ReceivingKind = NonNullable<ReturnType<typeof receivingCredentialsOf>>;
+const RECEIVING_KINDS: ReadonlySet<string> = new Set<ReceivingKind>(['signing_secret', 'whatsapp']);
+
+/** A receiving app's connection holds the credentials its deliveries are checked with, and only such a connection does. */
+function credentialsKindProblems(kind: ReceivingKind | undefined, app: string, credentials: Credentials | undefined): { path: string; message: string }[] {
+  if (!credentials || kind === credentials.kind || (kind === undefined && !RECEIVING_KINDS.has(credentials.kind))) return [];
+  const message =
+    kind === 'whatsapp'
+      ? `app '${app}' is a WhatsApp number: its connection holds { "kind": "whatsapp", "phone_number_id", "access_token", "app_secret", "verify_token" }`
+      : kind === 'signing_secret'
+        ? `app '${app}' sends signed deliveries: its connection holds the secret they are signed with ({ "kind": "signing_secret", "secret": "…" })`
+        : credentials.kind === 'whatsapp'
+          ? `only a connection of app 'whatsapp' holds whatsapp credentials`
+          : `only a connection of an app that sends signed deliveries (github, stripe, slack, standard-webhooks, email) holds a signing_secret`;
   return [{ path: 'body.credentials.kind', message }];
 }
 
@@ -90,11 +98,11 @@ const newReceiverId = () => `rcv_${crypto.randomBytes(20).toString('base64url')}
 
 export async function createConnection(ctx: ConnectionContext, who: Principal, body: ConnectionCreate): Promise<ConnectionView> {
   const apps = await ctx.apps.of(who.workspaceId);
-  const receiving = apps.apps.has(body.app) && receives(apps, body.app);
+  const receives = apps.apps.has(body.app) ? receiving(apps, body.app) : undefined;
   rejectProblems([
     ...(apps.apps.has(body.app) ? [] : [{ path: 'body.app', message: `no app '${body.app}' in this workspace (GET /api/build/apps lists them)` }]),
     ...credentialProblems(body.credentials, 'body.credentials'),
-    ...credentialsKindProblems(receiving, body.app, body.credentials),
+    ...credentialsKindProblems(receives, body.app, body.credentials),
   ]);
   // Written first as unchecked (disconnected, never tested), then checked with what was stored:
   // the check reads the credentials as every call does.
@@ -109,7 +117,7 @@ export async function createConnection(ctx: ConnectionContext, who: Principal, b
       sealedCredentials: sealed(ctx, who, body.ref, body.credentials),
       lastError: 'not checked yet',
       testedAt: null,
-      receiverId: receiving ? newReceiverId() : null,
+      receiverId: receives ? newReceiverId() : null,
     },
     MAX_WORKSPACE_CONNECTIONS,
   );
@@ -136,7 +144,7 @@ export async function replaceConnection(
     ...(body.ref === ref ? [] : [{ path: 'body.ref', message: `a connection's ref does not change (this one is '${ref}')` }]),
     ...(body.app === current.app ? [] : [{ path: 'body.app', message: `a connection does not move between apps (this one is '${current.app}''s)` }]),
     ...(body.credentials ? credentialProblems(body.credentials, 'body.credentials') : []),
-    ...credentialsKindProblems(current.receiverId !== null, current.app, body.credentials),
+    ...credentialsKindProblems(current.receiverId !== null ? receivingCredentialsOf(current.app) : undefined, current.app, body.credentials),
   ]);
   const credentials = body.credentials ? newCredentials(ctx, who, current, body.credentials) : {};
   const write = body.credentials

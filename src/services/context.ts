@@ -1,4 +1,5 @@
 // What every use case receives: the store, the workspace limits, and who is asking.
+import type { mailResolver } from '../channels/email/sender-verdict';
 import type { AppRegistry } from '../apps/registry';
 import type { Principal } from '../domain/principal';
 import type { CatalogModel, WorkspaceLimits } from '../domain/types';
@@ -54,4 +55,23 @@ export interface ServiceContext {
   cancelWaitMs: number;
   /** The version lists' pages held (services/version-pages.ts). */
   versionPages: VersionPages;
+  /** The email and WhatsApp channels' settings (docs/channels.md). */
+  channels: ChannelSettings;
+}
+
+type MailResolver = ReturnType<typeof mailResolver>;
+
+/** What the channels' services need of the configuration. */
+export interface ChannelSettings {
+  /** The agents' addresses' domain (EMAIL_DOMAIN), lower case; also the name the service authenticates mail as. */
+  emailDomain: string;
+  /** The name this service writes in Authentication-Results. */
+  mtaName: string;
+  maxRecipients: number;
+  maxBytes: number;
+  senderRunsPerHour: number;
+  /** Resolves SPF, DKIM and DMARC records (EMAIL_DNS_SERVERS); undefined: the system's resolver. */
+  mailResolver: MailResolver;
+  /** Whether mail can leave (SMTP_RELAY_URL is set); without it, mail is recorded unsent. */
+  relayConfigured: boolean;
 }

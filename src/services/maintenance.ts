@@ -3,13 +3,14 @@
 // ids past EVENT_KEPT_MS (8 days; a webhook's repeat window is the first 24 hours of it),
 // idempotency keys past their 24-hour window, retired webhook secrets after RETIRED_SECRET_KEEP_MS
 // (their old URLs then answer 404 rather than 410), and finished runs (with their events and
-// approvals) older than the retention age, and the versions of agents, workflows and skills beyond the
+// approvals) and the agents' channel messages older than the retention age, and the versions of agents, workflows and skills beyond the
 // newest VERSIONS_KEPT of each document that no run names, and the request quotas' counters of
 // windows that have ended.
 import type { Logger } from '../log';
 import type { Store } from '../store/port';
 import { IDEMPOTENCY_WINDOW_MS } from './idempotency';
 import { EVENT_KEPT_MS } from './app-events';
+import { SENDER_WINDOW_MS } from './channel-inbound';
 
 export const MAINTENANCE_INTERVAL_MS = 10 * 60_000;
 export const DEFAULT_RUN_RETENTION_MS = 30 * 86_400_000;
@@ -55,14 +56,16 @@ export function startMaintenance(store: Store, logger: Logger, opts: Maintenance
     const keys = await inBatches(BATCH, (n) => store.idempotency.prune(before(IDEMPOTENCY_WINDOW_MS), n));
     const retired = await inBatches(BATCH, (n) => store.webhooks.pruneRetired(before(RETIRED_SECRET_KEEP_MS), n));
     const runs = await inBatches(RUN_BATCH, (n) => store.runs.pruneFinished(before(retention), n));
+    // Channel messages as long as runs, and the senders' rate windows that ended.
+    const messages = await inBatches(BATCH, (n) => store.channelMessages.prune(before(retention), n, Math.floor(nowMs / SENDER_WINDOW_MS)));
     // After the runs: a version only a pruned run named goes in the same pass.
     const versions =
       (await inBatches(BATCH, (n) => store.agents.versions.prune(versionsKept, n))) +
       (await inBatches(BATCH, (n) => store.workflows.versions.prune(versionsKept, n))) +
       (await inBatches(BATCH, (n) => store.skills.versions.prune(versionsKept, n)));
     const quotas = await inBatches(BATCH, (n) => store.quotas.prune(Math.floor(nowMs / quotaWindowMs) - 1, n));
-    if (deliveries + keys + retired + runs + versions + quotas)
-      logger.debug({ deliveries, keys, retired, runs, versions, quotas }, 'pruned rows past their keeping time');
+    if (deliveries + keys + retired + runs + messages + versions + quotas)
+      logger.debug({ deliveries, keys, retired, runs, messages, versions, quotas }, 'pruned rows past their keeping time');
   }
   const runOnce = (nowMs = Date.now()) => {
     running ??= pass(nowMs)

@@ -190,7 +190,7 @@ async function deliver(ctx: ServiceContext, delivery: Delivery, nowMs: number): 
       },
     ),
   );
-  if (outcome.status === 'repeated') return replyOfEarlierDelivery(ctx, outcome.runId, outcome.httpStatus);
+  if (outcome.status === 'repeated') return replyOfEarlierDelivery(ctx, outcome.runId!, outcome.httpStatus); // a delivery's repeat names its run
   if (outcome.status === 'rate_limited') {
     const retryAfter = Math.max(1, Math.ceil(((minute + 1) * 60_000 - nowMs) / 1000));
     throw new ApiError(

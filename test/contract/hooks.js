@@ -54,6 +54,8 @@ async function prepare(t) {
   if (status === 406) return prepareNotAcceptable(t);
   if (summary.startsWith('Deliver webhook')) return prepareDelivery(t, status);
   if (summary === "Deliver an app's event") return prepareAppEvent(t, status);
+  if (summary === "Answer Meta's subscription check") return prepareSubscriptionCheck(t, status);
+  if (summary === "List an agent's channel messages") return prepareMessageList(t, status);
   if (status === 429 && !summary.startsWith('Follow')) return prepareQuotaSpent(t);
   if (summary.startsWith('List') && summary.endsWith('runs')) return prepareRunList(t, status);
   if (DOCUMENT_LISTS.has(summary) && (status === 200 || status === 400)) return prepareDocumentList(t, status);
@@ -778,6 +780,45 @@ async function prepareAppEvent(t, status) {
   setUri(t, path);
 }
 
+// ---------------------------------------------------------------- channels
+let whatsappReceiver;
+/** The receiving path of a whatsapp connection of the contract workspace (its verify token: `contract-verify`). */
+function whatsappReceiverPath() {
+  whatsappReceiver ??= api('PUT', '/connections', {
+    ref: 'whatsapp:contract',
+    app: 'whatsapp',
+    credentials: {
+      kind: 'whatsapp',
+      phone_number_id: '1065403522',
+      access_token: 'contract-token',
+      app_secret: 'contract-secret',
+      verify_token: 'contract-verify',
+    },
+  }).then((connection) => new URL(connection.data.receive_url).pathname);
+  return whatsappReceiver;
+}
+
+/** Meta's subscription check: the right token (200, text), a wrong one (403), a receiver that is no whatsapp connection's (404). */
+async function prepareSubscriptionCheck(t, status) {
+  if (status >= 400) t.skip = false;
+  delete t.request.headers.Authorization; // the verify token is the credential
+  const path = status === 404 ? '/events/rcv_unknown' : await whatsappReceiverPath();
+  const token = status === 403 ? 'wrong-token' : 'contract-verify';
+  setUri(t, `${path}?hub.mode=subscribe&hub.verify_token=${token}&hub.challenge=1158201444`);
+}
+
+/** The agent's messages: a page (200), a bad cursor (400), no token (401), a read-only token (403), an unknown agent (404). */
+function prepareMessageList(t, status) {
+  const path = t.request.uri.split('?')[0];
+  t.request.headers.Authorization = `Bearer ${token}`;
+  if (t.expected.headers) delete t.expected.headers.Link; // present only when a next page exists
+  if (status >= 400) t.skip = false;
+  if (status === 400) return setUri(t, `${path}?cursor=not-a-cursor`);
+  if (status === 401) delete t.request.headers.Authorization;
+  if (status === 403) t.request.headers.Authorization = `Bearer ${mint('read')}`;
+  setUri(t, status === 404 ? withRef(path, 'no-such-document') : path);
+}
+
 hooks.beforeEach((t, done) => {
   prepare(t).then(
     () => done(),
@@ -807,6 +848,13 @@ hooks.beforeEachValidation((t, done) => {
       const operation =
         api.matchOperation({ method: t.request.method, path: t.request.uri.split('?')[0], headers: {} }) ||
         api.matchOperation({ method: t.request.method, path, headers: {} });
+      if (String(t.real.headers['content-type']).startsWith('text/plain')) {
+        // Meta's subscription check answers its challenge as text: the status and the echo are the contract.
+        const expected = parse(t.name).status;
+        if (t.real.statusCode !== expected) t.fail = `expected ${expected}, got ${t.real.statusCode}: ${t.real.body}`;
+        else if (!t.request.uri.includes(`hub.challenge=${t.real.body}`)) t.fail = `the challenge was not echoed: ${t.real.body}`;
+        return done();
+      }
       if (String(t.real.headers['content-type']).startsWith('text/event-stream')) {
         t.fail = eventStreamProblem(api, t.real.body) ?? undefined;
         if (!t.fail && t.real.statusCode !== parse(t.name).status) t.fail = `expected ${parse(t.name).status}, got ${t.real.statusCode}`;

@@ -51,7 +51,7 @@ export async function startService(env: Record<string, string> = {}, mutate?: (c
     ...env,
   });
   mutate?.(config);
-  const service = await createService(config, createLogger('silent'), { validateResponses: true });
+  const service = await createService(config, createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), { validateResponses: true });
   const server: Server = await new Promise((resolve) => {
     const s = createHttpServer(service.app, config.connections).listen(0, '127.0.0.1', () => resolve(s));
   });

@@ -173,7 +173,7 @@ describe('github', () => {
     expect(stored).not.toContain('gh-newer');
   });
 
-  test('a payload over 16 KiB reaches the run as its hash and size; a body over 64 KiB is 413; GET is 405; an unknown receiver 404', async () => {
+  test('a payload over 16 KiB reaches the run as its hash and size; a body over 64 KiB is 413; PUT is 405; GET (the subscription check, of whatsapp connections only) 404; an unknown receiver 404', async () => {
     const gh = await connection('github', 'gh-secret-5');
     const agent = await listening([{ name: 'Big', app: 'github', event: 'push', connection: gh.ref }]);
     const big = github('gh-secret-5', 'push', { blob: 'x'.repeat(20_000) });
@@ -185,9 +185,10 @@ describe('github', () => {
     expect(input.payload_sha256).toBe(crypto.createHash('sha256').update(big.body).digest('hex'));
     const huge = github('gh-secret-5', 'push', { blob: 'x'.repeat(70_000) });
     expect((await send(gh.url, huge.body, huge.headers)).status).toBe(413);
-    const get = await fetch(gh.url);
-    expect(get.status).toBe(405);
-    expect(get.headers.get('allow')).toBe('POST, OPTIONS');
+    const put = await fetch(gh.url, { method: 'PUT', body: '{}' });
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')).toBe('GET, HEAD, POST, OPTIONS');
+    expect(await (await fetch(gh.url)).json()).toEqual({ error: 'no whatsapp connection receives at this URL' });
     expect((await send(`${t.baseUrl}/events/rcv_unknown`, big.body, big.headers)).status).toBe(404);
     expect(await runsOf(agent.triggers[0]!.id)).toBe(1);
   });

@@ -66,6 +66,7 @@ test('an app is created, listed beside the built-in ones, refreshed into tools t
   const listed = await call('GET', '/api/build/apps');
   expect(listed.body.data.map((a: { slug: string; builtin: boolean }) => `${a.slug}:${a.builtin}`)).toEqual([
     'core:true',
+    'email:true',
     'github:true',
     'http:true',
     'kv:true',
@@ -74,6 +75,7 @@ test('an app is created, listed beside the built-in ones, refreshed into tools t
     'stripe:true',
     'time:true',
     'tracker:false',
+    'whatsapp:true',
   ]);
 
   const refreshed = await call('POST', '/api/build/apps/tracker/refresh');
@@ -282,6 +284,7 @@ test('what still uses an app or a connection keeps it; another workspace sees no
   expect((await call('GET', '/api/build/connections', undefined, {}, other)).body.data).toEqual([]);
   expect((await call('GET', '/api/build/apps', undefined, {}, other)).body.data.map((a: { slug: string }) => a.slug)).toEqual([
     'core',
+    'email',
     'github',
     'http',
     'kv',
@@ -289,6 +292,7 @@ test('what still uses an app or a connection keeps it; another workspace sees no
     'standard-webhooks',
     'stripe',
     'time',
+    'whatsapp',
   ]);
 });
 

@@ -19,6 +19,8 @@ test('the catalog lists the built-in model, apps with tool and connection counts
       { slug: 'http', name: 'HTTP', connections: 0, tools: 1 },
       { slug: 'kv', name: 'Key-value store', connections: 2, tools: 4 },
       { slug: 'time', name: 'Time', connections: 0, tools: 1 },
+      { slug: 'email', name: 'Email', connections: 0, tools: 2 },
+      { slug: 'whatsapp', name: 'WhatsApp', connections: 0, tools: 1 },
       { slug: 'github', name: 'GitHub', connections: 0, tools: 0 },
       { slug: 'stripe', name: 'Stripe', connections: 0, tools: 0 },
       { slug: 'slack', name: 'Slack', connections: 0, tools: 0 },

@@ -96,7 +96,7 @@ test('a bad cursor or filter is 400 naming the parameter', async () => {
     expect([limit, ...(await get(`limit=${limit}`))]).toEqual([limit, 400, 'query.limit: must be an integer written in decimal digits']);
   expect((await get('limit=010'))[0]).toBe(200);
   expect((await get('status=done'))[1]).toMatch(/status/);
-  expect((await get('source=email'))[1]).toMatch(/source/);
+  expect((await get('source=fax'))[1]).toMatch(/source/);
   expect((await get('started_after=yesterday'))[1]).toMatch(/started_after/);
   expect(await get('agent=no-such-agent')).toEqual([400, "agent: 'no-such-agent' is not an agent of this workspace"]);
 });

@@ -60,6 +60,8 @@ const agentHints: Hints = {
   '.tools.disabled_tools[]': fc.constantFrom('kv.delete', 'core.fail', 'http.request'),
   // 'all': a listed connection must be one of an app the agent uses, which the apps generated need not include.
   '.tools.connections': fc.constant('all'),
+  // A WhatsApp channel names a connection of the workspace, which the fixture's has none of.
+  '.whatsapp': fc.oneof(fc.constant({}), fc.record({ enabled: fc.boolean() })),
   '.schedule': fc.oneof(
     fc.constant({}),
     fc.record({

@@ -29,7 +29,10 @@ describe.each(adapters)('$name: app events', (adapter) => {
 
   test('a kv change writes its event only when a kv trigger listens and something changed', async () => {
     const ws = workspace();
-    const origin = () => ({ eventId: randomUUID(), chain: 2 });
+    // Ids that sort as they are made: two events of one millisecond are claimed in id order.
+    const base = randomUUID();
+    let seq = 0;
+    const origin = () => ({ eventId: `${base}-${String(++seq).padStart(4, '0')}`, chain: 2 });
     await store.kv.set(ws, 'unheard', 1, 10, origin());
     await store.kv.delete(ws, 'unheard', origin());
     expect(await store.appEvents.claimPending(Date.now(), Date.now() + 1000, 100).then((e) => e.filter((p) => p.workspaceId === ws))).toEqual([]);

@@ -83,3 +83,39 @@ test('RUN_WORKERS defaults to 4 on SQLite and 32 on PostgreSQL (whose workers mo
   expect(loadConfig({ DATABASE_URL: 'postgres://db/build' })).toMatchObject({ runWorkers: 32, runWorkersPerWorkspace: 31 });
   expect(loadConfig({ DATABASE_URL: 'postgres://db/build', RUN_WORKERS: '6' })).toMatchObject({ runWorkers: 6, runWorkersPerWorkspace: 5 });
 });
+
+test('the channels: defaults, and each setting refused naming it; a relay URL refused is not echoed, as it may carry a password', () => {
+  expect(loadConfig({}).channels).toEqual({
+    emailDomain: 'agents.localhost',
+    smtpPort: 2525,
+    smtpPortSet: false,
+    maxBytes: 10 * 1024 * 1024,
+    maxRecipients: 10,
+    maxClients: 20,
+    dnsServers: [],
+    relayUrl: null,
+    senderRunsPerHour: 20,
+    retryBaseMs: 30_000,
+    graphBaseUrl: 'https://graph.facebook.com',
+    graphVersion: 'v23.0',
+  });
+  const set = loadConfig({
+    EMAIL_DOMAIN: 'Agents.Example.COM',
+    SMTP_PORT: '25',
+    EMAIL_DNS_SERVERS: '127.0.0.1:5353, [::1]:53',
+    WHATSAPP_GRAPH_URL: 'http://127.0.0.1:9/',
+  });
+  expect(set.channels).toMatchObject({
+    emailDomain: 'agents.example.com',
+    smtpPort: 25,
+    smtpPortSet: true,
+    dnsServers: ['127.0.0.1:5353', '[::1]:53'],
+    graphBaseUrl: 'http://127.0.0.1:9',
+  });
+  expect(() => loadConfig({ SMTP_RELAY_URL: 'http://user:hunter2@relay' })).toThrow(/^SMTP_RELAY_URL: must be an smtp:\/\/ or smtps:\/\/ URL/);
+  expect(() => loadConfig({ SMTP_RELAY_URL: 'http://user:hunter2@relay' })).not.toThrow(/hunter2/);
+  expect(() => loadConfig({ EMAIL_DNS_SERVERS: '127.0.0.1:53,not a server' })).toThrow("EMAIL_DNS_SERVERS: 'not a server' is not an address");
+  expect(() => loadConfig({ EMAIL_DOMAIN: 'no_underscores.test' })).toThrow('EMAIL_DOMAIN: must be a domain name');
+  expect(() => loadConfig({ WHATSAPP_GRAPH_VERSION: '23' })).toThrow('WHATSAPP_GRAPH_VERSION: must be a Graph API version');
+  expect(() => loadConfig({ SMTP_MAX_BYTES: '10' })).toThrow('SMTP_MAX_BYTES: must be between 1024');
+});

@@ -9,12 +9,14 @@ import type { Serialized } from '../../store/port';
 import type { Agent } from '../../domain/types';
 import { foldersOf, listPage, listRequest } from '../../services/document-lists';
 import { nextLink } from './next-link';
+import { listAgentMessages } from '../../services/agent-messages';
+import type { ListParams } from '../../services/run-lists';
 
 function writeResult(write: AgentWrite) {
   const result = { applied: write.applied, changes: write.changes, version: write.record.version };
   // webhook_urls appears only when the write created a webhook trigger (its URL is shown once).
   return withDocumentJson<components['schemas']['AgentWriteResult']>(
-    write.record.json,
+    write.json,
     write.webhookUrls.length ? { ...result, webhook_urls: write.webhookUrls } : result,
   );
 }
@@ -26,8 +28,23 @@ export const agentWriteReply = (write: AgentWrite) => ({ status: 200 as const, h
 
 export const agentHandlers: Pick<
   Handlers,
-  'listAgents' | 'listFolders' | 'createAgent' | 'getAgent' | 'replaceAgent' | 'validateAgent' | 'testAgent' | 'rotateWebhook' | 'setAgentStatus'
+  | 'listAgents'
+  | 'listFolders'
+  | 'createAgent'
+  | 'getAgent'
+  | 'replaceAgent'
+  | 'validateAgent'
+  | 'testAgent'
+  | 'rotateWebhook'
+  | 'setAgentStatus'
+  | 'listAgentMessages'
 > = {
+  listAgentMessages: async ({ ctx, principal, params, query }) => {
+    const listParams = query as ListParams;
+    const page = await listAgentMessages(ctx, principal, params.ref, listParams);
+    return { status: 200, headers: nextLink(`/api/build/agents/${encodeURIComponent(params.ref)}/messages`, listParams, page.nextCursor), rawBody: page.json };
+  },
+
   listAgents: async ({ ctx, principal, query }) => {
     const page = listPage(await ctx.store.agents.list(principal.workspaceId), principal, listRequest(query));
     return { status: 200, headers: nextLink('/api/build/agents', query, page.nextCursor), rawBody: page.body, stable: page.stable };

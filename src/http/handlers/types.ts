@@ -9,7 +9,7 @@ import type { Serialized } from '../../store/port';
  * Operations served outside /api/build by a handler of their own (http/webhooks.ts): no bearer
  * token, and a body of any media type read as bytes.
  */
-export type WebhookOperationId = 'deliverWebhook' | 'deliverWebhookPut' | 'deliverAppEvent';
+export type WebhookOperationId = 'deliverWebhook' | 'deliverWebhookPut' | 'deliverAppEvent' | 'verifyEventReceiver';
 /** The operations under /api/build, each with its handler in the map below. */
 export type OperationId = Exclude<keyof operations, WebhookOperationId>;
 

@@ -13,7 +13,7 @@ import { runAgent, type AgentRunState } from '../agent-loop';
 import { renderBudget, type RunLimits } from '../limits';
 import type { ModelRegistry } from '../models';
 import type { AppRegistry } from '../../apps/registry';
-import type { ChildWorkflows, HttpToolOptions, ToolContext, WorkflowToolCaller } from '../../apps/types';
+import type { ChannelSends, ChildWorkflows, HttpToolOptions, ToolContext, WorkflowToolCaller } from '../../apps/types';
 import { positionOf, type RunParentLink } from '../../domain/run-lineage';
 import { runWorkflow, type StepOutcome } from '../workflow-executor';
 import { createCreditLedger, type CreditLedger, type LedgerOptions } from './credit-ledger';
@@ -37,6 +37,8 @@ export interface RunExecutorOptions {
   metrics: Metrics;
   /** Starts the child run of a workflow tool call and waits for it; without it, workflow tools fail saying so. */
   childWorkflows?: ChildWorkflows;
+  /** Queues what an agent's channel tools send (services/channel-outbox.ts). */
+  channelSends?: ChannelSends;
 }
 
 /** How many app events led to the run (services/app-events.ts): its request says, when one did. */
@@ -80,11 +82,20 @@ export function createRunExecutor(opts: RunExecutorOptions): RunExecutor {
 
   /** The tool context and own tools of `agent` running in `run`. */
   async function agentSetting(run: QueuedRun, agent: Agent, tools: ToolContext) {
-    const { childWorkflows } = opts;
+    const { childWorkflows, channelSends } = opts;
     const caller = callerOf(run, agent);
+    // The message that started the run, which the agent's channel tools answer (none for a workflow's agent step).
+    const origin = run.kind === 'agent' ? ((run.request as { channel_message?: unknown } | null)?.channel_message ?? null) : null;
     return {
       agentTools: await opts.apps.agentTools(run.workspaceId, agent),
-      tools: childWorkflows ? { ...tools, runWorkflow: (call: Parameters<NonNullable<ToolContext['runWorkflow']>>[0]) => childWorkflows(caller, call) } : tools,
+      tools: {
+        ...tools,
+        ...(childWorkflows && { runWorkflow: (call: Parameters<NonNullable<ToolContext['runWorkflow']>>[0]) => childWorkflows(caller, call) }),
+        ...(channelSends && {
+          sendOnChannel: (call: Parameters<NonNullable<ToolContext['sendOnChannel']>>[0]) =>
+            channelSends({ runId: run.id, workspaceId: run.workspaceId, agent, origin }, call),
+        }),
+      },
     };
   }
 

@@ -22,7 +22,22 @@ export interface DocumentRecord<T> {
 export type CreateOutcome<T> =
   | { ok: true; record: DocumentRecord<T> }
   | { ok: false; reason: 'slug_taken' | 'limit_reached' }
-  | { ok: false; reason: 'too_large'; bytes: number };
+  | { ok: false; reason: 'too_large'; bytes: number }
+  | ChannelTaken;
+
+/**
+ * An agent's write refused because another agent of the workspace is bound to the channel address
+ * its document names (`whatsapp.connection` while `whatsapp.enabled`: one agent per connection).
+ * Nothing was written. Only agents' writes answer it.
+ */
+export interface ChannelTaken {
+  ok: false;
+  reason: 'channel_taken';
+  channel: 'whatsapp' | 'email';
+  address: string;
+  /** The agent bound to it (null: it let go meanwhile; the write may be tried again). */
+  agentId: string | null;
+}
 
 export interface CreateOptions {
   /** With it, `doc.slug` is a base made unique (`base-2`, ...). */
@@ -33,7 +48,14 @@ export interface CreateOptions {
   maxBytes?: number;
 }
 
-export type ReplaceOutcome<T> = { ok: true; record: DocumentRecord<T> } | { ok: false; current: DocumentRecord<T> | null };
+/**
+ * A replace that lost its compare-and-set answers with what is stored (`current`, no `reason`); one
+ * refused for a channel address (agents only) has its `reason` and no `current`.
+ */
+export type ReplaceOutcome<T> =
+  | { ok: true; record: DocumentRecord<T> }
+  | { ok: false; reason?: undefined; current: DocumentRecord<T> | null }
+  | (ChannelTaken & { current?: undefined });
 
 /** One built list of documents. Its identity names the version: the HTTP layer keeps its encoded reply by it. */
 export interface ListVersion<T = unknown> {

@@ -2,6 +2,7 @@
 // adapters (sqlite/, postgres/) implement it and store/open.ts picks one.
 export * from './app-events';
 export * from './apps';
+export * from './channel-messages';
 export * from './connections';
 export * from './documents';
 export * from './idempotency';

@@ -1,6 +1,7 @@
 // The runs of the store's port: what a run is, what its writes decide, and the run repository,
 // by role, so that each caller depends on the part it uses (the runner on the queue and progress,
 // the run-control service on control, the feeds on reads).
+import type { ReceivedMessage, SenderRate } from './channel-messages';
 import type { RunEventInput, RunEventRow } from './run-events';
 import type { ScheduledFire } from './schedules';
 
@@ -123,6 +124,18 @@ export interface NewRun {
    * the limit nothing is written ('rate_limited').
    */
   rate?: { window: number; limit: number };
+  /**
+   * The email or WhatsApp message that starts the run: recorded in the same write (its row's runId
+   * this run's id), unless a row has its (agent, channel, direction, dedupe key) already: then
+   * nothing is written ('repeated', naming that row's run, null when it started none).
+   */
+  message?: ReceivedMessage;
+  /**
+   * Counts the message (above; without one, nothing is counted) against its sender's window, at
+   * most `limit` a window, in the same write: a repeated message is never counted, and past the
+   * limit nothing is written, the message's row included ('rate_limited').
+   */
+  senderRate?: SenderRate;
   request: unknown;
   /** The document that runs, as stored (its JSON, not re-serialised). */
   snapshotJson: string;
@@ -151,11 +164,15 @@ export type AcceptOutcome =
   /** `claimed`: running under the acceptance's `claim` (see NewRun.claim), rather than queued. */
   | { status: 'queued'; claimed: boolean }
   | { status: 'refused'; balance: number }
-  /** The delivery was received before (since `delivery.since`): nothing was written; its run and reply. */
-  | { status: 'repeated'; runId: string; httpStatus: number }
+  /**
+   * The delivery was received before (since `delivery.since`), or the message was (NewRun.message):
+   * nothing was written; its run and reply (a message's reply is 0, and its run null when it
+   * started none: it was recorded as suppressed). A delivery's repeat always names its run.
+   */
+  | { status: 'repeated'; runId: string | null; httpStatus: number }
   /** Another process decided the schedule's due time (or the poll's output) first: nothing was written. */
   | { status: 'raced' }
-  /** The trigger received its `rate.limit` deliveries this window: nothing was written. */
+  /** The trigger received its `rate.limit` deliveries this window, or the sender its `senderRate.limit` messages: nothing was written. */
   | { status: 'rate_limited' };
 
 /** A page of a workspace's runs of one kind, newest first (see shared/run-lists.ts). */

@@ -2,6 +2,7 @@
 // (sqlite/, postgres/), and openStore (store/open.ts) picks one from the configuration.
 import type { AppEventRepository } from './app-events';
 import type { AppRepository } from './apps';
+import type { ChannelMessageRepository } from './channel-messages';
 import type { ConnectionRepository } from './connections';
 import type { AgentRepository, WorkflowRepository, WorkspaceRepository } from './documents';
 import type { IdempotencyRepository } from './idempotency';
@@ -26,6 +27,8 @@ export interface Store {
   /** The app_event triggers' listeners and the kv app's pending events. */
   appEvents: AppEventRepository;
   webhooks: WebhookRepository;
+  /** The agents' email and WhatsApp messages, received and sent (the outbox), and the WhatsApp connections' agents. */
+  channelMessages: ChannelMessageRepository;
   schedules: ScheduleRepository;
   idempotency: IdempotencyRepository;
   /** The request quotas' counters: in the process on SQLite (one process serves a file), in the database on PostgreSQL. */

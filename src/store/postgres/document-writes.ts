@@ -1,6 +1,6 @@
 // A document's write on PostgreSQL as one statement: the write of its row (a CTE named `written`,
 // an INSERT, a conditional UPDATE or a DELETE returning the row) and the rows that follow it (the
-// owner's schedules, an agent's trigger rows, the list's version) in CTEs that act only when
+// owner's schedules, an agent's trigger rows and channel bindings, the list's version) in CTEs that act only when
 // `written` returned the row. One round trip, and no BEGIN or COMMIT for a replace or a delete: the
 // statement commits on its own, all of it or nothing.
 //
@@ -15,6 +15,7 @@ import type { DeclaredSchedule } from '../../domain/triggers';
 import { nextDueAfter } from '../../domain/schedule';
 import type { Agent } from '../../domain/types';
 import type { SecretRow } from '../port';
+import { channelBindings } from '../shared/channel-messages';
 import { triggerPlan } from '../shared/triggers';
 import { numbered, type NumberedStatement } from '../shared/statements';
 import { versionTable } from '../shared/versions';
@@ -24,7 +25,7 @@ import { shardOf, type ListedTable } from './list-versions';
 export interface Follower<T, W> {
   ctes: string;
   /** `doc` null: the document is gone (a delete), and nothing follows it any more. */
-  values(id: string, doc: T | null, extra: W | undefined, nowMs: number): Record<string, unknown>;
+  values(id: string, doc: T | null, extra: W | undefined, nowMs: number, workspaceId: string): Record<string, unknown>;
   /**
    * Whether a replace of `before` (the stored version, whose write left these rows as it declared
    * them) by `after` leaves the rows as they are: its CTEs are then left out of the statement.
@@ -149,6 +150,37 @@ export const triggerFollower: Follower<Agent, SecretRow[]> = {
   ctes: TRIGGER_CTES,
   values: (_id, doc, secrets = [], nowMs) => triggerValues(doc, secrets, new Date(nowMs).toISOString()),
   unchanged: (_id, before, after, secrets = []) => secrets.length === 0 && JSON.stringify(triggerPlan(before)) === JSON.stringify(triggerPlan(after)),
+};
+
+/**
+ * An agent's channel bindings follow its document (shared/channel-messages.ts, channelBindings):
+ * those it no longer names deleted, new ones inserted. Another agent's row for an address makes the
+ * insert, and so the whole statement, fail (agent_channel_bindings_pkey, or _mailbox for a mailbox
+ * of another workspace's agent: the write's outcome is
+ * channel_taken, documents.ts); of two agents binding one address at once, the second waits for the
+ * first's commit, then fails so.
+ */
+const BINDING_CTES = `
+  bindings_wanted AS (
+    SELECT * FROM unnest(@b_channel::text[], @b_address::text[]) AS b (channel, address)),
+  bindings_released AS (
+    DELETE FROM agent_channel_bindings AS h WHERE h.agent_id = @id AND ${WRITTEN}
+      AND NOT EXISTS (SELECT 1 FROM bindings_wanted AS b WHERE b.channel = h.channel AND b.address = h.address)),
+  bindings_bound AS (
+    INSERT INTO agent_channel_bindings (workspace_id, channel, address, agent_id)
+    SELECT @workspace::text, b.channel, b.address, @id::text FROM bindings_wanted AS b
+    WHERE ${WRITTEN} AND NOT EXISTS (SELECT 1 FROM agent_channel_bindings AS h
+      WHERE h.workspace_id = @workspace::text AND h.channel = b.channel AND h.address = b.address AND h.agent_id = @id::text))`;
+
+/** An agent's channel bindings (BINDING_CTES): unchanged when its document binds the same addresses. */
+export const bindingFollower: Follower<Agent, SecretRow[]> = {
+  ctes: BINDING_CTES,
+  values: (_id, doc, _extra, _nowMs, workspaceId) => {
+    const wanted = doc ? channelBindings(doc, workspaceId) : [];
+    return { b_channel: wanted.map((b) => b.channel), b_address: wanted.map((b) => b.address) };
+  },
+  // One workspace's document: the workspace changes nothing of the comparison.
+  unchanged: (_id, before, after) => JSON.stringify(channelBindings(before, '')) === JSON.stringify(channelBindings(after, '')),
 };
 
 /**

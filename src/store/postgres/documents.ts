@@ -12,6 +12,7 @@ import type { Agent, Workflow } from '../../domain/types';
 import { isUuid } from '../../ids';
 import type {
   AgentRepository,
+  ChannelTaken,
   CreateOptions,
   CreateOutcome,
   DocumentRecord,
@@ -33,13 +34,14 @@ import {
   type DocumentRow,
   type DocumentShape,
 } from '../shared/documents';
+import { channelBindings, channelTaken, ChannelTakenError, type ChannelBinding } from '../shared/channel-messages';
 import { RowCache } from '../shared/row-cache';
 import type { NumberedStatement } from '../shared/statements';
 import { CoalescedLookup } from './coalesced-lookup';
 import { BALANCE, setBalance } from './credits';
 import { isUniqueViolation, retried, type PgDatabase, type Sql } from './database';
 import { agentList, workflowList } from './document-lists';
-import { documentStatements, scheduleFollower, triggerFollower, writeKeys, type Follower } from './document-writes';
+import { bindingFollower, documentStatements, scheduleFollower, triggerFollower, writeKeys, type Follower } from './document-writes';
 import { VersionedLists, type ListedTable } from './list-versions';
 import { pgVersions, versionValues } from './versions';
 
@@ -163,7 +165,7 @@ export function documentTable<T extends Doc, W>(db: PgDatabase, clock: StampCloc
     const params: Record<string, unknown> = { ...writeKeys(workspaceId, id), ...own };
     for (const c of doc ? extra : []) params[`col_${c}`] = spec.columns[c]!(doc as T);
     const nowMs = Date.now();
-    for (const f of written) Object.assign(params, f.values(id, doc, more, nowMs));
+    for (const f of written) Object.assign(params, f.values(id, doc, more, nowMs, workspaceId));
     return statement.values(params);
   };
 
@@ -246,15 +248,37 @@ export function pgAgentRepository(db: PgDatabase, clock: StampClock): AgentRepos
     table: 'agents',
     maxSlugLength: 160,
     columns: { name: (doc) => nameColumn(doc.name), status: (doc) => doc.status, team: (doc) => doc.space.team, folder: (doc) => doc.folder },
-    followers: [scheduleFollower((_id, doc) => agentSchedules(doc)), triggerFollower],
+    followers: [scheduleFollower((_id, doc) => agentSchedules(doc)), triggerFollower, bindingFollower],
   });
+  const taken = (workspaceId: string, id: string, doc: Agent) => (err: unknown) => bindingTaken(db, workspaceId, id, doc, err);
   return {
     list: (workspaceId) => agentList(db, table.list, workspaceId),
     find: (workspaceId, ref) => table.find(workspaceId, ref),
-    create: (workspaceId, id, doc, opts, secrets, meta) => table.create(workspaceId, id, doc, opts, meta, secrets),
-    replace: (workspaceId, id, expected, doc, secrets, meta) => table.replace(workspaceId, id, expected, doc, meta, secrets),
+    create: (workspaceId, id, doc, opts, secrets, meta) => table.create(workspaceId, id, doc, opts, meta, secrets).catch(taken(workspaceId, id, doc)),
+    replace: (workspaceId, id, expected, doc, secrets, meta) => table.replace(workspaceId, id, expected, doc, meta, secrets).catch(taken(workspaceId, id, doc)),
     versions: table.versions,
   };
+}
+
+/**
+ * A write that the primary key of agent_channel_bindings refused (another agent holds an address
+ * the document binds: document-writes.ts), as its outcome, naming that agent (null when it let go
+ * meanwhile); any other failure as it was.
+ */
+async function bindingTaken(db: PgDatabase, workspaceId: string, id: string, doc: Agent, err: unknown): Promise<ChannelTaken> {
+  const constraint = (err as { constraint?: string }).constraint;
+  if (!isUniqueViolation(err) || (constraint !== 'agent_channel_bindings_pkey' && constraint !== 'agent_channel_bindings_mailbox')) throw err;
+  const wanted = channelBindings(doc, workspaceId);
+  for (const b of wanted) {
+    const holder = await db.row<{ agentId: string }>(
+      b.channel === 'email'
+        ? `SELECT agent_id AS "agentId" FROM agent_channel_bindings WHERE channel = 'email' AND address = $2 AND $1::text IS NOT NULL`
+        : 'SELECT agent_id AS "agentId" FROM agent_channel_bindings WHERE workspace_id = $1 AND channel = $3 AND address = $2',
+      b.channel === 'email' ? [workspaceId, b.address] : [workspaceId, b.address, b.channel],
+    );
+    if (holder && holder.agentId !== id) return channelTaken(new ChannelTakenError(b, holder.agentId));
+  }
+  return channelTaken(new ChannelTakenError(wanted[0] as ChannelBinding, null));
 }
 
 export function pgWorkflowRepository(db: PgDatabase, clock: StampClock): WorkflowRepository {

@@ -10,6 +10,7 @@ import type { Store } from '../port';
 import { openPgDatabase } from './database';
 import { migratePg } from './migrate';
 import { pgAppRepository } from './apps';
+import { pgChannelMessageRepository } from './channel-messages';
 import { pgConnectionRepository } from './connections';
 import { pgAgentRepository, pgWorkflowRepository, pgWorkspaceRepository } from './documents';
 import { pgScheduleRepository } from './schedules';
@@ -53,6 +54,7 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
     kv: pgKvRepository(db),
     appEvents: pgAppEventRepository(db),
     webhooks: pgWebhookRepository(db),
+    channelMessages: pgChannelMessageRepository(db),
     schedules: pgScheduleRepository(db),
     idempotency: pgIdempotencyRepository(db),
     quotas: pgQuotaRepository(db),

@@ -1,7 +1,16 @@
 // What both adapters decide alike about runs: the events each transition appends, the order of
 // acceptance's steps and what each outcome means, and how a decision is written into a parked
 // run's state. The adapters run the statements (see steps.ts for how a write's decisions drive them).
-import { FINAL_EVENT, type AcceptOutcome, type NewRun, type RunEventInput, type RunStatus, type ScheduledFire } from '../port';
+import {
+  FINAL_EVENT,
+  type AcceptOutcome,
+  type NewRun,
+  type ReceivedMessage,
+  type RunEventInput,
+  type RunStatus,
+  type ScheduledFire,
+  type SenderRate,
+} from '../port';
 import { stepsOf, type Decisions } from './steps';
 
 /** The last event of a run: how it ended. */
@@ -24,7 +33,7 @@ export const decidedEvent = (callId: string, decision: 'approve' | 'reject', use
   data: { call_id: callId, decision, decided_by: user },
 });
 
-/** Thrown inside an accept's write to undo it whole (the delivery's row included) when the trigger's rate is spent. */
+/** Thrown inside an accept's write to undo it whole (the delivery's or message's row included) when the trigger's or sender's rate is spent. */
 export class RateLimitReached extends Error {}
 
 /** An accept undone because the trigger's rate was spent, as its outcome; any other failure as it was. */
@@ -93,6 +102,12 @@ export function acceptedRun(run: NewRun, now: string, refusal: string | null): A
 export interface AcceptanceSteps {
   /** Ensures the workspace's row (with the run's initial credits); the acceptance time. */
   begin(run: NewRun): string;
+  /** Records the received message with run `runId` (INSERT_MESSAGE, shared/channel-messages.ts). False: a row has its key, a repeat. */
+  claimMessage(message: ReceivedMessage, runId: string): boolean;
+  /** The run of the row that has the message's key (committed, and seen by this write): null when it started none. */
+  priorMessage(message: ReceivedMessage): string | null;
+  /** Counts the message against its sender's window (COUNT_SENDER_SQL). False: past the limit. */
+  countSender(message: ReceivedMessage, rate: SenderRate): boolean;
   /** Claims the delivery's row: new, or taking over one older than the repeat window. False: a repeat. */
   claimDelivery(run: NewRun, now: string): boolean;
   /** The first delivery's run and reply (committed, and seen by this write). */
@@ -120,15 +135,20 @@ export interface AcceptanceSteps {
 const step = stepsOf<AcceptanceSteps>();
 
 /**
- * The acceptance of a run, in one write: the delivery is claimed before anything is spent (a repeat
- * writes nothing), counted against its trigger's rate only once known to be new (past the limit the
- * whole write is undone, the delivery's row with it), the schedule's due time taken before the
- * debit (a raced one writes nothing), then the run is queued with its minimum cost reserved, or
+ * The acceptance of a run, in one write: the message or delivery is claimed before anything is
+ * spent (a repeat writes nothing), counted against its sender's or trigger's rate only once known
+ * to be new (past the limit the whole write is undone, the message's or delivery's row with it),
+ * the schedule's due time taken before the debit (a raced one writes nothing), then the run is
+ * queued with its minimum cost reserved, or
  * refused and recorded with the balance that could not cover it. A queued run is claimed at once for
  * the accepting process's free worker, when it offered one and the workspace's cap allows.
  */
 export function* acceptance(run: NewRun, refusal: (balance: number) => string): Decisions<AcceptanceSteps, AcceptOutcome> {
   const now = yield* step('begin', run);
+  if (run.message) {
+    if (!(yield* step('claimMessage', run.message, run.id))) return { status: 'repeated', runId: yield* step('priorMessage', run.message), httpStatus: 0 };
+    if (run.senderRate && !(yield* step('countSender', run.message, run.senderRate))) throw new RateLimitReached();
+  }
   if (run.delivery && !(yield* step('claimDelivery', run, now))) return { status: 'repeated', ...(yield* step('priorDelivery', run)) };
   if (run.rate && !(yield* step('countDelivery', run))) throw new RateLimitReached();
   if (run.fire && !(yield* step('takeFire', run.fire, now))) return { status: 'raced' };

@@ -1,10 +1,11 @@
 // Agents, workflows and workspace balances on SQLite. The documents are kept by the
-// document table (document-table.ts); an agent's trigger rows and both kinds' schedule rows follow
-// their document inside its write.
+// document table (document-table.ts); an agent's trigger rows and channel bindings and both kinds'
+// schedule rows follow their document inside its write.
 import type { Agent, AgentListItem, Workflow, WorkflowListItem } from '../../domain/types';
 import { agentSchedules, workflowSchedules } from '../../domain/triggers';
 import type { StampClock } from '../../domain/stamps';
 import type { AgentRepository, SecretRow, WorkflowRepository, WorkspaceRepository } from '../port';
+import { channelBindings, channelTaken, ChannelTakenError } from '../shared/channel-messages';
 import { listedName } from '../shared/documents';
 import { SET_TRIGGER_EVENT } from '../shared/statements';
 import { triggerPlan } from '../shared/triggers';
@@ -16,8 +17,34 @@ import { scheduleSync } from './schedules';
 /** A stamp column (microseconds) as the ISO 8601 text of `formatStamp`, computed by SQLite. */
 export const STAMP_SQL = `strftime('%Y-%m-%dT%H:%M:%S', stamp_us / 1000000, 'unixepoch') || '.' || printf('%06d', stamp_us % 1000000) || 'Z'`;
 
+/**
+ * An agent's channel bindings follow its document (shared/channel-messages.ts, channelBindings):
+ * those it no longer names go, new ones are inserted, unless another agent holds one: then the
+ * whole write is undone (ChannelTakenError, its outcome `channel_taken`).
+ */
+function bindingSync(db: Db) {
+  const holder = db.prepare('SELECT agent_id FROM agent_channel_bindings WHERE workspace_id = ? AND channel = ? AND address = ?').pluck();
+  // A mailbox is one agent's across workspaces (its tag tells them apart; a clash is refused as any other).
+  const mailboxHolder = db.prepare("SELECT agent_id FROM agent_channel_bindings WHERE channel = 'email' AND address = ?").pluck();
+  const own = db.prepare('SELECT channel, address FROM agent_channel_bindings WHERE agent_id = ?');
+  const release = db.prepare('DELETE FROM agent_channel_bindings WHERE agent_id = ? AND channel = ? AND address = ?');
+  const bind = db.prepare('INSERT INTO agent_channel_bindings (workspace_id, channel, address, agent_id) VALUES (?, ?, ?, ?)');
+  return (workspaceId: string, agentId: string, doc: Agent) => {
+    const wanted = channelBindings(doc, workspaceId);
+    const held = own.all(agentId) as { channel: string; address: string }[];
+    for (const h of held) if (!wanted.some((w) => w.channel === h.channel && w.address === h.address)) release.run(agentId, h.channel, h.address);
+    for (const w of wanted) {
+      const bound = (w.channel === 'email' ? mailboxHolder.get(w.address) : holder.get(workspaceId, w.channel, w.address)) as string | undefined;
+      if (bound === agentId) continue;
+      if (bound !== undefined) throw new ChannelTakenError(w, bound);
+      bind.run(workspaceId, w.channel, w.address, agentId);
+    }
+  };
+}
+
 export function agentRepository(db: Db, commit: GroupCommit, clock: StampClock): AgentRepository {
   const schedules = scheduleSync(db);
+  const bindings = bindingSync(db);
   const insertTrigger = db.prepare('INSERT OR IGNORE INTO agent_triggers (id, agent_id, kind) VALUES (?, ?, ?)');
   const setSecret = db.prepare('UPDATE agent_triggers SET secret_hash = ?, secret_prefix = ?, signing_secret = ? WHERE id = ? AND agent_id = ?');
   const clearSigning = db.prepare('UPDATE agent_triggers SET signing_secret = NULL WHERE id = ? AND signing_secret IS NOT NULL');
@@ -38,6 +65,7 @@ export function agentRepository(db: Db, commit: GroupCommit, clock: StampClock):
     columns: { name: (doc) => listedName(doc.name), status: (doc) => doc.status, team: (doc) => doc.space.team, folder: (doc) => doc.folder },
     // Trigger rows follow the document (see shared/triggers.ts).
     afterWrite: (agentId, doc, secrets = [], workspaceId) => {
+      bindings(workspaceId, agentId, doc);
       schedules.sync(workspaceId, agentId, agentSchedules(doc), Date.now());
       const now = new Date().toISOString();
       const plan = triggerPlan(doc);
@@ -59,8 +87,8 @@ export function agentRepository(db: Db, commit: GroupCommit, clock: StampClock):
   return {
     list: async (workspaceId) => table.list(workspaceId),
     find: async (workspaceId, ref) => table.find(workspaceId, ref),
-    create: (workspaceId, id, doc, opts, secrets, meta) => table.create(workspaceId, id, doc, opts, meta, secrets),
-    replace: (workspaceId, id, expected, doc, secrets, meta) => table.replace(workspaceId, id, expected, doc, meta, secrets),
+    create: (workspaceId, id, doc, opts, secrets, meta) => table.create(workspaceId, id, doc, opts, meta, secrets).catch(channelTaken),
+    replace: (workspaceId, id, expected, doc, secrets, meta) => table.replace(workspaceId, id, expected, doc, meta, secrets).catch(channelTaken),
     versions: table.versions,
   };
 }

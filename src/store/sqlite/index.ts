@@ -7,6 +7,7 @@ import { StampClock } from '../../domain/stamps';
 import type { Store } from '../port';
 import { openDatabase, walSync, type Db, type WalSync } from './database';
 import { appRepository } from './apps';
+import { channelMessageRepository } from './channel-messages';
 import { connectionRepository } from './connections';
 import { agentRepository, workflowRepository, workspaceRepository } from './documents';
 import { createGroupCommit } from './group-commit';
@@ -39,6 +40,7 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
     kv: kvRepository(db, commit),
     appEvents: appEventRepository(db, commit),
     webhooks: webhookRepository(db, commit),
+    channelMessages: channelMessageRepository(db, commit),
     schedules: scheduleRepository(db, commit),
     idempotency: idempotencyRepository(db, commit),
     quotas: inProcessQuotas(),

@@ -4,6 +4,7 @@
 // rows, a repeat that writes nothing. The rate's count is one conditional upsert: a second upsert
 // of the row (any replica) waits for the first to commit, then judges the count it left.
 import type { NewRun, RunAcceptance } from '../../port';
+import { COUNT_SENDER_SQL, INSERT_MESSAGE, messageParams, PRIOR_MESSAGE, storedText } from '../../shared/channel-messages';
 import { acceptance, acceptedRun, QUEUED_EVENT, rateLimited, STARTED_EVENT, type AcceptanceSteps } from '../../shared/runs';
 import { CLAIM_DELIVERY, COUNT_DELIVERY_SQL, INSERT_RUN, numbered, PRIOR_DELIVERY, SET_DELIVERY_STATUS } from '../../shared/statements';
 import { driveAsync, type Awaited } from '../../shared/steps';
@@ -20,6 +21,9 @@ const priorDelivery = numbered(PRIOR_DELIVERY);
 const setDeliveryStatus = numbered(SET_DELIVERY_STATUS);
 const countDelivery = numbered(COUNT_DELIVERY_SQL);
 const insertRun = numbered(INSERT_RUN);
+const insertMessage = numbered(INSERT_MESSAGE);
+const priorMessage = numbered(PRIOR_MESSAGE);
+const countSender = numbered(COUNT_SENDER_SQL);
 
 /**
  * The common acceptance in one statement, committed on its own: a run that no trigger started and
@@ -55,7 +59,7 @@ const acceptInOneStatement = numbered(
 /** Its events: the first always, the second when it claimed the run. */
 const ACCEPTED_EVENTS = [QUEUED_EVENT, STARTED_EVENT];
 const claimInTransaction = numbered(CLAIM_IF_FAIR);
-const acceptsInOneStatement = (run: NewRun): boolean => !run.delivery && !run.rate && !run.fire && !run.triggerId;
+const acceptsInOneStatement = (run: NewRun): boolean => !run.delivery && !run.rate && !run.fire && !run.triggerId && !run.message && !run.senderRate;
 
 function acceptanceSteps(tx: Tx, run: NewRun): Awaited<AcceptanceSteps> {
   return {
@@ -69,6 +73,15 @@ function acceptanceSteps(tx: Tx, run: NewRun): Awaited<AcceptanceSteps> {
       );
       return (clock as { now: string }).now;
     },
+    // Of concurrent acceptances of one message (any replica), the later inserts wait for the first to
+    // commit, then find its row: 0 rows, a repeat, whose next statement reads the committed row.
+    claimMessage: async (message, runId) => (await tx.count(insertMessage.text, insertMessage.values(messageParams({ ...message, runId })))) === 1,
+    priorMessage: async (m) => {
+      const key = { agent: m.agentId, channel: m.channel, direction: m.direction, dedupe_key: storedText(m.dedupeKey) };
+      return (await tx.row<{ runId: string | null }>(priorMessage.text, priorMessage.values(key)))?.runId ?? null;
+    },
+    countSender: async (m, rate) =>
+      (await tx.count(countSender.text, countSender.values({ agent: m.agentId, channel: m.channel, contact: storedText(m.contact), ...rate }))) === 1,
     claimDelivery: async (run, now) =>
       (await tx.count(
         claimDelivery.text,

@@ -1,6 +1,7 @@
 // A run's acceptance on SQLite: the shared decisions (shared/runs.ts, acceptance) driven with this
 // adapter's statements, synchronously inside the write's savepoint.
 import type { RunAcceptance, RunRow } from '../../port';
+import { COUNT_SENDER_SQL, INSERT_MESSAGE, messageParams, PRIOR_MESSAGE, storedText } from '../../shared/channel-messages';
 import { acceptance, rateLimited, type AcceptanceSteps } from '../../shared/runs';
 import { CLAIM_DELIVERY, COUNT_DELIVERY_SQL, INSERT_RUN, PRIOR_DELIVERY, SET_DELIVERY_STATUS } from '../../shared/statements';
 import { drive } from '../../shared/steps';
@@ -18,6 +19,9 @@ export function sqliteRunAcceptance(ctx: RunContext): RunAcceptance {
   const priorDelivery = db.prepare(PRIOR_DELIVERY);
   const setDeliveryStatus = db.prepare(SET_DELIVERY_STATUS);
   const countDelivery = db.prepare(COUNT_DELIVERY_SQL);
+  const insertMessage = db.prepare(INSERT_MESSAGE);
+  const priorMessage = db.prepare(PRIOR_MESSAGE).pluck();
+  const countSender = db.prepare(COUNT_SENDER_SQL);
   const schedules = scheduleWrites(db, commit);
   const statusVersions = triggerStatusVersions(db, commit);
   const claims = sqliteClaims(ctx);
@@ -28,6 +32,11 @@ export function sqliteRunAcceptance(ctx: RunContext): RunAcceptance {
       ensureWorkspace.run(run.workspaceId, run.initialCredits, now);
       return now;
     },
+    claimMessage: (message, runId) => insertMessage.run(messageParams({ ...message, runId })).changes === 1,
+    priorMessage: (m) =>
+      (priorMessage.get({ agent: m.agentId, channel: m.channel, direction: m.direction, dedupe_key: storedText(m.dedupeKey) }) as string | null | undefined) ??
+      null,
+    countSender: (m, rate) => countSender.run({ agent: m.agentId, channel: m.channel, contact: storedText(m.contact), ...rate }).changes === 1,
     claimDelivery: (run, now) =>
       claimDelivery.run({ trigger: run.triggerId, key: run.delivery?.key, run: run.id, now, since: run.delivery?.since }).changes === 1,
     priorDelivery: (run) => priorDelivery.get({ trigger: run.triggerId, key: run.delivery?.key }) as { runId: string; httpStatus: number },
