@@ -28,6 +28,7 @@ function startServer(dataDir) {
         ...process.env,
         PORT: '0',
         METRICS_PORT: '0',
+        SMTP_PORT: '0', // one listening port: the HTTP one, which listeningPort reads from /proc
         DRAIN_SECONDS: '0',
         HOST: '127.0.0.1',
         DATABASE_PATH: path.join(dataDir, 'build.db'),
