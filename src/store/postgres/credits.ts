@@ -4,9 +4,15 @@
 // for each other only when they pick the same slot, where one row made them commit one per flush.
 // A slot that cannot cover a debit (or none yet) sends it to the exact path: the workspace's row,
 // then every slot in order, locked; the debit from their sum, never below zero; what is left spread
-// over the slots again. Refunds go to the workspace's row. Locks are taken in one order (a run's
-// row, the workspace's row, its slots by number), and a writer holding one slot waits for nothing
-// else of the workspace, so these writes do not deadlock.
+// over the slots again. Refunds go to the workspace's row.
+//
+// Locks are taken in one order (a run's row, the workspace's row, its slots by number), and a
+// writer holding one slot waits for nothing else of the workspace. One subtlety keeps that true: a
+// slot UPDATE that waited for another writer's commit and then found the slot too low still holds
+// the slot's row (PostgreSQL locks the version it rechecks). Within a transaction, taking the exact
+// path then would wait for the workspace's row while holding that slot, and a writer of the exact
+// path holding the row waits for the slot: a deadlock. So a transaction whose slot fell short is
+// given up (every lock released) and run again with the exact debit (withDebit).
 import type { Sql } from './database';
 
 /** The slots a workspace's credits are spread over. */
@@ -35,8 +41,11 @@ const DEBIT_SLOT = debitSlotSql({ amount: '$1', workspace: '$2', slot: '$3' });
 const debitSlot = async (sql: Sql, workspace: string, amount: number): Promise<boolean> =>
   (await sql.count(DEBIT_SLOT, [amount, workspace, randomSlot()])) === 1;
 
+/** A debit inside the caller's transaction: true when it took `amount`, false when the balance cannot cover it. */
+export type Debit = (sql: Sql, workspace: string, amount: number) => Promise<boolean>;
+
 /** The exact path (inside the caller's transaction): the whole balance locked, debited if it covers `amount`, the rest spread. */
-async function debitExactly(sql: Sql, workspace: string, amount: number): Promise<boolean> {
+const debitExactly: Debit = async (sql, workspace, amount) => {
   const row = await sql.row<{ credits: number }>('SELECT credits FROM workspaces WHERE id = $1 FOR UPDATE', [workspace]);
   if (!row) return false;
   const slots = await sql.rows<{ credits: number }>('SELECT credits FROM workspace_credit_slots WHERE workspace_id = $1 ORDER BY slot FOR UPDATE', [workspace]);
@@ -44,14 +53,30 @@ async function debitExactly(sql: Sql, workspace: string, amount: number): Promis
   if (total < amount) return false;
   await sql.count(SPREAD, [workspace, total - amount, CREDIT_SLOTS]);
   return true;
-}
+};
+
+/** A slot debit that fell short inside a transaction: the transaction is given up. */
+class SlotShort extends Error {}
+
+const slotOrGiveUp: Debit = async (sql, workspace, amount) => {
+  if (await debitSlot(sql, workspace, amount)) return true;
+  throw new SlotShort('the slot cannot cover the debit');
+};
 
 /**
- * The one debit of a balance, inside the caller's transaction: a slot, or the exact path. Never below
- * zero, whatever the concurrency (every write is conditional, or made under the locks of the whole balance).
+ * Runs `transaction` (a whole transaction, given the debit it makes) with a debit of one slot; when
+ * that slot falls short, runs it again from nothing with the exact debit. Never below zero, whatever
+ * the concurrency (every write is conditional, or made under the locks of the whole balance), and
+ * no deadlock (see above).
  */
-export const debit = async (sql: Sql, workspace: string, amount: number): Promise<boolean> =>
-  (await debitSlot(sql, workspace, amount)) || debitExactly(sql, workspace, amount);
+export async function withDebit<T>(transaction: (debit: Debit) => Promise<T>): Promise<T> {
+  try {
+    return await transaction(slotOrGiveUp);
+  } catch (err) {
+    if (err instanceof SlotShort) return transaction(debitExactly);
+    throw err;
+  }
+}
 
 /** Returns `amount` (when above zero) to the workspace's balance. */
 export const credit = async (sql: Sql, workspace: string, amount: number): Promise<void> => {

@@ -13,7 +13,7 @@ import { retried } from '../database';
 import { appendedEvents, DB_NOW, withEventsAppended } from '../run-events';
 import { recordFired, takeFire } from '../schedule-writes';
 import { bumpAgentStatus } from '../trigger-status';
-import { debit, type PgRunContext, type Tx } from './context';
+import { withDebit, type Debit, type PgRunContext, type Tx } from './context';
 import { CLAIM_IF_FAIR, leaseEnd } from './queue';
 
 const claimDelivery = numbered(CLAIM_DELIVERY);
@@ -61,7 +61,7 @@ const ACCEPTED_EVENTS = [QUEUED_EVENT, STARTED_EVENT];
 const claimInTransaction = numbered(CLAIM_IF_FAIR);
 const acceptsInOneStatement = (run: NewRun): boolean => !run.delivery && !run.rate && !run.fire && !run.triggerId && !run.message && !run.senderRate;
 
-function acceptanceSteps(tx: Tx, run: NewRun): Awaited<AcceptanceSteps> {
+function acceptanceSteps(tx: Tx, run: NewRun, debit: Debit): Awaited<AcceptanceSteps> {
   return {
     // The acceptance time by the database's clock, as the claims' (the queue's order is by it).
     begin: async (run) => {
@@ -117,7 +117,7 @@ function acceptanceSteps(tx: Tx, run: NewRun): Awaited<AcceptanceSteps> {
 
 export function pgRunAcceptance(ctx: PgRunContext): RunAcceptance {
   const inTransaction: RunAcceptance['accept'] = (run, refusal) =>
-    ctx.write((tx) => driveAsync(acceptance(run, refusal), acceptanceSteps(tx, run))).catch(rateLimited);
+    withDebit((debit) => ctx.write((tx) => driveAsync(acceptance(run, refusal), acceptanceSteps(tx, run, debit)))).catch(rateLimited);
   return {
     accept: async (run, refusal) => {
       if (acceptsInOneStatement(run)) {

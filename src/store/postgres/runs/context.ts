@@ -9,7 +9,7 @@
 import type { RunEventInput, RunRow } from '../../port';
 import type { Ack } from '../../shared/ack';
 import type { PgDatabase, Sql } from '../database';
-export { credit, debit } from '../credits';
+export { credit, withDebit, type Debit } from '../credits';
 import type { Notifications } from '../notifications';
 import { Notifier, NOTIFY_ALL } from '../notifier';
 import { isStaleAppend, pgRunEvents, RUN_EVENTS_CHANNEL, type PgRunEvents } from '../run-events';

@@ -6,7 +6,7 @@ import { awaitingApprovalEvent, finalEvent } from '../../shared/runs';
 import { HOLD_CALL, numbered, PARK_RUN, RUN_END } from '../../shared/statements';
 import { appendedEvents, withEventsAppended } from '../run-events';
 import type { Sql } from '../database';
-import { credit, debit, lockRun, writeWithEvents, type PgRunContext, type Tx } from './context';
+import { credit, lockRun, withDebit, writeWithEvents, type Debit, type PgRunContext, type Tx } from './context';
 
 /**
  * A run's end in one statement (withEventsAppended): its row locked, written if still running (what
@@ -27,7 +27,7 @@ const finishRun = numbered(
 const parkRun = numbered(PARK_RUN);
 const holdCall = numbered(HOLD_CALL);
 
-const reserveMoreTx = async (tx: Sql, id: string, amount: number): Promise<boolean> => {
+const reserveMoreTx = async (tx: Sql, debit: Debit, id: string, amount: number): Promise<boolean> => {
   const run = await tx.row<{ workspace_id: string }>(
     `UPDATE runs SET credits_reserved = credits_reserved + $2 WHERE id = $1 AND status = 'running' RETURNING workspace_id`,
     [id, amount],
@@ -69,7 +69,7 @@ export function pgRunProgress(ctx: PgRunContext): RunProgress {
           return saved.cancel_requested_at === null ? 'saved' : 'cancel_requested';
         }, 'visible');
       }),
-    reserveMore: (id, amount) => inOrder(id, () => write((tx) => reserveMoreTx(tx, id, amount), 'visible')),
+    reserveMore: (id, amount) => inOrder(id, () => withDebit((debit) => write((tx) => reserveMoreTx(tx, debit, id, amount), 'visible'))),
     finish: (id, status, error, state, spent, now, more = []) => {
       const values = finishRun.values({
         id,
