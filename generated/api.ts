@@ -1678,8 +1678,209 @@ export interface components {
             /** @description The `whatsapp` connection (one phone number) whose messages this agent answers while enabled; one agent per connection (a second is 409). */
             connection?: string;
         };
-        /** @description What a good run of this agent does, one criterion per item. */
-        EvalCriteria: string[];
+        /**
+         * @description What a good run of this agent does, one criterion per item (docs/evals.md). A string is a
+         *     rubric a judge model grades; an object is a typed check. Typed checks other than `judge`
+         *     are deterministic and need no model. Ids (given or derived) are unique within the list.
+         */
+        EvalCriteria: components["schemas"]["EvalCriterion"][];
+        /**
+         * @description A rubric (a string, graded by the judge model as a `judge` check with the default
+         *     threshold) or a typed check. A criterion without `id` is known by one derived from its
+         *     content (`c_` and 10 hex characters), so an unchanged criterion keeps its id across versions.
+         */
+        EvalCriterion: components["schemas"]["EvalRubric"] | components["schemas"]["EvalCheck"];
+        EvalRubric: string;
+        /** @description The check's id in results and comparisons (1..64 of a-z, 0-9, `_`, `-`). */
+        EvalCheckId: string;
+        EvalText: string;
+        /** @description A tool's slug (`app.tool`), as the catalog names it, or one of the agent's own (`workflows.<slug>`, `skills.load`, `skills.file`). */
+        EvalToolSlug: string;
+        /**
+         * @description A typed check, by `type`. On the run's final text: `contains`, `not_contains`, `regex`
+         *     (RE2 syntax, matched in linear time; a pattern RE2 cannot take is refused), `equals` (the
+         *     text without its leading and trailing whitespace), `is_json`, `json_schema`. On its tool
+         *     calls: `tool_called`, `tool_not_called`, `tool_args_match`, `tool_sequence`. On the run:
+         *     `max_steps`, `max_credits`, `run_status`. `judge`: a rubric graded by the judge model.
+         */
+        EvalCheck: components["schemas"]["EvalContainsCheck"] | components["schemas"]["EvalNotContainsCheck"] | components["schemas"]["EvalRegexCheck"] | components["schemas"]["EvalEqualsCheck"] | components["schemas"]["EvalIsJsonCheck"] | components["schemas"]["EvalJsonSchemaCheck"] | components["schemas"]["EvalToolCalledCheck"] | components["schemas"]["EvalToolNotCalledCheck"] | components["schemas"]["EvalToolArgsMatchCheck"] | components["schemas"]["EvalToolSequenceCheck"] | components["schemas"]["EvalMaxStepsCheck"] | components["schemas"]["EvalMaxCreditsCheck"] | components["schemas"]["EvalRunStatusCheck"] | components["schemas"]["EvalJudgeCheck"];
+        /** @description Passes when the final text contains `value`. */
+        EvalContainsCheck: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "contains";
+            id?: components["schemas"]["EvalCheckId"];
+            value: components["schemas"]["EvalText"];
+            /** @default false */
+            ignore_case: boolean;
+        };
+        /** @description Passes when the final text does not contain `value` (nor when there is no final text). */
+        EvalNotContainsCheck: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "not_contains";
+            id?: components["schemas"]["EvalCheckId"];
+            value: components["schemas"]["EvalText"];
+            /** @default false */
+            ignore_case: boolean;
+        };
+        /** @description Passes when `pattern` (RE2 syntax, no backreferences or lookaround) matches somewhere in the final text (its first 65,536 characters). */
+        EvalRegexCheck: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "regex";
+            id?: components["schemas"]["EvalCheckId"];
+            pattern: string;
+            /** @default false */
+            ignore_case: boolean;
+        };
+        /** @description Passes when the final text, without its leading and trailing whitespace, is `value`. */
+        EvalEqualsCheck: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "equals";
+            id?: components["schemas"]["EvalCheckId"];
+            value: string;
+            /** @default false */
+            ignore_case: boolean;
+        };
+        /** @description Passes when the final text (without its surrounding whitespace) is one JSON value. */
+        EvalIsJsonCheck: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "is_json";
+            id?: components["schemas"]["EvalCheckId"];
+        };
+        /**
+         * @description Passes when the final text (at most 65,536 characters) is JSON that `schema` accepts: JSON
+         *     Schema draft-07, at most 8 KiB as JSON, its `pattern`s in RE2 syntax, no remote `$ref`,
+         *     `format` not checked.
+         */
+        EvalJsonSchemaCheck: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "json_schema";
+            id?: components["schemas"]["EvalCheckId"];
+            schema: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description Passes when the run called `tool` at least once (a call refused or failed counts as made). */
+        EvalToolCalledCheck: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "tool_called";
+            id?: components["schemas"]["EvalCheckId"];
+            tool: components["schemas"]["EvalToolSlug"];
+        };
+        /** @description Passes when the run never called `tool`. */
+        EvalToolNotCalledCheck: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "tool_not_called";
+            id?: components["schemas"]["EvalCheckId"];
+            tool: components["schemas"]["EvalToolSlug"];
+        };
+        /**
+         * @description Passes when some call of `tool` had arguments that match `args`: `exact`, equal as JSON;
+         *     `partial` (the default), every member of `args` present with a matching value (objects
+         *     matched the same way, member by member; arrays and other values equal).
+         */
+        EvalToolArgsMatchCheck: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "tool_args_match";
+            id?: components["schemas"]["EvalCheckId"];
+            tool: components["schemas"]["EvalToolSlug"];
+            args: {
+                [key: string]: unknown;
+            };
+            /**
+             * @default partial
+             * @enum {string}
+             */
+            match: "partial" | "exact";
+        };
+        /**
+         * @description Passes when the run called `tools` in this order: other calls may come between them, unless
+         *     `strict`, when the run's calls are exactly these, in this order.
+         */
+        EvalToolSequenceCheck: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "tool_sequence";
+            id?: components["schemas"]["EvalCheckId"];
+            tools: components["schemas"]["EvalToolSlug"][];
+            /** @default false */
+            strict: boolean;
+        };
+        /** @description Passes when the run took at most `value` model steps. */
+        EvalMaxStepsCheck: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "max_steps";
+            id?: components["schemas"]["EvalCheckId"];
+            value: number;
+        };
+        /** @description Passes when the run spent at most `value` credits. */
+        EvalMaxCreditsCheck: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "max_credits";
+            id?: components["schemas"]["EvalCheckId"];
+            value: number;
+        };
+        /** @description Passes when the run ended with `status`. */
+        EvalRunStatusCheck: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "run_status";
+            id?: components["schemas"]["EvalCheckId"];
+            /** @enum {string} */
+            status: "succeeded" | "failed" | "cancelled" | "refused";
+        };
+        /**
+         * @description The judge model scores the run against `rubric` from 0 to 1 (at temperature 0, answering a
+         *     JSON schema); it passes at `threshold` or above. A judging that failed or answered
+         *     something unreadable is `errored`, never a pass; with no judge model it is `skipped`.
+         */
+        EvalJudgeCheck: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "judge";
+            id?: components["schemas"]["EvalCheckId"];
+            rubric: string;
+            /** @default 0.5 */
+            threshold: number;
+        };
         SkillList50: components["schemas"]["Slug160"][];
         SkillList20: components["schemas"]["Slug160"][];
         /** @description A trigger in a request. `id` names an existing trigger to keep; omit it for a new one. */

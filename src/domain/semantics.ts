@@ -3,6 +3,7 @@
 // gathers what the workspace has (catalog, connections, agents, limits) into References.
 import { eventMatches, type AppDefinition, type ToolDefinition } from './catalog';
 import { ancestorsOf, findCycle } from './dag';
+import { checkCriteria } from './evals/criteria';
 import { cronProblem, isTimezone } from './schedule';
 import { referencesIn, stringsIn, type TemplateRef } from './templates';
 import type { AgentDraft, Connection, Problem, TriggerInput, WorkflowDraft, WorkspaceLimits } from './types';
@@ -163,6 +164,7 @@ export function checkAgent(doc: AgentDraft, refs: References, storedBytes: numbe
     problems.push({ path: 'body.triggers', message: `has ${doc.triggers.length} triggers; the workspace limit is ${refs.limits.triggers_per_agent}` });
   }
   for (const [i, trigger] of doc.triggers.entries()) checkTrigger(trigger, `body.triggers[${i}]`, refs, problems);
+  checkCriteria(doc.eval_criteria, 'body.eval_criteria', (slug) => refs.tools.has(slug), problems);
   return problems;
 }
 

@@ -24,6 +24,8 @@ export type CatalogModel = S['CatalogModel'];
 /** The workspace limits the catalog reports (docs/documents.md); the same numbers are enforced on writes. */
 export type WorkspaceLimits = S['WorkspaceLimits'];
 export type Connection = S['Connection'];
+export type EvalCriterion = S['EvalCriterion'];
+export type EvalCheck = S['EvalCheck'];
 
 /** One thing wrong with a request: the JSON path it concerns and the rule it breaks. */
 export interface Problem {

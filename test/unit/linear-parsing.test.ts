@@ -18,6 +18,7 @@ import { decodeRunCursor } from '../../src/services/run-lists';
 import { positionOf } from '../../src/services/run-events';
 import { loggablePath } from '../../src/log';
 import { parseCallLine } from '../../src/runtime/models/scripted';
+import { gradeDeterministic } from '../../src/domain/evals/deterministic-checks';
 
 /** Every regex literal in src/, and every `new RegExp('…')` of a string literal, with where it is. */
 function regexesInSource(): { where: string; source: string; flags: string }[] {
@@ -81,6 +82,8 @@ test('the checker itself finds what the templates regex was (it cannot pass a te
   expect(checkSync('\\{\\{\\s*([^{}]*?)\\s*\\}\\}', 'g').status).toBe('vulnerable');
 });
 
+const evalRun = (finalText: string) => ({ status: 'succeeded', finalText, toolCalls: [], steps: 1, credits: 1 });
+
 // The largest values that reach each parser: a header is at most node's 16 KiB, a body 64 KiB.
 const HEADER = 16 * 1024;
 const BODY = 64 * 1024;
@@ -95,6 +98,12 @@ test.each([
   ['templates', () => referencesIn(`{{${' '.repeat(BODY)}`)],
   ['a /call line', () => parseCallLine(`/call x${' '.repeat(BODY)}a\rb`)],
   ['a logged path', () => loggablePath(`/hooks/${'%2F'.repeat(HEADER / 3)}`)],
+  // A run's final text may be 1 MiB (RUN_OUTPUT_BYTES); the patterns are a tenant's.
+  ['an eval regex', () => gradeDeterministic({ type: 'regex', pattern: '(a+)+$|(?i)x|y' }, evalRun(`${'a'.repeat(1024 * 1024)}!`))],
+  [
+    "an eval json_schema's patterns",
+    () => gradeDeterministic({ type: 'json_schema', schema: { items: { pattern: '^(a|a)+$' } } }, evalRun(JSON.stringify(['a'.repeat(64_000)]))),
+  ],
   [
     'Standard Webhooks headers',
     () => {
