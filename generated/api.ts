@@ -852,6 +852,200 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/build/eval-datasets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List eval datasets
+         * @description Every eval dataset of the caller's workspace, ordered by slug: its id, slug, name, number of
+         *     cases, version and stamp (read one for its cases). Datasets are the whole workspace's (no
+         *     spaces). Pages as the workflow lists have them: without `limit` the whole list; with it, a
+         *     page and a `next_cursor` (also in `Link`).
+         */
+        get: operations["listEvalDatasets"];
+        /**
+         * Create eval dataset
+         * @description Creates an eval dataset (docs/evals.md): the cases an eval runs an agent over, each with its
+         *     prompt or input and its own criteria beside the agent's. Its `slug` is its identity in the
+         *     workspace: a taken slug is 409, and so is the workspace's limit of 100 datasets. The rules
+         *     beyond the schema: case ids are unique; a case has a `prompt`, an `input` or both; a
+         *     case's criteria follow the rules of `eval_criteria` (docs/evals.md); the dataset as stored
+         *     is at most 524,288 bytes (512 KiB). The request body may be up to 1 MiB (not 64 KiB).
+         */
+        put: operations["createEvalDataset"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/eval-datasets/{dataset}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The dataset's slug or its id.
+                 * @example refund-requests
+                 */
+                dataset: components["parameters"]["EvalDatasetRef"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read eval dataset
+         * @description The whole dataset, every member present. `ETag` carries `updated_at`.
+         */
+        get: operations["getEvalDataset"];
+        /**
+         * Replace eval dataset
+         * @description Replaces the whole dataset, with the rules of createEvalDataset. `If-Match` and the body's
+         *     `updated_at` (`Z` suffix only) must both equal the stored stamp (409 with `current`
+         *     otherwise; 428 without `If-Match`). The `slug` cannot change (400 naming `body.slug`);
+         *     `id` and `version`, sent back as read, are ignored. Evals that ran keep the version they ran.
+         */
+        put: operations["replaceEvalDataset"];
+        post?: never;
+        /**
+         * Delete eval dataset
+         * @description Deletes the dataset and every version it kept. Evals that ran over it keep their results
+         *     (each case's prompt, criteria and grades are the eval's own).
+         */
+        delete: operations["deleteEvalDataset"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/eval-datasets/{dataset}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The dataset's slug or its id.
+                 * @example refund-requests
+                 */
+                dataset: components["parameters"]["EvalDatasetRef"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List eval dataset versions
+         * @description The dataset's kept versions, newest first: every successful write (create, replace,
+         *     restore) keeps one, in the same transaction as the write. Paged as the workflows' versions
+         *     are. Older versions may have been pruned (`VERSIONS_KEPT`); the current one never is.
+         */
+        get: operations["listEvalDatasetVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/eval-datasets/{dataset}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The dataset's slug or its id.
+                 * @example refund-requests
+                 */
+                dataset: components["parameters"]["EvalDatasetRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read eval dataset version
+         * @description The whole dataset as that version's write stored it. `ETag` carries that version's `updated_at`. A version this dataset does not keep is 404.
+         */
+        get: operations["getEvalDatasetVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/eval-datasets/{dataset}/versions/{version}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The dataset's slug or its id.
+                 * @example refund-requests
+                 */
+                dataset: components["parameters"]["EvalDatasetRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Compare eval dataset versions
+         * @description An RFC 6902 JSON Patch that turns the dataset of `{version}` into the dataset of `to` (default:
+         *     the current version), as the workflows' diff makes it.
+         */
+        get: operations["diffEvalDatasetVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/eval-datasets/{dataset}/versions/{version}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The dataset's slug or its id.
+                 * @example refund-requests
+                 */
+                dataset: components["parameters"]["EvalDatasetRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore eval dataset version
+         * @description Writes the content of an old version as a new version, exactly as a replace with that body
+         *     would: `If-Match` must be the current stamp, and the write result's `changes` start with
+         *     `restored from version N`.
+         */
+        post: operations["restoreEvalDatasetVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/build/runs": {
         parameters: {
             query?: never;
@@ -2495,6 +2689,98 @@ export interface components {
             /** @description The skill's version after the write (1 on create, one more per write). */
             version: number;
         };
+        /** @description The case's id in the dataset, its results and comparisons (1..64 of a-z, 0-9, `_`, `-`). */
+        EvalCaseId: string;
+        /**
+         * @description One case: what the agent is asked (`prompt`, `input` or both: the run's prompt is the prompt,
+         *     then the input as JSON), the `variables` that fill the prompt's `{{name}}` placeholders, and
+         *     `criteria` graded beside the agent's own (one with the id of an agent's criterion replaces it
+         *     for this case).
+         */
+        EvalCase: {
+            id: components["schemas"]["EvalCaseId"];
+            prompt?: string;
+            /** @description A JSON object the run receives after the prompt (as a webhook delivery's input is). */
+            input?: {
+                [key: string]: unknown;
+            };
+            /** @description Values for the prompt's `{{name}}` placeholders (names of letters, digits and `_`); a placeholder without a value stays as written. */
+            variables?: {
+                [key: string]: string;
+            };
+            criteria?: components["schemas"]["EvalCriteria"];
+        };
+        EvalCases: components["schemas"]["EvalCase"][];
+        /** @enum {string} */
+        EvalDatasetKind: "service.eval-dataset/v1";
+        EvalDatasetCreate: {
+            kind: components["schemas"]["EvalDatasetKind"];
+            slug: components["schemas"]["WorkflowSlug"];
+            name: components["schemas"]["Name"];
+            description?: components["schemas"]["Description"];
+            cases: components["schemas"]["EvalCases"];
+        };
+        EvalDatasetReplace: {
+            kind: components["schemas"]["EvalDatasetKind"];
+            /**
+             * Format: uuid
+             * @description Read-only; ignored.
+             */
+            id?: string;
+            slug: components["schemas"]["WorkflowSlug"];
+            /** @description Read-only; ignored. */
+            version?: number;
+            updated_at: components["schemas"]["WorkflowStamp"];
+            name: components["schemas"]["Name"];
+            description?: components["schemas"]["Description"];
+            cases: components["schemas"]["EvalCases"];
+        };
+        EvalDataset: {
+            kind: components["schemas"]["EvalDatasetKind"];
+            /** Format: uuid */
+            id: string;
+            slug: components["schemas"]["WorkflowSlug"];
+            /** @description The write that stored this dataset (1 on create, one more per write). */
+            version: number;
+            updated_at: components["schemas"]["WorkflowStamp"];
+            name: components["schemas"]["Name"];
+            description: components["schemas"]["Description"];
+            cases: components["schemas"]["EvalCases"];
+        };
+        EvalDatasetListItem: {
+            /** Format: uuid */
+            id: string;
+            slug: string;
+            name: string;
+            /** @description How many cases the dataset has. */
+            cases: number;
+            version: number;
+            updated_at: components["schemas"]["WorkflowStamp"];
+        };
+        EvalDatasetListResponse: {
+            data: components["schemas"]["EvalDatasetListItem"][];
+            /** @description Pass as `cursor` for the next page; null on the last page (always, without `limit`). */
+            next_cursor: string | null;
+        };
+        EvalDatasetResponse: {
+            data: components["schemas"]["EvalDataset"];
+        };
+        EvalDatasetWriteResult: {
+            document: components["schemas"]["EvalDataset"];
+            applied: components["schemas"]["ApplyStages"];
+            changes: components["schemas"]["Changes"];
+            /** @description The dataset's version after the write (1 on create, one more per write). */
+            version: number;
+        };
+        EvalDatasetWriteResponse: {
+            data: components["schemas"]["EvalDatasetWriteResult"];
+        };
+        EvalDatasetConflict: {
+            error: string;
+            /** @description The stored dataset, or null when nothing was read. */
+            current: components["schemas"]["EvalDataset"] | components["schemas"]["NullValue"];
+            applied: components["schemas"]["ApplyStages"];
+        };
         SkillConflict: {
             error: string;
             /** @description The stored skill, or null when nothing was read. */
@@ -3642,6 +3928,17 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The dataset changed since it was read (stale `If-Match` or `updated_at`). `current` is the stored dataset to rebase on; `applied` is always empty. */
+        EvalDatasetConflict: {
+            headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["EvalDatasetConflict"];
+            };
+        };
         /** @description The skill changed since it was read (stale `If-Match` or `updated_at`). `current` is the stored skill to rebase on; `applied` is always empty. */
         SkillConflict: {
             headers: {
@@ -3735,6 +4032,11 @@ export interface components {
          * @example tracker:acme
          */
         ConnectionRef: string;
+        /**
+         * @description The dataset's slug or its id.
+         * @example refund-requests
+         */
+        EvalDatasetRef: string;
         /**
          * @description The skill's name (its identity in the workspace).
          * @example pdf-forms
@@ -5503,6 +5805,408 @@ export interface operations {
             404: components["responses"]["NotFound"];
             406: components["responses"]["NotAcceptable"];
             409: components["responses"]["SkillConflict"];
+            428: components["responses"]["PreconditionRequired"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEvalDatasets: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Items per page, 1..500; without it, the whole list.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["DocumentPageLimit"];
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJpZCI6IjAxOWFiMmM0LTVkNmUtN2Y4MC05YTFiLTJjM2Q0ZTVmNmE3YiJ9
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The eval datasets of the workspace. */
+            200: {
+                headers: {
+                    Link: components["headers"]["NextLink"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvalDatasetListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createEvalDataset: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
+                 *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; bodies are
+                 *     compared as canonical JSON (RFC 8785), so the order of members and whitespace do not matter. The
+                 *     same key with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
+                 *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
+                 *     rotate a trigger for a new URL if the first reply was lost.
+                 * @example 4f9d1c1e-retry-1
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EvalDatasetCreate"];
+            };
+        };
+        responses: {
+            /** @description The dataset was created. */
+            201: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvalDatasetWriteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["CreateConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEvalDataset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The dataset's slug or its id.
+                 * @example refund-requests
+                 */
+                dataset: components["parameters"]["EvalDatasetRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The dataset. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvalDatasetResponse"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    replaceEvalDataset: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The document's current `updated_at` as a quoted entity tag (the `ETag` of the last read or
+                 *     write), or `*`. Missing: 428. Not the current stamp: 409 with the current document.
+                 * @example "2026-11-21T10:00:00.123456Z"
+                 */
+                "If-Match": components["parameters"]["IfMatch"];
+            };
+            path: {
+                /**
+                 * @description The dataset's slug or its id.
+                 * @example refund-requests
+                 */
+                dataset: components["parameters"]["EvalDatasetRef"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EvalDatasetReplace"];
+            };
+        };
+        responses: {
+            /** @description The dataset was replaced. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvalDatasetWriteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["EvalDatasetConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            428: components["responses"]["PreconditionRequired"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteEvalDataset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The dataset's slug or its id.
+                 * @example refund-requests
+                 */
+                dataset: components["parameters"]["EvalDatasetRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The dataset was deleted. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NullResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEvalDatasetVersions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Items per page, 1..100 (default 20).
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJpZCI6IjAxOWFiMmM0LTVkNmUtN2Y4MC05YTFiLTJjM2Q0ZTVmNmE3YiJ9
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The dataset's slug or its id.
+                 * @example refund-requests
+                 */
+                dataset: components["parameters"]["EvalDatasetRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of versions. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Link: components["headers"]["NextLink"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentVersionPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEvalDatasetVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The dataset's slug or its id.
+                 * @example refund-requests
+                 */
+                dataset: components["parameters"]["EvalDatasetRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The dataset as it was. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvalDatasetResponse"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    diffEvalDatasetVersions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The version to compare with, by number or version id, or `current` (the default).
+                 * @example current
+                 */
+                to?: components["parameters"]["DiffTo"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The dataset's slug or its id.
+                 * @example refund-requests
+                 */
+                dataset: components["parameters"]["EvalDatasetRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The patch from one version to the other. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionDiffResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    restoreEvalDatasetVersion: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The document's current `updated_at` as a quoted entity tag (the `ETag` of the last read or
+                 *     write), or `*`. Missing: 428. Not the current stamp: 409 with the current document.
+                 * @example "2026-11-21T10:00:00.123456Z"
+                 */
+                "If-Match": components["parameters"]["IfMatch"];
+            };
+            path: {
+                /**
+                 * @description The dataset's slug or its id.
+                 * @example refund-requests
+                 */
+                dataset: components["parameters"]["EvalDatasetRef"];
+                /**
+                 * @description A version's number (`3`) or its version id (`<document id>@3`, the form runs' `workflow_version_id` takes).
+                 * @example 2
+                 */
+                version: components["parameters"]["VersionRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The old version's content is the current version. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvalDatasetWriteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["EvalDatasetConflict"];
             428: components["responses"]["PreconditionRequired"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];

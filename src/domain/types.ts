@@ -26,6 +26,11 @@ export type WorkspaceLimits = S['WorkspaceLimits'];
 export type Connection = S['Connection'];
 export type EvalCriterion = S['EvalCriterion'];
 export type EvalCheck = S['EvalCheck'];
+export type EvalCase = S['EvalCase'];
+export type EvalDataset = S['EvalDataset'];
+export type EvalDatasetCreate = S['EvalDatasetCreate'];
+export type EvalDatasetReplace = S['EvalDatasetReplace'];
+export type EvalDatasetListItem = S['EvalDatasetListItem'];
 
 /** One thing wrong with a request: the JSON path it concerns and the rule it breaks. */
 export interface Problem {
