@@ -1907,8 +1907,8 @@ export interface components {
             type: "contains";
             id?: components["schemas"]["EvalCheckId"];
             value: components["schemas"]["EvalText"];
-            /** @default false */
-            ignore_case: boolean;
+            /** @description Compare without regard to case (default false). */
+            ignore_case?: boolean;
         };
         /** @description Passes when the final text does not contain `value` (nor when there is no final text). */
         EvalNotContainsCheck: {
@@ -1919,8 +1919,8 @@ export interface components {
             type: "not_contains";
             id?: components["schemas"]["EvalCheckId"];
             value: components["schemas"]["EvalText"];
-            /** @default false */
-            ignore_case: boolean;
+            /** @description Compare without regard to case (default false). */
+            ignore_case?: boolean;
         };
         /** @description Passes when `pattern` (RE2 syntax, no backreferences or lookaround) matches somewhere in the final text (its first 65,536 characters). */
         EvalRegexCheck: {
@@ -1931,8 +1931,8 @@ export interface components {
             type: "regex";
             id?: components["schemas"]["EvalCheckId"];
             pattern: string;
-            /** @default false */
-            ignore_case: boolean;
+            /** @description Compare without regard to case (default false). */
+            ignore_case?: boolean;
         };
         /** @description Passes when the final text, without its leading and trailing whitespace, is `value`. */
         EvalEqualsCheck: {
@@ -1943,8 +1943,8 @@ export interface components {
             type: "equals";
             id?: components["schemas"]["EvalCheckId"];
             value: string;
-            /** @default false */
-            ignore_case: boolean;
+            /** @description Compare without regard to case (default false). */
+            ignore_case?: boolean;
         };
         /** @description Passes when the final text (without its surrounding whitespace) is one JSON value. */
         EvalIsJsonCheck: {
@@ -2008,10 +2008,10 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
-             * @default partial
+             * @description How the arguments are compared (default `partial`).
              * @enum {string}
              */
-            match: "partial" | "exact";
+            match?: "partial" | "exact";
         };
         /**
          * @description Passes when the run called `tools` in this order: other calls may come between them, unless
@@ -2025,8 +2025,8 @@ export interface components {
             type: "tool_sequence";
             id?: components["schemas"]["EvalCheckId"];
             tools: components["schemas"]["EvalToolSlug"][];
-            /** @default false */
-            strict: boolean;
+            /** @description The run's calls must be exactly `tools` (default false). */
+            strict?: boolean;
         };
         /** @description Passes when the run took at most `value` model steps. */
         EvalMaxStepsCheck: {
@@ -2072,8 +2072,8 @@ export interface components {
             type: "judge";
             id?: components["schemas"]["EvalCheckId"];
             rubric: string;
-            /** @default 0.5 */
-            threshold: number;
+            /** @description The least score that passes (default 0.5). */
+            threshold?: number;
         };
         SkillList50: components["schemas"]["Slug160"][];
         SkillList20: components["schemas"]["Slug160"][];

@@ -1,5 +1,5 @@
 // Short sentences that tell a caller what a write changed compared with the stored version.
-import type { Agent, Workflow } from './types';
+import type { Agent, EvalDataset, Workflow } from './types';
 
 /**
  * Whether two parsed JSON values are equal (objects compared by their members, in any order).
@@ -49,6 +49,7 @@ function describeList<T extends { id: string }>(noun: string, label: (item: T) =
 }
 
 const AGENT_SKIP = new Set(['updated_at', 'triggers', 'status']);
+const DATASET_SKIP = new Set(['updated_at', 'version', 'id', 'cases']);
 const WORKFLOW_SKIP = new Set(['updated_at', 'steps']);
 
 export function describeAgentChanges(before: Agent | null, after: Agent): string[] {
@@ -65,5 +66,12 @@ export function describeWorkflowChanges(before: Workflow | null, after: Workflow
   if (!before) return [`workflow '${after.slug}' created`];
   const changes = describeMembers(before, after, WORKFLOW_SKIP);
   changes.push(...describeList('step', (s) => s.id, before.steps, after.steps));
+  return changes.length ? changes : ['no changes'];
+}
+
+export function describeEvalDatasetChanges(before: EvalDataset | null, after: EvalDataset): string[] {
+  const count = `${after.cases.length} case${after.cases.length === 1 ? '' : 's'}`;
+  if (!before) return [`eval dataset '${after.slug}' created with ${count}`];
+  const changes = [...describeMembers(before, after, DATASET_SKIP), ...describeList('case', (c) => c.id, before.cases, after.cases)];
   return changes.length ? changes : ['no changes'];
 }

@@ -7,16 +7,19 @@ import type { Operation } from 'openapi-backend';
 import { exceedsDepth, JSON_DEPTH_LIMIT, refusedTextIn, type RefusedText } from '../domain/json-limits';
 import { inexactJsonIn } from '../domain/json-exact';
 import { ApiError } from '../errors';
+import { DATASET_REQUEST_BYTES } from '../domain/evals/dataset';
 import { SKILL_REQUEST_BYTES } from '../domain/skill';
 import { SKILL_IMPORT_BYTES } from '../domain/skill-markdown';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
-/** The operations whose bodies may be larger (a skill carries its files: docs/skills.md). */
+/** The operations whose bodies may be larger (a skill carries its files: docs/skills.md; a dataset its cases: docs/evals.md). */
 const LARGER_BODIES: ReadonlyMap<string, number> = new Map([
   ['createSkill', SKILL_REQUEST_BYTES],
   ['replaceSkill', SKILL_REQUEST_BYTES],
   ['importSkill', SKILL_IMPORT_BYTES],
+  ['createEvalDataset', DATASET_REQUEST_BYTES],
+  ['replaceEvalDataset', DATASET_REQUEST_BYTES],
 ]);
 
 /** The most bytes a body of the operation may have. */

@@ -26,6 +26,7 @@ export const IDEMPOTENT_OPERATIONS: ReadonlyMap<string, Record<string, unknown>>
   // Skills are the whole workspace's too.
   ['createSkill', {}],
   ['importSkill', {}],
+  ['createEvalDataset', {}],
   ['testAgent', { run_id: null }],
   ['testWorkflow', { run_id: null }],
   ['cancelAgentRun', {}],

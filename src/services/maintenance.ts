@@ -62,7 +62,8 @@ export function startMaintenance(store: Store, logger: Logger, opts: Maintenance
     const versions =
       (await inBatches(BATCH, (n) => store.agents.versions.prune(versionsKept, n))) +
       (await inBatches(BATCH, (n) => store.workflows.versions.prune(versionsKept, n))) +
-      (await inBatches(BATCH, (n) => store.skills.versions.prune(versionsKept, n)));
+      (await inBatches(BATCH, (n) => store.skills.versions.prune(versionsKept, n))) +
+      (await inBatches(BATCH, (n) => store.evalDatasets.versions.prune(versionsKept, n)));
     const quotas = await inBatches(BATCH, (n) => store.quotas.prune(Math.floor(nowMs / quotaWindowMs) - 1, n));
     if (deliveries + keys + retired + runs + messages + versions + quotas)
       logger.debug({ deliveries, keys, retired, runs, messages, versions, quotas }, 'pruned rows past their keeping time');

@@ -11,7 +11,7 @@ import { badRequest, conflict, notFound } from '../errors';
 import type { ListVersion, SkillRecord } from '../store/port';
 import { assertStampsMatch, staleConflict } from './concurrency';
 import type { Principal, ServiceContext } from './context';
-import { decodeCursor } from './pages';
+import { keyedListPage } from './keyed-list-pages';
 import { jsonBytes, rejectProblems } from './references';
 import { keptVersion, restoredNote } from './versions';
 
@@ -129,21 +129,5 @@ async function agentsListing(ctx: ServiceContext, who: Principal, name: string):
   return found;
 }
 
-/** Reply bodies of whole lists the store holds (no page asked). */
-const wholeBodies = new WeakMap<ListVersion, string>();
-
-/** A page of the workspace's skills, by name: the whole list without `limit` and `cursor`, else a keyset page (as document-lists.ts pages agents). */
-export function skillListPage(list: ListVersion<SkillListItem[]>, query: { limit?: number | string; cursor?: string }) {
-  if (query.limit === undefined && query.cursor === undefined) {
-    let body = wholeBodies.get(list);
-    if (body === undefined) wholeBodies.set(list, (body = `{"data":${list.json},"next_cursor":null}`));
-    return { body, nextCursor: null, stable: list as object };
-  }
-  const limit = query.limit === undefined ? Number.POSITIVE_INFINITY : Number(query.limit);
-  const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, ({ name }) => (typeof name === 'string' ? name : undefined));
-  const items = (JSON.parse(list.json) as SkillListItem[]).filter((item) => after === undefined || item.name > after);
-  const shown = items.slice(0, limit);
-  const last = shown[shown.length - 1];
-  const nextCursor = items.length > shown.length && last ? Buffer.from(JSON.stringify({ name: last.name })).toString('base64url') : null;
-  return { body: JSON.stringify({ data: shown, next_cursor: nextCursor }), nextCursor, stable: undefined };
-}
+/** A page of the workspace's skills, by name: the whole list without `limit` and `cursor`, else a keyset page. */
+export const skillListPage = (list: ListVersion<SkillListItem[]>, query: { limit?: number | string; cursor?: string }) => keyedListPage(list, 'name', query);

@@ -65,7 +65,8 @@ async function prepare(t) {
   for (const name of Object.keys(req.headers)) if (/^idempotency-key$/i.test(name)) delete req.headers[name];
   if (RUN_CONTROL.has(summary)) return prepareRunControl(t, summary, status);
   if (APP_OPERATIONS.has(summary) && status !== 422) return prepareApps(t, summary, status);
-  if (SKILL_OPERATIONS.test(summary) && status !== 422) return prepareSkills(t, summary, status);
+  if (SKILL_OPERATIONS.test(summary) && status !== 422) return prepareNamed(t, summary, status, 'skill');
+  if (DATASET_OPERATIONS.test(summary) && status !== 422) return prepareNamed(t, summary, status, 'eval dataset');
   if (status === 422) return prepareKeyReuse(t, summary);
   req.headers.Authorization = `Bearer ${token}`;
   if (status >= 400) t.skip = false;
@@ -434,11 +435,13 @@ async function prepareKeyReuse(t, summary) {
           ? { prompt: 'first' }
           : summary === 'Create skill'
             ? { ...skillExample(), name: 'idempotent-skill' }
-            : summary === 'Create app'
-              ? await appBody('idempotent-app')
-              : summary === 'Create connection'
-                ? { ref: 'idempotent', app: 'kv', label: null, credentials: { kind: 'none' } }
-                : { input: {} };
+            : summary === 'Create eval dataset'
+              ? { ...example('EvalDatasetCreateRequestExample'), slug: 'idempotent-dataset' }
+              : summary === 'Create app'
+                ? await appBody('idempotent-app')
+                : summary === 'Create connection'
+                  ? { ref: 'idempotent', app: 'kv', label: null, credentials: { kind: 'none' } }
+                  : { input: {} };
   const path = new URL(req.uri, baseUrl).pathname;
   const method = req.method;
   if (summary === 'Import skill') {
@@ -600,11 +603,12 @@ async function prepareApps(t, summary, status) {
   }
 }
 
-// ---------------------------------------------------------------- skills
+// ---------------------------------------------------------------- skills and eval datasets
 const SKILL_OPERATIONS = /^(List|Create|Import|Read|Replace|Delete|Compare|Restore) skills?( versions?)?$/;
-const skillExample = () => JSON.parse(JSON.stringify(loadSpec().document.components.examples.SkillCreateRequestExample.value));
+const DATASET_OPERATIONS = /^(List|Create|Read|Replace|Delete|Compare|Restore) eval datasets?( versions?)?$/;
+const example = (name) => JSON.parse(JSON.stringify(loadSpec().document.components.examples[name].value));
+const skillExample = () => example('SkillCreateRequestExample');
 const importExample = (name) => loadSpec().document.components.examples.SkillImportRequestExample.value.replace('name: release-notes', `name: ${name}`);
-const withSkill = (uri, name) => uri.replace(/\/skills\/(?!import)[^/?]+/, `/skills/${name}`);
 
 let skillInUse;
 /** A skill an agent lists in its workspace_skills: its delete is 409. */
@@ -615,26 +619,46 @@ function skillListedByAgent() {
   return skillInUse;
 }
 
+/** The workspace-wide documents named by a key (skills by name, datasets by slug), as prepareNamed drives them. */
+const NAMED = {
+  skill: {
+    collection: 'skills',
+    example: 'pdf-forms',
+    edited: (doc, sent) => ({ ...doc, description: sent.description }),
+    throwaway: () => api('PUT', '/skills', { ...skillExample(), name: 'throwaway-skill' }).then(() => 'throwaway-skill'),
+    inUse: () => skillListedByAgent().then(() => 'in-use-skill'),
+  },
+  'eval dataset': {
+    collection: 'eval-datasets',
+    example: 'refund-requests',
+    edited: (doc, sent) => ({ ...doc, cases: sent.cases }),
+    throwaway: () => api('PUT', '/eval-datasets', { ...example('EvalDatasetCreateRequestExample'), slug: 'throwaway-dataset' }).then(() => 'throwaway-dataset'),
+  },
+};
+
 /**
- * The skill operations on the example skill (`pdf-forms`, created by the first 201; replaced by
- * Replace skill's 200, so it keeps versions 1 and 2), or on a skill of no one's for the 404s.
+ * The operations of a named kind on its example (`pdf-forms`, `refund-requests`: created by the
+ * first 201; replaced by the Replace's 200, so it keeps versions 1 and 2), or on one of no one's for the 404s.
  */
-async function prepareSkills(t, summary, status) {
+async function prepareNamed(t, summary, status, noun) {
+  const kind = NAMED[noun];
   const req = t.request;
   req.headers.Authorization = `Bearer ${token}`;
-  // The skills written here differ from the examples: the reply is checked against the schema (beforeEachValidation).
+  // The documents written here differ from the examples: the reply is checked against the schema (beforeEachValidation).
   delete t.expected.body;
   delete t.expected.bodySchema;
   if (t.expected.headers) delete t.expected.headers.Link; // present only when a next page exists
   if (status >= 400) t.skip = status === 503; // 503 needs an unreachable issuer (test/integration/auth.test.ts)
   if (status === 401) return void delete req.headers.Authorization;
   if (status === 403) return void (req.headers.Authorization = `Bearer ${mint('read')}`);
-  const name = status === 404 ? 'no-such-skill' : 'pdf-forms';
+  const ref = status === 404 ? `no-such-${kind.collection}` : kind.example;
   const path = req.uri.split('?')[0];
-  const versions = / versions?$/.test(summary);
-  if (summary === 'List skills') return setUri(t, status === 400 ? `${path}?cursor=not-a-cursor` : path);
-  if (summary === 'Create skill' || summary === 'Import skill') {
-    const markdown = summary === 'Import skill';
+  const collection = `/api/build/${kind.collection}`;
+  const named = (uri, to) => uri.replace(new RegExp(`${collection}/(?!import)[^/?]+`), `${collection}/${to}`);
+  const verb = summary.split(' ')[0];
+  if (verb === 'List' && !/ versions$/.test(summary)) return setUri(t, status === 400 ? `${path}?cursor=not-a-cursor` : path);
+  if (verb === 'Create' || verb === 'Import') {
+    const markdown = verb === 'Import';
     // Dredd sends no body for a text example: the SKILL.md example (under another name for the text/plain transactions).
     if (markdown) req.body = importExample(req.headers['Content-Type'] === 'text/plain' ? 'release-notes-plain' : 'release-notes');
     if (status === 400) req.body = markdown ? '# No front matter\n' : '{"unexpected": true}';
@@ -642,40 +666,30 @@ async function prepareSkills(t, summary, status) {
     if (status === 415) req.headers['Content-Type'] = markdown ? 'application/json' : 'text/plain';
     return; // 201 the example; 409 the example again (created by the 201)
   }
-  if (versions) {
-    const base = `/api/build/skills/${name}/versions`;
+  if (/ versions?$/.test(summary)) {
+    const base = `${collection}/${ref}/versions`;
     const version = status === 400 ? 'not-a-version' : '1';
-    const verb = summary.split(' ')[0];
     const uris = { List: `${base}?limit=1`, Read: `${base}/${version}`, Compare: `${base}/${version}/diff?to=current`, Restore: `${base}/${version}/restore` };
     setUri(t, status === 400 && verb === 'List' ? `${base}?cursor=not-a-cursor` : uris[verb]);
     if (verb !== 'Restore') return;
     if (status === 428) delete req.headers['If-Match'];
     else if (status === 409) req.headers['If-Match'] = STALE;
-    else if (status === 200) req.headers['If-Match'] = (await current('skills', 'pdf-forms')).etag;
+    else if (status === 200) req.headers['If-Match'] = (await current(kind.collection, kind.example)).etag;
     else req.headers['If-Match'] = '*';
     return;
   }
-  setUri(t, withSkill(req.uri, name));
-  if (summary === 'Replace skill') {
-    const { etag, doc } = await current('skills', 'pdf-forms');
-    req.body = status === 400 ? '{"unexpected": true}' : JSON.stringify({ ...doc, description: JSON.parse(req.body).description });
+  setUri(t, named(req.uri, ref));
+  if (verb === 'Replace') {
+    const { etag, doc } = await current(kind.collection, kind.example);
+    req.body = status === 400 ? '{"unexpected": true}' : JSON.stringify(kind.edited(doc, JSON.parse(req.body)));
     if (status === 413) req.body = JSON.stringify({ padding: 'x'.repeat(1100 * 1024) });
     if (status === 415) req.headers['Content-Type'] = 'text/plain';
     if (status === 428) delete req.headers['If-Match'];
     else req.headers['If-Match'] = status === 200 ? etag : status === 409 ? STALE : '*';
     return;
   }
-  if (summary === 'Delete skill') {
-    if (status === 409) {
-      await skillListedByAgent();
-      return setUri(t, withSkill(req.uri, 'in-use-skill'));
-    }
-    if (status === 200) {
-      await api('PUT', '/skills', { ...skillExample(), name: 'throwaway-skill' });
-      return setUri(t, withSkill(req.uri, 'throwaway-skill'));
-    }
-  }
-  // Read skill: the example's, or no one's for the 404.
+  if (verb === 'Delete' && (status === 409 || status === 200)) return setUri(t, named(req.uri, await (status === 409 ? kind.inUse() : kind.throwaway())));
+  // Read: the example's, or no one's for the 404.
 }
 
 // ---------------------------------------------------------------- webhook deliveries

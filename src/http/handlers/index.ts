@@ -2,6 +2,7 @@
 import { agentHandlers } from './agents';
 import { appHandlers } from './apps';
 import { catalogHandlers } from './catalog';
+import { evalDatasetHandlers } from './eval-datasets';
 import { runControlHandlers } from './run-control';
 import { runHandlers } from './runs';
 import { skillHandlers } from './skills';
@@ -18,4 +19,5 @@ export const handlers: Handlers = {
   ...versionHandlers,
   ...appHandlers,
   ...skillHandlers,
+  ...evalDatasetHandlers,
 };

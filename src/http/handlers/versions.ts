@@ -1,20 +1,22 @@
-// The kept versions of agents, workflows and skills: list, read, compare, restore (services/versions.ts;
+// The kept versions of agents, workflows, skills and eval datasets: list, read, compare, restore (services/versions.ts;
 // a restore is the kind's replace, so its reply is a write result).
 import { etagFor } from '../../domain/etag';
-import type { Agent, Skill, Workflow } from '../../domain/types';
+import type { Agent, EvalDataset, Skill, Workflow } from '../../domain/types';
 import * as agents from '../../services/agents';
 import type { Principal, ServiceContext } from '../../services/context';
+import * as datasets from '../../services/eval-datasets';
 import * as skills from '../../services/skills';
 import * as versions from '../../services/versions';
 import * as workflows from '../../services/workflows';
 import type { DocumentRecord, VersionRepository } from '../../store/port';
 import { agentWriteReply } from './agents';
+import { evalDatasetWriteReply } from './eval-datasets';
 import { nextLink } from './next-link';
 import { skillWriteReply } from './skills';
 import type { Handlers } from './types';
 import { workflowWriteReply } from './workflows';
 
-/** The replies both kinds give alike: `base` is the kind's collection path. */
+/** The replies every kind gives alike: `base` is the kind's collection path. */
 function versionReplies<T>(
   noun: string,
   base: string,
@@ -45,6 +47,12 @@ function versionReplies<T>(
 const agentVersions = versionReplies<Agent>('agent', '/api/build/agents', agents.findAgent, (ctx) => ctx.store.agents.versions);
 const workflowVersions = versionReplies<Workflow>('workflow', '/api/build/workflows', workflows.findWorkflow, (ctx) => ctx.store.workflows.versions);
 const skillVersions = versionReplies<Skill>('skill', '/api/build/skills', skills.findSkill, (ctx) => ctx.store.skills.versions);
+const datasetVersions = versionReplies<EvalDataset>(
+  'eval dataset',
+  '/api/build/eval-datasets',
+  datasets.findEvalDataset,
+  (ctx) => ctx.store.evalDatasets.versions,
+);
 
 export const versionHandlers: Pick<
   Handlers,
@@ -60,6 +68,10 @@ export const versionHandlers: Pick<
   | 'getSkillVersion'
   | 'diffSkillVersions'
   | 'restoreSkillVersion'
+  | 'listEvalDatasetVersions'
+  | 'getEvalDatasetVersion'
+  | 'diffEvalDatasetVersions'
+  | 'restoreEvalDatasetVersion'
 > = {
   listAgentVersions: ({ ctx, principal, params, query }) => agentVersions.list(ctx, principal, params.ref, query),
   getAgentVersion: ({ ctx, principal, params }) => agentVersions.read(ctx, principal, params.ref, params.version),
@@ -76,4 +88,9 @@ export const versionHandlers: Pick<
   diffSkillVersions: ({ ctx, principal, params, query }) => skillVersions.diff(ctx, principal, params.name, params.version, query.to),
   restoreSkillVersion: async ({ ctx, principal, params, headers }) =>
     skillWriteReply(await skills.restoreSkill(ctx, principal, params.name, headers['if-match'] as string, params.version)),
+  listEvalDatasetVersions: ({ ctx, principal, params, query }) => datasetVersions.list(ctx, principal, params.dataset, query),
+  getEvalDatasetVersion: ({ ctx, principal, params }) => datasetVersions.read(ctx, principal, params.dataset, params.version),
+  diffEvalDatasetVersions: ({ ctx, principal, params, query }) => datasetVersions.diff(ctx, principal, params.dataset, params.version, query.to),
+  restoreEvalDatasetVersion: async ({ ctx, principal, params, headers }) =>
+    evalDatasetWriteReply(await datasets.restoreEvalDataset(ctx, principal, params.dataset, headers['if-match'] as string, params.version)),
 };

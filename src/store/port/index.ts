@@ -5,6 +5,7 @@ export * from './apps';
 export * from './channel-messages';
 export * from './connections';
 export * from './documents';
+export * from './eval-datasets';
 export * from './idempotency';
 export * from './kv';
 export * from './quotas';

@@ -5,6 +5,7 @@ import type { AppRepository } from './apps';
 import type { ChannelMessageRepository } from './channel-messages';
 import type { ConnectionRepository } from './connections';
 import type { AgentRepository, WorkflowRepository, WorkspaceRepository } from './documents';
+import type { EvalDatasetRepository } from './eval-datasets';
 import type { IdempotencyRepository } from './idempotency';
 import type { KvRepository } from './kv';
 import type { QuotaRepository } from './quotas';
@@ -18,6 +19,8 @@ export interface Store {
   workflows: WorkflowRepository;
   /** The workspaces' skills (the whole workspace's: no spaces). */
   skills: SkillRepository;
+  /** The workspaces' eval datasets (the whole workspace's: no spaces). */
+  evalDatasets: EvalDatasetRepository;
   connections: ConnectionRepository;
   /** The workspaces' own apps (the built-in ones are code: src/apps/builtin/). */
   apps: AppRepository;

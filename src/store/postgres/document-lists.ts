@@ -1,11 +1,12 @@
-// The lists of agents and of workflows on PostgreSQL: held per workspace by the replica that built
-// them, answered again while the list's version is still the database's (list-versions.ts).
+// The lists of agents, of workflows and of eval datasets on PostgreSQL: held per workspace by the
+// replica that built them, answered again while the list's version is still the database's
+// (list-versions.ts).
 //
 // Lists are built here, not by PostgreSQL: its json_agg and json_build_object put spaces in the
 // text (`{"id" : …}, \n {…}`); JSON.stringify gives the compact bytes the list cases of the store's
 // contract suite expect of both adapters (test/store/documents.test.ts), stamps by formatStamp.
 import { formatStamp } from '../../domain/stamps';
-import type { AgentListItem, WorkflowListItem } from '../../domain/types';
+import type { AgentListItem, EvalDatasetListItem, WorkflowListItem } from '../../domain/types';
 import type { ListVersion, Serialized } from '../port';
 import { listedName } from '../shared/documents';
 import type { PgDatabase } from './database';
@@ -70,5 +71,18 @@ export function workflowList(db: PgDatabase, lists: VersionedLists, workspaceId:
       space: { team: r.team },
     }));
     return { version: versionOf(rows), json: JSON.stringify(items) as Serialized<WorkflowListItem[]> };
+  });
+}
+
+export function evalDatasetList(db: PgDatabase, lists: VersionedLists, workspaceId: string): Promise<ListVersion<EvalDatasetListItem[]>> {
+  type ListRow = Versioned<{ id: string; slug: string; name: string; document: string | null; cases: number; version: number; stamp_us: number }>;
+  return lists.get('eval_datasets', workspaceId, async () => {
+    const rows = await db.rows<ListRow>(
+      `SELECT id, slug, ${NAME_SQL}, cases, version, stamp_us, ${LIST_VERSION_SQL('eval_datasets')} AS list_version
+       FROM eval_datasets WHERE workspace_id = $1 ORDER BY slug`,
+      [workspaceId],
+    );
+    const items = rows.map((r) => ({ id: r.id, slug: r.slug, name: listName(r), cases: r.cases, version: r.version, updated_at: formatStamp(r.stamp_us) }));
+    return { version: versionOf(rows), json: JSON.stringify(items) as Serialized<EvalDatasetListItem[]> };
   });
 }

@@ -57,7 +57,7 @@ const HELD_LISTS_BYTES = 8 * 1024 * 1024;
 export const holdsNul = (text: string): boolean => text.includes('\u0000');
 
 /** The name column's text: U+0000 (which it cannot hold) becomes U+FFFD; the list then reads the name from the document (see listName). */
-const nameColumn = (name: string): string => listedName(name).replaceAll('\u0000', '\uFFFD');
+export const nameColumn = (name: string): string => listedName(name).replaceAll('\u0000', '\uFFFD');
 
 type Row = DocumentRow;
 

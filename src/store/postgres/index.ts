@@ -13,6 +13,7 @@ import { pgAppRepository } from './apps';
 import { pgChannelMessageRepository } from './channel-messages';
 import { pgConnectionRepository } from './connections';
 import { pgAgentRepository, pgWorkflowRepository, pgWorkspaceRepository } from './documents';
+import { pgEvalDatasetRepository } from './eval-datasets';
 import { pgScheduleRepository } from './schedules';
 import { pgSkillRepository } from './skills';
 import { pgWebhookRepository } from './webhooks';
@@ -47,6 +48,7 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
     agents: pgAgentRepository(db, clock),
     workflows: pgWorkflowRepository(db, clock),
     skills: pgSkillRepository(db, clock),
+    evalDatasets: pgEvalDatasetRepository(db, clock),
     connections: pgConnectionRepository(db, clock),
     apps: pgAppRepository(db, clock),
     workspaces: pgWorkspaceRepository(db),

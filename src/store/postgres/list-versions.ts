@@ -1,14 +1,14 @@
-// Each workspace's lists of agents, of workflows and of skills, held by the replica that built them and
-// answered again while the database says the list's version has not moved (migrations/003: a sum
-// over shards that every document write adds to in its statement). The check is one coalesced
-// query (coalesced-lookup.ts) sent after the read arrived, so a list is never answered after a
-// write acknowledged before the read, whichever replica made it.
+// Each workspace's lists of agents, of workflows, of skills and of eval datasets, held by the replica
+// that built them and answered again while the database says the list's version has not moved
+// (migrations/003: a sum over shards that every document write adds to in its statement). The check
+// is one coalesced query (coalesced-lookup.ts) sent after the read arrived, so a list is never
+// answered after a write acknowledged before the read, whichever replica made it.
 import type { ListVersion } from '../port';
 import { BudgetedMap } from '../shared/budgeted-map';
 import { CoalescedLookup } from './coalesced-lookup';
 import type { PgDatabase } from './database';
 
-export type ListedTable = 'agents' | 'workflows' | 'skills';
+export type ListedTable = 'agents' | 'workflows' | 'skills' | 'eval_datasets';
 
 const SHARDS = 16;
 

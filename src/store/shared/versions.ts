@@ -2,9 +2,9 @@
 // with `@name` parameters (PostgreSQL's adapter numbers them), and the rows read back.
 import type { KeptVersion, VersionEntry } from '../port';
 
-export type DocumentTable = 'agents' | 'workflows' | 'skills';
+export type DocumentTable = 'agents' | 'workflows' | 'skills' | 'eval_datasets';
 
-/** The versions' table of a document table (`agent_versions`, `workflow_versions`, `skill_versions`). */
+/** The versions' table of a document table (`agent_versions`, `workflow_versions`, `skill_versions`, `eval_dataset_versions`). */
 export const versionTable = (table: DocumentTable) => `${table.slice(0, -1)}_versions`;
 
 /** A version's row as both stores keep it. */

@@ -10,6 +10,7 @@ import { appRepository } from './apps';
 import { channelMessageRepository } from './channel-messages';
 import { connectionRepository } from './connections';
 import { agentRepository, workflowRepository, workspaceRepository } from './documents';
+import { evalDatasetRepository } from './eval-datasets';
 import { createGroupCommit } from './group-commit';
 import { idempotencyRepository } from './idempotency';
 import { inProcessQuotas } from '../shared/quotas';
@@ -33,6 +34,7 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
     agents: agentRepository(db, commit, clock),
     workflows: workflowRepository(db, commit, clock),
     skills: skillRepository(db, commit, clock),
+    evalDatasets: evalDatasetRepository(db, commit, clock),
     connections: connectionRepository(db, commit, clock),
     apps: appRepository(db, commit, clock),
     workspaces: workspaceRepository(db, commit),
