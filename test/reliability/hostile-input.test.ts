@@ -79,6 +79,20 @@ const agentHints: Hints = {
   // Events the kv app declares (or their family): an app_event trigger must name one.
   '.triggers[].event': fc.constantFrom('key.set', 'key.deleted', 'key'),
   '.triggers[].connection': fc.constant('kv-main'),
+  // Criteria that meet the write-time rules (unique ids, linear patterns, compilable schemas, known tools).
+  '.eval_criteria': fc.subarray(
+    [
+      'Answers politely',
+      { type: 'contains', value: 'done', ignore_case: true },
+      { type: 'regex', id: 'ticket', pattern: '[A-Z]{3}-\\d+' },
+      { type: 'json_schema', schema: { type: 'object', required: ['ok'] } },
+      { type: 'tool_args_match', tool: 'kv.set', args: { key: 'k' }, match: 'partial' },
+      { type: 'tool_sequence', tools: ['kv.get', 'kv.set'] },
+      { type: 'run_status', status: 'succeeded' },
+      { type: 'judge', id: 'helpful', rubric: 'Is helpful', threshold: 0.7 },
+    ],
+    { maxLength: 4 },
+  ),
 };
 
 const stepIds = ['fetch', 'shape', 'store', 'notify'];
