@@ -101,4 +101,5 @@ test('a SIGTERM sent the moment the server says it is listening drains it (the h
     expect({ attempt, ready: await status(`${s.baseUrl}/readyz`) }).toEqual({ attempt, ready: 503 });
     await s.dispose();
   }
-});
+  // Twelve starts of a process, about 4 s each on a busy 2-core CI machine.
+}, 180_000);
