@@ -101,6 +101,7 @@ function everyOperation(): Call[] {
         .replace('{connectionRef}', 'kv-main')
         .replace('{callId}', 'call_1')
         .replace('{name}', 'target')
+        .replace('{dataset}', 'target')
         .replace('{version}', '1');
       // A body of the operation's example, or an empty object where the spec gives none (the token is refused first).
       const examples = op.requestBody?.content['application/json']?.examples;
@@ -113,12 +114,12 @@ function everyOperation(): Call[] {
 }
 
 function snapshot(): Promise<string> {
-  return storedTables(s, ['agents', 'workflows', 'skills', 'runs', 'agent_triggers', 'kv_entries', 'workspaces', 'workspace_apps', 'connections']);
+  return storedTables(s, ['agents', 'workflows', 'skills', 'runs', 'agent_triggers', 'kv_entries', 'workspaces', 'workspace_apps', 'connections', 'eval_datasets']);
 }
 
 test('every attack on every operation is refused with the right status and challenge, and changes nothing', async () => {
   const calls = everyOperation();
-  expect(calls).toHaveLength(58);
+  expect(calls).toHaveLength(67);
   const before = await snapshot();
   for (const call of calls) {
     for (const [attack, headers, status, message] of attacks) {
