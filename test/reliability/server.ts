@@ -182,6 +182,7 @@ const ORDER_KEYS = {
   workspaces: 'id',
   workspace_apps: 'workspace_id, slug',
   connections: 'workspace_id, ref',
+  eval_datasets: 'id',
 } as const;
 
 /** Every row of these tables, as one string: two equal snapshots mean nothing was written to them in between. */
