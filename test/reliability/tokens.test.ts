@@ -114,7 +114,18 @@ function everyOperation(): Call[] {
 }
 
 function snapshot(): Promise<string> {
-  return storedTables(s, ['agents', 'workflows', 'skills', 'runs', 'agent_triggers', 'kv_entries', 'workspaces', 'workspace_apps', 'connections', 'eval_datasets']);
+  return storedTables(s, [
+    'agents',
+    'workflows',
+    'skills',
+    'runs',
+    'agent_triggers',
+    'kv_entries',
+    'workspaces',
+    'workspace_apps',
+    'connections',
+    'eval_datasets',
+  ]);
 }
 
 test('every attack on every operation is refused with the right status and challenge, and changes nothing', async () => {
