@@ -52,7 +52,8 @@ export function judgeMessages(rubric: string, task: string, run: RunFacts): { sy
 export function readVerdict(text: string | null): { score: number; reason: string } | { problem: string } {
   if (text === null || text.trim() === '') return { problem: 'the judge answered no text' };
   const value = parseJsonWithin(text.trim());
-  if (value === NOT_JSON || value === null || typeof value !== 'object' || Array.isArray(value)) return { problem: 'the judge answered something that is not a JSON object' };
+  if (value === NOT_JSON || value === null || typeof value !== 'object' || Array.isArray(value))
+    return { problem: 'the judge answered something that is not a JSON object' };
   const { score, reason } = value as Record<string, unknown>;
   if (typeof score !== 'number' || !Number.isFinite(score) || score < 0 || score > 1) return { problem: 'the judge answered no score from 0 to 1' };
   if (typeof reason !== 'string') return { problem: 'the judge answered no reason' };
