@@ -5,6 +5,8 @@
 import type { EvalCaseResult, EvalGate, EvalGateResult, EvalSummary } from '../types';
 
 export type EvalCredits = EvalSummary['credits'];
+/** A gate's result once there is one. */
+export type GateVerdict = NonNullable<EvalGateResult>;
 
 /** The summary of `results` (one per case and repeat) and the credits reserved and spent. */
 export function summarize(results: readonly EvalCaseResult[], credits: EvalCredits): EvalSummary {
@@ -34,7 +36,7 @@ const percent = (rate: number): string => `${Math.round(rate * 1000) / 10}%`;
  * regressed against the gate's baseline (null when it has none, or the baseline could not be read:
  * `baselineProblem` says why, and the gate fails).
  */
-export function gateResult(summary: EvalSummary, gate: EvalGate, regressions: number | null, baselineProblem: string | null = null): EvalGateResult {
+export function gateResult(summary: EvalSummary, gate: EvalGate, regressions: number | null, baselineProblem: string | null = null): GateVerdict {
   const reasons: string[] = [];
   if (gate.min_pass_rate !== undefined) {
     if (summary.pass_rate === null) reasons.push(`no criterion was graded, so the pass rate cannot reach ${percent(gate.min_pass_rate)}`);

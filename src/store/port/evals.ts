@@ -1,0 +1,87 @@
+// The evals of the store's port (docs/evals.md): an eval's frozen plan and where it stands, one row
+// per case and repeat (its run, its grades), the credits it holds, and the lease of the process that
+// drives it. Every write that moves an eval on is conditional on the driver's lease, so two
+// processes never drive one eval at once; a driver that dies lets its lease run out.
+import type { EvalCaseResult, EvalListItem } from '../../domain/types';
+import type { Lease } from './runs';
+
+export type EvalStatus = EvalListItem['status'];
+
+/** What a new eval stores: its list item as first read (queued, nothing graded), its plan, its rows. */
+export interface NewEval {
+  id: string;
+  workspaceId: string;
+  agentId: string;
+  /** The agent's space's team (null: the workspace's), for who sees the eval. */
+  team: string | null;
+  /** The eval as its list item reads at first (`status: queued`, summary of pending grades). */
+  item: EvalListItem;
+  /** The plan the driver follows (JSON): the agent version, the cases' prompts and criteria, the judge. Opaque to the store. */
+  plan: string;
+  /** One per case and repeat, in order; each with its criteria pending. */
+  runs: EvalCaseResult[];
+  /** Credits taken from the workspace's balance now, held by the eval until it ends. */
+  reserve: number;
+}
+
+export type CreateEvalOutcome = { ok: true } | { ok: false; reason: 'balance'; balance: number };
+
+/** An eval as stored: its list item (as of its last write), its plan, its rows. */
+export interface EvalRecord {
+  id: string;
+  workspaceId: string;
+  agentId: string;
+  team: string | null;
+  item: EvalListItem;
+  plan: string;
+  /** Credits the eval still holds. */
+  held: number;
+  results: EvalCaseResult[];
+}
+
+/** What a driver writes of one case's run once it is graded (the row's `criteria` and outcome), and what the judging spent. */
+export interface GradedRun {
+  ordinal: number;
+  result: EvalCaseResult;
+  judgeCredits: number;
+}
+
+export interface EvalRepository {
+  /**
+   * The eval, its rows and its reservation, in one transaction: the reservation is a conditional
+   * debit of the workspace's balance (never below zero); when it cannot be taken nothing is written
+   * (`balance`: the balance then).
+   */
+  create(evalRun: NewEval): Promise<CreateEvalOutcome>;
+  /** The eval with its rows, or null when the workspace has none of that id. */
+  find(workspaceId: string, id: string): Promise<EvalRecord | null>;
+  /** The agent's evals, newest first (by creation, then id), after the keyset `before` ({created_at, id}), at most `limit`. */
+  list(workspaceId: string, agentId: string, before: { createdAt: string; id: string } | null, limit: number): Promise<EvalListItem[]>;
+  /**
+   * Evals that are not finished and whose lease ran out (or never had one), claimed for `lease`
+   * (at most `limit`): each claim a conditional write, so of two processes one gets an eval.
+   */
+  claimDue(lease: Lease, limit: number): Promise<string[]>;
+  /** Releases the lease early so another pass (any process) may take the eval up at `nextAt` (ms); false when the lease was lost. */
+  release(id: string, owner: string, nextAtMs: number): Promise<boolean>;
+  /**
+   * Moves `amount` of the eval's held credits back to the workspace's balance (a case's run is about
+   * to reserve them), under the driver's lease; false when the lease was lost or it holds less.
+   */
+  releaseCredits(id: string, owner: string, amount: number): Promise<boolean>;
+  /** Records the run of row `ordinal` (when the row has none) and marks the eval running, under the lease; false when lost. */
+  recordRun(id: string, owner: string, ordinal: number, runId: string): Promise<boolean>;
+  /**
+   * Records graded rows, the judge credits they spent (taken from what the eval holds) and the
+   * eval's list item as it now reads, in one write under the lease; false when the lease was lost.
+   */
+  recordGrades(id: string, owner: string, graded: GradedRun[], item: EvalListItem): Promise<boolean>;
+  /**
+   * Ends the eval (`finished` or `failed`: its final list item says which, with its summary and gate
+   * result) and gives what it still holds back to the workspace's balance, in one write under the
+   * lease; false when the lease was lost.
+   */
+  finish(id: string, owner: string, item: EvalListItem): Promise<boolean>;
+  /** Deletes evals that ended before `beforeIso` (and their rows), at most `limit`; how many. */
+  prune(beforeIso: string, limit: number): Promise<number>;
+}
