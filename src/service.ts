@@ -1,5 +1,6 @@
 // Wires the parts of the service from a Config: the store, the token verifier (embedded issuer or
 // an external one), and the HTTP app. main.ts listens; tests call this with a temporary database.
+import { randomUUID } from 'node:crypto';
 import { createAppRegistry } from './apps/registry';
 import { loadMarketplace, MarketplaceError, type SkillMarketplace } from './apps/skills/marketplace';
 import { callWorkflowTool } from './services/workflow-tools';
@@ -21,6 +22,7 @@ import { startMaintenance, type Maintenance } from './services/maintenance';
 import { startScheduler, type Scheduler } from './services/scheduler';
 import { startEventDispatch, type EventDispatch } from './services/app-event-dispatch';
 import { startChannelSender, type ChannelSender } from './services/channel-sender';
+import { startEvalDriver, type EvalDriver } from './services/eval-driver';
 import { queueChannelMessage } from './services/channel-outbox';
 import { relayFromUrl } from './channels/email/relay';
 import { mailResolver } from './channels/email/sender-verdict';
@@ -49,6 +51,8 @@ export interface Service {
   events: EventDispatch;
   /** Sends what the agents' channel tools queued. */
   outbox: ChannelSender;
+  /** Runs and grades the evals. */
+  evalDriver: EvalDriver;
   /** Present when the service is its own issuer (no AUTH_ISSUER). */
   localIssuer: LocalIssuer | null;
   /** Set `draining` when a shutdown begins: /readyz answers 503 from then on. */
@@ -63,6 +67,8 @@ const HTTP_TOOL = { timeoutMs: 10_000, maxBytes: 1024 * 1024 };
 const EVENT_DISPATCH_MS = 250;
 /** How often the outbox looks for messages due to be sent, while the scheduler runs. */
 const OUTBOX_SEND_MS = 500;
+/** How often the evals due are looked for, while the scheduler runs. */
+const EVAL_DRIVE_MS = 500;
 /** How long one send to the relay or the Graph API may take. */
 const CHANNEL_SEND_TIMEOUT_MS = 30_000;
 
@@ -262,7 +268,10 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     cancelWaitMs: config.cancelWaitMs,
     versionPages: new VersionPages(config.versionsKept),
     channels: channelSettings(config.channels),
+    // The driver starts below, once ctx exists.
+    evals: { defaultJudge: config.evalJudgeModel, providerFor: models.providerFor, wake: () => void evalDriver?.run() },
   };
+  let evalDriver: EvalDriver | undefined;
   const readiness: Readiness = { draining: false };
   const { app, mcp } = await webLayers(config, logger, opts, ctx, readiness, localIssuer);
   await runner.start();
@@ -281,6 +290,8 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
   });
   const events = startEventDispatch(ctx, { intervalMs: config.schedulerTickMs && EVENT_DISPATCH_MS, logger });
   const outbox = startOutbox(ctx, config, logger);
+  evalDriver = startEvalDriver(ctx, { intervalMs: config.schedulerTickMs && EVAL_DRIVE_MS, logger, owner: `evals:${randomUUID()}` });
+  const drivingEvals = evalDriver;
   return {
     app,
     ctx,
@@ -291,11 +302,13 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     scheduler,
     events,
     outbox,
+    evalDriver: drivingEvals,
     localIssuer,
     close: async (graceMs = 5000) => {
       await scheduler.stop();
       await events.stop();
       await outbox.stop();
+      await drivingEvals.stop();
       maintenance.stop();
       ctx.runEvents.stop();
       await mcp?.close();

@@ -46,6 +46,12 @@ export interface GradedRun {
   judgeCredits: number;
 }
 
+/** An eval a driver claimed: its id and workspace. */
+export interface ClaimedEval {
+  id: string;
+  workspaceId: string;
+}
+
 export interface EvalRepository {
   /**
    * The eval, its rows and its reservation, in one transaction: the reservation is a conditional
@@ -61,7 +67,7 @@ export interface EvalRepository {
    * Evals that are not finished and whose lease ran out (or never had one), claimed for `lease`
    * (at most `limit`): each claim a conditional write, so of two processes one gets an eval.
    */
-  claimDue(lease: Lease, limit: number): Promise<string[]>;
+  claimDue(lease: Lease, limit: number): Promise<ClaimedEval[]>;
   /** Releases the lease early so another pass (any process) may take the eval up at `nextAt` (ms); false when the lease was lost. */
   release(id: string, owner: string, nextAtMs: number): Promise<boolean>;
   /**

@@ -1,0 +1,149 @@
+// The evals' driver (docs/evals.md): any process claims evals that are due, under a lease, and moves
+// each on by its plan: it starts the runs of cases not started (a few at a time), grades the runs
+// that ended, and ends the eval once every run is graded (its summary, its gate, what it held given
+// back). Every write is conditional on the lease, so a driver that lost it changes nothing. A run's
+// id is recorded in the eval before the run is accepted, under that id: a driver that stops
+// between the two leaves the id, and the next pass accepts that run (or finds it): one run per row.
+import { compareResults } from '../domain/evals/compare';
+import { rowOf, type EvalPlan } from '../domain/evals/plan';
+import { gateResult, summarize } from '../domain/evals/summary';
+import type { Agent, EvalCaseResult, EvalListItem } from '../domain/types';
+import { uuidV7 } from '../ids';
+import type { Logger } from '../log';
+import type { EvalRecord, GradedRun, Serialized } from '../store/port';
+import type { ServiceContext } from './context';
+import { gradeRun } from './eval-grading';
+import { agentRun } from './run-builders';
+import { acceptRun } from './runs';
+import { periodicPass, type PeriodicPass } from './periodic-pass';
+
+/** How long a claim holds: longer than a pass over one eval takes (judge calls time out at 60 s each: the lease is renewed by release). */
+const CLAIM_MS = 120_000;
+/** Evals claimed per pass, at most. */
+const PER_PASS = 8;
+/** Runs of one eval in flight at once: an eval of 200 cases does not take the workspace's queue whole. */
+export const RUNS_IN_FLIGHT = 4;
+/** When a driven eval is looked at again (by any process), after a pass. */
+const AGAIN_MS = 500;
+
+const FINAL = new Set(['succeeded', 'failed', 'cancelled', 'refused']);
+
+export interface EvalDriverOptions {
+  intervalMs: number;
+  logger: Logger;
+  /** This process's name in the leases it takes. */
+  owner: string;
+}
+
+export type EvalDriver = PeriodicPass;
+
+export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): EvalDriver {
+  const evals = ctx.store.evals;
+  const owner = opts.owner;
+
+  /** The run of row `ordinal`, accepted now under the id recorded for it. */
+  async function startRun(record: EvalRecord, plan: EvalPlan, ordinal: number, runId: string): Promise<void> {
+    const kept = await ctx.store.agents.versions.get(plan.agent.id, plan.agent.version);
+    if (!kept) throw new Error(`version ${plan.agent.version} of agent '${plan.agent.slug}' is no longer kept`);
+    // The run reserves its max_steps from the balance: what the eval held for it goes back first.
+    if (!(await evals.releaseCredits(record.id, owner, plan.agent.maxSteps))) return;
+    const { planned } = rowOf(plan, ordinal);
+    const document = JSON.parse(kept.json) as Agent;
+    const run = agentRun({ id: plan.agent.id, slug: plan.agent.slug, version: kept.version, json: kept.json as Serialized<Agent>, document }, { prompt: planned.prompt }, {
+      workspaceId: record.workspaceId,
+      startedBy: record.item.started_by,
+      source: 'eval',
+    });
+    await acceptRun(ctx, { ...run, minimumCost: plan.agent.maxSteps }, undefined, runId);
+  }
+
+  /** Starts runs of rows not started, while fewer than RUNS_IN_FLIGHT are running; grades the ended ones. */
+  async function advance(record: EvalRecord, plan: EvalPlan): Promise<EvalRecord['results'] | null> {
+    const results = [...record.results];
+    const graded: (GradedRun & { agentCredits: number })[] = [];
+    let inFlight = 0;
+    for (const [ordinal, row] of results.entries()) {
+      if (row.passed !== null || row.run_id === null) continue;
+      const run = await ctx.store.runs.find(row.run_id);
+      if (!run) {
+        await startRun(record, plan, ordinal, row.run_id); // recorded, then the driver stopped: accepted now
+        inFlight++;
+        continue;
+      }
+      if (!FINAL.has(run.status)) {
+        inFlight++;
+        continue;
+      }
+      const { result, judgeCalls } = await gradeRun(ctx.evals, plan.judge, rowOf(plan, ordinal).planned, row, run);
+      results[ordinal] = result;
+      graded.push({ ordinal, result, judgeCredits: judgeCalls, agentCredits: run.credits_spent });
+    }
+    for (const [ordinal, row] of results.entries()) {
+      if (inFlight >= RUNS_IN_FLIGHT) break;
+      if (row.run_id !== null) continue;
+      const runId = uuidV7();
+      if (!(await evals.recordRun(record.id, owner, ordinal, runId))) return null;
+      results[ordinal] = { ...row, run_id: runId };
+      await startRun(record, plan, ordinal, runId);
+      inFlight++;
+    }
+    if (graded.length) {
+      const spent = graded.reduce((sum, g) => sum + g.agentCredits, 0);
+      const judged = graded.reduce((sum, g) => sum + g.judgeCredits, 0);
+      const credits = record.item.summary.credits;
+      const item: EvalListItem = {
+        ...record.item,
+        status: 'running',
+        summary: summarize(results, { ...credits, agent: credits.agent + spent, judge: credits.judge + judged }),
+      };
+      if (!(await evals.recordGrades(record.id, owner, graded, item))) return null;
+      record.item = item;
+    }
+    return results;
+  }
+
+  /** The gate's verdict: regressions counted against its baseline (regressed and newly errored criteria). */
+  async function verdict(record: EvalRecord, plan: EvalPlan, results: EvalCaseResult[], item: EvalListItem) {
+    if (!plan.gate) return null;
+    let regressions: number | null = null;
+    let problem: string | null = null;
+    if (plan.gate.baseline !== undefined) {
+      const baseline = await evals.find(record.workspaceId, plan.gate.baseline);
+      if (!baseline) problem = `the baseline eval '${plan.gate.baseline}' is gone (pruned after RUN_RETENTION_DAYS)`;
+      else {
+        const { counts } = compareResults(record.id, baseline.id, results, baseline.results);
+        regressions = counts.regressed + counts.newly_errored;
+      }
+    }
+    return gateResult(item.summary, plan.gate, regressions, problem);
+  }
+
+  async function drive(record: EvalRecord): Promise<void> {
+    const plan = JSON.parse(record.plan) as EvalPlan;
+    let results: EvalCaseResult[] | null;
+    try {
+      results = await advance(record, plan);
+    } catch (err) {
+      opts.logger.error({ err, eval: record.id }, 'an eval could not go on');
+      const message = err instanceof Error ? err.message : 'the eval could not go on';
+      await evals.finish(record.id, owner, { ...record.item, status: 'failed', finished_at: new Date().toISOString(), error: message });
+      return;
+    }
+    if (results === null) return; // the lease was lost: another driver has it
+    if (results.some((r) => r.passed === null)) {
+      await evals.release(record.id, owner, Date.now() + AGAIN_MS);
+      return;
+    }
+    const done: EvalListItem = { ...record.item, status: 'finished', finished_at: new Date().toISOString() };
+    await evals.finish(record.id, owner, { ...done, gate_result: await verdict(record, plan, results, done) });
+  }
+
+  const pass = async (): Promise<void> => {
+    const claimed = await evals.claimDue({ owner, ms: CLAIM_MS }, PER_PASS);
+    for (const { id, workspaceId } of claimed) {
+      const record = await evals.find(workspaceId, id);
+      if (record) await drive(record);
+    }
+  };
+  return periodicPass(pass, { intervalMs: opts.intervalMs, logger: opts.logger, what: 'eval driver pass' });
+}
