@@ -56,6 +56,7 @@ async function prepare(t) {
   if (summary === "Deliver an app's event") return prepareAppEvent(t, status);
   if (summary === "Answer Meta's subscription check") return prepareSubscriptionCheck(t, status);
   if (summary === "List an agent's channel messages") return prepareMessageList(t, status);
+  if (EVAL_OPERATIONS.has(summary) && status !== 422) return prepareEvals(t, summary, status);
   if (status === 429 && !summary.startsWith('Follow')) return prepareQuotaSpent(t);
   if (summary.startsWith('List') && summary.endsWith('runs')) return prepareRunList(t, status);
   if (DOCUMENT_LISTS.has(summary) && (status === 200 || status === 400)) return prepareDocumentList(t, status);
@@ -437,6 +438,8 @@ async function prepareKeyReuse(t, summary) {
             ? { ...skillExample(), name: 'idempotent-skill' }
             : summary === 'Create eval dataset'
               ? { ...example('EvalDatasetCreateRequestExample'), slug: 'idempotent-dataset' }
+              : summary === 'Start an eval'
+                ? (await evalFixtures(), { dataset: 'eval-contract-cases', repeats: 2 })
               : summary === 'Create app'
                 ? await appBody('idempotent-app')
                 : summary === 'Create connection'
@@ -831,6 +834,53 @@ function prepareMessageList(t, status) {
   if (status === 401) delete t.request.headers.Authorization;
   if (status === 403) t.request.headers.Authorization = `Bearer ${mint('read')}`;
   setUri(t, status === 404 ? withRef(path, 'no-such-document') : path);
+}
+
+// ---------------------------------------------------------------- evals
+const EVAL_OPERATIONS = new Set(['Start an eval', "List an agent's evals", 'Read an eval', 'Compare two evals']);
+const NO_SUCH_EVAL = '00000000-0000-4000-8000-000000000000';
+
+let evalAgents;
+/** An agent to evaluate (`eval-contract`), an archived one (its eval is 409), and one finished-or-not eval of the first. */
+function evalFixtures() {
+  evalAgents ??= (async () => {
+    const agent = { ...JSON.parse(exampleAgent), triggers: [], eval_criteria: ['Answers politely', { type: 'contains', value: 'order' }] };
+    await api('PUT', '/agents', { ...agent, slug: 'eval-contract' });
+    const archived = await api('PUT', '/agents', { ...agent, slug: 'eval-archived' });
+    await api('POST', '/agents/eval-archived/status', { status: 'archived' }, { 'If-Match': archived.etag });
+    await api('PUT', '/eval-datasets', { ...example('EvalDatasetCreateRequestExample'), slug: 'eval-contract-cases' });
+    const started = await api('POST', '/agents/eval-contract/evals', { dataset: 'eval-contract-cases' });
+    return { evalId: started.data.id };
+  })();
+  return evalAgents;
+}
+
+/** The eval operations on `eval-contract` and its eval, or on what does not exist for the 404s. */
+async function prepareEvals(t, summary, status) {
+  const req = t.request;
+  req.headers.Authorization = `Bearer ${token}`;
+  // The evals here differ from the examples: the reply is checked against the schema (beforeEachValidation).
+  delete t.expected.body;
+  delete t.expected.bodySchema;
+  if (t.expected.headers) delete t.expected.headers.Link; // present only when a next page exists
+  if (status >= 400) t.skip = status === 503; // 503 needs an unreachable issuer (test/integration/auth.test.ts)
+  if (status === 401) return void delete req.headers.Authorization;
+  if (status === 403) return void (req.headers.Authorization = `Bearer ${mint('read')}`);
+  const { evalId } = await evalFixtures();
+  const path = req.uri.split('?')[0];
+  if (summary === 'Start an eval') {
+    setUri(t, withRef(path, status === 404 ? 'no-such-document' : status === 409 ? 'eval-archived' : 'eval-contract'));
+    req.body = JSON.stringify(status === 400 ? { dataset: 'eval-contract-cases', repeats: 9 } : { dataset: 'eval-contract-cases' });
+    if (status === 413) req.body = JSON.stringify({ padding: 'x'.repeat(70 * 1024) });
+    if (status === 415) req.headers['Content-Type'] = 'text/plain';
+    return;
+  }
+  if (summary === "List an agent's evals") {
+    const base = withRef(path, status === 404 ? 'no-such-document' : 'eval-contract');
+    return setUri(t, status === 400 ? `${base}?cursor=not-a-cursor` : base);
+  }
+  const id = status === 400 ? 'not-a-uuid' : status === 404 ? NO_SUCH_EVAL : evalId;
+  setUri(t, summary === 'Read an eval' ? `/api/build/evals/${id}` : `/api/build/evals/${id}/compare/${evalId}`);
 }
 
 hooks.beforeEach((t, done) => {

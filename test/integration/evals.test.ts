@@ -4,9 +4,12 @@
 // sent; no judge (skipped, incomplete); two versions compared where one case regresses, and a gate
 // against that baseline; credits reserved up front (409 and nothing run when they cannot be), then
 // charged as spent; another workspace sees none of it. Every reply is checked against openapi.yaml.
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import type { components } from '../../generated/api';
+import { projectRoot } from '../../src/paths';
 import { minimalAgent, replaceBody } from '../helpers/fixtures';
 import { startService, type TestService } from '../helpers/service';
 
@@ -221,4 +224,37 @@ test('another workspace sees none of it', async () => {
   );
   expect((await other.GET('/api/build/agents/{ref}/evals', { params: { path: { ref: agent.id } } })).response.status).toBe(404);
   expect((await other.POST('/api/build/agents/{ref}/evals', { params: { path: { ref: agent.id } }, body: { dataset: 'private' } })).response.status).toBe(404);
+});
+
+/** `build-api eval` in a child process (needs `npm run build`), against this test's service: its exit code and output. */
+function evalCli(args: string[], token = t.token()): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [path.join(projectRoot, 'bin', 'build-api.js'), 'eval', ...args], {
+    env: { ...process.env, BUILD_API_TOKEN: token, BUILD_API_URL: t.baseUrl },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+test('build-api eval runs an eval, prints its table and exits by its gate: 0 passed, 1 not, 2 could not run', async () => {
+  const agent = await agentWith('Gated');
+  await datasetOf('gated');
+  const passed = await evalCli(['--agent', agent.slug, '--dataset', 'gated', '--min-pass-rate', '0.5', '--allow-skipped']);
+  expect(passed.stderr).toBe('');
+  expect(passed.stdout).toMatch(/^eval [0-9a-f-]{36}: agent gated v1, dataset gated v1\n/);
+  expect(passed.stdout).toMatch(/case\s+repeat\s+run\s+passed\s+failed\s+errored\s+skipped\s+not passed\n/);
+  expect(passed.stdout).toMatch(/\ngreets\s+1\s+succeeded\s+3\s+0\s+0\s+1\s+c_[0-9a-f]{10} skipped\n/);
+  expect(passed.stdout).toContain('pass rate 75%; 6 passed, 2 failed, 0 errored, 2 skipped');
+  expect(passed.stdout.trimEnd().endsWith('gate passed')).toBe(true);
+  expect(passed.code).toBe(0);
+  const failed = await evalCli(['--agent', agent.slug, '--dataset', 'gated', '--min-pass-rate', '0.9']);
+  expect(failed.stdout.trimEnd().split('\n').pop()).toBe('gate failed: the pass rate 75% is below 90%; 2 grades were skipped (no judge model)');
+  expect(failed.code).toBe(1);
+  const usage = await evalCli(['--dataset', 'gated']);
+  expect([usage.code, usage.stderr]).toEqual([2, "build-api eval: --agent: required (the agent's slug or id)\n"]);
+  const missing = await evalCli(['--agent', 'no-such-agent', '--dataset', 'gated']);
+  expect(missing.code).toBe(2);
+  expect(missing.stderr).toMatch(/^build-api eval: POST \/api\/build\/agents\/no-such-agent\/evals: 404 /);
 });
