@@ -10,14 +10,14 @@ import { gateResult, summarize } from '../domain/evals/summary';
 import type { Agent, EvalCaseResult, EvalListItem } from '../domain/types';
 import { uuidV7 } from '../ids';
 import type { Logger } from '../log';
-import type { EvalRecord, GradedRun, Serialized } from '../store/port';
+import type { EvalRecord, RunRow, Serialized } from '../store/port';
 import type { ServiceContext } from './context';
 import { gradeRun } from './eval-grading';
 import { agentRun } from './run-builders';
 import { acceptRun } from './runs';
 import { periodicPass, type PeriodicPass } from './periodic-pass';
 
-/** How long a claim holds: longer than a pass over one eval takes (judge calls time out at 60 s each: the lease is renewed by release). */
+/** How long a claim holds unless renewed (a pass renews it while it drives an eval: judge calls take up to 60 s each). */
 const CLAIM_MS = 120_000;
 /** Evals claimed per pass, at most. */
 const PER_PASS = 8;
@@ -41,42 +41,52 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
   const evals = ctx.store.evals;
   const owner = opts.owner;
 
-  /** The run of row `ordinal`, accepted now under the id recorded for it. */
+  /** The run of row `ordinal`, accepted now under the id recorded for it (unless it was: a driver that lost its lease raced). */
   async function startRun(record: EvalRecord, plan: EvalPlan, ordinal: number, runId: string): Promise<void> {
     const kept = await ctx.store.agents.versions.get(plan.agent.id, plan.agent.version);
-    if (!kept) throw new Error(`version ${plan.agent.version} of agent '${plan.agent.slug}' is no longer kept`);
-    // The run reserves its max_steps from the balance: what the eval held for it goes back first.
-    if (!(await evals.releaseCredits(record.id, owner, plan.agent.maxSteps))) return;
+    if (!kept) throw new Error(`version ${plan.agent.version} of agent '${plan.agent.slug}' is no longer kept (VERSIONS_KEPT)`);
+    // The run reserves its max_steps from the balance: what the eval held for it goes back first
+    // (held may be short of it after a driver stopped between the two: the run then asks the balance).
+    await evals.releaseCredits(record.id, owner, plan.agent.maxSteps);
     const { planned } = rowOf(plan, ordinal);
     const document = JSON.parse(kept.json) as Agent;
-    const run = agentRun({ id: plan.agent.id, slug: plan.agent.slug, version: kept.version, json: kept.json as Serialized<Agent>, document }, { prompt: planned.prompt }, {
-      workspaceId: record.workspaceId,
-      startedBy: record.item.started_by,
-      source: 'eval',
-    });
-    await acceptRun(ctx, { ...run, minimumCost: plan.agent.maxSteps }, undefined, runId);
+    const stored = { id: plan.agent.id, slug: plan.agent.slug, version: kept.version, json: kept.json as Serialized<Agent>, document };
+    const run = agentRun(stored, { prompt: planned.prompt }, { workspaceId: record.workspaceId, startedBy: record.item.started_by, source: 'eval' });
+    try {
+      await acceptRun(ctx, { ...run, minimumCost: plan.agent.maxSteps }, undefined, runId);
+    } catch (err) {
+      if (!(await ctx.store.runs.find(runId))) throw err;
+    }
   }
 
-  /** Starts runs of rows not started, while fewer than RUNS_IN_FLIGHT are running; grades the ended ones. */
-  async function advance(record: EvalRecord, plan: EvalPlan): Promise<EvalRecord['results'] | null> {
+  /** Grades the row's ended run and records it with the eval as it now reads; false when the lease was lost. */
+  async function grade(record: EvalRecord, plan: EvalPlan, results: EvalCaseResult[], ordinal: number, run: RunRow): Promise<boolean> {
+    const { result, judgeCalls } = await gradeRun(ctx.evals, plan.judge, rowOf(plan, ordinal).planned, results[ordinal]!, run);
+    results[ordinal] = result;
+    const credits = record.item.summary.credits;
+    const item: EvalListItem = {
+      ...record.item,
+      status: 'running',
+      summary: summarize(results, { ...credits, agent: credits.agent + run.credits_spent, judge: credits.judge + judgeCalls }),
+    };
+    if (!(await evals.recordGrades(record.id, owner, [{ ordinal, result, judgeCredits: judgeCalls }], item))) return false;
+    record.item = item;
+    return true;
+  }
+
+  /**
+   * Grades the rows whose runs ended, and starts runs of rows not started while fewer than
+   * RUNS_IN_FLIGHT are running. The rows as they now stand, or null when the lease was lost.
+   */
+  async function advance(record: EvalRecord, plan: EvalPlan): Promise<EvalCaseResult[] | null> {
     const results = [...record.results];
-    const graded: (GradedRun & { agentCredits: number })[] = [];
     let inFlight = 0;
     for (const [ordinal, row] of results.entries()) {
       if (row.passed !== null || row.run_id === null) continue;
       const run = await ctx.store.runs.find(row.run_id);
-      if (!run) {
-        await startRun(record, plan, ordinal, row.run_id); // recorded, then the driver stopped: accepted now
-        inFlight++;
-        continue;
-      }
-      if (!FINAL.has(run.status)) {
-        inFlight++;
-        continue;
-      }
-      const { result, judgeCalls } = await gradeRun(ctx.evals, plan.judge, rowOf(plan, ordinal).planned, row, run);
-      results[ordinal] = result;
-      graded.push({ ordinal, result, judgeCredits: judgeCalls, agentCredits: run.credits_spent });
+      if (!run) await startRun(record, plan, ordinal, row.run_id); // recorded, then its driver stopped: accepted now
+      if (!run || !FINAL.has(run.status)) inFlight++;
+      else if (!(await grade(record, plan, results, ordinal, run))) return null;
     }
     for (const [ordinal, row] of results.entries()) {
       if (inFlight >= RUNS_IN_FLIGHT) break;
@@ -86,18 +96,6 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
       results[ordinal] = { ...row, run_id: runId };
       await startRun(record, plan, ordinal, runId);
       inFlight++;
-    }
-    if (graded.length) {
-      const spent = graded.reduce((sum, g) => sum + g.agentCredits, 0);
-      const judged = graded.reduce((sum, g) => sum + g.judgeCredits, 0);
-      const credits = record.item.summary.credits;
-      const item: EvalListItem = {
-        ...record.item,
-        status: 'running',
-        summary: summarize(results, { ...credits, agent: credits.agent + spent, judge: credits.judge + judged }),
-      };
-      if (!(await evals.recordGrades(record.id, owner, graded, item))) return null;
-      record.item = item;
     }
     return results;
   }
@@ -121,6 +119,10 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
   async function drive(record: EvalRecord): Promise<void> {
     const plan = JSON.parse(record.plan) as EvalPlan;
     let results: EvalCaseResult[] | null;
+    // A pass over one eval may last (each judge call up to a minute): its lease is held on meanwhile.
+    const renewal = setInterval(() => {
+      void evals.renew(record.id, owner, Date.now() + CLAIM_MS).catch((err: unknown) => opts.logger.warn({ err, eval: record.id }, "an eval's lease could not be renewed"));
+    }, CLAIM_MS / 3);
     try {
       results = await advance(record, plan);
     } catch (err) {
@@ -128,6 +130,8 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
       const message = err instanceof Error ? err.message : 'the eval could not go on';
       await evals.finish(record.id, owner, { ...record.item, status: 'failed', finished_at: new Date().toISOString(), error: message });
       return;
+    } finally {
+      clearInterval(renewal);
     }
     if (results === null) return; // the lease was lost: another driver has it
     if (results.some((r) => r.passed === null)) {

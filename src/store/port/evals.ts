@@ -68,6 +68,8 @@ export interface EvalRepository {
    * (at most `limit`): each claim a conditional write, so of two processes one gets an eval.
    */
   claimDue(lease: Lease, limit: number): Promise<ClaimedEval[]>;
+  /** Holds the lease on until `untilMs` (a long pass renews it as it goes); false when it was lost. */
+  renew(id: string, owner: string, untilMs: number): Promise<boolean>;
   /** Releases the lease early so another pass (any process) may take the eval up at `nextAt` (ms); false when the lease was lost. */
   release(id: string, owner: string, nextAtMs: number): Promise<boolean>;
   /**

@@ -26,6 +26,7 @@ import {
   RECORD_RUN,
   recordOf,
   RELEASE_EVAL,
+  RENEW_EVAL,
   RELEASE_HELD,
   runColumns,
   undone,
@@ -50,6 +51,7 @@ const lists = [false, true].map((before) => numbered(listEvalsSql(before)));
 // again on the row it updates, in case another claimer moved it first.
 const claim = numbered(claimEvalsSql(`IN (${DUE_EVALS} FOR UPDATE SKIP LOCKED)`));
 const release = numbered(RELEASE_EVAL);
+const renew = numbered(RENEW_EVAL);
 const releaseHeld = numbered(RELEASE_HELD);
 const markRunning = numbered(MARK_RUNNING);
 const recordRun = numbered(RECORD_RUN);
@@ -101,6 +103,7 @@ export function pgEvalRepository(db: PgDatabase): EvalRepository {
       return rows.map(({ id, workspaceId }) => ({ id, workspaceId })).sort(byId);
     },
     release: async (id, owner, nextAtMs) => (await db.count(release.text, release.values({ id, owner, next: nextAtMs }))) === 1,
+    renew: async (id, owner, untilMs) => (await db.count(renew.text, renew.values({ id, owner, until: untilMs }))) === 1,
     releaseCredits: (id, owner, amount) =>
       db.transaction(async (sql) => {
         const row = await sql.row<{ workspaceId: string }>(releaseHeld.text, releaseHeld.values({ id, owner, amount }));

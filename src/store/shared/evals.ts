@@ -82,6 +82,9 @@ export const claimEvalsSql = (ids: string) => `UPDATE evals SET lease_owner = @o
 /** Lets go of the lease: claimable again at @next. */
 export const RELEASE_EVAL = `UPDATE evals SET lease_owner = NULL, lease_until = @next WHERE ${UNDER_LEASE}`;
 
+/** Holds the lease on until @until (a pass that grades for long: judge calls). */
+export const RENEW_EVAL = `UPDATE evals SET lease_until = @until WHERE ${UNDER_LEASE}`;
+
 /** Takes @amount (≥ 0) from what the eval holds, if it holds that much; the workspace to credit it to. */
 export const RELEASE_HELD = `UPDATE evals SET held = held - @amount WHERE ${UNDER_LEASE} AND held >= @amount AND @amount >= 0
   RETURNING workspace_id AS "workspaceId"`;

@@ -24,6 +24,7 @@ import {
   RECORD_RUN,
   recordOf,
   RELEASE_EVAL,
+  RENEW_EVAL,
   RELEASE_HELD,
   runColumns,
   undone,
@@ -46,6 +47,7 @@ export function evalRepository(db: Db, commit: GroupCommit): EvalRepository {
   const due = db.prepare(DUE_EVALS).pluck();
   const claim = db.prepare(claimEvalsSql('= @id'));
   const release = db.prepare(RELEASE_EVAL);
+  const renew = db.prepare(RENEW_EVAL);
   const releaseHeld = db.prepare(RELEASE_HELD);
   const markRunning = db.prepare(MARK_RUNNING);
   const recordRun = db.prepare(RECORD_RUN);
@@ -85,6 +87,7 @@ export function evalRepository(db: Db, commit: GroupCommit): EvalRepository {
         return claimed.filter((row): row is ClaimedEval => row !== undefined).sort(byId);
       }),
     release: (id, owner, nextAtMs) => commit.run(() => release.run({ id, owner, next: nextAtMs }).changes === 1),
+    renew: (id, owner, untilMs) => commit.run(() => renew.run({ id, owner, until: untilMs }).changes === 1),
     releaseCredits: (id, owner, amount) =>
       commit.run(() => {
         const row = releaseHeld.get({ id, owner, amount }) as { workspaceId: string } | undefined;
