@@ -10,7 +10,7 @@ import { gateResult, summarize } from '../domain/evals/summary';
 import type { Agent, EvalCaseResult, EvalListItem } from '../domain/types';
 import { uuidV7 } from '../ids';
 import type { Logger } from '../log';
-import type { EvalRecord, RunRow, Serialized } from '../store/port';
+import type { EvalEventInput, EvalRecord, RunRow, Serialized } from '../store/port';
 import type { ServiceContext } from './context';
 import { gradeRun } from './eval-grading';
 import { agentRun } from './run-builders';
@@ -27,6 +27,20 @@ export const RUNS_IN_FLIGHT = 4;
 const AGAIN_MS = 500;
 
 const FINAL = new Set(['succeeded', 'failed', 'cancelled', 'refused']);
+
+/** The event of a graded run: its grades counted by outcome. */
+function gradedEvent(result: EvalCaseResult): EvalEventInput {
+  const outcomes: Record<string, number> = {};
+  for (const c of result.criteria) outcomes[c.outcome] = (outcomes[c.outcome] ?? 0) + 1;
+  const { case_id, repeat, run_id, run_status, passed } = result;
+  return { type: 'eval.run_graded', data: { case_id, repeat, run_id, run_status, passed, outcomes } };
+}
+
+/** The last event: how the eval ended. */
+const finishedEvent = (item: EvalListItem): EvalEventInput => ({
+  type: 'eval.finished',
+  data: { status: item.status, summary: item.summary, gate_result: item.gate_result, error: item.error },
+});
 
 export interface EvalDriverOptions {
   intervalMs: number;
@@ -69,7 +83,7 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
       status: 'running',
       summary: summarize(results, { ...credits, agent: credits.agent + run.credits_spent, judge: credits.judge + judgeCalls }),
     };
-    if (!(await evals.recordGrades(record.id, owner, [{ ordinal, result, judgeCredits: judgeCalls }], item))) return false;
+    if (!(await evals.recordGrades(record.id, owner, [{ ordinal, result, judgeCredits: judgeCalls }], item, [gradedEvent(result)]))) return false;
     record.item = item;
     return true;
   }
@@ -92,7 +106,8 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
       if (inFlight >= RUNS_IN_FLIGHT) break;
       if (row.run_id !== null) continue;
       const runId = uuidV7();
-      if (!(await evals.recordRun(record.id, owner, ordinal, runId))) return null;
+      const started: EvalEventInput = { type: 'eval.run_started', data: { case_id: row.case_id, repeat: row.repeat, run_id: runId } };
+      if (!(await evals.recordRun(record.id, owner, ordinal, runId, started))) return null;
       results[ordinal] = { ...row, run_id: runId };
       await startRun(record, plan, ordinal, runId);
       inFlight++;
@@ -128,7 +143,8 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
     } catch (err) {
       opts.logger.error({ err, eval: record.id }, 'an eval could not go on');
       const message = err instanceof Error ? err.message : 'the eval could not go on';
-      await evals.finish(record.id, owner, { ...record.item, status: 'failed', finished_at: new Date().toISOString(), error: message });
+      const failed: EvalListItem = { ...record.item, status: 'failed', finished_at: new Date().toISOString(), error: message };
+      await evals.finish(record.id, owner, failed, finishedEvent(failed));
       return;
     } finally {
       clearInterval(renewal);
@@ -139,7 +155,8 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
       return;
     }
     const done: EvalListItem = { ...record.item, status: 'finished', finished_at: new Date().toISOString() };
-    await evals.finish(record.id, owner, { ...done, gate_result: await verdict(record, plan, results, done) });
+    const finished = { ...done, gate_result: await verdict(record, plan, results, done) };
+    await evals.finish(record.id, owner, finished, finishedEvent(finished));
   }
 
   const pass = async (): Promise<void> => {

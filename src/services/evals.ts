@@ -101,6 +101,7 @@ export async function startEval(ctx: ServiceContext, who: Principal, ref: string
     plan: JSON.stringify(plan),
     runs: results,
     reserve,
+    event: { type: 'eval.queued', data: { status: 'queued' } },
   });
   if (!outcome.ok) {
     const judged = results.reduce((n, r) => n + r.criteria.filter((c) => c.type === 'judge').length, 0);

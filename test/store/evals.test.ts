@@ -37,6 +37,10 @@ const item = (id: string, agentId: string, createdAt: string, more: Partial<Eval
   ...more,
 });
 
+const STARTED = { type: 'eval.run_started', data: { case_id: 'a' } } as const;
+const GRADED = { type: 'eval.run_graded', data: { passed: true } } as const;
+const FINISHED = { type: 'eval.finished', data: { status: 'finished' } } as const;
+
 const row = (caseId: string, more: Partial<EvalCaseResult> = {}): EvalCaseResult => ({
   case_id: caseId,
   repeat: 1,
@@ -58,6 +62,7 @@ const newEval = (ws: string, agentId: string, more: Partial<NewEval> = {}, creat
     plan: '{"cases":["a","b"]}',
     runs: [row('a'), row('b')],
     reserve: 10,
+    event: { type: 'eval.queued', data: { status: 'queued' } },
     ...more,
   };
 };
@@ -140,8 +145,8 @@ describe.each(adapters)('$name: evals', (adapter) => {
     expect(await claimedIds(store, lease('brief', 1), 1_000)).toContain(e.id);
     await sleep(5);
     expect(await claimedIds(other, lease('taker'), 1_000)).toContain(e.id);
-    expect(await store.evals.recordRun(e.id, 'brief', 0, 'run-lost')).toBe(false);
-    expect(await store.evals.recordRun(e.id, 'taker', 0, 'run-0')).toBe(true);
+    expect(await store.evals.recordRun(e.id, 'brief', 0, 'run-lost', STARTED)).toBe(false);
+    expect(await store.evals.recordRun(e.id, 'taker', 0, 'run-0', STARTED)).toBe(true);
   });
 
   test('held credits move back under the lease, never more than held; a run is recorded once per row and marks the eval running', async () => {
@@ -152,14 +157,23 @@ describe.each(adapters)('$name: evals', (adapter) => {
     expect(await store.evals.releaseCredits(e.id, 'driver', 41)).toBe(false);
     expect(await store.evals.releaseCredits(e.id, 'driver', 15)).toBe(true);
     expect(await balance(store, ws)).toBe(75);
-    expect(await store.evals.recordRun(e.id, 'stranger', 0, 'run-x')).toBe(false);
+    expect(await store.evals.recordRun(e.id, 'stranger', 0, 'run-x', STARTED)).toBe(false);
     expect((await store.evals.find(ws, e.id))!.item.status).toBe('queued');
-    expect(await store.evals.recordRun(e.id, 'driver', 0, 'run-a')).toBe(true);
-    expect(await store.evals.recordRun(e.id, 'driver', 0, 'run-again')).toBe(false);
+    expect(await store.evals.recordRun(e.id, 'driver', 0, 'run-a', STARTED)).toBe(true);
+    expect(await store.evals.recordRun(e.id, 'driver', 0, 'run-again', STARTED)).toBe(false);
     const found = (await store.evals.find(ws, e.id))!;
     expect(found).toMatchObject({ held: 25, item: { status: 'running' } });
     expect(found.results.map((r) => r.run_id)).toEqual(['run-a', null]);
     expect((await store.evals.list(ws, e.agentId, null, 1))[0]!.status).toBe('running');
+    // Only the writes that took effect appended their events.
+    const events = await store.evals.events(e.id, 0, 100);
+    expect(events.map((ev) => [ev.seq, ev.type, JSON.parse(ev.data)])).toEqual([
+      [1, 'eval.queued', { status: 'queued' }],
+      [2, 'eval.run_started', { case_id: 'a' }],
+    ]);
+    expect(await store.evals.events(e.id, 1, 100)).toEqual([events[1]]);
+    expect(await store.evals.lastEvent(e.id)).toEqual(events[1]);
+    expect(await store.evals.lastEvent('no-such-eval')).toBeNull();
   });
 
   test('grades write their rows, the item and the judge credits under the lease; finish gives back what is held, once', async () => {
@@ -169,25 +183,27 @@ describe.each(adapters)('$name: evals', (adapter) => {
     graded.criteria[0] = { ...graded.criteria[0]!, outcome: 'passed', score: 1, reason: 'kind', grader: 'judge:m' };
     const next = { ...e.item, status: 'running' as const, summary: { ...e.item.summary, runs_passed: 1 } };
     const grades = [{ ordinal: 0, result: graded, judgeCredits: 3 }];
-    expect(await store.evals.recordGrades(e.id, 'stranger', grades, next)).toBe(false);
-    expect(await store.evals.recordGrades(e.id, 'driver', grades, next)).toBe(true);
+    expect(await store.evals.recordGrades(e.id, 'stranger', grades, next, [GRADED])).toBe(false);
+    expect(await store.evals.recordGrades(e.id, 'driver', grades, next, [GRADED])).toBe(true);
     expect(await store.evals.find(ws, e.id)).toMatchObject({ held: 17, item: next, results: [graded, e.runs[1]] });
     // Judge credits past what is held take it to zero.
-    expect(await store.evals.recordGrades(e.id, 'driver', [{ ordinal: 1, result: row('b'), judgeCredits: 50 }], next)).toBe(true);
+    expect(await store.evals.recordGrades(e.id, 'driver', [{ ordinal: 1, result: row('b'), judgeCredits: 50 }], next, [GRADED])).toBe(true);
     expect((await store.evals.find(ws, e.id))!.held).toBe(0);
     expect(await store.evals.releaseCredits(e.id, 'driver', 1)).toBe(false);
 
     const f = await claimed(store, newEval(ws, unique('agent'), { reserve: 30 }), 'driver');
     expect(await balance(store, ws)).toBe(50);
     const end = { ...f.item, status: 'finished' as const, finished_at: new Date().toISOString() };
-    expect(await store.evals.finish(f.id, 'stranger', end)).toBe(false);
-    expect(await store.evals.finish(f.id, 'driver', end)).toBe(true);
+    expect(await store.evals.finish(f.id, 'stranger', end, FINISHED)).toBe(false);
+    expect(await store.evals.finish(f.id, 'driver', end, FINISHED)).toBe(true);
     expect(await balance(store, ws)).toBe(80);
     expect(await store.evals.find(ws, f.id)).toMatchObject({ held: 0, item: end });
-    expect(await store.evals.finish(f.id, 'driver', { ...end, status: 'failed' })).toBe(false);
-    expect(await store.evals.recordGrades(f.id, 'driver', [], end)).toBe(false);
+    expect(await store.evals.finish(f.id, 'driver', { ...end, status: 'failed' }, FINISHED)).toBe(false);
+    expect(await store.evals.recordGrades(f.id, 'driver', [], end, [GRADED])).toBe(false);
     expect(await store.evals.release(f.id, 'driver', 0)).toBe(false);
     expect(await claimedIds(store, lease('after'), 1_000)).not.toContain(f.id);
+    expect((await store.evals.events(f.id, 0, 100)).map((ev) => ev.type)).toEqual(['eval.queued', 'eval.finished']);
+    expect((await store.evals.events(e.id, 0, 100)).map((ev) => ev.type)).toEqual(['eval.queued', 'eval.run_graded', 'eval.run_graded']);
     expect(await balance(store, ws)).toBe(80);
   });
 
@@ -195,7 +211,7 @@ describe.each(adapters)('$name: evals', (adapter) => {
     const ws = await funded(store, 100);
     const ended = async (finishedAt: string) => {
       const e = await claimed(store, newEval(ws, unique('agent'), { reserve: 1 }), 'driver');
-      expect(await store.evals.finish(e.id, 'driver', { ...e.item, status: 'failed', error: 'stopped', finished_at: finishedAt })).toBe(true);
+      expect(await store.evals.finish(e.id, 'driver', { ...e.item, status: 'failed', error: 'stopped', finished_at: finishedAt }, FINISHED)).toBe(true);
       return e.id;
     };
     const old = [await ended('2000-01-01T00:00:00.000Z'), await ended('2000-01-02T00:00:00.000Z')];

@@ -22,6 +22,8 @@ export interface NewEval {
   runs: EvalCaseResult[];
   /** Credits taken from the workspace's balance now, held by the eval until it ends. */
   reserve: number;
+  /** Its first event (eval.queued). */
+  event: EvalEventInput;
 }
 
 export type CreateEvalOutcome = { ok: true } | { ok: false; reason: 'balance'; balance: number };
@@ -38,6 +40,23 @@ export interface EvalRecord {
   held: number;
   results: EvalCaseResult[];
 }
+
+/** An event of the eval's stream, appended in the write that made it so (numbered from 1 per eval). */
+export interface EvalEventInput {
+  type: 'eval.queued' | 'eval.run_started' | 'eval.run_graded' | 'eval.finished';
+  data: Record<string, unknown>;
+}
+
+/** A stored event: its number, type, time (ISO 8601) and data as JSON text. */
+export interface EvalEventRow {
+  seq: number;
+  type: string;
+  at: string;
+  data: string;
+}
+
+/** The event that ends an eval's stream. */
+export const FINAL_EVAL_EVENT = 'eval.finished';
 
 /** What a driver writes of one case's run once it is graded (the row's `criteria` and outcome), and what the judging spent. */
 export interface GradedRun {
@@ -78,18 +97,22 @@ export interface EvalRepository {
    */
   releaseCredits(id: string, owner: string, amount: number): Promise<boolean>;
   /** Records the run of row `ordinal` (when the row has none) and marks the eval running, under the lease; false when lost. */
-  recordRun(id: string, owner: string, ordinal: number, runId: string): Promise<boolean>;
+  recordRun(id: string, owner: string, ordinal: number, runId: string, event: EvalEventInput): Promise<boolean>;
   /**
-   * Records graded rows, the judge credits they spent (taken from what the eval holds) and the
-   * eval's list item as it now reads, in one write under the lease; false when the lease was lost.
+   * Records graded rows, the judge credits they spent (taken from what the eval holds), the eval's
+   * list item as it now reads and their events, in one write under the lease; false when the lease was lost.
    */
-  recordGrades(id: string, owner: string, graded: GradedRun[], item: EvalListItem): Promise<boolean>;
+  recordGrades(id: string, owner: string, graded: GradedRun[], item: EvalListItem, events: EvalEventInput[]): Promise<boolean>;
   /**
    * Ends the eval (`finished` or `failed`: its final list item says which, with its summary and gate
    * result) and gives what it still holds back to the workspace's balance, in one write under the
    * lease; false when the lease was lost.
    */
-  finish(id: string, owner: string, item: EvalListItem): Promise<boolean>;
+  finish(id: string, owner: string, item: EvalListItem, event: EvalEventInput): Promise<boolean>;
+  /** The eval's events numbered above `after`, in order, at most `limit`. */
+  events(id: string, after: number, limit: number): Promise<EvalEventRow[]>;
+  /** The eval's last event, or null (an eval that is gone). */
+  lastEvent(id: string): Promise<EvalEventRow | null>;
   /** Deletes evals that ended before `beforeIso` (and their rows), at most `limit`; how many. */
   prune(beforeIso: string, limit: number): Promise<number>;
 }

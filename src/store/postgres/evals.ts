@@ -6,7 +6,7 @@
 // false undoes it whole (EvalWriteUndone). Locks are taken in the order the runs take theirs: the
 // eval's row, then the workspace's balance (credits.ts). The reservation is a slot debit
 // (withDebit); what goes back, a credit to the workspace's row.
-import type { ClaimedEval, EvalRepository, EvalStatus } from '../port';
+import type { ClaimedEval, EvalEventInput, EvalEventRow, EvalRepository, EvalStatus } from '../port';
 import {
   claimEvalsSql,
   DUE_EVALS,
@@ -27,6 +27,10 @@ import {
   recordOf,
   RELEASE_EVAL,
   RENEW_EVAL,
+  APPEND_EVAL_EVENT,
+  EVAL_EVENTS,
+  LAST_EVAL_EVENT,
+  eventParams,
   RELEASE_HELD,
   runColumns,
   undone,
@@ -35,7 +39,7 @@ import {
 } from '../shared/evals';
 import { numbered } from '../shared/statements';
 import { BALANCE, credit, withDebit } from './credits';
-import type { PgDatabase } from './database';
+import type { PgDatabase, Sql } from './database';
 
 const insert = numbered(INSERT_EVAL);
 /** Every row of the eval in one statement (one round trip). */
@@ -63,6 +67,10 @@ const GRADE_RUNS = `UPDATE eval_runs AS r SET result = g.result, run_id = COALES
 const ending = numbered(`${ENDING_EVAL} FOR UPDATE`);
 const finish = numbered(FINISH_EVAL);
 const prune = numbered(`DELETE FROM evals WHERE id IN (${PRUNABLE_EVALS} FOR UPDATE SKIP LOCKED)`);
+const appendEvent = numbered(APPEND_EVAL_EVENT);
+const events = numbered(EVAL_EVENTS);
+const lastEvent = numbered(LAST_EVAL_EVENT);
+const append = (sql: Sql, id: string, event: EvalEventInput) => sql.count(appendEvent.text, appendEvent.values(eventParams(id, event)));
 
 type FoundRow = EvalRow & { runIds: (string | null)[]; results: string[] };
 
@@ -79,6 +87,7 @@ export function pgEvalRepository(db: PgDatabase): EvalRepository {
           await sql.count(insert.text, insert.values(evalParams(e)));
           const { ordinals, runIds, results } = runColumns(e.runs);
           if (ordinals.length) await sql.count(INSERT_RUNS, [e.id, ordinals, runIds, results]);
+          await append(sql, e.id, e.event);
           return { ok: true as const };
         }),
       ),
@@ -111,32 +120,38 @@ export function pgEvalRepository(db: PgDatabase): EvalRepository {
         await credit(sql, row.workspaceId, amount);
         return true;
       }),
-    recordRun: (id, owner, ordinal, runId) =>
+    recordRun: (id, owner, ordinal, runId, event) =>
       db
         .transaction(async (sql) => {
           if ((await sql.count(markRunning.text, markRunning.values({ id, owner }))) !== 1) return false;
           // The row has its run already: the status's move is undone with it (nothing written).
           if ((await sql.count(recordRun.text, recordRun.values({ id, ordinal, run: runId }))) !== 1) throw new EvalWriteUndone();
+          await append(sql, id, event);
           return true;
         })
         .catch(undone),
-    recordGrades: (id, owner, graded, item) =>
+    recordGrades: (id, owner, graded, item, appended) =>
       db.transaction(async (sql) => {
         if ((await sql.count(gradeEval.text, gradeEval.values(gradeParams(id, owner, graded, item)))) !== 1) return false;
         const { runIds, results } = runColumns(graded.map((g) => g.result));
         if (graded.length) await sql.count(GRADE_RUNS, [id, graded.map((g) => g.ordinal), runIds, results]);
+        for (const event of appended) await append(sql, id, event);
         return true;
       }),
-    finish: async (id, owner, item) => {
+    finish: async (id, owner, item, event) => {
       const params = finishParams(id, owner, item);
       return db.transaction(async (sql) => {
         const row = await sql.row<{ workspaceId: string; held: number }>(ending.text, ending.values({ id, owner }));
         if (!row) return false;
         await sql.count(finish.text, finish.values(params));
         await credit(sql, row.workspaceId, row.held);
+        await append(sql, id, event);
         return true;
       });
     },
+    // Read on the visible pool: a follower must see what a driver's write committed (as run events are read).
+    events: (id, after, limit) => db.visible.rows<EvalEventRow>(events.text, events.values({ id, after, limit })),
+    lastEvent: async (id) => (await db.visible.row<EvalEventRow>(lastEvent.text, lastEvent.values({ id }))) ?? null,
     prune: (beforeIso, limit) => db.transaction((sql) => sql.count(prune.text, prune.values({ before: beforeIso, limit })), { ack: 'visible' }),
   };
 }

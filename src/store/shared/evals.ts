@@ -6,7 +6,7 @@
 // write, whatever result the row's JSON holds). JSON is written by JSON.stringify on both stores
 // and parsed on read, so both return the same values.
 import type { EvalCaseResult, EvalListItem } from '../../domain/types';
-import type { EvalRecord, EvalStatus, GradedRun, NewEval } from '../port';
+import type { EvalEventInput, EvalRecord, EvalStatus, GradedRun, NewEval } from '../port';
 
 /** An eval no driver has ended. */
 const UNFINISHED = `status IN ('queued', 'running')`;
@@ -144,3 +144,14 @@ export function undone(err: unknown): false {
 
 /** Claimed evals in id order (both adapters answer alike). */
 export const byId = (a: { id: string }, b: { id: string }): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/** Appends an event to the eval's stream, numbered after its last (the writer holds the lease, or creates the eval: one writer). */
+export const APPEND_EVAL_EVENT = `INSERT INTO eval_events (eval_id, seq, type, at, data)
+  SELECT @id, COALESCE(MAX(seq), 0) + 1, @type, @at, @data FROM eval_events WHERE eval_id = @id`;
+
+export const eventParams = (id: string, event: EvalEventInput) => ({ id, type: event.type, at: new Date().toISOString(), data: JSON.stringify(event.data) });
+
+/** The eval's events after @after, at most @limit. */
+export const EVAL_EVENTS = `SELECT seq, type, at, data FROM eval_events WHERE eval_id = @id AND seq > @after ORDER BY seq LIMIT @limit`;
+/** The eval's last event. */
+export const LAST_EVAL_EVENT = `SELECT seq, type, at, data FROM eval_events WHERE eval_id = @id ORDER BY seq DESC LIMIT 1`;

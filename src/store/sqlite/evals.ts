@@ -3,7 +3,7 @@
 // every write that moves an eval on is still conditional on the driver's lease and judged by its
 // changes, as on PostgreSQL. The reservation is the run acceptance's debit (runs/context.ts): one
 // conditional UPDATE of the workspace's balance, never below zero.
-import type { ClaimedEval, EvalRepository, EvalStatus } from '../port';
+import type { ClaimedEval, EvalEventInput, EvalEventRow, EvalRepository, EvalStatus } from '../port';
 import {
   claimEvalsSql,
   DUE_EVALS,
@@ -25,6 +25,10 @@ import {
   recordOf,
   RELEASE_EVAL,
   RENEW_EVAL,
+  APPEND_EVAL_EVENT,
+  EVAL_EVENTS,
+  LAST_EVAL_EVENT,
+  eventParams,
   RELEASE_HELD,
   runColumns,
   undone,
@@ -56,6 +60,10 @@ export function evalRepository(db: Db, commit: GroupCommit): EvalRepository {
   const ending = db.prepare(ENDING_EVAL);
   const finish = db.prepare(FINISH_EVAL);
   const prune = db.prepare(`DELETE FROM evals WHERE id IN (${PRUNABLE_EVALS})`);
+  const appendEvent = db.prepare(APPEND_EVAL_EVENT);
+  const events = db.prepare(EVAL_EVENTS);
+  const lastEvent = db.prepare(LAST_EVAL_EVENT);
+  const append = (id: string, event: EvalEventInput) => appendEvent.run(eventParams(id, event));
 
   return {
     create: (e) =>
@@ -66,6 +74,7 @@ export function evalRepository(db: Db, commit: GroupCommit): EvalRepository {
         insert.run(evalParams(e));
         const { ordinals, runIds, results } = runColumns(e.runs);
         for (const ordinal of ordinals) insertRun.run({ id: e.id, ordinal, run: runIds[ordinal], result: results[ordinal] });
+        append(e.id, e.event);
         return { ok: true as const };
       }),
     find: async (workspaceId, id) => {
@@ -95,31 +104,36 @@ export function evalRepository(db: Db, commit: GroupCommit): EvalRepository {
         credit.run({ amount, workspace: row.workspaceId });
         return true;
       }),
-    recordRun: (id, owner, ordinal, runId) =>
+    recordRun: (id, owner, ordinal, runId, event) =>
       commit
         .run(() => {
           if (markRunning.run({ id, owner }).changes !== 1) return false;
           // The row has its run already: the status's move is undone with it (nothing written).
           if (recordRun.run({ id, ordinal, run: runId }).changes !== 1) throw new EvalWriteUndone();
+          append(id, event);
           return true;
         })
         .catch(undone),
-    recordGrades: (id, owner, graded, item) =>
+    recordGrades: (id, owner, graded, item, appended) =>
       commit.run(() => {
         if (gradeEval.run(gradeParams(id, owner, graded, item)).changes !== 1) return false;
         for (const g of graded) gradeRun.run({ id, ordinal: g.ordinal, result: JSON.stringify(g.result), run: g.result.run_id ?? null });
+        for (const event of appended) append(id, event);
         return true;
       }),
-    finish: async (id, owner, item) => {
+    finish: async (id, owner, item, event) => {
       const params = finishParams(id, owner, item);
       return commit.run(() => {
         const row = ending.get({ id, owner }) as { workspaceId: string; held: number } | undefined;
         if (!row) return false;
         finish.run(params);
         credit.run({ amount: row.held, workspace: row.workspaceId });
+        append(id, event);
         return true;
       });
     },
+    events: async (id, after, limit) => events.all({ id, after, limit }) as EvalEventRow[],
+    lastEvent: async (id) => (lastEvent.get({ id }) as EvalEventRow | undefined) ?? null,
     prune: (beforeIso, limit) => commit.run(() => prune.run({ before: beforeIso, limit }).changes, 'visible'),
   };
 }

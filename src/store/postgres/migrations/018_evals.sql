@@ -36,3 +36,14 @@ CREATE TABLE eval_runs (
   result   text NOT NULL,
   PRIMARY KEY (eval_id, ordinal)
 );
+
+-- The eval's event stream (GET /api/build/evals/{id}/events), each event appended in the write that
+-- made it so, numbered from 1 per eval; at most two per case run and two more per eval.
+CREATE TABLE eval_events (
+  eval_id  text COLLATE "C" NOT NULL REFERENCES evals (id) ON DELETE CASCADE,
+  seq      integer NOT NULL CHECK (seq >= 1),
+  type     text NOT NULL,
+  at       text NOT NULL,
+  data     text NOT NULL,
+  PRIMARY KEY (eval_id, seq)
+);

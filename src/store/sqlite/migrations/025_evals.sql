@@ -35,3 +35,14 @@ CREATE TABLE eval_runs (
   result   TEXT NOT NULL,
   PRIMARY KEY (eval_id, ordinal)
 ) STRICT, WITHOUT ROWID;
+
+-- The eval's event stream (GET /api/build/evals/{id}/events), each event appended in the write that
+-- made it so, numbered from 1 per eval; at most two per case run and two more per eval.
+CREATE TABLE eval_events (
+  eval_id  TEXT NOT NULL REFERENCES evals (id) ON DELETE CASCADE,
+  seq      INTEGER NOT NULL CHECK (seq >= 1),
+  type     TEXT NOT NULL,
+  at       TEXT NOT NULL,
+  data     TEXT NOT NULL,
+  PRIMARY KEY (eval_id, seq)
+) WITHOUT ROWID;
