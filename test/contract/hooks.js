@@ -56,8 +56,8 @@ async function prepare(t) {
   if (summary === "Deliver an app's event") return prepareAppEvent(t, status);
   if (summary === "Answer Meta's subscription check") return prepareSubscriptionCheck(t, status);
   if (summary === "List an agent's channel messages") return prepareMessageList(t, status);
-  if (EVAL_OPERATIONS.has(summary) && status !== 422) return prepareEvals(t, summary, status);
   if (status === 429 && !summary.startsWith('Follow')) return prepareQuotaSpent(t);
+  if (EVAL_OPERATIONS.has(summary) && status !== 422) return prepareEvals(t, summary, status);
   if (summary.startsWith('List') && summary.endsWith('runs')) return prepareRunList(t, status);
   if (DOCUMENT_LISTS.has(summary) && (status === 200 || status === 400)) return prepareDocumentList(t, status);
   if (VERSIONED.test(summary)) return prepareVersions(t, summary, status);
@@ -837,7 +837,7 @@ function prepareMessageList(t, status) {
 }
 
 // ---------------------------------------------------------------- evals
-const EVAL_OPERATIONS = new Set(['Start an eval', "List an agent's evals", 'Read an eval', 'Compare two evals']);
+const EVAL_OPERATIONS = new Set(['Start an eval', "List an agent's evals", 'Read an eval', 'Compare two evals', 'Follow an eval']);
 const NO_SUCH_EVAL = '00000000-0000-4000-8000-000000000000';
 
 let evalAgents;
@@ -850,6 +850,10 @@ function evalFixtures() {
     await api('POST', '/agents/eval-archived/status', { status: 'archived' }, { 'If-Match': archived.etag });
     await api('PUT', '/eval-datasets', { ...example('EvalDatasetCreateRequestExample'), slug: 'eval-contract-cases' });
     const started = await api('POST', '/agents/eval-contract/evals', { dataset: 'eval-contract-cases' });
+    // Finished, so that its stream replays and ends (and past its last event is 204).
+    for (let i = 0; i < 300 && !['finished', 'failed'].includes((await api('GET', `/evals/${started.data.id}`)).data.status); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     return { evalId: started.data.id };
   })();
   return evalAgents;
@@ -880,6 +884,14 @@ async function prepareEvals(t, summary, status) {
     return setUri(t, status === 400 ? `${base}?cursor=not-a-cursor` : base);
   }
   const id = status === 400 ? 'not-a-uuid' : status === 404 ? NO_SUCH_EVAL : evalId;
+  if (summary === 'Follow an eval') {
+    delete req.headers['Last-Event-ID']; // the whole stream, from the first event
+    if (status === 204) req.headers['Last-Event-ID'] = '999999999'; // past the finished eval's last event
+    if (status === 429) await holdStreams(Number(process.env.EVENT_STREAMS_PER_CALLER));
+    if (status === 200 && (t.expected.headers['Content-Type'] || '').includes('json')) req.headers.Accept = 'application/json';
+    else req.headers.Accept = 'text/event-stream';
+    return setUri(t, `/api/build/evals/${id}/events`);
+  }
   setUri(t, summary === 'Read an eval' ? `/api/build/evals/${id}` : `/api/build/evals/${id}/compare/${evalId}`);
 }
 

@@ -258,3 +258,51 @@ test('build-api eval runs an eval, prints its table and exits by its gate: 0 pas
   expect(missing.code).toBe(2);
   expect(missing.stderr).toMatch(/^build-api eval: POST \/api\/build\/agents\/no-such-agent\/evals: 404 /);
 });
+
+test('an eval is followed as a run is: its events streamed to the end, as JSON for pollers, 204 past the last', async () => {
+  const agent = await agentWith('Followed');
+  await datasetOf('followed');
+  const started = (await start(agent.slug, { dataset: 'followed' })).data!.data;
+  const res = await fetch(`${t.baseUrl}/api/build/evals/${started.id}/events`, {
+    headers: { authorization: `Bearer ${t.token()}`, accept: 'text/event-stream' },
+  });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+  const frames = (await res.text()).split('\n\n').filter((frame) => frame.startsWith('id: '));
+  const events = frames.map((frame) =>
+    JSON.parse(
+      frame
+        .split('\n')
+        .find((line) => line.startsWith('data: '))!
+        .slice(6),
+    ),
+  );
+  expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+  expect(events[0]).toMatchObject({ eval_id: started.id, type: 'eval.queued', data: { status: 'queued' } });
+  expect(
+    events
+      .filter((e) => e.type === 'eval.run_started')
+      .map((e) => e.data.case_id)
+      .sort(),
+  ).toEqual(['greets', 'writes']);
+  expect(
+    events
+      .filter((e) => e.type === 'eval.run_graded')
+      .map((e) => [e.data.case_id, e.data.passed])
+      .sort(),
+  ).toEqual([
+    ['greets', false],
+    ['writes', false],
+  ]);
+  const last = events[events.length - 1];
+  expect(last).toMatchObject({ type: 'eval.finished', data: { status: 'finished', summary: { runs: 2 } } });
+  const polled = await t.client().GET('/api/build/evals/{evalId}/events', {
+    params: { path: { evalId: started.id }, header: { 'Last-Event-ID': '1' } as never },
+    headers: { accept: 'application/json' },
+  });
+  expect((polled.data as unknown as { data: unknown[] }).data).toEqual(events.slice(1));
+  const ended = await fetch(`${t.baseUrl}/api/build/evals/${started.id}/events`, {
+    headers: { authorization: `Bearer ${t.token()}`, accept: 'text/event-stream', 'last-event-id': String(last.seq) },
+  });
+  expect(ended.status).toBe(204);
+});
