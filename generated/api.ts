@@ -1119,6 +1119,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/build/evals/{evalId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The eval's id, a UUID (anything else gives 400).
+                 * @example 0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b
+                 */
+                evalId: components["parameters"]["EvalId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Follow an eval
+         * @description The eval's progress as a `text/event-stream` (Server-Sent Events), as a run's events are
+         *     followed: each event with `id:` (its `seq`, counting from 1 per eval), `event:` (its type)
+         *     and `data:` (an EvalEvent as JSON). Types: `eval.queued`, `eval.run_started` (a case's run was
+         *     accepted: `data.case_id`, `data.repeat`, `data.run_id`), `eval.run_graded` (its grades:
+         *     `data.passed` and the count of each outcome) and `eval.finished` (`data.status`, the
+         *     summary and the gate's result; always the last). Events are stored: `Last-Event-ID: <seq>`
+         *     resumes after that one; at or past a finished eval's last event it is 204. A comment line
+         *     (`: keep-alive`) comes every 15 seconds while nothing happens. Open streams count toward
+         *     the caller's `EVENT_STREAMS_PER_CALLER` with the runs' (429 beyond). With `Accept:
+         *     application/json`, the stored events after `Last-Event-ID` are answered at once as
+         *     `{ "data": [EvalEvent…] }`. Same visibility as the eval read.
+         */
+        get: operations["streamEvalEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/build/evals/{evalId}/compare/{baseline}": {
         parameters: {
             query?: never;
@@ -3050,6 +3086,22 @@ export interface components {
         EvalPage: {
             data: components["schemas"]["EvalListItem"][];
             next_cursor: string | null;
+        };
+        EvalEventList: {
+            data: components["schemas"]["EvalEvent"][];
+        };
+        /** @description The JSON of one `data:` line of an eval's event stream (its `id:` is `seq`, its `event:` is `type`). */
+        EvalEvent: {
+            seq: number;
+            /** Format: uuid */
+            eval_id: string;
+            /** @enum {string} */
+            type: "eval.queued" | "eval.run_started" | "eval.run_graded" | "eval.finished";
+            /** Format: date-time */
+            at: string;
+            data: {
+                [key: string]: unknown;
+            };
         };
         EvalComparisonCell: {
             case_id: string;
@@ -6665,6 +6717,55 @@ export interface operations {
             404: components["responses"]["NotFound"];
             406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    streamEvalEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `id:` of the last event the client saw; the stream resumes after it.
+                 * @example 3
+                 */
+                "Last-Event-ID"?: components["parameters"]["LastEventId"];
+            };
+            path: {
+                /**
+                 * @description The eval's id, a UUID (anything else gives 400).
+                 * @example 0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b
+                 */
+                evalId: components["parameters"]["EvalId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example id: 1
+                     *     event: eval.queued
+                     *     data: {"seq":1,"eval_id":"0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b","type":"eval.queued","at":"2026-11-21T10:00:00.000Z","data":{"status":"queued"}}
+                     */
+                    "text/event-stream": string;
+                    "application/json": components["schemas"]["EvalEventList"];
+                };
+            };
+            204: components["responses"]["StreamEnded"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["TooManyStreams"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
