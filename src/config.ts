@@ -208,7 +208,9 @@ function evalJudge(env: Env, openai: OpenAiConfig | null): string | null {
   const model = env.EVAL_JUDGE_MODEL?.trim();
   if (!model) return null;
   if (!openai?.models.includes(model)) {
-    throw new ConfigError(`EVAL_JUDGE_MODEL: '${model}' is not one of OPENAI_MODELS (${openai ? openai.models.join(', ') : 'OPENAI_BASE_URL is not set'}); a judge is a provider's model`);
+    throw new ConfigError(
+      `EVAL_JUDGE_MODEL: '${model}' is not one of OPENAI_MODELS (${openai ? openai.models.join(', ') : 'OPENAI_BASE_URL is not set'}); a judge is a provider's model`,
+    );
   }
   return model;
 }

@@ -13,8 +13,18 @@ export const EVAL_USAGE = `  build-api eval --agent REF --dataset SLUG [--versio
                  [--baseline EVAL_ID] [--max-regressions N] [--min-pass-rate R] [--allow-errored] [--allow-skipped]
                  [--url URL] [--timeout SECONDS]        (the token in BUILD_API_TOKEN)`;
 
-/** The command could not run the eval: exit 2 with this message. */
-export class EvalCommandError extends Error {}
+/** The command could not run the eval: exit 2 with this message. `status`: the service's answer, when it gave one. */
+export class EvalCommandError extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** Answers worth asking again while polling: rate limited, or the service briefly unavailable. */
+const TRANSIENT = new Set([429, 502, 503, 504]);
 
 const POLL_MS = 1000;
 
@@ -84,9 +94,18 @@ async function call(url: string, token: string, method: string, path: string, bo
   } catch (err) {
     throw new EvalCommandError(`${method} ${path}: the service at ${url} could not be reached (${(err as Error).message})`);
   }
-  const text = await res.text();
-  if (!res.ok) throw new EvalCommandError(`${method} ${path}: ${res.status} ${text.slice(0, 500)}`);
-  return JSON.parse(text) as { data: Eval };
+  let text: string;
+  try {
+    text = await res.text();
+  } catch (err) {
+    throw new EvalCommandError(`${method} ${path}: the reply was cut off (${(err as Error).message})`);
+  }
+  if (!res.ok) throw new EvalCommandError(`${method} ${path}: ${res.status} ${text.slice(0, 500)}`, res.status);
+  try {
+    return JSON.parse(text) as { data: Eval };
+  } catch {
+    throw new EvalCommandError(`${method} ${path}: the reply is not JSON`);
+  }
 }
 
 /** Runs the eval the arguments describe; the exit code its gate gives. */
@@ -123,7 +142,12 @@ export async function evalCommand(args: string[], env: NodeJS.ProcessEnv = proce
   while (evaluation.status === 'queued' || evaluation.status === 'running') {
     if (Date.now() > deadline) throw new EvalCommandError(`eval ${evaluation.id} did not finish within --timeout; it goes on in the service`);
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    evaluation = (await call(url, token, 'GET', `/api/build/evals/${evaluation.id}`)).data;
+    try {
+      evaluation = (await call(url, token, 'GET', `/api/build/evals/${evaluation.id}`)).data;
+    } catch (err) {
+      // A read refused for a moment (429, 503) or not answered is asked again until --timeout.
+      if (!(err instanceof EvalCommandError) || (err.status !== undefined && !TRANSIENT.has(err.status))) throw err;
+    }
   }
   const { summary, gate_result: gate } = evaluation;
   out.write(`${tableText(resultTable(evaluation))}\n`);

@@ -25,6 +25,11 @@ const PER_PASS = 8;
 export const RUNS_IN_FLIGHT = 4;
 /** When a driven eval is looked at again (by any process), after a pass. */
 const AGAIN_MS = 500;
+/** When an eval whose pass failed (the store, a provider) is tried again. */
+const RETRY_MS = 5_000;
+
+/** What ends an eval as failed: a state no retry changes (its agent version is gone). */
+class EvalCannotGoOn extends Error {}
 
 const FINAL = new Set(['succeeded', 'failed', 'cancelled', 'refused']);
 
@@ -54,14 +59,13 @@ export type EvalDriver = PeriodicPass;
 export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): EvalDriver {
   const evals = ctx.store.evals;
   const owner = opts.owner;
+  /** Set by stop: the pass under way starts and grades nothing more. */
+  let stopping = false;
 
   /** The run of row `ordinal`, accepted now under the id recorded for it (unless it was: a driver that lost its lease raced). */
   async function startRun(record: EvalRecord, plan: EvalPlan, ordinal: number, runId: string): Promise<void> {
     const kept = await ctx.store.agents.versions.get(plan.agent.id, plan.agent.version);
-    if (!kept) throw new Error(`version ${plan.agent.version} of agent '${plan.agent.slug}' is no longer kept (VERSIONS_KEPT)`);
-    // The run reserves its max_steps from the balance: what the eval held for it goes back first
-    // (held may be short of it after a driver stopped between the two: the run then asks the balance).
-    await evals.releaseCredits(record.id, owner, plan.agent.maxSteps);
+    if (!kept) throw new EvalCannotGoOn(`version ${plan.agent.version} of agent '${plan.agent.slug}' is no longer kept (VERSIONS_KEPT)`);
     const { planned } = rowOf(plan, ordinal);
     const document = JSON.parse(kept.json) as Agent;
     const stored = { id: plan.agent.id, slug: plan.agent.slug, version: kept.version, json: kept.json as Serialized<Agent>, document };
@@ -96,6 +100,7 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
     const results = [...record.results];
     let inFlight = 0;
     for (const [ordinal, row] of results.entries()) {
+      if (stopping) return null;
       if (row.passed !== null || row.run_id === null) continue;
       const run = await ctx.store.runs.find(row.run_id);
       if (!run) await startRun(record, plan, ordinal, row.run_id); // recorded, then its driver stopped: accepted now
@@ -103,11 +108,12 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
       else if (!(await grade(record, plan, results, ordinal, run))) return null;
     }
     for (const [ordinal, row] of results.entries()) {
-      if (inFlight >= RUNS_IN_FLIGHT) break;
+      if (stopping || inFlight >= RUNS_IN_FLIGHT) break;
       if (row.run_id !== null) continue;
       const runId = uuidV7();
       const started: EvalEventInput = { type: 'eval.run_started', data: { case_id: row.case_id, repeat: row.repeat, run_id: runId } };
-      if (!(await evals.recordRun(record.id, owner, ordinal, runId, started))) return null;
+      // The run reserves its max_steps from the balance: what the eval held for it goes back with the record.
+      if (!(await evals.recordRun(record.id, owner, ordinal, runId, started, plan.agent.maxSteps))) return null;
       results[ordinal] = { ...row, run_id: runId };
       await startRun(record, plan, ordinal, runId);
       inFlight++;
@@ -132,25 +138,37 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
   }
 
   async function drive(record: EvalRecord): Promise<void> {
+    // Claimed with others at the start of the pass: the lease may have run out while they were driven.
+    if (stopping || !(await evals.renew(record.id, owner, Date.now() + CLAIM_MS))) return;
     const plan = JSON.parse(record.plan) as EvalPlan;
     let results: EvalCaseResult[] | null;
     // A pass over one eval may last (each judge call up to a minute): its lease is held on meanwhile.
     const renewal = setInterval(() => {
-      void evals.renew(record.id, owner, Date.now() + CLAIM_MS).catch((err: unknown) => opts.logger.warn({ err, eval: record.id }, "an eval's lease could not be renewed"));
+      void evals
+        .renew(record.id, owner, Date.now() + CLAIM_MS)
+        .catch((err: unknown) => opts.logger.warn({ err, eval: record.id }, "an eval's lease could not be renewed"));
     }, CLAIM_MS / 3);
     try {
       results = await advance(record, plan);
     } catch (err) {
-      opts.logger.error({ err, eval: record.id }, 'an eval could not go on');
-      const message = err instanceof Error ? err.message : 'the eval could not go on';
-      const failed: EvalListItem = { ...record.item, status: 'failed', finished_at: new Date().toISOString(), error: message };
+      if (!(err instanceof EvalCannotGoOn)) {
+        // A store or provider failure may pass: another pass (any process) tries again later.
+        opts.logger.error({ err, eval: record.id }, 'an eval pass failed; it is tried again');
+        await evals.release(record.id, owner, Date.now() + RETRY_MS);
+        return;
+      }
+      const failed: EvalListItem = { ...record.item, status: 'failed', finished_at: new Date().toISOString(), error: err.message };
       await evals.finish(record.id, owner, failed, finishedEvent(failed));
       return;
     } finally {
       clearInterval(renewal);
     }
-    if (results === null) return; // the lease was lost: another driver has it
-    if (results.some((r) => r.passed === null)) {
+    if (results === null) {
+      // The lease was lost (another driver has it), or the process stops (its lease is let go now).
+      if (stopping) await evals.release(record.id, owner, Date.now());
+      return;
+    }
+    if (stopping || results.some((r) => r.passed === null)) {
       await evals.release(record.id, owner, Date.now() + AGAIN_MS);
       return;
     }
@@ -166,5 +184,13 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
       if (record) await drive(record);
     }
   };
-  return periodicPass(pass, { intervalMs: opts.intervalMs, logger: opts.logger, what: 'eval driver pass' });
+  const passes = periodicPass(pass, { intervalMs: opts.intervalMs, logger: opts.logger, what: 'eval driver pass' });
+  return {
+    run: passes.run,
+    // The pass under way stops between runs: what it holds is released for another process.
+    stop: () => {
+      stopping = true;
+      return passes.stop();
+    },
+  };
 }

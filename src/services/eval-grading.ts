@@ -34,9 +34,20 @@ const NO_JUDGE: Grade = {
   grader: null,
 };
 
-async function judge(settings: EvalSettings, model: string, criterion: PlannedCriterion & { check: { type: 'judge' } }, task: string, facts: RunFacts): Promise<Grade> {
+/** The judged grade, and whether a call was made (each is charged a credit). */
+async function judge(
+  settings: EvalSettings,
+  model: string,
+  criterion: PlannedCriterion & { check: { type: 'judge' } },
+  task: string,
+  facts: RunFacts,
+): Promise<{ grade: Grade; called: boolean }> {
   const provider = settings.providerFor(model);
-  if (!provider) return { outcome: 'errored', score: null, reason: `the judge model '${model}' is no longer in the catalog`, grader: `judge:${model}` };
+  if (!provider)
+    return {
+      grade: { outcome: 'errored', score: null, reason: `the judge model '${model}' is no longer in the catalog`, grader: `judge:${model}` },
+      called: false,
+    };
   const { system, user } = judgeMessages(criterion.check.rubric, task, facts);
   try {
     const reply = await provider.complete({
@@ -50,10 +61,10 @@ async function judge(settings: EvalSettings, model: string, criterion: PlannedCr
       temperature: 0,
       responseFormat: { name: 'verdict', schema: VERDICT_SCHEMA },
     });
-    return judgedGrade(reply.text, criterion.check.threshold ?? DEFAULT_JUDGE_THRESHOLD, model);
+    return { grade: judgedGrade(reply.text, criterion.check.threshold ?? DEFAULT_JUDGE_THRESHOLD, model), called: true };
   } catch (err) {
     if (!(err instanceof ModelError)) throw err;
-    return { outcome: 'errored', score: null, reason: err.message, grader: `judge:${model}` };
+    return { grade: { outcome: 'errored', score: null, reason: err.message, grader: `judge:${model}` }, called: true };
   }
 }
 
@@ -74,8 +85,9 @@ export async function gradeRun(
     if (criterion.check.type !== 'judge') grade = gradeDeterministic(criterion.check, facts);
     else if (judgeModel === null) grade = NO_JUDGE;
     else {
-      judgeCalls++;
-      grade = await judge(settings, judgeModel, criterion as PlannedCriterion & { check: { type: 'judge' } }, planned.prompt, facts);
+      const judged = await judge(settings, judgeModel, criterion as PlannedCriterion & { check: { type: 'judge' } }, planned.prompt, facts);
+      grade = judged.grade;
+      if (judged.called) judgeCalls++;
     }
     criteria.push({ criterion_id: criterion.id, type: criterion.check.type, source: criterion.source, ...grade });
   }

@@ -4,7 +4,7 @@
 // (domain/spaces.ts); the datasets are the whole workspace's.
 import type { Eval, EvalGate, EvalListItem, EvalRequest } from '../domain/types';
 import { compareResults } from '../domain/evals/compare';
-import { initialResults, planEval, reservation, type EvalPlan } from '../domain/evals/plan';
+import { gradesOf, initialResults, MAX_EVAL_GRADES, planEval, reservation, type EvalPlan } from '../domain/evals/plan';
 import { summarize } from '../domain/evals/summary';
 import { sees } from '../domain/spaces';
 import { badRequest, conflict, notFound } from '../errors';
@@ -34,7 +34,8 @@ function judgeOf(ctx: ServiceContext, requested: string | undefined): string | n
   if (judge === null) return null;
   const path = requested === undefined ? 'EVAL_JUDGE_MODEL' : 'body.judge';
   if (judge === SCRIPTED_MODEL) rejectProblems([{ path, message: `'${SCRIPTED_MODEL}' cannot judge (it repeats its prompt); name a model of a provider` }]);
-  if (!ctx.models.some((m) => m.id === judge)) rejectProblems([{ path, message: `'${judge}' is not a model of the catalog; GET /api/build/catalog lists them` }]);
+  if (!ctx.models.some((m) => m.id === judge))
+    rejectProblems([{ path, message: `'${judge}' is not a model of the catalog; GET /api/build/catalog lists them` }]);
   return judge;
 }
 
@@ -47,8 +48,15 @@ async function checkGate(ctx: ServiceContext, who: Principal, gate: EvalGate | u
   if (gate.baseline === undefined) return;
   const baseline = await ctx.store.evals.find(who.workspaceId, gate.baseline.toLowerCase());
   if (!baseline || !sees(who, baseline.team)) rejectProblems([{ path: 'body.gate.baseline', message: `'${gate.baseline}' is not an eval of this workspace` }]);
-  else if (baseline.item.dataset.id !== datasetId) {
-    rejectProblems([{ path: 'body.gate.baseline', message: `eval '${gate.baseline}' ran dataset '${baseline.item.dataset.slug}', not this one; compare evals of one dataset` }]);
+  else if (baseline.item.status !== 'finished') {
+    rejectProblems([{ path: 'body.gate.baseline', message: `eval '${gate.baseline}' is ${baseline.item.status}; a baseline is a finished eval` }]);
+  } else if (baseline.item.dataset.id !== datasetId) {
+    rejectProblems([
+      {
+        path: 'body.gate.baseline',
+        message: `eval '${gate.baseline}' ran dataset '${baseline.item.dataset.slug}', not this one; compare evals of one dataset`,
+      },
+    ]);
   }
 }
 
@@ -69,11 +77,26 @@ export async function startEval(ctx: ServiceContext, who: Principal, ref: string
       dataset: { id: current.id, slug: current.slug, version: dataset.version },
       repeats: body.repeats ?? 1,
       judge,
-      gate: body.gate ?? null,
+      // A baseline's id as stored (lower case); without max_regressions, no criterion may regress.
+      gate: body.gate
+        ? {
+            ...body.gate,
+            ...(body.gate.baseline !== undefined && { baseline: body.gate.baseline.toLowerCase(), max_regressions: body.gate.max_regressions ?? 0 }),
+          }
+        : null,
     },
     runs.document.eval_criteria,
     dataset,
   );
+  const grades = gradesOf(plan);
+  if (grades > MAX_EVAL_GRADES) {
+    rejectProblems([
+      {
+        path: 'body.repeats',
+        message: `the eval would make ${grades} grades (cases × repeats × criteria); at most ${MAX_EVAL_GRADES}: fewer repeats, or a smaller dataset`,
+      },
+    ]);
+  }
   const results = initialResults(plan);
   const reserve = reservation(plan);
   const item: EvalListItem = {
@@ -135,7 +158,9 @@ export async function compareEvals(ctx: ServiceContext, who: Principal, id: stri
   const current = await findEval(ctx, who, id);
   const baseline = await findEval(ctx, who, baselineId);
   if (current.item.dataset.id !== baseline.item.dataset.id) {
-    throw badRequest(`baseline: eval '${baselineId}' ran dataset '${baseline.item.dataset.slug}', eval '${id}' dataset '${current.item.dataset.slug}'; compare evals of one dataset`);
+    throw badRequest(
+      `baseline: eval '${baselineId}' ran dataset '${baseline.item.dataset.slug}', eval '${id}' dataset '${current.item.dataset.slug}'; compare evals of one dataset`,
+    );
   }
   return compareResults(current.id, baseline.id, current.results, baseline.results);
 }

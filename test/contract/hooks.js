@@ -440,11 +440,11 @@ async function prepareKeyReuse(t, summary) {
               ? { ...example('EvalDatasetCreateRequestExample'), slug: 'idempotent-dataset' }
               : summary === 'Start an eval'
                 ? (await evalFixtures(), { dataset: 'eval-contract-cases', repeats: 2 })
-              : summary === 'Create app'
-                ? await appBody('idempotent-app')
-                : summary === 'Create connection'
-                  ? { ref: 'idempotent', app: 'kv', label: null, credentials: { kind: 'none' } }
-                  : { input: {} };
+                : summary === 'Create app'
+                  ? await appBody('idempotent-app')
+                  : summary === 'Create connection'
+                    ? { ref: 'idempotent', app: 'kv', label: null, credentials: { kind: 'none' } }
+                    : { input: {} };
   const path = new URL(req.uri, baseUrl).pathname;
   const method = req.method;
   if (summary === 'Import skill') {

@@ -145,22 +145,21 @@ describe.each(adapters)('$name: evals', (adapter) => {
     expect(await claimedIds(store, lease('brief', 1), 1_000)).toContain(e.id);
     await sleep(5);
     expect(await claimedIds(other, lease('taker'), 1_000)).toContain(e.id);
-    expect(await store.evals.recordRun(e.id, 'brief', 0, 'run-lost', STARTED)).toBe(false);
-    expect(await store.evals.recordRun(e.id, 'taker', 0, 'run-0', STARTED)).toBe(true);
+    expect(await store.evals.recordRun(e.id, 'brief', 0, 'run-lost', STARTED, 0)).toBe(false);
+    expect(await store.evals.recordRun(e.id, 'taker', 0, 'run-0', STARTED, 0)).toBe(true);
   });
 
-  test('held credits move back under the lease, never more than held; a run is recorded once per row and marks the eval running', async () => {
+  test('a run is recorded once per row under the lease, marks the eval running and moves its credits back, never more than held', async () => {
     const ws = await funded(store, 100);
     const e = await claimed(store, newEval(ws, unique('agent'), { reserve: 40 }), 'driver');
     expect(await balance(store, ws)).toBe(60);
-    expect(await store.evals.releaseCredits(e.id, 'stranger', 10)).toBe(false);
-    expect(await store.evals.releaseCredits(e.id, 'driver', 41)).toBe(false);
-    expect(await store.evals.releaseCredits(e.id, 'driver', 15)).toBe(true);
-    expect(await balance(store, ws)).toBe(75);
-    expect(await store.evals.recordRun(e.id, 'stranger', 0, 'run-x', STARTED)).toBe(false);
+    expect(await store.evals.recordRun(e.id, 'stranger', 0, 'run-x', STARTED, 15)).toBe(false);
     expect((await store.evals.find(ws, e.id))!.item.status).toBe('queued');
-    expect(await store.evals.recordRun(e.id, 'driver', 0, 'run-a', STARTED)).toBe(true);
-    expect(await store.evals.recordRun(e.id, 'driver', 0, 'run-again', STARTED)).toBe(false);
+    expect(await balance(store, ws)).toBe(60);
+    expect(await store.evals.recordRun(e.id, 'driver', 0, 'run-a', STARTED, 15)).toBe(true);
+    expect(await balance(store, ws)).toBe(75);
+    expect(await store.evals.recordRun(e.id, 'driver', 0, 'run-again', STARTED, 15)).toBe(false);
+    expect(await balance(store, ws)).toBe(75);
     const found = (await store.evals.find(ws, e.id))!;
     expect(found).toMatchObject({ held: 25, item: { status: 'running' } });
     expect(found.results.map((r) => r.run_id)).toEqual(['run-a', null]);
@@ -189,7 +188,10 @@ describe.each(adapters)('$name: evals', (adapter) => {
     // Judge credits past what is held take it to zero.
     expect(await store.evals.recordGrades(e.id, 'driver', [{ ordinal: 1, result: row('b'), judgeCredits: 50 }], next, [GRADED])).toBe(true);
     expect((await store.evals.find(ws, e.id))!.held).toBe(0);
-    expect(await store.evals.releaseCredits(e.id, 'driver', 1)).toBe(false);
+    // Held is spent: a run recorded now moves nothing back (its run reserves from the balance).
+    const before = await balance(store, ws);
+    expect(await store.evals.recordRun(e.id, 'driver', 1, 'run-b', STARTED, 1)).toBe(true);
+    expect(await balance(store, ws)).toBe(before);
 
     const f = await claimed(store, newEval(ws, unique('agent'), { reserve: 30 }), 'driver');
     expect(await balance(store, ws)).toBe(50);

@@ -60,10 +60,24 @@ export function initialResults(plan: EvalPlan): EvalCaseResult[] {
       run_id: null,
       run_status: null,
       passed: null,
-      criteria: c.criteria.map((k) => ({ criterion_id: k.id, type: k.check.type, source: k.source, outcome: 'pending' as const, score: null, reason: null, grader: null })),
+      criteria: c.criteria.map((k) => ({
+        criterion_id: k.id,
+        type: k.check.type,
+        source: k.source,
+        outcome: 'pending' as const,
+        score: null,
+        reason: null,
+        grader: null,
+      })),
     })),
   );
 }
+
+/** The most grades one eval may make (cases × repeats × criteria): its rows are read on every pass. */
+export const MAX_EVAL_GRADES = 10_000;
+
+/** How many grades the eval makes. */
+export const gradesOf = (plan: EvalPlan): number => plan.cases.reduce((sum, c) => sum + plan.repeats * c.criteria.length, 0);
 
 /** What the eval may spend at most: every run at the agent's max_steps, and one credit per judged grade (with a judge). */
 export function reservation(plan: EvalPlan): number {

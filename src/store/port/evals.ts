@@ -92,12 +92,13 @@ export interface EvalRepository {
   /** Releases the lease early so another pass (any process) may take the eval up at `nextAt` (ms); false when the lease was lost. */
   release(id: string, owner: string, nextAtMs: number): Promise<boolean>;
   /**
-   * Moves `amount` of the eval's held credits back to the workspace's balance (a case's run is about
-   * to reserve them), under the driver's lease; false when the lease was lost or it holds less.
+   * Records the run of row `ordinal` (when the row has none), marks the eval running, appends the
+   * event, and moves `release` of the credits it holds back to the workspace's balance (the run is
+   * about to reserve them; nothing moves when it holds less), in one write under the lease; false
+   * when the lease was lost or the row had its run (nothing written). Once per row, so a driver
+   * that stops before accepting the run never releases its credits twice.
    */
-  releaseCredits(id: string, owner: string, amount: number): Promise<boolean>;
-  /** Records the run of row `ordinal` (when the row has none) and marks the eval running, under the lease; false when lost. */
-  recordRun(id: string, owner: string, ordinal: number, runId: string, event: EvalEventInput): Promise<boolean>;
+  recordRun(id: string, owner: string, ordinal: number, runId: string, event: EvalEventInput, release: number): Promise<boolean>;
   /**
    * Records graded rows, the judge credits they spent (taken from what the eval holds), the eval's
    * list item as it now reads and their events, in one write under the lease; false when the lease was lost.

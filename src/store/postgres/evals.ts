@@ -113,20 +113,15 @@ export function pgEvalRepository(db: PgDatabase): EvalRepository {
     },
     release: async (id, owner, nextAtMs) => (await db.count(release.text, release.values({ id, owner, next: nextAtMs }))) === 1,
     renew: async (id, owner, untilMs) => (await db.count(renew.text, renew.values({ id, owner, until: untilMs }))) === 1,
-    releaseCredits: (id, owner, amount) =>
-      db.transaction(async (sql) => {
-        const row = await sql.row<{ workspaceId: string }>(releaseHeld.text, releaseHeld.values({ id, owner, amount }));
-        if (!row) return false;
-        await credit(sql, row.workspaceId, amount);
-        return true;
-      }),
-    recordRun: (id, owner, ordinal, runId, event) =>
+    recordRun: (id, owner, ordinal, runId, event, amount) =>
       db
         .transaction(async (sql) => {
           if ((await sql.count(markRunning.text, markRunning.values({ id, owner }))) !== 1) return false;
           // The row has its run already: the status's move is undone with it (nothing written).
           if ((await sql.count(recordRun.text, recordRun.values({ id, ordinal, run: runId }))) !== 1) throw new EvalWriteUndone();
           await append(sql, id, event);
+          const released = await sql.row<{ workspaceId: string }>(releaseHeld.text, releaseHeld.values({ id, owner, amount }));
+          if (released) await credit(sql, released.workspaceId, amount);
           return true;
         })
         .catch(undone),

@@ -97,20 +97,15 @@ export function evalRepository(db: Db, commit: GroupCommit): EvalRepository {
       }),
     release: (id, owner, nextAtMs) => commit.run(() => release.run({ id, owner, next: nextAtMs }).changes === 1),
     renew: (id, owner, untilMs) => commit.run(() => renew.run({ id, owner, until: untilMs }).changes === 1),
-    releaseCredits: (id, owner, amount) =>
-      commit.run(() => {
-        const row = releaseHeld.get({ id, owner, amount }) as { workspaceId: string } | undefined;
-        if (!row) return false;
-        credit.run({ amount, workspace: row.workspaceId });
-        return true;
-      }),
-    recordRun: (id, owner, ordinal, runId, event) =>
+    recordRun: (id, owner, ordinal, runId, event, amount) =>
       commit
         .run(() => {
           if (markRunning.run({ id, owner }).changes !== 1) return false;
           // The row has its run already: the status's move is undone with it (nothing written).
           if (recordRun.run({ id, ordinal, run: runId }).changes !== 1) throw new EvalWriteUndone();
           append(id, event);
+          const released = releaseHeld.get({ id, owner, amount }) as { workspaceId: string } | undefined;
+          if (released) credit.run({ amount, workspace: released.workspaceId });
           return true;
         })
         .catch(undone),
