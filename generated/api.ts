@@ -1137,7 +1137,7 @@ export interface paths {
          * @description The eval's progress as a `text/event-stream` (Server-Sent Events), as a run's events are
          *     followed: each event with `id:` (its `seq`, counting from 1 per eval), `event:` (its type)
          *     and `data:` (an EvalEvent as JSON). Types: `eval.queued`, `eval.run_started` (a case's run was
-         *     accepted: `data.case_id`, `data.repeat`, `data.run_id`), `eval.run_graded` (its grades:
+         *     started: `data.case_id`, `data.repeat`, `data.run_id`), `eval.run_graded` (its grades:
          *     `data.passed` and the count of each outcome) and `eval.finished` (`data.status`, the
          *     summary and the gate's result; always the last). Events are stored: `Last-Event-ID: <seq>`
          *     resumes after that one; at or past a finished eval's last event it is 204. A comment line
@@ -2937,8 +2937,8 @@ export interface components {
         /**
          * @description What the finished eval must meet to pass. `min_pass_rate`: the least pass rate (0..1).
          *     `errored_fails` and `skipped_fails` (both default true): whether one errored or skipped
-         *     grade fails the gate. `baseline` with `max_regressions`: at most that many criteria
-         *     regressed against that eval (of the same dataset).
+         *     grade fails the gate. `baseline`: a finished eval of the same dataset; at most
+         *     `max_regressions` (default 0) criteria may regress or newly error against it.
          */
         EvalGate: {
             min_pass_rate?: number;
@@ -2978,7 +2978,7 @@ export interface components {
             repeat: number;
             /**
              * Format: uuid
-             * @description The case's run (read it at `GET /api/build/runs/{runId}`), once accepted.
+             * @description The case's run (read it at `GET /api/build/runs/{runId}`), once started (its id is recorded just before the run is accepted under it).
              */
             run_id: string | null;
             /** @description The run's status, once accepted. */
@@ -4473,7 +4473,7 @@ export interface components {
          * @description Only runs started this way.
          * @example webhook
          */
-        RunSourceFilter: "test" | "webhook" | "schedule" | "poll" | "app_event" | "email" | "whatsapp" | "tool";
+        RunSourceFilter: "test" | "webhook" | "schedule" | "poll" | "app_event" | "email" | "whatsapp" | "tool" | "eval";
         /**
          * @description Only runs accepted at or after this instant (ISO 8601).
          * @example 2026-11-01T00:00:00Z
