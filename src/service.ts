@@ -247,6 +247,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     childWorkflows: (caller, call) => callWorkflowTool(ctx, caller, call, config.runLimits.workflowToolWaitMs),
     channelSends: (caller, call) => queueChannelMessage(ctx, caller, call),
   });
+  let evalDriver: EvalDriver | undefined;
   const ctx: ServiceContext = {
     metrics,
     store,
@@ -271,27 +272,11 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     // The driver starts below, once ctx exists.
     evals: { defaultJudge: config.evalJudgeModel, providerFor: models.providerFor, wake: () => void evalDriver?.run() },
   };
-  let evalDriver: EvalDriver | undefined;
   const readiness: Readiness = { draining: false };
   const { app, mcp } = await webLayers(config, logger, opts, ctx, readiness, localIssuer);
   await runner.start();
-  const maintenance = startMaintenance(store, logger, {
-    runRetentionMs: config.runRetentionMs,
-    versionsKept: config.versionsKept,
-    quotaWindowMs: config.rateLimits.windowSeconds * 1000,
-  });
-  const scheduler = startScheduler(ctx, {
-    catchUpMs: config.scheduleCatchUpMs,
-    tickMs: config.schedulerTickMs,
-    http,
-    limits: config.runLimits,
-    detectorTimeoutMs: config.pollDetectorTimeoutMs,
-    logger,
-  });
-  const events = startEventDispatch(ctx, { intervalMs: config.schedulerTickMs && EVENT_DISPATCH_MS, logger });
-  const outbox = startOutbox(ctx, config, logger);
-  evalDriver = startEvalDriver(ctx, { intervalMs: config.schedulerTickMs && EVAL_DRIVE_MS, logger, owner: `evals:${randomUUID()}` });
-  const drivingEvals = evalDriver;
+  const { maintenance, scheduler, events, outbox, evalDriver: drivingEvals } = startPasses(ctx, config, logger, http);
+  evalDriver = drivingEvals;
   return {
     app,
     ctx,
@@ -317,4 +302,25 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
       lock.release();
     },
   };
+}
+
+/** The passes every process runs beside its requests (each safe beside other replicas'). */
+function startPasses(ctx: ServiceContext, config: Config, logger: Logger, http: typeof HTTP_TOOL & { allowPrivate: boolean }) {
+  const maintenance = startMaintenance(ctx.store, logger, {
+    runRetentionMs: config.runRetentionMs,
+    versionsKept: config.versionsKept,
+    quotaWindowMs: config.rateLimits.windowSeconds * 1000,
+  });
+  const scheduler = startScheduler(ctx, {
+    catchUpMs: config.scheduleCatchUpMs,
+    tickMs: config.schedulerTickMs,
+    http,
+    limits: config.runLimits,
+    detectorTimeoutMs: config.pollDetectorTimeoutMs,
+    logger,
+  });
+  const events = startEventDispatch(ctx, { intervalMs: config.schedulerTickMs && EVENT_DISPATCH_MS, logger });
+  const outbox = startOutbox(ctx, config, logger);
+  const evalDriver = startEvalDriver(ctx, { intervalMs: config.schedulerTickMs && EVAL_DRIVE_MS, logger, owner: `evals:${randomUUID()}` });
+  return { maintenance, scheduler, events, outbox, evalDriver };
 }

@@ -10,7 +10,7 @@ import { gateResult, summarize } from '../domain/evals/summary';
 import type { Agent, EvalCaseResult, EvalListItem } from '../domain/types';
 import { uuidV7 } from '../ids';
 import type { Logger } from '../log';
-import type { EvalEventInput, EvalRecord, RunRow, Serialized } from '../store/port';
+import type { EvalEventInput, EvalRecord, EvalRepository, RunRow, Serialized } from '../store/port';
 import type { ServiceContext } from './context';
 import { gradeRun } from './eval-grading';
 import { agentRun } from './run-builders';
@@ -56,41 +56,72 @@ export interface EvalDriverOptions {
 
 export type EvalDriver = PeriodicPass;
 
+/** The run of row `ordinal`, accepted now under the id recorded for it (unless it was: a driver that lost its lease raced). */
+async function startRun(ctx: ServiceContext, record: EvalRecord, plan: EvalPlan, ordinal: number, runId: string): Promise<void> {
+  const kept = await ctx.store.agents.versions.get(plan.agent.id, plan.agent.version);
+  if (!kept) throw new EvalCannotGoOn(`version ${plan.agent.version} of agent '${plan.agent.slug}' is no longer kept (VERSIONS_KEPT)`);
+  const { planned } = rowOf(plan, ordinal);
+  const document = JSON.parse(kept.json) as Agent;
+  const stored = { id: plan.agent.id, slug: plan.agent.slug, version: kept.version, json: kept.json as Serialized<Agent>, document };
+  const run = agentRun(stored, { prompt: planned.prompt }, { workspaceId: record.workspaceId, startedBy: record.item.started_by, source: 'eval' });
+  try {
+    await acceptRun(ctx, { ...run, minimumCost: plan.agent.maxSteps }, undefined, runId);
+  } catch (err) {
+    if (!(await ctx.store.runs.find(runId))) throw err;
+  }
+}
+
+/** The gate's verdict: regressions counted against its baseline (regressed and newly errored criteria). */
+async function verdict(evals: EvalRepository, record: EvalRecord, plan: EvalPlan, results: EvalCaseResult[], item: EvalListItem) {
+  if (!plan.gate) return null;
+  let regressions: number | null = null;
+  let problem: string | null = null;
+  if (plan.gate.baseline !== undefined) {
+    const baseline = await evals.find(record.workspaceId, plan.gate.baseline);
+    if (!baseline) problem = `the baseline eval '${plan.gate.baseline}' is gone (pruned after RUN_RETENTION_DAYS)`;
+    else {
+      const { counts } = compareResults(record.id, baseline.id, results, baseline.results);
+      regressions = counts.regressed + counts.newly_errored;
+    }
+  }
+  return gateResult(item.summary, plan.gate, regressions, problem);
+}
+
+/** Grades the row's ended run and records it with the eval as it now reads; false when the lease was lost. */
+async function grade(
+  ctx: ServiceContext,
+  owner: string,
+  record: EvalRecord,
+  plan: EvalPlan,
+  results: EvalCaseResult[],
+  ordinal: number,
+  run: RunRow,
+): Promise<boolean> {
+  const { result, judgeCalls } = await gradeRun(ctx.evals, plan.judge, rowOf(plan, ordinal).planned, results[ordinal]!, run);
+  results[ordinal] = result;
+  const credits = record.item.summary.credits;
+  const item: EvalListItem = {
+    ...record.item,
+    status: 'running',
+    summary: summarize(results, { ...credits, agent: credits.agent + run.credits_spent, judge: credits.judge + judgeCalls }),
+  };
+  if (!(await ctx.store.evals.recordGrades(record.id, owner, [{ ordinal, result, judgeCredits: judgeCalls }], item, [gradedEvent(result)]))) return false;
+  record.item = item;
+  return true;
+}
+
+/** A pass over one eval may last (each judge call up to a minute): its lease is renewed meanwhile. */
+function holdLease(evals: EvalRepository, id: string, owner: string, logger: Logger): NodeJS.Timeout {
+  return setInterval(() => {
+    void evals.renew(id, owner, Date.now() + CLAIM_MS).catch((err: unknown) => logger.warn({ err, eval: id }, "an eval's lease could not be renewed"));
+  }, CLAIM_MS / 3);
+}
+
 export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): EvalDriver {
   const evals = ctx.store.evals;
   const owner = opts.owner;
   /** Set by stop: the pass under way starts and grades nothing more. */
   let stopping = false;
-
-  /** The run of row `ordinal`, accepted now under the id recorded for it (unless it was: a driver that lost its lease raced). */
-  async function startRun(record: EvalRecord, plan: EvalPlan, ordinal: number, runId: string): Promise<void> {
-    const kept = await ctx.store.agents.versions.get(plan.agent.id, plan.agent.version);
-    if (!kept) throw new EvalCannotGoOn(`version ${plan.agent.version} of agent '${plan.agent.slug}' is no longer kept (VERSIONS_KEPT)`);
-    const { planned } = rowOf(plan, ordinal);
-    const document = JSON.parse(kept.json) as Agent;
-    const stored = { id: plan.agent.id, slug: plan.agent.slug, version: kept.version, json: kept.json as Serialized<Agent>, document };
-    const run = agentRun(stored, { prompt: planned.prompt }, { workspaceId: record.workspaceId, startedBy: record.item.started_by, source: 'eval' });
-    try {
-      await acceptRun(ctx, { ...run, minimumCost: plan.agent.maxSteps }, undefined, runId);
-    } catch (err) {
-      if (!(await ctx.store.runs.find(runId))) throw err;
-    }
-  }
-
-  /** Grades the row's ended run and records it with the eval as it now reads; false when the lease was lost. */
-  async function grade(record: EvalRecord, plan: EvalPlan, results: EvalCaseResult[], ordinal: number, run: RunRow): Promise<boolean> {
-    const { result, judgeCalls } = await gradeRun(ctx.evals, plan.judge, rowOf(plan, ordinal).planned, results[ordinal]!, run);
-    results[ordinal] = result;
-    const credits = record.item.summary.credits;
-    const item: EvalListItem = {
-      ...record.item,
-      status: 'running',
-      summary: summarize(results, { ...credits, agent: credits.agent + run.credits_spent, judge: credits.judge + judgeCalls }),
-    };
-    if (!(await evals.recordGrades(record.id, owner, [{ ordinal, result, judgeCredits: judgeCalls }], item, [gradedEvent(result)]))) return false;
-    record.item = item;
-    return true;
-  }
 
   /**
    * Grades the rows whose runs ended, and starts runs of rows not started while fewer than
@@ -103,9 +134,9 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
       if (stopping) return null;
       if (row.passed !== null || row.run_id === null) continue;
       const run = await ctx.store.runs.find(row.run_id);
-      if (!run) await startRun(record, plan, ordinal, row.run_id); // recorded, then its driver stopped: accepted now
+      if (!run) await startRun(ctx, record, plan, ordinal, row.run_id); // recorded, then its driver stopped: accepted now
       if (!run || !FINAL.has(run.status)) inFlight++;
-      else if (!(await grade(record, plan, results, ordinal, run))) return null;
+      else if (!(await grade(ctx, owner, record, plan, results, ordinal, run))) return null;
     }
     for (const [ordinal, row] of results.entries()) {
       if (stopping || inFlight >= RUNS_IN_FLIGHT) break;
@@ -115,26 +146,10 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
       // The run reserves its max_steps from the balance: what the eval held for it goes back with the record.
       if (!(await evals.recordRun(record.id, owner, ordinal, runId, started, plan.agent.maxSteps))) return null;
       results[ordinal] = { ...row, run_id: runId };
-      await startRun(record, plan, ordinal, runId);
+      await startRun(ctx, record, plan, ordinal, runId);
       inFlight++;
     }
     return results;
-  }
-
-  /** The gate's verdict: regressions counted against its baseline (regressed and newly errored criteria). */
-  async function verdict(record: EvalRecord, plan: EvalPlan, results: EvalCaseResult[], item: EvalListItem) {
-    if (!plan.gate) return null;
-    let regressions: number | null = null;
-    let problem: string | null = null;
-    if (plan.gate.baseline !== undefined) {
-      const baseline = await evals.find(record.workspaceId, plan.gate.baseline);
-      if (!baseline) problem = `the baseline eval '${plan.gate.baseline}' is gone (pruned after RUN_RETENTION_DAYS)`;
-      else {
-        const { counts } = compareResults(record.id, baseline.id, results, baseline.results);
-        regressions = counts.regressed + counts.newly_errored;
-      }
-    }
-    return gateResult(item.summary, plan.gate, regressions, problem);
   }
 
   async function drive(record: EvalRecord): Promise<void> {
@@ -142,12 +157,7 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
     if (stopping || !(await evals.renew(record.id, owner, Date.now() + CLAIM_MS))) return;
     const plan = JSON.parse(record.plan) as EvalPlan;
     let results: EvalCaseResult[] | null;
-    // A pass over one eval may last (each judge call up to a minute): its lease is held on meanwhile.
-    const renewal = setInterval(() => {
-      void evals
-        .renew(record.id, owner, Date.now() + CLAIM_MS)
-        .catch((err: unknown) => opts.logger.warn({ err, eval: record.id }, "an eval's lease could not be renewed"));
-    }, CLAIM_MS / 3);
+    const renewal = holdLease(evals, record.id, owner, opts.logger);
     try {
       results = await advance(record, plan);
     } catch (err) {
@@ -173,7 +183,7 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
       return;
     }
     const done: EvalListItem = { ...record.item, status: 'finished', finished_at: new Date().toISOString() };
-    const finished = { ...done, gate_result: await verdict(record, plan, results, done) };
+    const finished = { ...done, gate_result: await verdict(evals, record, plan, results, done) };
     await evals.finish(record.id, owner, finished, finishedEvent(finished));
   }
 

@@ -427,6 +427,7 @@ async function prepareKeyReuse(t, summary) {
   const key = `reuse-${summary}`;
   req.headers.Authorization = `Bearer ${token}`;
   t.skip = false;
+  if (summary === 'Start an eval') await evalFixtures();
   const first =
     summary === 'Create agent'
       ? { ...JSON.parse(exampleAgent), slug: 'idempotent-agent' }
@@ -439,7 +440,7 @@ async function prepareKeyReuse(t, summary) {
             : summary === 'Create eval dataset'
               ? { ...example('EvalDatasetCreateRequestExample'), slug: 'idempotent-dataset' }
               : summary === 'Start an eval'
-                ? (await evalFixtures(), { dataset: 'eval-contract-cases', repeats: 2 })
+                ? { dataset: 'eval-contract-cases', repeats: 2 }
                 : summary === 'Create app'
                   ? await appBody('idempotent-app')
                   : summary === 'Create connection'

@@ -205,7 +205,7 @@ describe.each(adapters)('$name: evals', (adapter) => {
     expect(await store.evals.release(f.id, 'driver', 0)).toBe(false);
     expect(await claimedIds(store, lease('after'), 1_000)).not.toContain(f.id);
     expect((await store.evals.events(f.id, 0, 100)).map((ev) => ev.type)).toEqual(['eval.queued', 'eval.finished']);
-    expect((await store.evals.events(e.id, 0, 100)).map((ev) => ev.type)).toEqual(['eval.queued', 'eval.run_graded', 'eval.run_graded']);
+    expect((await store.evals.events(e.id, 0, 100)).map((ev) => ev.type)).toEqual(['eval.queued', 'eval.run_graded', 'eval.run_graded', 'eval.run_started']);
     expect(await balance(store, ws)).toBe(80);
   });
 

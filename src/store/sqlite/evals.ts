@@ -39,6 +39,8 @@ import {
 import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
 
+// This function is long because it is one member per method of the port, each a statement or two,
+// and the statements they share, prepared once.
 export function evalRepository(db: Db, commit: GroupCommit): EvalRepository {
   const debit = db.prepare('UPDATE workspaces SET credits = credits - @amount WHERE id = @workspace AND credits >= @amount');
   const credit = db.prepare('UPDATE workspaces SET credits = credits + @amount WHERE id = @workspace AND @amount > 0');
