@@ -321,6 +321,11 @@ function startPasses(ctx: ServiceContext, config: Config, logger: Logger, http: 
   });
   const events = startEventDispatch(ctx, { intervalMs: config.schedulerTickMs && EVENT_DISPATCH_MS, logger });
   const outbox = startOutbox(ctx, config, logger);
-  const evalDriver = startEvalDriver(ctx, { intervalMs: config.schedulerTickMs && EVAL_DRIVE_MS, logger, owner: `evals:${randomUUID()}` });
+  const evalDriver = startEvalDriver(ctx, {
+    intervalMs: config.schedulerTickMs && EVAL_DRIVE_MS,
+    logger,
+    owner: `evals:${randomUUID()}`,
+    leaseMs: config.runLeaseMs,
+  });
   return { maintenance, scheduler, events, outbox, evalDriver };
 }

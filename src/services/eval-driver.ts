@@ -17,8 +17,6 @@ import { agentRun } from './run-builders';
 import { acceptRun } from './runs';
 import { periodicPass, type PeriodicPass } from './periodic-pass';
 
-/** How long a claim holds unless renewed (a pass renews it while it drives an eval: judge calls take up to 60 s each). */
-const CLAIM_MS = 120_000;
 /** Evals claimed per pass, at most. */
 const PER_PASS = 8;
 /** Runs of one eval in flight at once: an eval of 200 cases does not take the workspace's queue whole. */
@@ -52,6 +50,11 @@ export interface EvalDriverOptions {
   logger: Logger;
   /** This process's name in the leases it takes. */
   owner: string;
+  /**
+   * How long a claim on an eval holds unless renewed (RUN_LEASE_SECONDS, as a run's): it is renewed
+   * every third of it while a pass drives the eval; a killed process's evals are taken over after it.
+   */
+  leaseMs: number;
 }
 
 export type EvalDriver = PeriodicPass;
@@ -111,10 +114,10 @@ async function grade(
 }
 
 /** A pass over one eval may last (each judge call up to a minute): its lease is renewed meanwhile. */
-function holdLease(evals: EvalRepository, id: string, owner: string, logger: Logger): NodeJS.Timeout {
+function holdLease(evals: EvalRepository, id: string, owner: string, leaseMs: number, logger: Logger): NodeJS.Timeout {
   return setInterval(() => {
-    void evals.renew(id, owner, Date.now() + CLAIM_MS).catch((err: unknown) => logger.warn({ err, eval: id }, "an eval's lease could not be renewed"));
-  }, CLAIM_MS / 3);
+    void evals.renew(id, owner, Date.now() + leaseMs).catch((err: unknown) => logger.warn({ err, eval: id }, "an eval's lease could not be renewed"));
+  }, leaseMs / 3);
 }
 
 export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): EvalDriver {
@@ -154,10 +157,10 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
 
   async function drive(record: EvalRecord): Promise<void> {
     // Claimed with others at the start of the pass: the lease may have run out while they were driven.
-    if (stopping || !(await evals.renew(record.id, owner, Date.now() + CLAIM_MS))) return;
+    if (stopping || !(await evals.renew(record.id, owner, Date.now() + opts.leaseMs))) return;
     const plan = JSON.parse(record.plan) as EvalPlan;
     let results: EvalCaseResult[] | null;
-    const renewal = holdLease(evals, record.id, owner, opts.logger);
+    const renewal = holdLease(evals, record.id, owner, opts.leaseMs, opts.logger);
     try {
       results = await advance(record, plan);
     } catch (err) {
@@ -188,7 +191,7 @@ export function startEvalDriver(ctx: ServiceContext, opts: EvalDriverOptions): E
   }
 
   const pass = async (): Promise<void> => {
-    const claimed = await evals.claimDue({ owner, ms: CLAIM_MS }, PER_PASS);
+    const claimed = await evals.claimDue({ owner, ms: opts.leaseMs }, PER_PASS);
     for (const { id, workspaceId } of claimed) {
       const record = await evals.find(workspaceId, id);
       if (record) await drive(record);

@@ -12,6 +12,7 @@ import { runPassed } from '../domain/evals/summary';
 import type { EvalCaseResult } from '../domain/types';
 import type { AgentRunState } from '../runtime/agent-loop';
 import { ModelError } from '../runtime/models/provider';
+import { INTERRUPTED, SHUT_DOWN } from '../runtime/runner';
 import type { RunRow } from '../store/port';
 import type { EvalSettings } from './context';
 
@@ -33,6 +34,9 @@ const NO_JUDGE: Grade = {
   reason: 'no judge model: the eval named none and EVAL_JUDGE_MODEL is not set',
   grader: null,
 };
+
+/** A run the service cut off (a restart, a shutdown) says nothing of the agent: its every grade is errored. */
+const CUT_OFF = new Set([INTERRUPTED, SHUT_DOWN]);
 
 /** The judged grade, and whether a call was made (each is charged a credit). */
 async function judge(
@@ -79,10 +83,12 @@ export async function gradeRun(
   const facts = runFacts(run);
   let judgeCalls = 0;
   const criteria: EvalCaseResult['criteria'] = [];
+  const cutOff = run.status === 'failed' && run.error !== null && CUT_OFF.has(run.error);
   for (const criterion of planned.criteria) {
     await yieldToLoop();
     let grade: Grade;
-    if (criterion.check.type !== 'judge') grade = gradeDeterministic(criterion.check, facts);
+    if (cutOff) grade = { outcome: 'errored', score: null, reason: `the run was cut off by the service, not graded (${run.error})`, grader: null };
+    else if (criterion.check.type !== 'judge') grade = gradeDeterministic(criterion.check, facts);
     else if (judgeModel === null) grade = NO_JUDGE;
     else {
       const judged = await judge(settings, judgeModel, criterion as PlannedCriterion & { check: { type: 'judge' } }, planned.prompt, facts);
