@@ -1,6 +1,7 @@
-// A background pass that every process runs on a timer (the app events' dispatch, the evals'
-// driver): one pass at a time; a pass asked for during one gets a pass of its own after it (what was
-// written since the running pass looked is its). A failed pass is logged and the next one tries again.
+// A background pass that every process runs on a timer (the app events' dispatch, the channels'
+// sender, the evals' driver): one pass at a time; a pass asked for during one gets a pass of its own
+// after it (what was written since the running pass looked is its). A failed pass is logged and the
+// next one tries again.
 import type { Logger } from '../log';
 
 export interface PeriodicPass {

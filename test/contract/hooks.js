@@ -526,6 +526,23 @@ const withApp = (uri, slug) => uri.replace(/\/apps\/[^/?]+/, `/apps/${slug}`);
 const withConnection = (uri, ref) => uri.replace(/\/connections\/[^/?]+/, `/connections/${encodeURIComponent(ref)}`);
 const etagOf = async (path) => (await api('GET', path)).etag;
 
+/**
+ * The start of a transaction whose fixtures differ from the spec's examples: the owner's token, the
+ * reply checked against the schema (beforeEachValidation) rather than the example, 503 skipped (it
+ * needs an unreachable issuer: test/integration/auth.test.ts), 401 sent without a token and 403 with
+ * a read-only one. True when that is all the transaction needs (401, 403).
+ */
+function authorizedForSchema(t, status) {
+  t.request.headers.Authorization = `Bearer ${token}`;
+  delete t.expected.body;
+  delete t.expected.bodySchema;
+  if (t.expected.headers) delete t.expected.headers.Link; // present only when a next page exists
+  if (status >= 400) t.skip = status === 503;
+  if (status === 401) delete t.request.headers.Authorization;
+  if (status === 403) t.request.headers.Authorization = `Bearer ${mint('read')}`;
+  return status === 401 || status === 403;
+}
+
 /** A valid body of each write (the ones the spec gives no example of), so a 404 or a 428 is not a 400 first. */
 async function appRequestBody(summary) {
   if (summary === 'Replace app') return { ...(await appBody('tracker')), name: 'Tracker (renamed)' };
@@ -647,14 +664,7 @@ const NAMED = {
 async function prepareNamed(t, summary, status, noun) {
   const kind = NAMED[noun];
   const req = t.request;
-  req.headers.Authorization = `Bearer ${token}`;
-  // The documents written here differ from the examples: the reply is checked against the schema (beforeEachValidation).
-  delete t.expected.body;
-  delete t.expected.bodySchema;
-  if (t.expected.headers) delete t.expected.headers.Link; // present only when a next page exists
-  if (status >= 400) t.skip = status === 503; // 503 needs an unreachable issuer (test/integration/auth.test.ts)
-  if (status === 401) return void delete req.headers.Authorization;
-  if (status === 403) return void (req.headers.Authorization = `Bearer ${mint('read')}`);
+  if (authorizedForSchema(t, status)) return;
   const ref = status === 404 ? `no-such-${kind.collection}` : kind.example;
   const path = req.uri.split('?')[0];
   const collection = `/api/build/${kind.collection}`;
@@ -863,14 +873,7 @@ function evalFixtures() {
 /** The eval operations on `eval-contract` and its eval, or on what does not exist for the 404s. */
 async function prepareEvals(t, summary, status) {
   const req = t.request;
-  req.headers.Authorization = `Bearer ${token}`;
-  // The evals here differ from the examples: the reply is checked against the schema (beforeEachValidation).
-  delete t.expected.body;
-  delete t.expected.bodySchema;
-  if (t.expected.headers) delete t.expected.headers.Link; // present only when a next page exists
-  if (status >= 400) t.skip = status === 503; // 503 needs an unreachable issuer (test/integration/auth.test.ts)
-  if (status === 401) return void delete req.headers.Authorization;
-  if (status === 403) return void (req.headers.Authorization = `Bearer ${mint('read')}`);
+  if (authorizedForSchema(t, status)) return;
   const { evalId } = await evalFixtures();
   const path = req.uri.split('?')[0];
   if (summary === 'Start an eval') {
