@@ -2189,7 +2189,10 @@ export interface components {
             id?: components["schemas"]["EvalCheckId"];
             value: number;
         };
-        /** @description Passes when the run ended with `status`. */
+        /**
+         * @description Passes when the run ended with `status`. A run that says nothing of the agent (refused before
+         *     it began, or cut off by a restart of the service) is graded `errored` on every criterion.
+         */
         EvalRunStatusCheck: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -2198,7 +2201,7 @@ export interface components {
             type: "run_status";
             id?: components["schemas"]["EvalCheckId"];
             /** @enum {string} */
-            status: "succeeded" | "failed" | "cancelled" | "refused";
+            status: "succeeded" | "failed" | "cancelled";
         };
         /**
          * @description The judge model scores the run against `rubric` from 0 to 1 (at temperature 0, answering a

@@ -35,8 +35,19 @@ const NO_JUDGE: Grade = {
   grader: null,
 };
 
-/** A run the service cut off (a restart, a shutdown) says nothing of the agent: its every grade is errored. */
+/** A run the service cut off (a restart, a shutdown) says nothing of the agent. */
 const CUT_OFF = new Set([INTERRUPTED, SHUT_DOWN]);
+
+/**
+ * Why the run says nothing of the agent, so that its every grade is errored rather than failed: it
+ * was cut off, or refused before it began (the workspace's credits, taken by another spender between
+ * the eval's release of its share and the run's acceptance). Null for a run the agent ran.
+ */
+function notTheAgents(run: RunRow): string | null {
+  if (run.status === 'refused') return `the run was refused before it began, not graded (${run.error ?? 'refused'})`;
+  if (run.status === 'failed' && run.error !== null && CUT_OFF.has(run.error)) return `the run was cut off by the service, not graded (${run.error})`;
+  return null;
+}
 
 /** The judged grade, and whether a call was made (each is charged a credit). */
 async function judge(
@@ -83,11 +94,11 @@ export async function gradeRun(
   const facts = runFacts(run);
   let judgeCalls = 0;
   const criteria: EvalCaseResult['criteria'] = [];
-  const cutOff = run.status === 'failed' && run.error !== null && CUT_OFF.has(run.error);
+  const ungraded = notTheAgents(run);
   for (const criterion of planned.criteria) {
     await yieldToLoop();
     let grade: Grade;
-    if (cutOff) grade = { outcome: 'errored', score: null, reason: `the run was cut off by the service, not graded (${run.error})`, grader: null };
+    if (ungraded !== null) grade = { outcome: 'errored', score: null, reason: ungraded, grader: null };
     else if (criterion.check.type !== 'judge') grade = gradeDeterministic(criterion.check, facts);
     else if (judgeModel === null) grade = NO_JUDGE;
     else {
