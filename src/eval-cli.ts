@@ -64,6 +64,13 @@ export function evalRequest(values: Record<string, string | boolean | undefined>
   return { agent, body };
 }
 
+/** The URL without the slashes it ends with (by hand: `/\/+$/` is quadratic on a long run of slashes). */
+function withoutTrailingSlashes(url: string): string {
+  let end = url.length;
+  while (end > 0 && url[end - 1] === '/') end--;
+  return url.slice(0, end);
+}
+
 /** The results as a table: one line per case and repeat, the criteria's outcomes counted. */
 export function resultTable(evaluation: Eval): Record<string, string | number>[] {
   return evaluation.results.map((r) => {
@@ -133,7 +140,7 @@ export async function evalCommand(args: string[], env: NodeJS.ProcessEnv = proce
   const { agent, body } = evalRequest(values);
   const token = env.BUILD_API_TOKEN;
   if (!token) throw new EvalCommandError("BUILD_API_TOKEN: required, a token of the service (npx build-api token …, or your issuer's)");
-  const url = (values.url ?? env.BUILD_API_URL ?? `http://localhost:${env.PORT || 8080}`).replace(/\/+$/, '');
+  const url = withoutTrailingSlashes(values.url ?? env.BUILD_API_URL ?? `http://localhost:${env.PORT || 8080}`);
   const deadline = Date.now() + (number(values.timeout, 'timeout', 1, 86_400) ?? 1800) * 1000;
   let evaluation = (await call(url, token, 'POST', `/api/build/agents/${encodeURIComponent(agent)}/evals`, body)).data;
   out.write(
