@@ -1165,7 +1165,10 @@ export interface paths {
                  * @example 0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b
                  */
                 evalId: components["parameters"]["EvalId"];
-                /** @description The eval to compare with (of the same dataset). */
+                /**
+                 * @description The eval to compare with (of the same dataset).
+                 * @example 0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1c
+                 */
                 baseline: string;
             };
             cookie?: never;
@@ -6782,7 +6785,10 @@ export interface operations {
                  * @example 0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b
                  */
                 evalId: components["parameters"]["EvalId"];
-                /** @description The eval to compare with (of the same dataset). */
+                /**
+                 * @description The eval to compare with (of the same dataset).
+                 * @example 0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1c
+                 */
                 baseline: string;
             };
             cookie?: never;
