@@ -57,7 +57,6 @@ async function prepare(t) {
   if (summary === "Answer Meta's subscription check") return prepareSubscriptionCheck(t, status);
   if (summary === "List an agent's channel messages") return prepareMessageList(t, status);
   if (status === 429 && !summary.startsWith('Follow')) return prepareQuotaSpent(t);
-  if (EVAL_OPERATIONS.has(summary) && status !== 422) return prepareEvals(t, summary, status);
   if (summary.startsWith('List') && summary.endsWith('runs')) return prepareRunList(t, status);
   if (DOCUMENT_LISTS.has(summary) && (status === 200 || status === 400)) return prepareDocumentList(t, status);
   if (VERSIONED.test(summary)) return prepareVersions(t, summary, status);
@@ -65,6 +64,7 @@ async function prepare(t) {
   // Idempotency-Key only where a transaction is about it (the 422s): a key shared by transactions would tie them together.
   for (const name of Object.keys(req.headers)) if (/^idempotency-key$/i.test(name)) delete req.headers[name];
   if (RUN_CONTROL.has(summary)) return prepareRunControl(t, summary, status);
+  if (EVAL_OPERATIONS.has(summary) && status !== 422) return prepareEvals(t, summary, status);
   if (APP_OPERATIONS.has(summary) && status !== 422) return prepareApps(t, summary, status);
   if (SKILL_OPERATIONS.test(summary) && status !== 422) return prepareNamed(t, summary, status, 'skill');
   if (DATASET_OPERATIONS.test(summary) && status !== 422) return prepareNamed(t, summary, status, 'eval dataset');
@@ -936,7 +936,7 @@ hooks.beforeEachValidation((t, done) => {
         return done();
       }
       if (String(t.real.headers['content-type']).startsWith('text/event-stream')) {
-        t.fail = eventStreamProblem(api, t.real.body) ?? undefined;
+        t.fail = eventStreamProblem(t.request.uri.startsWith('/api/build/evals/') ? 'eval' : 'run', t.real.body) ?? undefined;
         if (!t.fail && t.real.statusCode !== parse(t.name).status) t.fail = `expected ${parse(t.name).status}, got ${t.real.statusCode}`;
         return done();
       }
@@ -963,11 +963,15 @@ hooks.beforeEachValidation((t, done) => {
   );
 });
 
-/** An event stream's body: frames of id/event/data, ids counting from 1, each data a RunEvent, ending with run.finished. */
-function eventStreamProblem(_api, text) {
+/**
+ * An event stream's body: frames of id/event/data, ids counting from 1, each data a RunEvent (an
+ * EvalEvent for an eval's stream), ending with run.finished (eval.finished).
+ */
+function eventStreamProblem(kind, text) {
   const frames = text.split('\n\n').filter((f) => f.trim() && !f.startsWith(':'));
   if (!frames.length) return 'the event stream is empty';
-  const schema = loadSpec().document.components.schemas.RunEvent;
+  const schema = loadSpec().document.components.schemas[kind === 'eval' ? 'EvalEvent' : 'RunEvent'];
+  const final = `${kind}.finished`;
   let last;
   for (const [i, frame] of frames.entries()) {
     const fields = Object.fromEntries(frame.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]));
@@ -978,5 +982,5 @@ function eventStreamProblem(_api, text) {
     if (missing) return `event ${i + 1} lacks ${missing}`;
     last = data;
   }
-  return last.type === 'run.finished' ? null : `the stream ended after ${last.type}, not run.finished`;
+  return last.type === final ? null : `the stream ended after ${last.type}, not ${final}`;
 }
