@@ -1046,6 +1046,150 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/build/agents/{ref}/evals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The agent's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example support-triage
+                 */
+                ref: components["parameters"]["AgentRef"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an agent's evals
+         * @description The agent's evals, newest first, without their results (read one for them), paged by a
+         *     keyset as the run lists are (`next_cursor`, `Link: rel="next"`). Evals are kept as long as
+         *     runs are (`RUN_RETENTION_DAYS` after they end). Spaces apply to the agent (see Spaces).
+         */
+        get: operations["listAgentEvals"];
+        put?: never;
+        /**
+         * Start an eval
+         * @description Runs a version of the agent (`version`, default the current one) over every case of a
+         *     dataset (`dataset` by slug or id, `dataset_version` default the current one), `repeats`
+         *     times (1..5, default 1), and grades every criterion of each run: the agent's
+         *     `eval_criteria` and the case's own (docs/evals.md). Answers 202 at once with the eval
+         *     (`queued`); read it at `GET /api/build/evals/{evalId}` or follow it at its `events`.
+         *     Each case is a real run (`source: eval`), linked from the eval's results.
+         *
+         *     Credits: the most the eval can spend (every run at the agent's `max_steps`, and one credit
+         *     per judged criterion of each run) is reserved from the workspace's balance when it starts;
+         *     a balance that cannot cover it is 409 and nothing runs. What is not spent goes back when
+         *     the eval ends. A judge is the request's `judge` or the `EVAL_JUDGE_MODEL` setting: a model
+         *     of the catalog other than `builtin/scripted`. With neither, judged criteria are `skipped`
+         *     and the eval is `incomplete`. `gate` says what the finished eval must meet to pass.
+         *     Spaces apply to the agent (see Spaces).
+         */
+        post: operations["startEval"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/evals/{evalId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The eval's id, a UUID (anything else gives 400).
+                 * @example 0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b
+                 */
+                evalId: components["parameters"]["EvalId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read an eval
+         * @description The eval: what it runs, where it stands, and each case's run and grades so far (`pending`
+         *     until its run ended and was graded); once `finished`, its summary and, when it had a
+         *     gate, whether it passed and why. An eval of an agent the caller does not see is 404.
+         */
+        get: operations["getEval"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/evals/{evalId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The eval's id, a UUID (anything else gives 400).
+                 * @example 0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b
+                 */
+                evalId: components["parameters"]["EvalId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Follow an eval
+         * @description The eval's progress as a `text/event-stream` (Server-Sent Events), as a run's events are
+         *     followed: each event with `id:` (its `seq`, counting from 1 per eval), `event:` (its type)
+         *     and `data:` (an EvalEvent as JSON). Types: `eval.queued`, `eval.run_started` (a case's run was
+         *     started: `data.case_id`, `data.repeat`, `data.run_id`), `eval.run_graded` (its grades:
+         *     `data.passed` and the count of each outcome) and `eval.finished` (`data.status`, the
+         *     summary and the gate's result; always the last). Events are stored: `Last-Event-ID: <seq>`
+         *     resumes after that one; at or past a finished eval's last event it is 204. A comment line
+         *     (`: keep-alive`) comes every 15 seconds while nothing happens. Open streams count toward
+         *     the caller's `EVENT_STREAMS_PER_CALLER` with the runs' (429 beyond). With `Accept:
+         *     application/json`, the stored events after `Last-Event-ID` are answered at once as
+         *     `{ "data": [EvalEvent…] }`. Same visibility as the eval read.
+         */
+        get: operations["streamEvalEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/evals/{evalId}/compare/{baseline}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The eval's id, a UUID (anything else gives 400).
+                 * @example 0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b
+                 */
+                evalId: components["parameters"]["EvalId"];
+                /**
+                 * @description The eval to compare with (of the same dataset).
+                 * @example 0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1c
+                 */
+                baseline: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Compare two evals
+         * @description Case by case and criterion by criterion (matched by case id and criterion id), how the eval
+         *     did against the baseline: `improved` (more of its repeats passed), `regressed` (fewer),
+         *     `unchanged`, `newly_errored` (errored where the baseline had no error), or `added` /
+         *     `removed` (a case or criterion only one of them has). Both must be evals of the same
+         *     dataset that the caller sees; an eval that has not finished compares what it graded so far.
+         */
+        get: operations["compareEvals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/build/runs": {
         parameters: {
             query?: never;
@@ -2048,7 +2192,10 @@ export interface components {
             id?: components["schemas"]["EvalCheckId"];
             value: number;
         };
-        /** @description Passes when the run ended with `status`. */
+        /**
+         * @description Passes when the run ended with `status`. A run that says nothing of the agent (refused before
+         *     it began, or cut off by a restart of the service) is graded `errored` on every criterion.
+         */
         EvalRunStatusCheck: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -2057,7 +2204,7 @@ export interface components {
             type: "run_status";
             id?: components["schemas"]["EvalCheckId"];
             /** @enum {string} */
-            status: "succeeded" | "failed" | "cancelled" | "refused";
+            status: "succeeded" | "failed" | "cancelled";
         };
         /**
          * @description The judge model scores the run against `rubric` from 0 to 1 (at temperature 0, answering a
@@ -2781,6 +2928,217 @@ export interface components {
             current: components["schemas"]["EvalDataset"] | components["schemas"]["NullValue"];
             applied: components["schemas"]["ApplyStages"];
         };
+        EvalRequest: {
+            /** @description The dataset's slug or id. */
+            dataset: string;
+            /** @description The dataset's kept version to run (default the current one). */
+            dataset_version?: number;
+            version?: components["schemas"]["RunVersion"];
+            /** @description How many runs of each case (default 1); each repeat is graded on its own. */
+            repeats?: number;
+            /** @description The catalog model that grades judged criteria (default the `EVAL_JUDGE_MODEL` setting); not `builtin/scripted`. */
+            judge?: string;
+            gate?: components["schemas"]["EvalGate"];
+        };
+        /**
+         * @description What the finished eval must meet to pass. `min_pass_rate`: the least pass rate (0..1).
+         *     `errored_fails` and `skipped_fails` (both default true): whether one errored or skipped
+         *     grade fails the gate. `baseline`: a finished eval of the same dataset; at most
+         *     `max_regressions` (default 0) criteria may regress or newly error against it.
+         */
+        EvalGate: {
+            min_pass_rate?: number;
+            errored_fails?: boolean;
+            skipped_fails?: boolean;
+            /** Format: uuid */
+            baseline?: string;
+            max_regressions?: number;
+        };
+        /**
+         * @description `queued`, `running` (its runs started, grading as they end), `finished` (every run graded) or `failed` (it could not go on: `error` says why).
+         * @enum {string}
+         */
+        EvalStatus: "queued" | "running" | "finished" | "failed";
+        /**
+         * @description `pending` until the run ended and was graded; `errored`: the grader failed (a judge that answered no verdict), never a pass; `skipped`: not graded (no judge model).
+         * @enum {string}
+         */
+        EvalOutcome: "pending" | "passed" | "failed" | "errored" | "skipped";
+        EvalCriterionResult: {
+            criterion_id: string;
+            /** @description The check's type (`judge` for a rubric). */
+            type: string;
+            /**
+             * @description Whether the criterion is the agent's or the case's own.
+             * @enum {string}
+             */
+            source: "agent" | "case";
+            outcome: components["schemas"]["EvalOutcome"];
+            score: number | null;
+            reason: string | null;
+            /** @description What graded it (the check's type, or `judge:<model>`). */
+            grader: string | null;
+        };
+        EvalCaseResult: {
+            case_id: string;
+            repeat: number;
+            /**
+             * Format: uuid
+             * @description The case's run (read it at `GET /api/build/runs/{runId}`), once started (its id is recorded just before the run is accepted under it).
+             */
+            run_id: string | null;
+            /** @description The run's status, once accepted. */
+            run_status: components["schemas"]["RunStatus"] | components["schemas"]["NullValue"];
+            /** @description Whether every criterion passed; null until graded. */
+            passed: boolean | null;
+            criteria: components["schemas"]["EvalCriterionResult"][];
+        };
+        EvalCounts: {
+            passed: number;
+            failed: number;
+            errored: number;
+            skipped: number;
+            pending: number;
+        };
+        EvalSummary: {
+            /** @description Cases times repeats. */
+            runs: number;
+            /** @description Runs whose every criterion passed. */
+            runs_passed: number;
+            criteria: components["schemas"]["EvalCounts"];
+            /** @description Passed grades over passed, failed and errored ones (an errored grade counts against); null before any. */
+            pass_rate: number | null;
+            /** @description Some criterion was skipped (no judge model), or a grade is still pending. */
+            incomplete: boolean;
+            credits: {
+                /** @description Credits reserved when the eval started (what was not spent goes back at its end). */
+                reserved: number;
+                /** @description Credits the case runs spent. */
+                agent: number;
+                /** @description Credits the judge calls spent (one each). */
+                judge: number;
+            };
+        };
+        /** @description Whether the finished eval met its gate, and every reason it did not; null without a gate or before the eval finished. */
+        EvalGateResult: {
+            passed: boolean;
+            reasons: string[];
+        } | null;
+        EvalListItem: {
+            /** Format: uuid */
+            id: string;
+            agent: {
+                /** Format: uuid */
+                id: string;
+                slug: string;
+                version: number;
+            };
+            dataset: {
+                /** Format: uuid */
+                id: string;
+                slug: string;
+                version: number;
+            };
+            repeats: number;
+            /** @description The judge model, or null when none was available. */
+            judge: string | null;
+            status: components["schemas"]["EvalStatus"];
+            /** @description The request's gate, or null. */
+            gate: components["schemas"]["EvalGate"] | components["schemas"]["NullValue"];
+            gate_result: components["schemas"]["EvalGateResult"];
+            summary: components["schemas"]["EvalSummary"];
+            started_by: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            error: string | null;
+        };
+        Eval: {
+            /** Format: uuid */
+            id: string;
+            agent: {
+                /** Format: uuid */
+                id: string;
+                slug: string;
+                version: number;
+            };
+            dataset: {
+                /** Format: uuid */
+                id: string;
+                slug: string;
+                version: number;
+            };
+            repeats: number;
+            /** @description The judge model, or null when none was available. */
+            judge: string | null;
+            status: components["schemas"]["EvalStatus"];
+            /** @description The request's gate, or null. */
+            gate: components["schemas"]["EvalGate"] | components["schemas"]["NullValue"];
+            gate_result: components["schemas"]["EvalGateResult"];
+            summary: components["schemas"]["EvalSummary"];
+            started_by: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            error: string | null;
+            /** @description One per case and repeat, in the dataset's order. */
+            results: components["schemas"]["EvalCaseResult"][];
+        };
+        EvalResponse: {
+            data: components["schemas"]["Eval"];
+        };
+        EvalPage: {
+            data: components["schemas"]["EvalListItem"][];
+            next_cursor: string | null;
+        };
+        EvalEventList: {
+            data: components["schemas"]["EvalEvent"][];
+        };
+        /** @description The JSON of one `data:` line of an eval's event stream (its `id:` is `seq`, its `event:` is `type`). */
+        EvalEvent: {
+            seq: number;
+            /** Format: uuid */
+            eval_id: string;
+            /** @enum {string} */
+            type: "eval.queued" | "eval.run_started" | "eval.run_graded" | "eval.finished";
+            /** Format: date-time */
+            at: string;
+            data: {
+                [key: string]: unknown;
+            };
+        };
+        EvalComparisonCell: {
+            case_id: string;
+            criterion_id: string;
+            /** @enum {string} */
+            change: "improved" | "regressed" | "unchanged" | "newly_errored" | "added" | "removed";
+            /** @description The eval's repeats that passed it. */
+            passed: number;
+            baseline_passed: number;
+            /** @description The eval's graded repeats of it (0 when removed). */
+            repeats: number;
+            baseline_repeats: number;
+        };
+        EvalComparison: {
+            /** Format: uuid */
+            eval_id: string;
+            /** Format: uuid */
+            baseline_id: string;
+            counts: {
+                improved: number;
+                regressed: number;
+                unchanged: number;
+                newly_errored: number;
+                added: number;
+                removed: number;
+            };
+            cells: components["schemas"]["EvalComparisonCell"][];
+        };
+        EvalComparisonResponse: {
+            data: components["schemas"]["EvalComparison"];
+        };
         SkillConflict: {
             error: string;
             /** @description The stored skill, or null when nothing was read. */
@@ -2790,7 +3148,8 @@ export interface components {
         /**
          * @description What started the run: `test` (a test call; only its starter can read it), `webhook`,
          *     `schedule`, `poll`, `app_event`, `email` or `whatsapp` (a trigger, a schedule or a channel's
-         *     message; every member of the workspace with Build authorization can read it), or `tool` (a workflow run an agent started by calling its tool
+         *     message; every member of the workspace with Build authorization can read it), `eval` (a
+         *     case of an eval: read as the eval is, by whoever sees its agent), or `tool` (a workflow run an agent started by calling its tool
          *     `workflows.<slug>`: `parent` names the calling run and call; it is read by whoever may read
          *     the run at the root of its chain, so a test's children only by the test's starter).
          */
@@ -3793,6 +4152,17 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The workspace's balance cannot cover what the eval may spend (its reservation), or the agent may not run (archived); nothing ran. */
+        EvalRefused: {
+            headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The run was refused (credits below the run's minimum cost, archived agent, disabled workflow). `run_id` names the run row that recorded the refusal, or is null when none was recorded. */
         RunRefused: {
             headers: {
@@ -3996,6 +4366,11 @@ export interface components {
          */
         WorkflowRef: components["schemas"]["DocumentRef"];
         /**
+         * @description The eval's id, a UUID (anything else gives 400).
+         * @example 0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b
+         */
+        EvalId: string;
+        /**
          * @description The run's id, a UUID (anything else gives 400).
          * @example 5b0c3a4e-8f1d-4c2a-9e77-0d6f1b2a3c4d
          */
@@ -4104,7 +4479,7 @@ export interface components {
          * @description Only runs started this way.
          * @example webhook
          */
-        RunSourceFilter: "test" | "webhook" | "schedule" | "poll" | "app_event" | "email" | "whatsapp" | "tool";
+        RunSourceFilter: "test" | "webhook" | "schedule" | "poll" | "app_event" | "email" | "whatsapp" | "tool" | "eval";
         /**
          * @description Only runs accepted at or after this instant (ISO 8601).
          * @example 2026-11-01T00:00:00Z
@@ -6208,6 +6583,234 @@ export interface operations {
             406: components["responses"]["NotAcceptable"];
             409: components["responses"]["EvalDatasetConflict"];
             428: components["responses"]["PreconditionRequired"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAgentEvals: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Items per page, 1..100 (default 20).
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJpZCI6IjAxOWFiMmM0LTVkNmUtN2Y4MC05YTFiLTJjM2Q0ZTVmNmE3YiJ9
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The agent's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example support-triage
+                 */
+                ref: components["parameters"]["AgentRef"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of evals. */
+            200: {
+                headers: {
+                    Link: components["headers"]["NextLink"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvalPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    startEval: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
+                 *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
+                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; bodies are
+                 *     compared as canonical JSON (RFC 8785), so the order of members and whitespace do not matter. The
+                 *     same key with a different body is 422; a repeat while the first is still being handled is 409. What a
+                 *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
+                 *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
+                 *     rotate a trigger for a new URL if the first reply was lost.
+                 * @example 4f9d1c1e-retry-1
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The agent's id (UUID) or slug. A UUID is looked up as an id, anything else as a slug.
+                 * @example support-triage
+                 */
+                ref: components["parameters"]["AgentRef"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EvalRequest"];
+            };
+        };
+        responses: {
+            /** @description The eval was accepted; it runs in the background. */
+            202: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvalResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["EvalRefused"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The eval's id, a UUID (anything else gives 400).
+                 * @example 0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b
+                 */
+                evalId: components["parameters"]["EvalId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The eval. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvalResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    streamEvalEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `id:` of the last event the client saw; the stream resumes after it.
+                 * @example 3
+                 */
+                "Last-Event-ID"?: components["parameters"]["LastEventId"];
+            };
+            path: {
+                /**
+                 * @description The eval's id, a UUID (anything else gives 400).
+                 * @example 0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b
+                 */
+                evalId: components["parameters"]["EvalId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example id: 1
+                     *     event: eval.queued
+                     *     data: {"seq":1,"eval_id":"0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b","type":"eval.queued","at":"2026-11-21T10:00:00.000Z","data":{"status":"queued"}}
+                     */
+                    "text/event-stream": string;
+                    "application/json": components["schemas"]["EvalEventList"];
+                };
+            };
+            204: components["responses"]["StreamEnded"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["TooManyStreams"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    compareEvals: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The eval's id, a UUID (anything else gives 400).
+                 * @example 0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b
+                 */
+                evalId: components["parameters"]["EvalId"];
+                /**
+                 * @description The eval to compare with (of the same dataset).
+                 * @example 0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1c
+                 */
+                baseline: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The comparison. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvalComparisonResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -208,6 +208,20 @@ async function checkOutcome(port, { out, token, run }) {
   await checkSkillsWalkThrough(api, runs.body.data);
   await checkEventsWalkThrough(api);
   await checkWhatsAppWalkThrough(api);
+  await checkEvalsWalkThrough(api, out);
+}
+
+/** What docs/evals.md's walk-through did: an eval of version 1 passing what it graded, and one of version 2 failing its gate by two regressions. */
+async function checkEvalsWalkThrough(api, out) {
+  const evals = (await api('/agents/order-desk/evals')).body.data;
+  const [second, first] = evals;
+  check(evals.length === 2 && first.status === 'finished' && first.summary.pass_rate === 1, "docs/evals.md's first eval did not pass what it graded", evals);
+  check(
+    second.status === 'finished' && second.agent.version === 2 && second.gate_result?.reasons[0] === '2 criteria regressed against the baseline; at most 0',
+    "docs/evals.md's second eval did not fail its gate by two regressions",
+    second,
+  );
+  check(out.includes('build-api eval exited with 1'), "docs/evals.md's CLI gate did not exit 1", out);
 }
 
 /** What docs/channels.md's WhatsApp walk-through did: one message received (its repeat none), one run that replied, the reply in the outbox. */
@@ -275,6 +289,7 @@ async function pass(name, startCommand, shellExtra, keep) {
       ...blocksUnder('docs/skills.md', 'A walk-through'),
       ...blocksUnder('docs/triggers.md', 'App events: a walk-through'),
       ...blocksUnder('docs/channels.md', 'WhatsApp: a walk-through'),
+      ...blocksUnder('docs/evals.md', 'A walk-through'),
     ].map(follow);
     const outcome = await runBlocks(dir, blocks, shellEnv);
     await checkOutcome(port, outcome);
@@ -284,7 +299,7 @@ async function pass(name, startCommand, shellExtra, keep) {
   }
   fs.rmSync(logFile, { force: true });
   console.log(
-    `  ok: token, create, read, replace, a run followed to its end, a parked run approved and followed to its end, skills loaded and a workflow called as a tool, signed app events, a WhatsApp message answered (${((Date.now() - started) / 1000).toFixed(0)} s)`,
+    `  ok: token, create, read, replace, a run followed to its end, a parked run approved and followed to its end, skills loaded and a workflow called as a tool, signed app events, a WhatsApp message answered, two versions evaluated and gated (${((Date.now() - started) / 1000).toFixed(0)} s)`,
   );
 }
 

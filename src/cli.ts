@@ -1,5 +1,6 @@
-// The `build-api` command: serve | token | connections add/list | credits set. Every subcommand
-// reads the same environment as the server, so it works on the server's database and key pair.
+// The `build-api` command: serve | token | connections add/list | credits set | eval. Every subcommand
+// but eval reads the same environment as the server, so it works on the server's database and key
+// pair; eval is a client of a running service (eval-cli.ts).
 import { parseArgs } from 'node:util';
 import { loadConfig, type Config } from './config';
 import { exitOnStartupFailure, serve } from './main';
@@ -11,6 +12,7 @@ import { ApiError } from './errors';
 import { createLogger } from './log';
 import { openStore } from './store/open';
 import { BUILD_SCOPE } from './auth/bearer';
+import { EVAL_USAGE, EvalCommandError, evalCommand } from './eval-cli';
 
 const USAGE = `usage:
   build-api serve
@@ -18,6 +20,7 @@ const USAGE = `usage:
   build-api connections add --workspace W --app A --ref R [--label L] [--credentials-stdin]
   build-api connections list --workspace W
   build-api credits set --workspace W --amount N
+${EVAL_USAGE}
 Configuration comes from the environment (see README.md).`;
 
 class UsageError extends Error {}
@@ -171,8 +174,20 @@ async function credits(config: Config, args: string[]): Promise<void> {
   }
 }
 
+/** `build-api eval`: a client of a running service, so it reads none of the server's configuration. */
+async function runEval(args: string[]): Promise<void> {
+  try {
+    process.exitCode = await evalCommand(args);
+  } catch (err) {
+    if (!(err instanceof EvalCommandError) && !(err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw err;
+    process.stderr.write(`build-api eval: ${(err as Error).message}\n`);
+    process.exitCode = 2;
+  }
+}
+
 export async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
+  if (command === 'eval') return runEval(args);
   try {
     const config = loadConfig();
     switch (command) {

@@ -83,6 +83,8 @@ export interface Config {
   skills: { dir: string; optional: boolean };
   /** An OpenAI-compatible chat-completions provider, when OPENAI_BASE_URL is set. */
   openai: OpenAiConfig | null;
+  /** The model that judges evals' judged criteria when a request names none (EVAL_JUDGE_MODEL), or null: they are skipped. */
+  evalJudgeModel: string | null;
   /** Deliveries each webhook trigger accepts per minute (WEBHOOK_RATE_LIMIT). */
   webhookRatePerMinute: number;
   /** The request quotas per workspace and per caller (RATE_LIMIT_*). */
@@ -201,6 +203,18 @@ function openAi(env: Env): OpenAiConfig | null {
   return { baseUrl, apiKey: env.OPENAI_API_KEY || null, models };
 }
 
+/** EVAL_JUDGE_MODEL: one of OPENAI_MODELS (a judge is a provider's model, never the scripted one). */
+function evalJudge(env: Env, openai: OpenAiConfig | null): string | null {
+  const model = env.EVAL_JUDGE_MODEL?.trim();
+  if (!model) return null;
+  if (!openai?.models.includes(model)) {
+    throw new ConfigError(
+      `EVAL_JUDGE_MODEL: '${model}' is not one of OPENAI_MODELS (${openai ? openai.models.join(', ') : 'OPENAI_BASE_URL is not set'}); a judge is a provider's model`,
+    );
+  }
+  return model;
+}
+
 // Workers a process runs by default. On SQLite a run's writes are in-process and its worker is busy
 // on this CPU; on PostgreSQL a worker mostly waits for the database's replies, so more runs in flight
 // are what keeps the CPU busy: 4 → 16 workers took a 3-step workflow's executions from 106 to 232–286/s,
@@ -223,6 +237,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   const issuer = httpUrl(env, 'AUTH_ISSUER', null, false);
   const jwksUri = httpUrl(env, 'AUTH_JWKS_URI', null, false);
   const eventsHeartbeatMs = integer(env, 'EVENTS_HEARTBEAT_SECONDS', 15, 1, 300) * 1000;
+  const openai = openAi(env);
   if (jwksUri && !issuer) throw new ConfigError('AUTH_JWKS_URI: needs AUTH_ISSUER as well');
   return {
     port,
@@ -253,7 +268,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     runWorkersPerWorkspace: integer(env, 'RUN_WORKERS_PER_WORKSPACE', Math.max(1, runWorkers - 1), 1, runWorkers),
     httpToolAllowPrivate: boolean(env, 'HTTP_TOOL_ALLOW_PRIVATE', false),
     skills: env.SKILLS_DIR ? { dir: path.resolve(env.SKILLS_DIR), optional: false } : { dir: path.join(projectRoot, 'skills'), optional: true },
-    openai: openAi(env),
+    openai,
     webhookRatePerMinute: integer(env, 'WEBHOOK_RATE_LIMIT', 60, 1, 1_000_000),
     rateLimits: rateLimits(env),
     scheduleCatchUpMs: integer(env, 'SCHEDULE_CATCH_UP_SECONDS', 3600, 0, 7 * 86_400) * 1000,
@@ -269,6 +284,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     connections: connectionLimits(env, eventsHeartbeatMs),
     secretsKeys: secretsKeys(env),
     channels: channelConfig(env),
+    evalJudgeModel: evalJudge(env, openai),
   };
 }
 

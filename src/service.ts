@@ -1,5 +1,6 @@
 // Wires the parts of the service from a Config: the store, the token verifier (embedded issuer or
 // an external one), and the HTTP app. main.ts listens; tests call this with a temporary database.
+import { randomUUID } from 'node:crypto';
 import { createAppRegistry } from './apps/registry';
 import { loadMarketplace, MarketplaceError, type SkillMarketplace } from './apps/skills/marketplace';
 import { callWorkflowTool } from './services/workflow-tools';
@@ -21,6 +22,7 @@ import { startMaintenance, type Maintenance } from './services/maintenance';
 import { startScheduler, type Scheduler } from './services/scheduler';
 import { startEventDispatch, type EventDispatch } from './services/app-event-dispatch';
 import { startChannelSender, type ChannelSender } from './services/channel-sender';
+import { startEvalDriver, type EvalDriver } from './services/eval-driver';
 import { queueChannelMessage } from './services/channel-outbox';
 import { relayFromUrl } from './channels/email/relay';
 import { mailResolver } from './channels/email/sender-verdict';
@@ -49,6 +51,8 @@ export interface Service {
   events: EventDispatch;
   /** Sends what the agents' channel tools queued. */
   outbox: ChannelSender;
+  /** Runs and grades the evals. */
+  evalDriver: EvalDriver;
   /** Present when the service is its own issuer (no AUTH_ISSUER). */
   localIssuer: LocalIssuer | null;
   /** Set `draining` when a shutdown begins: /readyz answers 503 from then on. */
@@ -63,6 +67,8 @@ const HTTP_TOOL = { timeoutMs: 10_000, maxBytes: 1024 * 1024 };
 const EVENT_DISPATCH_MS = 250;
 /** How often the outbox looks for messages due to be sent, while the scheduler runs. */
 const OUTBOX_SEND_MS = 500;
+/** How often the evals due are looked for, while the scheduler runs. */
+const EVAL_DRIVE_MS = 500;
 /** How long one send to the relay or the Graph API may take. */
 const CHANNEL_SEND_TIMEOUT_MS = 30_000;
 
@@ -241,6 +247,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     childWorkflows: (caller, call) => callWorkflowTool(ctx, caller, call, config.runLimits.workflowToolWaitMs),
     channelSends: (caller, call) => queueChannelMessage(ctx, caller, call),
   });
+  let evalDriver: EvalDriver | undefined;
   const ctx: ServiceContext = {
     metrics,
     store,
@@ -262,11 +269,44 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     cancelWaitMs: config.cancelWaitMs,
     versionPages: new VersionPages(config.versionsKept),
     channels: channelSettings(config.channels),
+    // The driver starts below, once ctx exists.
+    evals: { defaultJudge: config.evalJudgeModel, providerFor: models.providerFor, wake: () => void evalDriver?.run() },
   };
   const readiness: Readiness = { draining: false };
   const { app, mcp } = await webLayers(config, logger, opts, ctx, readiness, localIssuer);
   await runner.start();
-  const maintenance = startMaintenance(store, logger, {
+  const { maintenance, scheduler, events, outbox, evalDriver: drivingEvals } = startPasses(ctx, config, logger, http);
+  evalDriver = drivingEvals;
+  return {
+    app,
+    ctx,
+    store,
+    readiness,
+    runner,
+    maintenance,
+    scheduler,
+    events,
+    outbox,
+    evalDriver: drivingEvals,
+    localIssuer,
+    close: async (graceMs = 5000) => {
+      await scheduler.stop();
+      await events.stop();
+      await outbox.stop();
+      await drivingEvals.stop();
+      maintenance.stop();
+      ctx.runEvents.stop();
+      await mcp?.close();
+      await runner.stop(graceMs);
+      await store.close();
+      lock.release();
+    },
+  };
+}
+
+/** The passes every process runs beside its requests (each safe beside other replicas'). */
+function startPasses(ctx: ServiceContext, config: Config, logger: Logger, http: typeof HTTP_TOOL & { allowPrivate: boolean }) {
+  const maintenance = startMaintenance(ctx.store, logger, {
     runRetentionMs: config.runRetentionMs,
     versionsKept: config.versionsKept,
     quotaWindowMs: config.rateLimits.windowSeconds * 1000,
@@ -281,27 +321,11 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
   });
   const events = startEventDispatch(ctx, { intervalMs: config.schedulerTickMs && EVENT_DISPATCH_MS, logger });
   const outbox = startOutbox(ctx, config, logger);
-  return {
-    app,
-    ctx,
-    store,
-    readiness,
-    runner,
-    maintenance,
-    scheduler,
-    events,
-    outbox,
-    localIssuer,
-    close: async (graceMs = 5000) => {
-      await scheduler.stop();
-      await events.stop();
-      await outbox.stop();
-      maintenance.stop();
-      ctx.runEvents.stop();
-      await mcp?.close();
-      await runner.stop(graceMs);
-      await store.close();
-      lock.release();
-    },
-  };
+  const evalDriver = startEvalDriver(ctx, {
+    intervalMs: config.schedulerTickMs && EVAL_DRIVE_MS,
+    logger,
+    owner: `evals:${randomUUID()}`,
+    leaseMs: config.runLeaseMs,
+  });
+  return { maintenance, scheduler, events, outbox, evalDriver };
 }

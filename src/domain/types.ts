@@ -31,6 +31,15 @@ export type EvalDataset = S['EvalDataset'];
 export type EvalDatasetCreate = S['EvalDatasetCreate'];
 export type EvalDatasetReplace = S['EvalDatasetReplace'];
 export type EvalDatasetListItem = S['EvalDatasetListItem'];
+export type EvalRequest = S['EvalRequest'];
+export type EvalGate = S['EvalGate'];
+export type EvalGateResult = S['EvalGateResult'];
+export type EvalCaseResult = S['EvalCaseResult'];
+export type EvalCriterionResult = S['EvalCriterionResult'];
+export type EvalSummary = S['EvalSummary'];
+export type EvalComparison = S['EvalComparison'];
+export type Eval = S['Eval'];
+export type EvalListItem = S['EvalListItem'];
 
 /** One thing wrong with a request: the JSON path it concerns and the rule it breaks. */
 export interface Problem {

@@ -10,6 +10,7 @@ import { SchemaConverter, type JsonSchema } from './json-schema';
 export const NOT_TOOLS: Readonly<Record<string, string>> = {
   streamAgentRunEvents: 'an event stream (Server-Sent Events); get_agent_run with wait_seconds answers when the run ends',
   streamWorkflowRunEvents: 'an event stream (Server-Sent Events); get_workflow_run with wait_seconds answers when the run ends',
+  streamEvalEvents: 'an event stream (Server-Sent Events); get_eval answers where the eval stands',
   deliverWebhook: "a trigger's webhook receiver (outside /api/build, authorized by its URL's secret)",
   deliverWebhookPut: "a trigger's webhook receiver (outside /api/build, authorized by its URL's secret)",
   deliverAppEvent: "a connection's receiver of an app's signed events (outside /api/build, authorized by the app's signature)",

@@ -7,6 +7,7 @@ import type { Logger } from '../log';
 import type { PendingAppEvent } from '../store/port';
 import { firingTrigger, fireTrigger, MAX_EVENT_CHAIN, rateLimitError, type AppEvent } from './app-events';
 import type { ServiceContext } from './context';
+import { periodicPass } from './periodic-pass';
 
 /** How long a claim holds: an event not dispatched by then is another process's to take. */
 const CLAIM_MS = 30_000;
@@ -58,32 +59,6 @@ export function startEventDispatch(ctx: ServiceContext, opts: { intervalMs: numb
       if (claimed.length < PER_PASS) return;
     }
   };
-  // One pass at a time; a dispatch asked for during a pass gets a pass of its own after it (the
-  // events written since the running pass looked are its).
-  let passing: Promise<void> | null = null;
-  let next: Promise<void> | null = null;
-  const dispatch = (nowMs?: number): Promise<void> => {
-    if (passing) {
-      next ??= passing.then(() => {
-        next = null;
-        return dispatch(nowMs);
-      });
-      return next;
-    }
-    passing = pass(nowMs ?? Date.now())
-      .catch((err: unknown) => opts.logger.error({ err }, 'app event dispatch failed'))
-      .finally(() => {
-        passing = null;
-      });
-    return passing;
-  };
-  const timer = opts.intervalMs > 0 ? setInterval(() => void dispatch(), opts.intervalMs) : null;
-  timer?.unref();
-  return {
-    dispatch,
-    stop: async () => {
-      if (timer) clearInterval(timer);
-      await (next ?? passing);
-    },
-  };
+  const passes = periodicPass(pass, { intervalMs: opts.intervalMs, logger: opts.logger, what: 'app event dispatch' });
+  return { dispatch: passes.run, stop: passes.stop };
 }

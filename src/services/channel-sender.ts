@@ -13,6 +13,7 @@ import type { ChannelMessageRow, SendOutcome } from '../store/port';
 import type { WhatsAppPayload } from './channel-outbox';
 import { credentialsContext } from './connection-credentials';
 import type { ServiceContext } from './context';
+import { periodicPass } from './periodic-pass';
 
 /** How long a claim holds (longer than an attempt may take: the relay's and the Graph API's timeouts are 30 s). */
 const CLAIM_MS = 45_000;
@@ -104,20 +105,6 @@ export function startChannelSender(ctx: ServiceContext, opts: ChannelSenderOptio
       if (claimed.length < PER_PASS) return;
     }
   };
-  let passing: Promise<void> | null = null;
-  const send = (): Promise<void> =>
-    (passing ??= pass()
-      .catch((err: unknown) => opts.logger.error({ err }, 'channel sender pass failed'))
-      .finally(() => {
-        passing = null;
-      }));
-  const timer = opts.intervalMs > 0 ? setInterval(() => void send(), opts.intervalMs) : null;
-  timer?.unref();
-  return {
-    send,
-    stop: async () => {
-      if (timer) clearInterval(timer);
-      await passing;
-    },
-  };
+  const passes = periodicPass(pass, { intervalMs: opts.intervalMs, logger: opts.logger, what: 'channel sender pass' });
+  return { send: () => passes.run(), stop: passes.stop };
 }

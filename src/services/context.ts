@@ -3,6 +3,7 @@ import type { mailResolver } from '../channels/email/sender-verdict';
 import type { AppRegistry } from '../apps/registry';
 import type { Principal } from '../domain/principal';
 import type { CatalogModel, WorkspaceLimits } from '../domain/types';
+import type { ModelProvider } from '../runtime/models/provider';
 import type { QueuedRun, WorkerReservation } from '../runtime/runner';
 import type { Store } from '../store/port';
 import type { RunEventFeed } from './run-event-feed';
@@ -57,6 +58,18 @@ export interface ServiceContext {
   versionPages: VersionPages;
   /** The email and WhatsApp channels' settings (docs/channels.md). */
   channels: ChannelSettings;
+  /** What the evals need (docs/evals.md). */
+  evals: EvalSettings;
+}
+
+/** The evals' judge and driver. */
+export interface EvalSettings {
+  /** The judge when a request names none (EVAL_JUDGE_MODEL), or null. */
+  defaultJudge: string | null;
+  /** The provider of a catalog model (the judge's), or undefined. */
+  providerFor(model: string): ModelProvider | undefined;
+  /** Asks the driver here for a pass now (an eval was just started); the drivers of every process also look on their timer. */
+  wake(): void;
 }
 
 type MailResolver = ReturnType<typeof mailResolver>;

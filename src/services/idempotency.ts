@@ -27,6 +27,7 @@ export const IDEMPOTENT_OPERATIONS: ReadonlyMap<string, Record<string, unknown>>
   ['createSkill', {}],
   ['importSkill', {}],
   ['createEvalDataset', {}],
+  ['startEval', {}],
   ['testAgent', { run_id: null }],
   ['testWorkflow', { run_id: null }],
   ['cancelAgentRun', {}],

@@ -58,6 +58,8 @@ export function startMaintenance(store: Store, logger: Logger, opts: Maintenance
     const runs = await inBatches(RUN_BATCH, (n) => store.runs.pruneFinished(before(retention), n));
     // Channel messages as long as runs, and the senders' rate windows that ended.
     const messages = await inBatches(BATCH, (n) => store.channelMessages.prune(before(retention), n, Math.floor(nowMs / SENDER_WINDOW_MS)));
+    // Evals as long as runs, from their end (their runs go by the runs' own retention).
+    const evals = await inBatches(BATCH, (n) => store.evals.prune(before(retention), n));
     // After the runs: a version only a pruned run named goes in the same pass.
     const versions =
       (await inBatches(BATCH, (n) => store.agents.versions.prune(versionsKept, n))) +
@@ -65,8 +67,8 @@ export function startMaintenance(store: Store, logger: Logger, opts: Maintenance
       (await inBatches(BATCH, (n) => store.skills.versions.prune(versionsKept, n))) +
       (await inBatches(BATCH, (n) => store.evalDatasets.versions.prune(versionsKept, n)));
     const quotas = await inBatches(BATCH, (n) => store.quotas.prune(Math.floor(nowMs / quotaWindowMs) - 1, n));
-    if (deliveries + keys + retired + runs + messages + versions + quotas)
-      logger.debug({ deliveries, keys, retired, runs, messages, versions, quotas }, 'pruned rows past their keeping time');
+    if (deliveries + keys + retired + runs + messages + evals + versions + quotas)
+      logger.debug({ deliveries, keys, retired, runs, messages, evals, versions, quotas }, 'pruned rows past their keeping time');
   }
   const runOnce = (nowMs = Date.now()) => {
     running ??= pass(nowMs)

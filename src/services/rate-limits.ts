@@ -38,6 +38,7 @@ type QuotaClass = keyof ScopeQuotas;
 const CLASS_OF: Record<string, QuotaClass> = {
   testAgent: 'runs',
   testWorkflow: 'runs',
+  startEval: 'runs',
   validateAgent: 'validations',
   validateWorkflow: 'validations',
 };

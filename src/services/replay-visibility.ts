@@ -13,6 +13,7 @@ export function replayVisibility(ctx: ServiceContext, who: Principal, operationI
   return async (reply: StoredReply): Promise<void> => {
     switch (operationId) {
       case 'testAgent':
+      case 'startEval':
         await findAgent(ctx, who, params.ref as string);
         return;
       case 'testWorkflow':

@@ -40,10 +40,16 @@ export const refusalMessage = (minimumCost: number, balance: number) =>
  * executes it at once; otherwise the run goes to the workers' queue. Returns its id and the store's
  * outcome (a repeated webhook delivery writes nothing and names the first delivery's run instead).
  * `worker` is the one the write may claim the run for: a free one here by default; a run that will
- * wait for this one lends its own (ServiceContext.lendRunWorker).
+ * wait for this one lends its own (ServiceContext.lendRunWorker). `id`: the run's, when the starter
+ * chose it first (an eval records it before the run exists: a second acceptance under it fails).
  */
-export async function acceptRun(ctx: ServiceContext, run: RunToAccept, worker = ctx.reserveRunWorker()): Promise<{ id: string; outcome: AcceptOutcome }> {
-  const id = uuidV7(); // time-ordered: a new run's key is appended to the runs' index, not put on a random page of it
+export async function acceptRun(
+  ctx: ServiceContext,
+  run: RunToAccept,
+  worker = ctx.reserveRunWorker(),
+  // time-ordered: a new run's key is appended to the runs' index, not put on a random page of it
+  id = uuidV7(),
+): Promise<{ id: string; outcome: AcceptOutcome }> {
   const acceptedAt = new Date().toISOString();
   const traceParent = activeTraceparent(); // the run's span continues the trace that queued it
   const { snapshot, stepAgents, ...row } = run;

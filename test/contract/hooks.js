@@ -64,6 +64,7 @@ async function prepare(t) {
   // Idempotency-Key only where a transaction is about it (the 422s): a key shared by transactions would tie them together.
   for (const name of Object.keys(req.headers)) if (/^idempotency-key$/i.test(name)) delete req.headers[name];
   if (RUN_CONTROL.has(summary)) return prepareRunControl(t, summary, status);
+  if (EVAL_OPERATIONS.has(summary) && status !== 422) return prepareEvals(t, summary, status);
   if (APP_OPERATIONS.has(summary) && status !== 422) return prepareApps(t, summary, status);
   if (SKILL_OPERATIONS.test(summary) && status !== 422) return prepareNamed(t, summary, status, 'skill');
   if (DATASET_OPERATIONS.test(summary) && status !== 422) return prepareNamed(t, summary, status, 'eval dataset');
@@ -426,6 +427,7 @@ async function prepareKeyReuse(t, summary) {
   const key = `reuse-${summary}`;
   req.headers.Authorization = `Bearer ${token}`;
   t.skip = false;
+  if (summary === 'Start an eval') await evalFixtures();
   const first =
     summary === 'Create agent'
       ? { ...JSON.parse(exampleAgent), slug: 'idempotent-agent' }
@@ -437,11 +439,13 @@ async function prepareKeyReuse(t, summary) {
             ? { ...skillExample(), name: 'idempotent-skill' }
             : summary === 'Create eval dataset'
               ? { ...example('EvalDatasetCreateRequestExample'), slug: 'idempotent-dataset' }
-              : summary === 'Create app'
-                ? await appBody('idempotent-app')
-                : summary === 'Create connection'
-                  ? { ref: 'idempotent', app: 'kv', label: null, credentials: { kind: 'none' } }
-                  : { input: {} };
+              : summary === 'Start an eval'
+                ? { dataset: 'eval-contract-cases', repeats: 2 }
+                : summary === 'Create app'
+                  ? await appBody('idempotent-app')
+                  : summary === 'Create connection'
+                    ? { ref: 'idempotent', app: 'kv', label: null, credentials: { kind: 'none' } }
+                    : { input: {} };
   const path = new URL(req.uri, baseUrl).pathname;
   const method = req.method;
   if (summary === 'Import skill') {
@@ -521,6 +525,23 @@ const appBody = async (slug, url) => ({ kind: 'service.app/v1', slug, name: `App
 const withApp = (uri, slug) => uri.replace(/\/apps\/[^/?]+/, `/apps/${slug}`);
 const withConnection = (uri, ref) => uri.replace(/\/connections\/[^/?]+/, `/connections/${encodeURIComponent(ref)}`);
 const etagOf = async (path) => (await api('GET', path)).etag;
+
+/**
+ * The start of a transaction whose fixtures differ from the spec's examples: the owner's token, the
+ * reply checked against the schema (beforeEachValidation) rather than the example, 503 skipped (it
+ * needs an unreachable issuer: test/integration/auth.test.ts), 401 sent without a token and 403 with
+ * a read-only one. True when that is all the transaction needs (401, 403).
+ */
+function authorizedForSchema(t, status) {
+  t.request.headers.Authorization = `Bearer ${token}`;
+  delete t.expected.body;
+  delete t.expected.bodySchema;
+  if (t.expected.headers) delete t.expected.headers.Link; // present only when a next page exists
+  if (status >= 400) t.skip = status === 503;
+  if (status === 401) delete t.request.headers.Authorization;
+  if (status === 403) t.request.headers.Authorization = `Bearer ${mint('read')}`;
+  return status === 401 || status === 403;
+}
 
 /** A valid body of each write (the ones the spec gives no example of), so a 404 or a 428 is not a 400 first. */
 async function appRequestBody(summary) {
@@ -643,14 +664,7 @@ const NAMED = {
 async function prepareNamed(t, summary, status, noun) {
   const kind = NAMED[noun];
   const req = t.request;
-  req.headers.Authorization = `Bearer ${token}`;
-  // The documents written here differ from the examples: the reply is checked against the schema (beforeEachValidation).
-  delete t.expected.body;
-  delete t.expected.bodySchema;
-  if (t.expected.headers) delete t.expected.headers.Link; // present only when a next page exists
-  if (status >= 400) t.skip = status === 503; // 503 needs an unreachable issuer (test/integration/auth.test.ts)
-  if (status === 401) return void delete req.headers.Authorization;
-  if (status === 403) return void (req.headers.Authorization = `Bearer ${mint('read')}`);
+  if (authorizedForSchema(t, status)) return;
   const ref = status === 404 ? `no-such-${kind.collection}` : kind.example;
   const path = req.uri.split('?')[0];
   const collection = `/api/build/${kind.collection}`;
@@ -833,6 +847,58 @@ function prepareMessageList(t, status) {
   setUri(t, status === 404 ? withRef(path, 'no-such-document') : path);
 }
 
+// ---------------------------------------------------------------- evals
+const EVAL_OPERATIONS = new Set(['Start an eval', "List an agent's evals", 'Read an eval', 'Compare two evals', 'Follow an eval']);
+const NO_SUCH_EVAL = '00000000-0000-4000-8000-000000000000';
+
+let evalAgents;
+/** An agent to evaluate (`eval-contract`), an archived one (its eval is 409), and one finished-or-not eval of the first. */
+function evalFixtures() {
+  evalAgents ??= (async () => {
+    const agent = { ...JSON.parse(exampleAgent), triggers: [], eval_criteria: ['Answers politely', { type: 'contains', value: 'order' }] };
+    await api('PUT', '/agents', { ...agent, slug: 'eval-contract' });
+    const archived = await api('PUT', '/agents', { ...agent, slug: 'eval-archived' });
+    await api('POST', '/agents/eval-archived/status', { status: 'archived' }, { 'If-Match': archived.etag });
+    await api('PUT', '/eval-datasets', { ...example('EvalDatasetCreateRequestExample'), slug: 'eval-contract-cases' });
+    const started = await api('POST', '/agents/eval-contract/evals', { dataset: 'eval-contract-cases' });
+    // Finished, so that its stream replays and ends (and past its last event is 204).
+    for (let i = 0; i < 300 && !['finished', 'failed'].includes((await api('GET', `/evals/${started.data.id}`)).data.status); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return { evalId: started.data.id };
+  })();
+  return evalAgents;
+}
+
+/** The eval operations on `eval-contract` and its eval, or on what does not exist for the 404s. */
+async function prepareEvals(t, summary, status) {
+  const req = t.request;
+  if (authorizedForSchema(t, status)) return;
+  const { evalId } = await evalFixtures();
+  const path = req.uri.split('?')[0];
+  if (summary === 'Start an eval') {
+    setUri(t, withRef(path, status === 404 ? 'no-such-document' : status === 409 ? 'eval-archived' : 'eval-contract'));
+    req.body = JSON.stringify(status === 400 ? { dataset: 'eval-contract-cases', repeats: 9 } : { dataset: 'eval-contract-cases' });
+    if (status === 413) req.body = JSON.stringify({ padding: 'x'.repeat(70 * 1024) });
+    if (status === 415) req.headers['Content-Type'] = 'text/plain';
+    return;
+  }
+  if (summary === "List an agent's evals") {
+    const base = withRef(path, status === 404 ? 'no-such-document' : 'eval-contract');
+    return setUri(t, status === 400 ? `${base}?cursor=not-a-cursor` : base);
+  }
+  const id = status === 400 ? 'not-a-uuid' : status === 404 ? NO_SUCH_EVAL : evalId;
+  if (summary === 'Follow an eval') {
+    delete req.headers['Last-Event-ID']; // the whole stream, from the first event
+    if (status === 204) req.headers['Last-Event-ID'] = '999999999'; // past the finished eval's last event
+    if (status === 429) await holdStreams(Number(process.env.EVENT_STREAMS_PER_CALLER));
+    if (status === 200 && (t.expected.headers['Content-Type'] || '').includes('json')) req.headers.Accept = 'application/json';
+    else req.headers.Accept = 'text/event-stream';
+    return setUri(t, `/api/build/evals/${id}/events`);
+  }
+  setUri(t, summary === 'Read an eval' ? `/api/build/evals/${id}` : `/api/build/evals/${id}/compare/${evalId}`);
+}
+
 hooks.beforeEach((t, done) => {
   prepare(t).then(
     () => done(),
@@ -870,7 +936,7 @@ hooks.beforeEachValidation((t, done) => {
         return done();
       }
       if (String(t.real.headers['content-type']).startsWith('text/event-stream')) {
-        t.fail = eventStreamProblem(api, t.real.body) ?? undefined;
+        t.fail = eventStreamProblem(t.request.uri.startsWith('/api/build/evals/') ? 'eval' : 'run', t.real.body) ?? undefined;
         if (!t.fail && t.real.statusCode !== parse(t.name).status) t.fail = `expected ${parse(t.name).status}, got ${t.real.statusCode}`;
         return done();
       }
@@ -897,11 +963,15 @@ hooks.beforeEachValidation((t, done) => {
   );
 });
 
-/** An event stream's body: frames of id/event/data, ids counting from 1, each data a RunEvent, ending with run.finished. */
-function eventStreamProblem(_api, text) {
+/**
+ * An event stream's body: frames of id/event/data, ids counting from 1, each data a RunEvent (an
+ * EvalEvent for an eval's stream), ending with run.finished (eval.finished).
+ */
+function eventStreamProblem(kind, text) {
   const frames = text.split('\n\n').filter((f) => f.trim() && !f.startsWith(':'));
   if (!frames.length) return 'the event stream is empty';
-  const schema = loadSpec().document.components.schemas.RunEvent;
+  const schema = loadSpec().document.components.schemas[kind === 'eval' ? 'EvalEvent' : 'RunEvent'];
+  const final = `${kind}.finished`;
   let last;
   for (const [i, frame] of frames.entries()) {
     const fields = Object.fromEntries(frame.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]));
@@ -912,5 +982,5 @@ function eventStreamProblem(_api, text) {
     if (missing) return `event ${i + 1} lacks ${missing}`;
     last = data;
   }
-  return last.type === 'run.finished' ? null : `the stream ended after ${last.type}, not run.finished`;
+  return last.type === final ? null : `the stream ended after ${last.type}, not ${final}`;
 }

@@ -183,12 +183,14 @@ const ORDER_KEYS = {
   workspace_apps: 'workspace_id, slug',
   connections: 'workspace_id, ref',
   eval_datasets: 'id',
+  evals: 'id',
 } as const;
 
 /** Every row of these tables, as one string: two equal snapshots mean nothing was written to them in between. */
 export async function storedTables(s: ServerProcess, tables: (keyof typeof ORDER_KEYS)[]): Promise<string> {
   const all = [];
-  for (const table of tables) all.push(await storedRows(s, `SELECT * FROM ${table} ORDER BY ${s.databaseUrl ? ORDER_KEYS[table] : 'rowid'}`));
+  // By each table's key on both stores (a WITHOUT ROWID table has no rowid to order by).
+  for (const table of tables) all.push(await storedRows(s, `SELECT * FROM ${table} ORDER BY ${ORDER_KEYS[table]}`));
   return JSON.stringify(all);
 }
 

@@ -102,6 +102,8 @@ function everyOperation(): Call[] {
         .replace('{callId}', 'call_1')
         .replace('{name}', 'target')
         .replace('{dataset}', 'target')
+        .replace('{evalId}', '0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b')
+        .replace('{baseline}', '0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b')
         .replace('{version}', '1');
       // A body of the operation's example, or an empty object where the spec gives none (the token is refused first).
       const examples = op.requestBody?.content['application/json']?.examples;
@@ -125,12 +127,13 @@ function snapshot(): Promise<string> {
     'workspace_apps',
     'connections',
     'eval_datasets',
+    'evals',
   ]);
 }
 
 test('every attack on every operation is refused with the right status and challenge, and changes nothing', async () => {
   const calls = everyOperation();
-  expect(calls).toHaveLength(67);
+  expect(calls).toHaveLength(72);
   const before = await snapshot();
   for (const call of calls) {
     for (const [attack, headers, status, message] of attacks) {

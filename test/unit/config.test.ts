@@ -65,6 +65,14 @@ test('OPENAI_BASE_URL over plain http only for a loopback host (the key would tr
   }
 });
 
+test("EVAL_JUDGE_MODEL names one of the provider's models; unset, evals have no default judge", () => {
+  const provider = { OPENAI_BASE_URL: 'https://api.example.com/v1', OPENAI_MODELS: 'judge-1,worker-1' };
+  expect(loadConfig({}).evalJudgeModel).toBeNull();
+  expect(loadConfig({ ...provider, EVAL_JUDGE_MODEL: 'judge-1' }).evalJudgeModel).toBe('judge-1');
+  expect(() => loadConfig({ ...provider, EVAL_JUDGE_MODEL: 'judge-2' })).toThrow("EVAL_JUDGE_MODEL: 'judge-2' is not one of OPENAI_MODELS (judge-1, worker-1)");
+  expect(() => loadConfig({ EVAL_JUDGE_MODEL: 'builtin/scripted' })).toThrow('OPENAI_BASE_URL is not set');
+});
+
 test('DATABASE_URL selects PostgreSQL (unset: the SQLite file); a refused value is not echoed, as it may carry a password', () => {
   expect(loadConfig({})).toMatchObject({ databaseUrl: null, pgPoolSize: 10, runLeaseMs: 30_000 });
   const url = 'postgresql://build:s3cret@db.internal:5432/build?sslmode=require';

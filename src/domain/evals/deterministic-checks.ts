@@ -21,12 +21,12 @@ export interface RunFacts {
 
 export type Outcome = 'passed' | 'failed' | 'errored' | 'skipped';
 
-/** One criterion's grade: its outcome, a score from 0 to 1 (null when ungraded), why, and by what. */
+/** One criterion's grade: its outcome, a score from 0 to 1 (null when ungraded), why, and by what (null: nothing graded it). */
 export interface Grade {
   outcome: Outcome;
   score: number | null;
   reason: string;
-  grader: string;
+  grader: string | null;
 }
 
 export type DeterministicCheck = Exclude<EvalCheck, { type: 'judge' }>;

@@ -1,6 +1,6 @@
 // The schemas of `json_schema` checks: compiled by Ajv (draft-07) with RE2 for their `pattern`s, so a
 // tenant's schema cannot make validation backtrack. `format` is not checked (its validators are
-// regular expressions of JavaScript's engine). A schema is at most MAX_SCHEMA_BYTES as JSON, and at
+// regular expressions of JavaScript's engine), and `uniqueItems` is refused (quadratic). A schema is at most MAX_SCHEMA_BYTES as JSON, and at
 // most MEMO_SIZE compiled schemas are kept: compiling is the costly part, validating is cheap.
 import Ajv, { type ValidateFunction } from 'ajv';
 import { boundedMemo } from '../bounded-memo';
@@ -42,5 +42,7 @@ export function schemaValidator(schema: Record<string, unknown>): SchemaValidato
   const json = JSON.stringify(schema);
   const bytes = Buffer.byteLength(json);
   if (bytes > MAX_SCHEMA_BYTES) return { problem: `is ${bytes} bytes as JSON; at most ${MAX_SCHEMA_BYTES}` };
+  // Ajv checks uniqueItems by comparing every pair of items: quadratic in a long text's array.
+  if (json.includes('"uniqueItems"')) return { problem: 'uses uniqueItems, which this service does not check (it takes time quadratic in the array)' };
   return compiled(json);
 }

@@ -3,6 +3,7 @@ import { agentHandlers } from './agents';
 import { appHandlers } from './apps';
 import { catalogHandlers } from './catalog';
 import { evalDatasetHandlers } from './eval-datasets';
+import { evalHandlers } from './evals';
 import { runControlHandlers } from './run-control';
 import { runHandlers } from './runs';
 import { skillHandlers } from './skills';
@@ -20,4 +21,5 @@ export const handlers: Handlers = {
   ...appHandlers,
   ...skillHandlers,
   ...evalDatasetHandlers,
+  ...evalHandlers,
 };

@@ -7,7 +7,7 @@ import type { RunKind } from '../../store/port';
 import type { EventStream, Handlers } from './types';
 
 /** Whether the client asked for JSON rather than a stream (an Accept naming JSON and not event-stream). */
-function wantsJson(accept: string | undefined): boolean {
+export function wantsJson(accept: string | undefined): boolean {
   return !!accept && accept.includes('application/json') && !accept.includes('text/event-stream');
 }
 

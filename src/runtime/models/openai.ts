@@ -62,6 +62,10 @@ export function openAiProvider(config: OpenAiConfig): ModelProvider {
           tool_choice: 'auto',
         }),
         ...(request.reasoningEffort && { reasoning_effort: request.reasoningEffort }),
+        ...(request.temperature !== undefined && { temperature: request.temperature }),
+        ...(request.responseFormat && {
+          response_format: { type: 'json_schema', json_schema: { name: request.responseFormat.name, strict: true, schema: request.responseFormat.schema } },
+        }),
       };
       // What the run records is ours alone: a provider's error text can carry its internals (request
       // ids, account details, echoes of the prompt), so only its status is named.

@@ -24,6 +24,10 @@ export interface ModelRequest {
   messages: ChatMessage[];
   tools: ToolSpec[];
   reasoningEffort: 'low' | 'medium' | 'high' | null;
+  /** The sampling temperature, when the caller fixes it (a judge asks for 0); else the provider's default. */
+  temperature?: number;
+  /** A JSON schema the answer's text must follow (structured output), when the caller wants one. */
+  responseFormat?: { name: string; schema: Record<string, unknown> };
 }
 
 export interface ModelReply {

@@ -6,6 +6,7 @@ export * from './channel-messages';
 export * from './connections';
 export * from './documents';
 export * from './eval-datasets';
+export * from './evals';
 export * from './idempotency';
 export * from './kv';
 export * from './quotas';

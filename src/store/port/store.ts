@@ -6,6 +6,7 @@ import type { ChannelMessageRepository } from './channel-messages';
 import type { ConnectionRepository } from './connections';
 import type { AgentRepository, WorkflowRepository, WorkspaceRepository } from './documents';
 import type { EvalDatasetRepository } from './eval-datasets';
+import type { EvalRepository } from './evals';
 import type { IdempotencyRepository } from './idempotency';
 import type { KvRepository } from './kv';
 import type { QuotaRepository } from './quotas';
@@ -21,6 +22,8 @@ export interface Store {
   skills: SkillRepository;
   /** The workspaces' eval datasets (the whole workspace's: no spaces). */
   evalDatasets: EvalDatasetRepository;
+  /** The evals: each one's plan, its case runs and grades, the credits it holds, its driver's lease. */
+  evals: EvalRepository;
   connections: ConnectionRepository;
   /** The workspaces' own apps (the built-in ones are code: src/apps/builtin/). */
   apps: AppRepository;

@@ -14,6 +14,7 @@ import { pgChannelMessageRepository } from './channel-messages';
 import { pgConnectionRepository } from './connections';
 import { pgAgentRepository, pgWorkflowRepository, pgWorkspaceRepository } from './documents';
 import { pgEvalDatasetRepository } from './eval-datasets';
+import { pgEvalRepository } from './evals';
 import { pgScheduleRepository } from './schedules';
 import { pgSkillRepository } from './skills';
 import { pgWebhookRepository } from './webhooks';
@@ -49,6 +50,7 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
     workflows: pgWorkflowRepository(db, clock),
     skills: pgSkillRepository(db, clock),
     evalDatasets: pgEvalDatasetRepository(db, clock),
+    evals: pgEvalRepository(db),
     connections: pgConnectionRepository(db, clock),
     apps: pgAppRepository(db, clock),
     workspaces: pgWorkspaceRepository(db),

@@ -11,6 +11,7 @@ import { channelMessageRepository } from './channel-messages';
 import { connectionRepository } from './connections';
 import { agentRepository, workflowRepository, workspaceRepository } from './documents';
 import { evalDatasetRepository } from './eval-datasets';
+import { evalRepository } from './evals';
 import { createGroupCommit } from './group-commit';
 import { idempotencyRepository } from './idempotency';
 import { inProcessQuotas } from '../shared/quotas';
@@ -35,6 +36,7 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
     workflows: workflowRepository(db, commit, clock),
     skills: skillRepository(db, commit, clock),
     evalDatasets: evalDatasetRepository(db, commit, clock),
+    evals: evalRepository(db, commit),
     connections: connectionRepository(db, commit, clock),
     apps: appRepository(db, commit, clock),
     workspaces: workspaceRepository(db, commit),
