@@ -14,7 +14,7 @@ import type { EvalRecord } from '../store/port';
 import { findAgent } from './agents';
 import type { Principal, ServiceContext } from './context';
 import { findEvalDataset } from './eval-datasets';
-import { DEFAULT_PAGE, decodeCursor } from './pages';
+import { DEFAULT_PAGE, decodeCursor, encodeCursor } from './pages';
 import { rejectProblems } from './references';
 import { keptVersion, runnableVersion } from './versions';
 
@@ -149,7 +149,7 @@ export async function listAgentEvals(ctx: ServiceContext, who: Principal, ref: s
   const items = await ctx.store.evals.list(who.workspaceId, agent.id, before, limit + 1);
   const shown = items.slice(0, limit);
   const last = shown[shown.length - 1];
-  const nextCursor = items.length > limit && last ? Buffer.from(JSON.stringify({ created_at: last.created_at, id: last.id })).toString('base64url') : null;
+  const nextCursor = items.length > limit && last ? encodeCursor({ created_at: last.created_at, id: last.id }) : null;
   return { data: shown, next_cursor: nextCursor };
 }
 

@@ -2,7 +2,7 @@
 // `limit` and `cursor`, its reply body kept while the store holds the list; else a keyset page on
 // the item's key, as document-lists.ts pages agents.
 import type { ListVersion } from '../store/port';
-import { decodeCursor } from './pages';
+import { decodeCursor, encodeCursor } from './pages';
 
 /** Reply bodies of whole lists the store holds (no page asked). */
 const wholeBodies = new WeakMap<ListVersion, string>();
@@ -31,6 +31,6 @@ export function keyedListPage<K extends string>(
   const items = (JSON.parse(list.json) as Record<K, string>[]).filter((item) => after === undefined || item[key] > after);
   const shown = items.slice(0, limit);
   const last = shown[shown.length - 1];
-  const nextCursor = items.length > shown.length && last ? Buffer.from(JSON.stringify({ [key]: last[key] })).toString('base64url') : null;
+  const nextCursor = items.length > shown.length && last ? encodeCursor({ [key]: last[key] }) : null;
   return { body: JSON.stringify({ data: shown, next_cursor: nextCursor }), nextCursor, stable: undefined };
 }

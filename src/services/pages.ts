@@ -12,7 +12,8 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
-function encodeCursor(position: Record<string, unknown>): string {
+/** The opaque cursor of a position: base64url JSON. */
+export function encodeCursor(position: Record<string, unknown>): string {
   return Buffer.from(JSON.stringify(position)).toString('base64url');
 }
 

@@ -7,17 +7,21 @@ import type { Lease } from './runs';
 
 export type EvalStatus = EvalListItem['status'];
 
-/** What a new eval stores: its list item as first read (queued, nothing graded), its plan, its rows. */
-export interface NewEval {
+/** What every eval stores: whose it is, its list item, its plan. */
+interface EvalBase {
   id: string;
   workspaceId: string;
   agentId: string;
   /** The agent's space's team (null: the workspace's), for who sees the eval. */
   team: string | null;
-  /** The eval as its list item reads at first (`status: queued`, summary of pending grades). */
+  /** The eval as its list item reads (at first `status: queued`, a summary of pending grades). */
   item: EvalListItem;
   /** The plan the driver follows (JSON): the agent version, the cases' prompts and criteria, the judge. Opaque to the store. */
   plan: string;
+}
+
+/** What a new eval stores: its list item as first read (queued, nothing graded), its plan, its rows. */
+export interface NewEval extends EvalBase {
   /** One per case and repeat, in order; each with its criteria pending. */
   runs: EvalCaseResult[];
   /** Credits taken from the workspace's balance now, held by the eval until it ends. */
@@ -29,13 +33,7 @@ export interface NewEval {
 export type CreateEvalOutcome = { ok: true } | { ok: false; reason: 'balance'; balance: number };
 
 /** An eval as stored: its list item (as of its last write), its plan, its rows. */
-export interface EvalRecord {
-  id: string;
-  workspaceId: string;
-  agentId: string;
-  team: string | null;
-  item: EvalListItem;
-  plan: string;
+export interface EvalRecord extends EvalBase {
   /** Credits the eval still holds. */
   held: number;
   results: EvalCaseResult[];
