@@ -109,7 +109,7 @@ export function pgEvalRepository(db: PgDatabase): EvalRepository {
     claimDue: async (lease, limit) => {
       const now = Date.now();
       const rows = await db.rows<ClaimedEval>(claim.text, claim.values({ owner: lease.owner, until: now + lease.ms, now, limit }));
-      return rows.map(({ id, workspaceId }) => ({ id, workspaceId })).sort(byId);
+      return rows.sort(byId);
     },
     release: async (id, owner, nextAtMs) => (await db.count(release.text, release.values({ id, owner, next: nextAtMs }))) === 1,
     renew: async (id, owner, untilMs) => (await db.count(renew.text, renew.values({ id, owner, until: untilMs }))) === 1,
