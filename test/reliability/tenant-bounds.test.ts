@@ -301,9 +301,11 @@ test('hundreds of streams and half-sent requests: refused past the per-caller li
 
 test('a tenant far beyond its quota: 5,000 requests, the quota admitted and the rest refused (429) without blocking the loop; another workspace is served', async () => {
   const limited = await startServer({ RATE_LIMIT_WINDOW_SECONDS: '3600', RATE_LIMIT_CALLER: '200' }, { watch: true });
+  // What the machine alone delays a loop by (other suites share CI's two cores), as for the streams above.
+  const idle = await startServer({}, { watch: true });
   try {
     const flooder = limited.token({ user: 'flooder', workspace: 'flood' });
-    await limited.loopStats();
+    await Promise.all([limited.loopStats(), idle.loopStats()]);
     const health = watchHealth(limited, limited.token({ workspace: 'bystander' }));
     const statuses: number[] = [];
     for (let round = 0; round < 100; round++) {
@@ -320,8 +322,9 @@ test('a tenant far beyond its quota: 5,000 requests, the quota admitted and the 
     const { slowest, failures } = await health();
     expect(failures).toBe(0);
     expect(slowest).toBeLessThan(HEALTH_MS);
-    expect((await limited.loopStats()).maxDelayMs).toBeLessThan(LOOP_BLOCK_MS);
+    const [served, machine] = [await limited.loopStats(), await idle.loopStats()];
+    expect(served.maxDelayMs).toBeLessThan(LOOP_BLOCK_MS + machine.maxDelayMs);
   } finally {
-    await limited.dispose();
+    await Promise.all([limited.dispose(), idle.dispose()]);
   }
 });
