@@ -55,12 +55,12 @@ CREATE TABLE event_deliveries (
   attempts         integer NOT NULL DEFAULT 0,
   manual           smallint NOT NULL DEFAULT 0 CHECK (manual IN (0, 1)),
   next_attempt_ms  bigint,
-  lease_until_ms   bigint,
   finished_ms      bigint,
   created_ms       bigint NOT NULL,
   log              text NOT NULL DEFAULT '[]'
 );
-CREATE INDEX event_deliveries_due ON event_deliveries (endpoint_id, next_attempt_ms) WHERE status IN ('pending', 'delivering');
+CREATE INDEX event_deliveries_due ON event_deliveries (next_attempt_ms) WHERE status IN ('pending', 'delivering');
+CREATE INDEX event_deliveries_busy ON event_deliveries (endpoint_id, next_attempt_ms) WHERE status = 'delivering';
 CREATE INDEX event_deliveries_by_endpoint ON event_deliveries (endpoint_id, id);
 CREATE INDEX event_deliveries_by_event ON event_deliveries (event_id);
 CREATE INDEX event_deliveries_finished ON event_deliveries (finished_ms) WHERE finished_ms IS NOT NULL;
@@ -144,6 +144,7 @@ BEGIN
       PERFORM record_event(OLD.workspace_id, 'workflow.deleted', 'workflow:' || OLD.id, OLD.team,
         jsonb_build_object('workflow_id', OLD.id, 'slug', OLD.slug, 'version', OLD.version));
     END IF;
+    DELETE FROM event_sequences WHERE subject = 'workflow:' || OLD.id;
   ELSIF NEW.version > OLD.version AND event_wanted(NEW.workspace_id, 'workflow.replaced') THEN
     PERFORM record_event(NEW.workspace_id, 'workflow.replaced', 'workflow:' || NEW.id, NEW.team,
       jsonb_build_object('workflow_id', NEW.id, 'slug', NEW.slug, 'version', NEW.version));
@@ -173,3 +174,15 @@ BEGIN
   RETURN NULL;
 END $$;
 CREATE TRIGGER message_event_received AFTER INSERT ON channel_messages FOR EACH ROW EXECUTE FUNCTION message_event();
+
+-- A subject gone has no more events: its number goes with it.
+CREATE FUNCTION event_sequence_gone() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM event_sequences WHERE subject = TG_ARGV[0] || ':' || OLD.id;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER run_event_sequence_gone AFTER DELETE ON runs FOR EACH ROW EXECUTE FUNCTION event_sequence_gone('run');
+CREATE TRIGGER agent_event_sequence_gone AFTER DELETE ON agents FOR EACH ROW EXECUTE FUNCTION event_sequence_gone('agent');
+CREATE TRIGGER eval_event_sequence_gone AFTER DELETE ON evals FOR EACH ROW EXECUTE FUNCTION event_sequence_gone('eval');
+CREATE TRIGGER message_event_sequence_gone AFTER DELETE ON channel_messages FOR EACH ROW EXECUTE FUNCTION event_sequence_gone('message');
+CREATE TRIGGER endpoint_event_sequence_gone AFTER DELETE ON event_endpoints FOR EACH ROW EXECUTE FUNCTION event_sequence_gone('endpoint');

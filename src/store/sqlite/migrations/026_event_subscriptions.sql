@@ -55,7 +55,9 @@ CREATE TABLE event_sequences (
 ) STRICT, WITHOUT ROWID;
 
 -- One event to one endpoint. `attempts` counts the attempts claimed (the claim that made one is the
--- only one that may record it); `log` keeps the last 20 (JSON array).
+-- only one that may record it); `log` keeps the last 20 (JSON array). `next_attempt_ms` is when it
+-- is due: a pending one's next attempt, a delivering one's lease (a lapsed claim is due again), so
+-- the claim reads only what is due. Disabling an endpoint fails its pending deliveries.
 CREATE TABLE event_deliveries (
   id               TEXT PRIMARY KEY,           -- a UUIDv7: the list's newest-first keyset
   endpoint_id      TEXT NOT NULL REFERENCES event_endpoints (id) ON DELETE CASCADE,
@@ -67,12 +69,12 @@ CREATE TABLE event_deliveries (
   -- A redelivery: one attempt, whose failure is final.
   manual           INTEGER NOT NULL DEFAULT 0 CHECK (manual IN (0, 1)),
   next_attempt_ms  INTEGER,
-  lease_until_ms   INTEGER,
   finished_ms      INTEGER,
   created_ms       INTEGER NOT NULL,
   log              TEXT NOT NULL DEFAULT '[]'
 ) STRICT;
-CREATE INDEX event_deliveries_due ON event_deliveries (endpoint_id, next_attempt_ms) WHERE status IN ('pending', 'delivering');
+CREATE INDEX event_deliveries_due ON event_deliveries (next_attempt_ms) WHERE status IN ('pending', 'delivering');
+CREATE INDEX event_deliveries_busy ON event_deliveries (endpoint_id, next_attempt_ms) WHERE status = 'delivering';
 CREATE INDEX event_deliveries_by_endpoint ON event_deliveries (endpoint_id, id);
 CREATE INDEX event_deliveries_by_event ON event_deliveries (event_id);
 CREATE INDEX event_deliveries_finished ON event_deliveries (finished_ms) WHERE finished_ms IS NOT NULL;
@@ -163,10 +165,11 @@ BEGIN
 END;
 
 CREATE TRIGGER workflow_event_deleted AFTER DELETE ON workflows
-WHEN EXISTS (SELECT 1 FROM event_subscriptions WHERE workspace_id = OLD.workspace_id AND event_type IN ('*', 'workflow.deleted'))
 BEGIN
-  INSERT INTO event_intake (workspace_id, type, subject, team, data) VALUES (OLD.workspace_id, 'workflow.deleted', 'workflow:' || OLD.id, OLD.team,
-    json_object('workflow_id', OLD.id, 'slug', OLD.slug, 'version', OLD.version));
+  INSERT INTO event_intake (workspace_id, type, subject, team, data)
+    SELECT OLD.workspace_id, 'workflow.deleted', 'workflow:' || OLD.id, OLD.team, json_object('workflow_id', OLD.id, 'slug', OLD.slug, 'version', OLD.version)
+    WHERE EXISTS (SELECT 1 FROM event_subscriptions WHERE workspace_id = OLD.workspace_id AND event_type IN ('*', 'workflow.deleted'));
+  DELETE FROM event_sequences WHERE subject = 'workflow:' || OLD.id;
 END;
 
 CREATE TRIGGER eval_event_finished AFTER UPDATE OF status ON evals
@@ -184,3 +187,10 @@ BEGIN
     (SELECT team FROM agents WHERE id = NEW.agent_id),
     json_object('message_id', NEW.id, 'agent_id', NEW.agent_id, 'channel', NEW.channel, 'status', NEW.status, 'run_id', NEW.run_id));
 END;
+
+-- A subject gone has no more events: its number goes with it.
+CREATE TRIGGER run_event_sequence_gone AFTER DELETE ON runs BEGIN DELETE FROM event_sequences WHERE subject = 'run:' || OLD.id; END;
+CREATE TRIGGER agent_event_sequence_gone AFTER DELETE ON agents BEGIN DELETE FROM event_sequences WHERE subject = 'agent:' || OLD.id; END;
+CREATE TRIGGER eval_event_sequence_gone AFTER DELETE ON evals BEGIN DELETE FROM event_sequences WHERE subject = 'eval:' || OLD.id; END;
+CREATE TRIGGER message_event_sequence_gone AFTER DELETE ON channel_messages BEGIN DELETE FROM event_sequences WHERE subject = 'message:' || OLD.id; END;
+CREATE TRIGGER endpoint_event_sequence_gone AFTER DELETE ON event_endpoints BEGIN DELETE FROM event_sequences WHERE subject = 'endpoint:' || OLD.id; END;
