@@ -119,7 +119,8 @@ BEGIN
     END IF;
     RETURN NULL;
   END IF;
-  IF NEW.version > OLD.version AND event_wanted(NEW.workspace_id, 'agent.replaced') THEN
+  -- A status change writes a version too: it is agent.status_changed, not also agent.replaced (a replace never changes the status).
+  IF NEW.version > OLD.version AND NEW.status IS NOT DISTINCT FROM OLD.status AND event_wanted(NEW.workspace_id, 'agent.replaced') THEN
     PERFORM record_event(NEW.workspace_id, 'agent.replaced', 'agent:' || NEW.id, NEW.team,
       jsonb_build_object('agent_id', NEW.id, 'slug', NEW.slug, 'version', NEW.version, 'status', NEW.status));
   END IF;

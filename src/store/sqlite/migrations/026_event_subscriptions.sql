@@ -107,6 +107,8 @@ BEGIN
 END;
 
 -- What causes events. Each trigger fires only when the workspace subscribes to the type (or to '*').
+-- A status change writes a version too: it is `agent.status_changed`, not also `agent.replaced`
+-- (a replace never changes the status).
 CREATE TRIGGER run_event_inserted AFTER INSERT ON runs
 WHEN EXISTS (SELECT 1 FROM event_subscriptions WHERE workspace_id = NEW.workspace_id
   AND event_type IN ('*', CASE NEW.status WHEN 'queued' THEN 'run.queued' WHEN 'running' THEN 'run.started' WHEN 'awaiting_approval' THEN 'run.awaiting_approval' ELSE 'run.finished' END))
@@ -137,7 +139,8 @@ BEGIN
 END;
 
 CREATE TRIGGER agent_event_replaced AFTER UPDATE OF version ON agents
-WHEN NEW.version > OLD.version AND EXISTS (SELECT 1 FROM event_subscriptions WHERE workspace_id = NEW.workspace_id AND event_type IN ('*', 'agent.replaced'))
+WHEN NEW.version > OLD.version AND NEW.status IS OLD.status
+  AND EXISTS (SELECT 1 FROM event_subscriptions WHERE workspace_id = NEW.workspace_id AND event_type IN ('*', 'agent.replaced'))
 BEGIN
   INSERT INTO event_intake (workspace_id, type, subject, team, data) VALUES (NEW.workspace_id, 'agent.replaced', 'agent:' || NEW.id, NEW.team,
     json_object('agent_id', NEW.id, 'slug', NEW.slug, 'version', NEW.version, 'status', NEW.status));
