@@ -142,8 +142,10 @@ export async function testEventEndpoint(ctx: EventContext, who: Principal, id: s
   if (current.status !== 'enabled') throw conflict(`event endpoint '${id}' is disabled${reasonOf(current)}; enable it with a replace (status: enabled) first`);
   const deliveryId = await ctx.store.eventEndpoints.queueTest(who.workspaceId, id, Date.now());
   if (!deliveryId) throw conflict(`event endpoint '${id}' was disabled or deleted meanwhile; read it again`);
+  // Read before the sender is woken: the reply shows the delivery as queued.
+  const view = await deliveryOf(ctx, who, id, deliveryId);
   ctx.events.wake();
-  return deliveryOf(ctx, who, id, deliveryId);
+  return view;
 }
 
 const reasonOf = (e: EventEndpointRecord) => (e.disabledReason ? ` (${e.disabledReason})` : '');
@@ -194,6 +196,7 @@ export async function redeliverEvent(ctx: EventContext, who: Principal, endpoint
   if (outcome === 'missing') throw notFound(`delivery '${deliveryId}' not found for event endpoint '${endpointId}'`);
   if (outcome === 'disabled') throw conflict(`event endpoint '${endpointId}' is disabled${reasonOf(endpoint)}; enable it with a replace (status: enabled), then redeliver`);
   if (outcome === 'unfinished') throw conflict(`delivery '${deliveryId}' has not ended: it is pending or being delivered; a delivery is redelivered once it succeeded or failed`);
+  const view = await deliveryOf(ctx, who, endpointId, deliveryId);
   ctx.events.wake();
-  return deliveryOf(ctx, who, endpointId, deliveryId);
+  return view;
 }

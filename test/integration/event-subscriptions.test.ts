@@ -157,3 +157,133 @@ test('a parked run tells it waits; workflows are created, replaced, run and dele
   await only.waitFor((got) => got.some((e) => e.event.type === 'workflow.deleted'));
   expect(new Set(only.received.map((e) => e.event.type))).toEqual(new Set(['run.finished', 'workflow.deleted']));
 });
+
+async function deliveries(token: string, endpointId: string, query: { status?: 'pending' | 'delivering' | 'succeeded' | 'failed'; limit?: number; cursor?: string } = {}) {
+  const res = await t.client(token).GET('/api/build/event-endpoints/{endpointId}/deliveries', { params: { path: { endpointId }, query } });
+  expect(res.response.status).toBe(200);
+  return res;
+}
+
+test('test, rotation: during the grace both secrets sign; after it only the new one; a zero grace drops the old at once', async () => {
+  const { r, token, endpoint } = await subscribed(['agent.created']);
+  const endpointId = endpoint.id;
+  const test = await t.client(token).POST('/api/build/event-endpoints/{endpointId}/test', { params: { path: { endpointId } } });
+  expect([test.response.status, test.data?.data.event_type, test.data?.data.status]).toEqual([202, 'webhook.test', 'pending']);
+  await r.waitFor((got) => got.some((e) => e.event.type === 'webhook.test'));
+  expect(r.received[0]!.event.data).toEqual({ endpoint_id: endpointId, sequence: 1 });
+  expect(r.received[0]!.signature.split(' ')).toHaveLength(1);
+
+  const rotated = await t.client(token).POST('/api/build/event-endpoints/{endpointId}/rotate-secret', { params: { path: { endpointId } }, body: {} });
+  expect(rotated.response.status).toBe(200);
+  const fresh = rotated.data!.data;
+  expect(fresh.secret).not.toBe(endpoint.secret);
+  expect(Date.parse(fresh.previous_secret_expires_at!)).toBeGreaterThan(Date.now() + 86_000_000);
+  r.secrets.push(fresh.secret);
+  await t.client(token).PUT('/api/build/agents', { body: minimalAgent(unique('Rotated')) });
+  const during = (await r.waitFor((got) => got.some((e) => e.event.type === 'agent.created'))).find((e) => e.event.type === 'agent.created')!;
+  expect(during.signature.split(' ')).toHaveLength(2);
+  expect(during.verifiedWith).toEqual([true, true]);
+
+  const again = await t.client(token).POST('/api/build/event-endpoints/{endpointId}/rotate-secret', {
+    params: { path: { endpointId } },
+    body: { previous_valid_for_seconds: 0 },
+  });
+  expect(again.data!.data.previous_secret_expires_at).toBeNull();
+  r.secrets.push(again.data!.data.secret);
+  await t.client(token).PUT('/api/build/agents', { body: minimalAgent(unique('Rotated')) });
+  const after = (await r.waitFor((got) => got.filter((e) => e.event.type === 'agent.created').length === 2)).filter((e) => e.event.type === 'agent.created')[1]!;
+  expect(after.verifiedWith).toEqual([false, false, true]);
+  const read = JSON.stringify((await t.client(token).GET('/api/build/event-endpoints/{endpointId}', { params: { path: { endpointId } } })).data);
+  for (const secret of r.secrets) expect(read).not.toContain(secret);
+});
+
+test('a failing receiver: retried on the schedule with each attempt logged, then delivered once it recovers; a redelivery keeps the webhook-id', async () => {
+  const { r, token, endpoint } = await subscribed(['agent.created']);
+  let failures = 2;
+  r.respond = () => (failures-- > 0 ? { status: 503, headers: { 'retry-after': '0' }, body: 'x'.repeat(5000) } : { status: 204 });
+  await t.client(token).PUT('/api/build/agents', { body: minimalAgent(unique('Flaky')) });
+  await r.waitFor((got) => got.length === 1);
+  // Waiting for its retry (a second away): not ended, so not redeliverable.
+  const [waiting] = (await deliveries(token, endpoint.id)).data!.data;
+  const early = await t.client(token).POST('/api/build/event-endpoints/{endpointId}/deliveries/{deliveryId}/redeliver', {
+    params: { path: { endpointId: endpoint.id, deliveryId: waiting!.id } },
+  });
+  expect([early.response.status, early.error?.error]).toEqual([409, expect.stringContaining('has not ended')]);
+  await r.waitFor((got) => got.some((e) => e.answered === 204), 15_000);
+  expect(new Set(r.received.map((e) => e.id)).size).toBe(1); // one event, three attempts
+  expect(new Set(r.received.map((e) => e.timestamp)).size).toBeGreaterThan(1); // signed afresh each time
+  const page = await deliveries(token, endpoint.id);
+  await until(async () => (await deliveries(token, endpoint.id)).data!.data[0]!.status === 'succeeded');
+  const [delivery] = (await deliveries(token, endpoint.id)).data!.data;
+  expect(page.data!.data).toHaveLength(1);
+  expect(delivery!.attempts.map((a) => a.status_code)).toEqual([503, 503, 204]);
+  expect(delivery!.attempts[0]!.error).toBe('the receiver answered 503');
+  expect(Buffer.byteLength(delivery!.attempts[0]!.response_prefix!)).toBe(1024);
+  expect(delivery!.next_attempt_at).toBeNull();
+
+  const redelivered = await t.client(token).POST('/api/build/event-endpoints/{endpointId}/deliveries/{deliveryId}/redeliver', {
+    params: { path: { endpointId: endpoint.id, deliveryId: delivery!.id } },
+  });
+  expect(redelivered.response.status).toBe(202);
+  await r.waitFor((got) => got.length === 4);
+  expect(r.received[3]!.id).toBe(r.received[0]!.id);
+  await until(async () => (await deliveries(token, endpoint.id)).data!.data[0]!.attempts.length === 4);
+});
+
+test('used-up retries fail the delivery; 410 disables the endpoint, which then receives nothing until enabled again', async () => {
+  const { r, token, endpoint } = await subscribed(['agent.created']);
+  r.respond = () => ({ status: 500 });
+  await t.client(token).PUT('/api/build/agents', { body: minimalAgent(unique('Doomed')) });
+  await until(async () => (await deliveries(token, endpoint.id, { status: 'failed' })).data!.data.length === 1, 15_000);
+  expect(r.received).toHaveLength(3); // the first attempt and the schedule's two retries
+
+  r.respond = () => ({ status: 410 });
+  await t.client(token).PUT('/api/build/agents', { body: minimalAgent(unique('Gone')) });
+  await until(async () => (await t.client(token).GET('/api/build/event-endpoints/{endpointId}', { params: { path: { endpointId: endpoint.id } } })).data!.data.status === 'disabled');
+  const disabled = await t.client(token).GET('/api/build/event-endpoints/{endpointId}', { params: { path: { endpointId: endpoint.id } } });
+  expect(disabled.data!.data.disabled_reason).toContain('410');
+  const test = await t.client(token).POST('/api/build/event-endpoints/{endpointId}/test', { params: { path: { endpointId: endpoint.id } } });
+  expect([test.response.status, test.error?.error]).toEqual([409, expect.stringContaining('is disabled')]);
+  const seen = r.received.length;
+  await t.client(token).PUT('/api/build/agents', { body: minimalAgent(unique('Unheard')) });
+
+  r.respond = () => ({ status: 200 });
+  const enabled = await t.client(token).PUT('/api/build/event-endpoints/{endpointId}', {
+    params: { path: { endpointId: endpoint.id }, header: { 'If-Match': disabled.response.headers.get('etag')! } },
+    body: { url: r.url, event_types: ['agent.created'], status: 'enabled' },
+  });
+  expect([enabled.response.status, enabled.data?.data.disabled_reason]).toEqual([200, null]);
+  await t.client(token).PUT('/api/build/agents', { body: minimalAgent(unique('Heard')) });
+  await r.waitFor((got) => got.some((e) => e.answered === 200));
+  expect(r.received.slice(seen).map((e) => (e.event.data as { slug?: string }).slug)).toEqual([expect.stringMatching(/^heard-/)]);
+  const stale = await t.client(token).DELETE('/api/build/event-endpoints/{endpointId}', {
+    params: { path: { endpointId: endpoint.id }, header: { 'If-Match': disabled.response.headers.get('etag')! } },
+  });
+  expect(stale.response.status).toBe(409);
+  const gone = await t.client(token).DELETE('/api/build/event-endpoints/{endpointId}', {
+    params: { path: { endpointId: endpoint.id }, header: { 'If-Match': enabled.response.headers.get('etag')! } },
+  });
+  expect(gone.response.status).toBe(204);
+  expect(await storedValue<number>(t.config, 'SELECT COUNT(*) FROM event_deliveries WHERE endpoint_id = ?', [endpoint.id])).toBe(0);
+});
+
+test("the deliveries page newest first by cursor; another workspace's endpoint is 404", async () => {
+  const { r, token, endpoint } = await subscribed(['agent.created']);
+  for (let i = 0; i < 5; i++) await t.client(token).PUT('/api/build/agents', { body: minimalAgent(unique('Paged')) });
+  await r.waitFor((got) => got.length === 5);
+  const first = await deliveries(token, endpoint.id, { limit: 2 });
+  expect(first.response.headers.get('link')).toContain('rel="next"');
+  const ids = [...first.data!.data.map((d) => d.id)];
+  let cursor = first.data!.next_cursor;
+  while (cursor) {
+    const next = await deliveries(token, endpoint.id, { limit: 2, cursor });
+    ids.push(...next.data!.data.map((d) => d.id));
+    cursor = next.data!.next_cursor;
+  }
+  expect(ids).toHaveLength(5);
+  expect([...ids].sort().reverse()).toEqual(ids);
+  const foreign = await t.client(t.token({ workspace: unique('elsewhere') })).GET('/api/build/event-endpoints/{endpointId}/deliveries', {
+    params: { path: { endpointId: endpoint.id } },
+  });
+  expect(foreign.response.status).toBe(404);
+});
