@@ -1784,7 +1784,9 @@ export interface paths {
          *     subscriptions). The reply is the only one that shows its signing `secret` (`whsec_…`): keep
          *     it. The URL is checked at once (https, a host that resolves to public addresses: 400 naming
          *     `body.url` otherwise); nothing is sent until an event happens or `test` is called. 409 when
-         *     the workspace holds `EVENT_ENDPOINTS_PER_WORKSPACE` endpoints.
+         *     the workspace holds `EVENT_ENDPOINTS_PER_WORKSPACE` endpoints. No `Idempotency-Key`: the reply
+         *     holds the secret, which the service never keeps; after a lost reply, list the endpoints and
+         *     delete the one you could not keep the secret of.
          */
         put: operations["createEventEndpoint"];
         post?: never;
@@ -3661,8 +3663,8 @@ export interface components {
             url: string;
             /** @description The types it receives; `["*"]` for all. */
             event_types: components["schemas"]["EventTypeFilter"][];
-            /** @default null */
-            description: string | null;
+            /** @description What it is for (null when absent). */
+            description?: string | null;
             /**
              * @description Create: `enabled` by default. Replace: absent keeps the status; `enabled` turns a disabled endpoint back on.
              * @enum {string}
@@ -3670,11 +3672,8 @@ export interface components {
             status?: "enabled" | "disabled";
         };
         EventEndpointRotation: {
-            /**
-             * @description How long the previous secret keeps signing beside the new one.
-             * @default 86400
-             */
-            previous_valid_for_seconds: number;
+            /** @description How long the previous secret keeps signing beside the new one (86400, a day, when absent). */
+            previous_valid_for_seconds?: number;
         };
         EventEndpoint: {
             /** Format: uuid */
@@ -8277,20 +8276,7 @@ export interface operations {
     createEventEndpoint: {
         parameters: {
             query?: never;
-            header?: {
-                /**
-                 * @description Makes a retry safe (IETF Idempotency-Key draft): the first request with a key is handled and
-                 *     its reply kept for 24 hours, keyed by workspace, user, operation and key. A repeat with the
-                 *     same body (and path) gets that reply again (status, headers, body) and does nothing; bodies are
-                 *     compared as canonical JSON (RFC 8785), so the order of members and whitespace do not matter. The
-                 *     same key with a different body is 422; a repeat while the first is still being handled is 409. What a
-                 *     write shows only once is not kept: a repeated create answers `webhook_urls_withheld` (the
-                 *     triggers whose URLs and signing secrets the first reply showed) instead of `webhook_urls`;
-                 *     rotate a trigger for a new URL if the first reply was lost.
-                 * @example 4f9d1c1e-retry-1
-                 */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8320,7 +8306,6 @@ export interface operations {
             409: components["responses"]["EventEndpointConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };
