@@ -2,7 +2,21 @@
 // a 410 fails it and disables the endpoint; anything else (redirects included) is retried after the
 // schedule's next delay with ±20 % jitter, a 429's or 503's Retry-After honoured up to twice that
 // delay, until the schedule is used up (then it failed, redeliverable). A redelivery is one attempt.
-import type { AttemptOutcome, DeliveryAttempt } from '../store/port';
+
+/** One attempt as the delivery's log keeps it. */
+export interface DeliveryAttempt {
+  at: string;
+  status_code: number | null;
+  latency_ms: number;
+  error: string | null;
+  response_prefix: string | null;
+}
+
+/** How an attempt ended: delivered, to be tried again at `retryAtMs`, or failed for good. */
+export type AttemptOutcome =
+  | { kind: 'succeeded'; attempt: DeliveryAttempt }
+  | { kind: 'retry'; attempt: DeliveryAttempt; retryAtMs: number }
+  | { kind: 'failed'; attempt: DeliveryAttempt; disableReason: string | null };
 
 /** What came back from one attempt: the receiver's status (null: none came) and when to come back. */
 export interface AttemptResult {
@@ -38,7 +52,8 @@ export const delivered = (statusCode: number | null) => statusCode !== null && s
 /** What an attempt's log entry says. */
 export function attemptRecord(result: AttemptResult, atMs: number): DeliveryAttempt {
   const error =
-    result.error ?? (delivered(result.statusCode) ? null : `the receiver answered ${result.statusCode}${redirect(result.statusCode) ? ' (redirects are not followed)' : ''}`);
+    result.error ??
+    (delivered(result.statusCode) ? null : `the receiver answered ${result.statusCode}${redirect(result.statusCode) ? ' (redirects are not followed)' : ''}`);
   return { at: new Date(atMs).toISOString(), status_code: result.statusCode, latency_ms: result.latencyMs, error, response_prefix: result.responsePrefix };
 }
 

@@ -92,7 +92,9 @@ export async function createEventEndpoint(ctx: EventContext, who: Principal, bod
     ctx.events.endpointsPerWorkspace,
   );
   if (!outcome.ok) {
-    throw conflict(`the workspace holds ${ctx.events.endpointsPerWorkspace} event endpoints, the most it may (EVENT_ENDPOINTS_PER_WORKSPACE); delete one first`);
+    throw conflict(
+      `the workspace holds ${ctx.events.endpointsPerWorkspace} event endpoints, the most it may (EVENT_ENDPOINTS_PER_WORKSPACE); delete one first`,
+    );
   }
   return { ...endpointView(outcome.record), secret };
 }
@@ -110,7 +112,9 @@ export async function replaceEventEndpoint(ctx: EventContext, who: Principal, id
   });
   if (!outcome.ok) {
     if (!outcome.current) throw unknownEndpoint(id);
-    throw conflict(`the event endpoint changed while it was being replaced (now "${formatStamp(outcome.current.stampMicros)}"); read it again and rebase your change`);
+    throw conflict(
+      `the event endpoint changed while it was being replaced (now "${formatStamp(outcome.current.stampMicros)}"); read it again and rebase your change`,
+    );
   }
   return endpointView(outcome.record);
 }
@@ -194,8 +198,10 @@ export async function redeliverEvent(ctx: EventContext, who: Principal, endpoint
   const endpoint = await stored(ctx, who, endpointId);
   const outcome = await ctx.store.eventEndpoints.redeliver(who.workspaceId, endpointId, deliveryId, Date.now());
   if (outcome === 'missing') throw notFound(`delivery '${deliveryId}' not found for event endpoint '${endpointId}'`);
-  if (outcome === 'disabled') throw conflict(`event endpoint '${endpointId}' is disabled${reasonOf(endpoint)}; enable it with a replace (status: enabled), then redeliver`);
-  if (outcome === 'unfinished') throw conflict(`delivery '${deliveryId}' has not ended: it is pending or being delivered; a delivery is redelivered once it succeeded or failed`);
+  if (outcome === 'disabled')
+    throw conflict(`event endpoint '${endpointId}' is disabled${reasonOf(endpoint)}; enable it with a replace (status: enabled), then redeliver`);
+  if (outcome === 'unfinished')
+    throw conflict(`delivery '${deliveryId}' has not ended: it is pending or being delivered; a delivery is redelivered once it succeeded or failed`);
   const view = await deliveryOf(ctx, who, endpointId, deliveryId);
   ctx.events.wake();
   return view;

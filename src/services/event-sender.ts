@@ -6,20 +6,13 @@
 // serve every endpoint with deliveries due before any twice. The claim is the attempt: only it
 // records the outcome, so two processes never both record one; a process that stops mid-attempt
 // leaves the lease to lapse and the delivery is attempted again (at least once, with one webhook-id).
-import http from 'node:http';
-import https from 'node:https';
-import { Webhook } from 'standardwebhooks';
-import { refusedLiteral, vettedLookup } from '../apps/outbound/lookup';
-import { attemptOutcome, type AttemptResult } from '../domain/event-delivery';
+import { attemptOutcome } from '../domain/event-delivery';
 import type { EventConfig } from '../event-config';
 import type { Logger } from '../log';
 import type { ClaimedDelivery } from '../store/port';
 import type { ServiceContext } from './context';
-import { endpointSecretContext } from './event-endpoints';
+import { eventPoster } from './event-post';
 
-/** The response body's bytes an attempt keeps (as UTF-8), and the most it reads before closing the connection. */
-export const RESPONSE_PREFIX_BYTES = 1024;
-const RESPONSE_READ_BYTES = 64 * 1024;
 /** What an attempt's claim adds to its timeout: room to record the outcome before another process may take it. */
 const LEASE_SLACK_MS = 5000;
 /** How often ended deliveries past their retention are deleted, and how many at a time. */
@@ -47,102 +40,25 @@ export interface EventSender {
 export function startEventSender(ctx: Pick<ServiceContext, 'store' | 'secrets'>, opts: EventSenderOptions): EventSender {
   const { config, logger } = opts;
   const random = opts.random ?? Math.random;
-  const lookup = vettedLookup(opts.allowPrivate);
-  // Connections kept alive between attempts to one receiver; a new one is vetted by the lookup.
-  const agents = {
-    http: new http.Agent({ keepAlive: true, maxSockets: config.perEndpoint, lookup }),
-    https: new https.Agent({ keepAlive: true, maxSockets: config.perEndpoint, lookup }),
-  };
+  const poster = eventPoster({ secrets: ctx.secrets, allowPrivate: opts.allowPrivate, timeoutMs: config.timeoutMs, perEndpoint: config.perEndpoint, logger });
   const running = new Set<Promise<void>>();
   let claiming: Promise<void> | null = null;
   let again = false;
   let stopped = false;
   let lastPruneMs = 0;
 
+  // An attempt ends within its timeout, inside its claim's lease: the claim needs no renewal.
   async function attempt(row: ClaimedDelivery): Promise<void> {
-    const renewal = setInterval(() => {
-      void ctx.store.eventEndpoints.renewClaim(row.id, row.attempt, Date.now() + config.timeoutMs + LEASE_SLACK_MS).catch(() => undefined);
-    }, config.timeoutMs);
-    let result: AttemptResult;
-    try {
-      result = await post(row);
-    } finally {
-      clearInterval(renewal);
-    }
-    const outcome = attemptOutcome(result, { attempt: row.attempt, manual: row.manual, scheduleMs: config.retryScheduleMs, nowMs: Date.now(), random: random() });
+    const result = await poster.post(row);
+    const outcome = attemptOutcome(result, {
+      attempt: row.attempt,
+      manual: row.manual,
+      scheduleMs: config.retryScheduleMs,
+      nowMs: Date.now(),
+      random: random(),
+    });
     const recorded = await ctx.store.eventEndpoints.finishAttempt(row.id, row.attempt, outcome, Date.now(), config.disableAfterMs);
     if (!recorded) logger.warn({ delivery: row.id }, "an event delivery's claim lapsed before its attempt was recorded");
-  }
-
-  /** One POST of the delivery; never throws: what went wrong is the result's error. */
-  async function post(row: ClaimedDelivery): Promise<AttemptResult> {
-    const started = performance.now();
-    const failed = (error: string): AttemptResult => ({ statusCode: null, error, retryAfter: null, latencyMs: Math.round(performance.now() - started), responsePrefix: null });
-    let url: URL;
-    try {
-      url = new URL(row.url);
-    } catch {
-      return failed('the endpoint URL is not a URL');
-    }
-    const refused = refusedLiteral(url, opts.allowPrivate);
-    if (refused) return failed(refused);
-    let signature: string;
-    try {
-      signature = signatures(row);
-    } catch (err) {
-      logger.error({ err, endpoint: row.endpointId }, "an event endpoint's secret could not be opened");
-      return failed("the endpoint's secret could not be opened (was SECRETS_KEY changed?); it is retried");
-    }
-    const secure = url.protocol === 'https:';
-    return new Promise<AttemptResult>((resolve) => {
-      const request = (secure ? https : http).request(
-        url,
-        {
-          method: 'POST',
-          agent: secure ? agents.https : agents.http,
-          signal: AbortSignal.timeout(config.timeoutMs),
-          headers: {
-            'content-type': 'application/json',
-            'user-agent': 'build-api-events/1',
-            'webhook-id': row.eventId,
-            'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
-            'webhook-signature': signature,
-          },
-        },
-        (res) => {
-          const kept: Buffer[] = [];
-          let seen = 0;
-          res.on('data', (chunk: Buffer) => {
-            if (seen < RESPONSE_PREFIX_BYTES) kept.push(chunk.subarray(0, RESPONSE_PREFIX_BYTES - seen));
-            seen += chunk.length;
-            if (seen > RESPONSE_READ_BYTES) res.destroy();
-          });
-          const done = () =>
-            resolve({
-              statusCode: res.statusCode ?? null,
-              error: null,
-              retryAfter: typeof res.headers['retry-after'] === 'string' ? res.headers['retry-after'] : null,
-              latencyMs: Math.round(performance.now() - started),
-              responsePrefix: kept.length ? Buffer.concat(kept).toString('utf8') : null,
-            });
-          res.on('end', done);
-          res.on('close', done);
-          res.on('error', done);
-        },
-      );
-      request.on('error', (err: NodeJS.ErrnoException) =>
-        resolve(failed(err.name === 'AbortError' || err.name === 'TimeoutError' ? `no answer within ${config.timeoutMs} ms` : err.message)),
-      );
-      request.end(row.body);
-    });
-  }
-
-  /** The signature header: the current secret's, and the previous one's while it still signs. */
-  function signatures(row: ClaimedDelivery): string {
-    const context = endpointSecretContext(row.workspaceId, row.endpointId);
-    const at = new Date();
-    const secrets = [row.sealedSecret, ...(row.previous && row.previous.untilMs > at.getTime() ? [row.previous.sealed] : [])];
-    return secrets.map((sealed) => new Webhook(ctx.secrets.open(sealed, context)).sign(row.eventId, at, row.body)).join(' ');
   }
 
   function start(row: ClaimedDelivery): void {
@@ -201,8 +117,7 @@ export function startEventSender(ctx: Pick<ServiceContext, 'store' | 'secrets'>,
       if (timer) clearInterval(timer);
       await claiming;
       await Promise.all(running);
-      agents.http.destroy();
-      agents.https.destroy();
+      poster.close();
     },
   };
 }

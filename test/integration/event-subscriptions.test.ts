@@ -104,7 +104,11 @@ test("an agent's life and its test run arrive signed, in order per subject; anot
   const run = await waitForAgentRun(t, runId, token);
   await r.waitFor((got) => ofSubject(got, 'run_id', runId).some((e) => e.event.type === 'run.finished'));
   expect(r.received.every((e) => e.verifiedWith[0] === true)).toBe(true);
-  expect(ofSubject(r.received, 'agent_id', agent.id).filter((e) => e.event.type.startsWith('agent.')).map((e) => [e.event.type, e.event.data.sequence])).toEqual([
+  expect(
+    ofSubject(r.received, 'agent_id', agent.id)
+      .filter((e) => e.event.type.startsWith('agent.'))
+      .map((e) => [e.event.type, e.event.data.sequence]),
+  ).toEqual([
     ['agent.created', 1],
     ['agent.status_changed', 2],
   ]);
@@ -114,7 +118,16 @@ test("an agent's life and its test run arrive signed, in order per subject; anot
     ['run.started', 2, 'running'],
     ['run.finished', 3, run.status],
   ]);
-  expect(runEvents[2]!.event.data).toEqual({ run_id: runId, kind: 'agent', agent_id: agent.id, version: 2, status: run.status, source: 'test', test: true, sequence: 3 });
+  expect(runEvents[2]!.event.data).toEqual({
+    run_id: runId,
+    kind: 'agent',
+    agent_id: agent.id,
+    version: 2,
+    status: run.status,
+    source: 'test',
+    test: true,
+    sequence: 3,
+  });
   expect(new Set(r.received.map((e) => e.id)).size).toBe(r.received.length);
   expect(other.r.received).toEqual([]);
 });
@@ -148,7 +161,11 @@ test('a parked run tells it waits; workflows are created, replaced, run and dele
   const deleted = await t.client(token).DELETE('/api/build/workflows/{ref}', { params: { path: { ref: slug } } });
   expect(deleted.response.status).toBe(200);
   await r.waitFor((got) => got.some((e) => e.event.type === 'workflow.deleted' && e.event.data.slug === slug));
-  expect(ofSubject(r.received, 'slug', slug).filter((e) => e.event.type.startsWith('workflow.')).map((e) => [e.event.type, e.event.data.sequence, e.event.data.version])).toEqual([
+  expect(
+    ofSubject(r.received, 'slug', slug)
+      .filter((e) => e.event.type.startsWith('workflow.'))
+      .map((e) => [e.event.type, e.event.data.sequence, e.event.data.version]),
+  ).toEqual([
     ['workflow.created', 1, 1],
     ['workflow.replaced', 2, 2],
     ['workflow.deleted', 3, 2],
@@ -158,7 +175,11 @@ test('a parked run tells it waits; workflows are created, replaced, run and dele
   expect(new Set(only.received.map((e) => e.event.type))).toEqual(new Set(['run.finished', 'workflow.deleted']));
 });
 
-async function deliveries(token: string, endpointId: string, query: { status?: 'pending' | 'delivering' | 'succeeded' | 'failed'; limit?: number; cursor?: string } = {}) {
+async function deliveries(
+  token: string,
+  endpointId: string,
+  query: { status?: 'pending' | 'delivering' | 'succeeded' | 'failed'; limit?: number; cursor?: string } = {},
+) {
   const res = await t.client(token).GET('/api/build/event-endpoints/{endpointId}/deliveries', { params: { path: { endpointId }, query } });
   expect(res.response.status).toBe(200);
   return res;
@@ -169,7 +190,11 @@ test('test, rotation: during the grace both secrets sign; after it only the new 
   const endpointId = endpoint.id;
   const test = await t.client(token).POST('/api/build/event-endpoints/{endpointId}/test', { params: { path: { endpointId } } });
   // Queued: pending, or already claimed by the sender's own timer.
-  expect([test.response.status, test.data?.data.event_type, test.data?.data.status]).toEqual([202, 'webhook.test', expect.stringMatching(/^(pending|delivering)$/)]);
+  expect([test.response.status, test.data?.data.event_type, test.data?.data.status]).toEqual([
+    202,
+    'webhook.test',
+    expect.stringMatching(/^(pending|delivering)$/),
+  ]);
   await r.waitFor((got) => got.some((e) => e.event.type === 'webhook.test'));
   expect(r.received[0]!.event.data).toEqual({ endpoint_id: endpointId, sequence: 1 });
   expect(r.received[0]!.signature.split(' ')).toHaveLength(1);
@@ -192,7 +217,9 @@ test('test, rotation: during the grace both secrets sign; after it only the new 
   expect(again.data!.data.previous_secret_expires_at).toBeNull();
   r.secrets.push(again.data!.data.secret);
   await t.client(token).PUT('/api/build/agents', { body: minimalAgent(unique('Rotated')) });
-  const after = (await r.waitFor((got) => got.filter((e) => e.event.type === 'agent.created').length === 2)).filter((e) => e.event.type === 'agent.created')[1]!;
+  const after = (await r.waitFor((got) => got.filter((e) => e.event.type === 'agent.created').length === 2)).filter(
+    (e) => e.event.type === 'agent.created',
+  )[1]!;
   expect(after.verifiedWith).toEqual([false, false, true]);
   const read = JSON.stringify((await t.client(token).GET('/api/build/event-endpoints/{endpointId}', { params: { path: { endpointId } } })).data);
   for (const secret of r.secrets) expect(read).not.toContain(secret);
@@ -240,7 +267,11 @@ test('used-up retries fail the delivery; 410 disables the endpoint, which then r
 
   r.respond = () => ({ status: 410 });
   await t.client(token).PUT('/api/build/agents', { body: minimalAgent(unique('Gone')) });
-  await until(async () => (await t.client(token).GET('/api/build/event-endpoints/{endpointId}', { params: { path: { endpointId: endpoint.id } } })).data!.data.status === 'disabled');
+  await until(
+    async () =>
+      (await t.client(token).GET('/api/build/event-endpoints/{endpointId}', { params: { path: { endpointId: endpoint.id } } })).data!.data.status ===
+      'disabled',
+  );
   const disabled = await t.client(token).GET('/api/build/event-endpoints/{endpointId}', { params: { path: { endpointId: endpoint.id } } });
   expect(disabled.data!.data.disabled_reason).toContain('410');
   const test = await t.client(token).POST('/api/build/event-endpoints/{endpointId}/test', { params: { path: { endpointId: endpoint.id } } });

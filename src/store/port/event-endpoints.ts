@@ -1,6 +1,9 @@
 // Event subscriptions (docs/events.md): a workspace's event endpoints, and the outbox of their
 // deliveries. Events and their deliveries are written by the database itself, in the transaction of
 // the change that caused them (the migrations' triggers); this port reads and moves them on.
+import type { AttemptOutcome, DeliveryAttempt } from '../../domain/event-delivery';
+
+export type { AttemptOutcome, DeliveryAttempt };
 export type EventEndpointStatus = 'enabled' | 'disabled';
 export type EventDeliveryStatus = 'pending' | 'delivering' | 'succeeded' | 'failed';
 
@@ -26,15 +29,6 @@ export interface EventEndpointRecord {
 /** What a replace writes: the secret stays. */
 export type EventEndpointChange = Pick<EventEndpointRecord, 'url' | 'eventTypes' | 'description' | 'status' | 'allSpaces' | 'teams'>;
 export type EventEndpointCreate = EventEndpointChange & Pick<EventEndpointRecord, 'id' | 'sealedSecret' | 'secretPrefix'>;
-
-/** One attempt as the delivery's log keeps it. */
-export interface DeliveryAttempt {
-  at: string;
-  status_code: number | null;
-  latency_ms: number;
-  error: string | null;
-  response_prefix: string | null;
-}
 
 export interface EventDeliveryRecord {
   id: string;
@@ -64,12 +58,6 @@ export interface ClaimedDelivery {
   previous: { sealed: string; untilMs: number } | null;
 }
 
-/** How an attempt ended: delivered, to be tried again at `retryAtMs`, or failed for good. */
-export type AttemptOutcome =
-  | { kind: 'succeeded'; attempt: DeliveryAttempt }
-  | { kind: 'retry'; attempt: DeliveryAttempt; retryAtMs: number }
-  | { kind: 'failed'; attempt: DeliveryAttempt; disableReason: string | null };
-
 /** The most attempts a delivery's log keeps (the last ones). */
 export const DELIVERY_LOG_ATTEMPTS = 20;
 
@@ -92,7 +80,11 @@ export interface EventEndpointRepository {
   /** Writes a `webhook.test` event and its one delivery to the endpoint, if it is enabled; the delivery's id. */
   queueTest(workspaceId: string, id: string, nowMs: number): Promise<string | null>;
   /** The endpoint's deliveries, newest first, after (older than) `before`, at most `limit`. */
-  deliveries(workspaceId: string, endpointId: string, query: { status: EventDeliveryStatus | null; before: string | null; limit: number }): Promise<EventDeliveryRecord[]>;
+  deliveries(
+    workspaceId: string,
+    endpointId: string,
+    query: { status: EventDeliveryStatus | null; before: string | null; limit: number },
+  ): Promise<EventDeliveryRecord[]>;
   delivery(workspaceId: string, endpointId: string, deliveryId: string): Promise<EventDeliveryRecord | null>;
   /** Queues one more attempt of an ended delivery, now (its failure is final). */
   redeliver(workspaceId: string, endpointId: string, deliveryId: string, nowMs: number): Promise<RedeliverOutcome>;
@@ -103,8 +95,6 @@ export interface EventEndpointRepository {
    * each before the second of any.
    */
   claimDue(nowMs: number, leaseUntilMs: number, limit: number, perEndpoint: number): Promise<ClaimedDelivery[]>;
-  /** Extends a claim still held (an attempt that may outlast one lease). */
-  renewClaim(deliveryId: string, attempt: number, leaseUntilMs: number): Promise<boolean>;
   /**
    * Records the claimed attempt's outcome, if the claim is still this attempt's (false otherwise),
    * and the endpoint's health: a success clears its failure clock, a failure starts it, and an

@@ -40,11 +40,15 @@ async function resubscribe(sql: Sql, ws: string, record: EventEndpointRecord): P
 }
 
 const failPending = (sql: Sql, endpoint: string, now: number) =>
-  sql.count("UPDATE event_deliveries SET status = 'failed', next_attempt_ms = NULL, finished_ms = $2 WHERE endpoint_id = $1 AND status = 'pending'", [endpoint, now]);
+  sql.count("UPDATE event_deliveries SET status = 'failed', next_attempt_ms = NULL, finished_ms = $2 WHERE endpoint_id = $1 AND status = 'pending'", [
+    endpoint,
+    now,
+  ]);
 
 export function pgEventEndpointRepository(db: PgDatabase, clock: StampClock): EventEndpointRepository {
   return {
-    list: async (ws) => (await db.rows<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM event_endpoints WHERE workspace_id = $1 ORDER BY id`, [ws])).map(endpointOfRow),
+    list: async (ws) =>
+      (await db.rows<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM event_endpoints WHERE workspace_id = $1 ORDER BY id`, [ws])).map(endpointOfRow),
     get: (ws, id) => read(db, ws, id),
     create: (ws, w, limit) =>
       db.transaction(async (sql) => {
@@ -194,8 +198,6 @@ function outboxMethods(db: PgDatabase, clock: StampClock): Omit<EventEndpointRep
       );
       return rows.map(claimOfRow);
     },
-    renewClaim: async (id, attempt, until) =>
-      (await db.count("UPDATE event_deliveries SET next_attempt_ms = $3 WHERE id = $1 AND status = 'delivering' AND attempts = $2", [id, attempt, until])) === 1,
     finishAttempt: (id, attempts, outcome, now, disableAfterMs) =>
       db.transaction(async (sql) => {
         const finished = await sql.row<{ endpoint_id: string }>(

@@ -40,8 +40,7 @@ export function endpointOfRow(row: EndpointRow): EventEndpointRecord {
   };
 }
 
-export const DELIVERY_COLUMNS =
-  'd.id, d.endpoint_id, d.event_id, d.event_type, d.status, d.created_ms, d.next_attempt_ms, d.log, e.body';
+export const DELIVERY_COLUMNS = 'd.id, d.endpoint_id, d.event_id, d.event_type, d.status, d.created_ms, d.next_attempt_ms, d.log, e.body';
 
 export interface DeliveryRow {
   id: string;

@@ -47,7 +47,9 @@ export function eventEndpointRepository(db: Db, commit: GroupCommit, clock: Stam
   const unsubscribe = db.prepare('DELETE FROM event_subscriptions WHERE endpoint_id = ?');
   const subscribe = db.prepare('INSERT INTO event_subscriptions (workspace_id, event_type, endpoint_id) VALUES (?, ?, ?)');
   // A disabled endpoint's waiting deliveries fail (redeliverable once it is enabled again): the claim never reads past them.
-  const failPending = db.prepare("UPDATE event_deliveries SET status = 'failed', next_attempt_ms = NULL, finished_ms = ? WHERE endpoint_id = ? AND status = 'pending'");
+  const failPending = db.prepare(
+    "UPDATE event_deliveries SET status = 'failed', next_attempt_ms = NULL, finished_ms = ? WHERE endpoint_id = ? AND status = 'pending'",
+  );
   const read = (ws: string, id: string): EventEndpointRecord | null => {
     const row = get.get(ws, id) as EndpointRow | undefined;
     return row ? endpointOfRow(row) : null;
@@ -111,12 +113,17 @@ export function eventEndpointRepository(db: Db, commit: GroupCommit, clock: Stam
   };
 }
 
+// This function is long because it is one member per method of the outbox's part of the port, each a statement or two.
 /** The outbox: the deliveries read, claimed, recorded, redelivered and pruned. */
-function outboxMethods(db: Db, commit: GroupCommit, clock: StampClock): Omit<EventEndpointRepository, 'list' | 'get' | 'create' | 'replace' | 'rotate' | 'remove'> {
+function outboxMethods(
+  db: Db,
+  commit: GroupCommit,
+  clock: StampClock,
+): Omit<EventEndpointRepository, 'list' | 'get' | 'create' | 'replace' | 'rotate' | 'remove'> {
   const enabled = db.prepare("SELECT 1 FROM event_endpoints WHERE workspace_id = ? AND id = ? AND status = 'enabled'").pluck();
-  const sequence = db.prepare(
-    'INSERT INTO event_sequences (subject, seq) VALUES (?, 1) ON CONFLICT (subject) DO UPDATE SET seq = seq + 1 RETURNING seq',
-  ).pluck();
+  const sequence = db
+    .prepare('INSERT INTO event_sequences (subject, seq) VALUES (?, 1) ON CONFLICT (subject) DO UPDATE SET seq = seq + 1 RETURNING seq')
+    .pluck();
   const insertEvent = db.prepare("INSERT INTO events (id, workspace_id, type, body, created_ms) VALUES (?, ?, 'webhook.test', ?, ?)");
   const insertDelivery = db.prepare(
     `INSERT INTO event_deliveries (id, endpoint_id, workspace_id, event_id, event_type, status, next_attempt_ms, created_ms)
@@ -141,8 +148,9 @@ function outboxMethods(db: Db, commit: GroupCommit, clock: StampClock): Omit<Eve
   );
   // The due deliveries of enabled endpoints, each endpoint's in turn (`turn`), within its room
   // (`perEndpoint` less the attempts it has under way); a claim's lease is its due time.
-  const claim = db.prepare(
-    `UPDATE event_deliveries SET status = 'delivering', attempts = attempts + 1, next_attempt_ms = @until
+  const claim = db
+    .prepare(
+      `UPDATE event_deliveries SET status = 'delivering', attempts = attempts + 1, next_attempt_ms = @until
      WHERE id IN (
        SELECT id FROM (
          SELECT d.id, d.next_attempt_ms AS due, ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_ms, d.id) AS turn,
@@ -151,12 +159,12 @@ function outboxMethods(db: Db, commit: GroupCommit, clock: StampClock): Omit<Eve
          WHERE d.status IN ('pending', 'delivering') AND d.next_attempt_ms <= @now
        ) WHERE turn + busy <= @perEndpoint ORDER BY turn, due LIMIT @limit)
      RETURNING id`,
-  ).pluck();
+    )
+    .pluck();
   const claimed = db.prepare(
     `SELECT ${CLAIM_COLUMNS} FROM event_deliveries AS d JOIN events AS ev ON ev.id = d.event_id JOIN event_endpoints AS p ON p.id = d.endpoint_id
      WHERE d.id IN (SELECT value FROM json_each(?))`,
   );
-  const renew = db.prepare("UPDATE event_deliveries SET next_attempt_ms = ? WHERE id = ? AND status = 'delivering' AND attempts = ?");
   const endpointOf = db.prepare('SELECT endpoint_id FROM event_deliveries WHERE id = ?').pluck();
   const finish = db.prepare(
     `UPDATE event_deliveries SET status = @status, next_attempt_ms = @next, finished_ms = @finished,
@@ -170,7 +178,9 @@ function outboxMethods(db: Db, commit: GroupCommit, clock: StampClock): Omit<Eve
      WHERE id = @id AND status = 'enabled' AND (@forced = 1 OR failing_since_ms <= @since)`,
   );
   const unsubscribe = db.prepare('DELETE FROM event_subscriptions WHERE endpoint_id = ?');
-  const failPending = db.prepare("UPDATE event_deliveries SET status = 'failed', next_attempt_ms = NULL, finished_ms = ? WHERE endpoint_id = ? AND status = 'pending'");
+  const failPending = db.prepare(
+    "UPDATE event_deliveries SET status = 'failed', next_attempt_ms = NULL, finished_ms = ? WHERE endpoint_id = ? AND status = 'pending'",
+  );
   const failingSince = db.prepare('SELECT failing_since_ms FROM event_endpoints WHERE id = ?').pluck();
   const prune = db.prepare('DELETE FROM event_deliveries WHERE id IN (SELECT id FROM event_deliveries WHERE finished_ms < ? ORDER BY finished_ms LIMIT ?)');
   // Events no delivery needs: theirs ended and went, or (an endpoint of another space) none was made.
@@ -206,7 +216,6 @@ function outboxMethods(db: Db, commit: GroupCommit, clock: StampClock): Omit<Eve
         const ids = claim.all({ now, until, limit, perEndpoint }) as string[];
         return ids.length ? (claimed.all(JSON.stringify(ids)) as ClaimRow[]).map(claimOfRow) : [];
       }),
-    renewClaim: (id, attempt, until) => commit.run(() => renew.run(until, id, attempt).changes === 1),
     finishAttempt: (id, attempts, outcome, now, disableAfterMs) =>
       commit.run(() => {
         const endpoint = endpointOf.get(id) as string | undefined;
