@@ -27,7 +27,11 @@ test('the schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, each within ±20 %
 test('a 2xx delivered it; redirects and errors are failures that are retried; the last failure is final', () => {
   expect(outcome(answered(204)).kind).toBe('succeeded');
   const redirect = outcome(answered(302));
-  expect(redirect).toMatchObject({ kind: 'retry', retryAtMs: NOW + 5000, attempt: { status_code: 302, error: 'the receiver answered 302 (redirects are not followed)' } });
+  expect(redirect).toMatchObject({
+    kind: 'retry',
+    retryAtMs: NOW + 5000,
+    attempt: { status_code: 302, error: 'the receiver answered 302 (redirects are not followed)' },
+  });
   expect(outcome(answered(null))).toMatchObject({ kind: 'retry', attempt: { status_code: null, error: 'connect ECONNREFUSED', latency_ms: 12 } });
   expect(outcome(answered(500), 8)).toEqual({ kind: 'failed', disableReason: null, attempt: expect.objectContaining({ status_code: 500 }) });
   expect(outcome(answered(500), 1, { manual: true }).kind).toBe('failed');
