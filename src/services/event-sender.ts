@@ -46,6 +46,7 @@ export function startEventSender(ctx: Pick<ServiceContext, 'store' | 'secrets'>,
   let again = false;
   let stopped = false;
   let lastPruneMs = 0;
+  let saturated = false;
 
   // An attempt ends within its timeout, inside its claim's lease: the claim needs no renewal.
   async function attempt(row: ClaimedDelivery): Promise<void> {
@@ -66,8 +67,9 @@ export function startEventSender(ctx: Pick<ServiceContext, 'store' | 'secrets'>,
       .catch((err: unknown) => logger.error({ err, delivery: row.id }, 'an event delivery attempt failed unexpectedly'))
       .finally(() => {
         running.delete(work);
-        // A slot came free: what is due may take it now, not at the next tick.
-        if (!stopped) void send();
+        // A slot came free while deliveries were left waiting for one (the last claim filled every
+        // slot): they may take it now. Otherwise the next tick looks, and a claim per attempt is saved.
+        if (!stopped && saturated) void send();
       });
     running.add(work);
   }
@@ -78,6 +80,7 @@ export function startEventSender(ctx: Pick<ServiceContext, 'store' | 'secrets'>,
       if (room <= 0 || stopped) return;
       const now = Date.now();
       const claimed = await ctx.store.eventEndpoints.claimDue(now, now + config.timeoutMs + LEASE_SLACK_MS, room, config.perEndpoint);
+      saturated = claimed.length === room;
       for (const row of claimed) start(row);
       if (now - lastPruneMs >= PRUNE_MS) {
         lastPruneMs = now;

@@ -150,15 +150,20 @@ function outboxMethods(
   // (`perEndpoint` less the attempts it has under way); a claim's lease is its due time.
   const claim = db
     .prepare(
-      `UPDATE event_deliveries SET status = 'delivering', attempts = attempts + 1, next_attempt_ms = @until
-     WHERE id IN (
-       SELECT id FROM (
-         SELECT d.id, d.next_attempt_ms AS due, ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_ms, d.id) AS turn,
-           (SELECT COUNT(*) FROM event_deliveries AS f WHERE f.endpoint_id = d.endpoint_id AND f.status = 'delivering' AND f.next_attempt_ms > @now) AS busy
-         FROM event_deliveries AS d JOIN event_endpoints AS p ON p.id = d.endpoint_id AND p.status = 'enabled'
-         WHERE d.status IN ('pending', 'delivering') AND d.next_attempt_ms <= @now
-       ) WHERE turn + busy <= @perEndpoint ORDER BY turn, due LIMIT @limit)
-     RETURNING id`,
+      `WITH busy AS (
+         SELECT endpoint_id, COUNT(*) AS n FROM event_deliveries WHERE status = 'delivering' AND next_attempt_ms > @now GROUP BY endpoint_id
+       ), due AS (
+         SELECT id, endpoint_id, next_attempt_ms, ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_ms, id) AS turn
+         FROM event_deliveries WHERE status IN ('pending', 'delivering') AND next_attempt_ms <= @now
+       )
+       UPDATE event_deliveries SET status = 'delivering', attempts = attempts + 1, next_attempt_ms = @until
+       WHERE id IN (
+         SELECT due.id FROM due
+         JOIN event_endpoints AS p ON p.id = due.endpoint_id AND p.status = 'enabled'
+         LEFT JOIN busy ON busy.endpoint_id = due.endpoint_id
+         WHERE due.turn + COALESCE(busy.n, 0) <= @perEndpoint
+         ORDER BY due.turn, due.next_attempt_ms LIMIT @limit)
+       RETURNING id`,
     )
     .pluck();
   const claimed = db.prepare(
