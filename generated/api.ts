@@ -1766,6 +1766,192 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/build/event-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List event endpoints
+         * @description The workspace's event endpoints, oldest first. Their secrets are never shown again.
+         */
+        get: operations["listEventEndpoints"];
+        /**
+         * Create event endpoint
+         * @description Adds an endpoint that receives the workspace's events of `event_types` (see Event
+         *     subscriptions). The reply is the only one that shows its signing `secret` (`whsec_…`): keep
+         *     it. The URL is checked at once (https, a host that resolves to public addresses: 400 naming
+         *     `body.url` otherwise); nothing is sent until an event happens or `test` is called. 409 when
+         *     the workspace holds `EVENT_ENDPOINTS_PER_WORKSPACE` endpoints. No `Idempotency-Key`: the reply
+         *     holds the secret, which the service never keeps; after a lost reply, list the endpoints and
+         *     delete the one you could not keep the secret of.
+         */
+        put: operations["createEventEndpoint"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/event-endpoints/{endpointId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The event endpoint's id.
+                 * @example 019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7b
+                 */
+                endpointId: components["parameters"]["EventEndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get event endpoint
+         * @description One endpoint, without its secret.
+         */
+        get: operations["getEventEndpoint"];
+        /**
+         * Replace event endpoint
+         * @description Replaces the endpoint's `url`, `event_types`, `description` and `status` (absent: kept).
+         *     `status: enabled` turns a disabled endpoint back on (its failure clock starts again);
+         *     `disabled` stops its deliveries (those pending wait, and fail if it is deleted). The
+         *     endpoint's `teams` become the replacing caller's. The secret stays (rotate it with
+         *     `rotate-secret`).
+         */
+        put: operations["replaceEventEndpoint"];
+        post?: never;
+        /**
+         * Delete event endpoint
+         * @description Removes the endpoint, its secrets and its deliveries (pending ones are not sent).
+         */
+        delete: operations["deleteEventEndpoint"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/event-endpoints/{endpointId}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The event endpoint's id.
+                 * @example 019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7b
+                 */
+                endpointId: components["parameters"]["EventEndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate event endpoint secret
+         * @description Gives the endpoint a new secret, shown in this reply only. The previous one keeps signing
+         *     beside it (a second signature in `webhook-signature`) for `previous_valid_for_seconds`
+         *     (a day by default; 0 drops it at once), so a receiver can switch over without refusing a
+         *     delivery. A rotation during another's grace period drops the older secret.
+         */
+        post: operations["rotateEventEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/event-endpoints/{endpointId}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The event endpoint's id.
+                 * @example 019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7b
+                 */
+                endpointId: components["parameters"]["EventEndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test event endpoint
+         * @description Queues a `webhook.test` event for this endpoint alone, whatever its `event_types`, and
+         *     answers at once: follow it in the endpoint's deliveries. A disabled endpoint is 409.
+         */
+        post: operations["testEventEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/event-endpoints/{endpointId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The event endpoint's id.
+                 * @example 019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7b
+                 */
+                endpointId: components["parameters"]["EventEndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List event deliveries
+         * @description The endpoint's deliveries, newest first, each with its event and its attempts (status code,
+         *     latency, error, the response's first 1,024 bytes) and, while it is pending, when it is next
+         *     attempted. Pages are cut by a keyset on the delivery's time-ordered id: `next_cursor` (also
+         *     in `Link`) continues exactly after the last item.
+         */
+        get: operations["listEventDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/build/event-endpoints/{endpointId}/deliveries/{deliveryId}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The event endpoint's id.
+                 * @example 019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7b
+                 */
+                endpointId: components["parameters"]["EventEndpointId"];
+                /**
+                 * @description The delivery's id.
+                 * @example 019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7c
+                 */
+                deliveryId: components["parameters"]["EventDeliveryId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Redeliver event
+         * @description Sends a delivery that ended (`succeeded` or `failed`) once more, now, with the same
+         *     `webhook-id` and a fresh timestamp and signature; a failure of this attempt is final at
+         *     once (no schedule). A pending delivery, or one of a disabled endpoint, is 409.
+         */
+        post: operations["redeliverEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/hooks/{triggerId}/{secret}": {
         parameters: {
             query?: never;
@@ -3462,6 +3648,157 @@ export interface components {
             /** @description `connected`, `disconnected` or `expired`. */
             status: string;
         };
+        /**
+         * @description An event's type (see Event subscriptions). `webhook.test` is sent only by `test`.
+         * @enum {string}
+         */
+        EventType: "run.queued" | "run.started" | "run.awaiting_approval" | "run.finished" | "agent.created" | "agent.replaced" | "agent.status_changed" | "workflow.created" | "workflow.replaced" | "workflow.deleted" | "eval.finished" | "message.received" | "webhook.test";
+        /**
+         * @description A type the endpoint receives, or `*` for every type.
+         * @enum {string}
+         */
+        EventTypeFilter: "*" | "run.queued" | "run.started" | "run.awaiting_approval" | "run.finished" | "agent.created" | "agent.replaced" | "agent.status_changed" | "workflow.created" | "workflow.replaced" | "workflow.deleted" | "eval.finished" | "message.received";
+        EventEndpointWrite: {
+            /** @description Where the events are POSTed. `https`, with a host that resolves to public addresses (see Event subscriptions); no user name or password. */
+            url: string;
+            /** @description The types it receives; `["*"]` for all. */
+            event_types: components["schemas"]["EventTypeFilter"][];
+            /** @description What it is for (null when absent). */
+            description?: string | null;
+            /**
+             * @description Create: `enabled` by default. Replace: absent keeps the status; `enabled` turns a disabled endpoint back on.
+             * @enum {string}
+             */
+            status?: "enabled" | "disabled";
+        };
+        EventEndpointRotation: {
+            /** @description How long the previous secret keeps signing beside the new one (86400, a day, when absent). */
+            previous_valid_for_seconds?: number;
+        };
+        EventEndpoint: {
+            /** Format: uuid */
+            id: string;
+            url: string;
+            event_types: components["schemas"]["EventTypeFilter"][];
+            description: string | null;
+            /** @enum {string} */
+            status: "enabled" | "disabled";
+            /** @description Why the service disabled it (a 410, or failures for too long), or null. */
+            disabled_reason: string | null;
+            /** @description The team spaces whose events it receives besides the workspace's own (its last writer's teams); null for every space (written by an administrator). */
+            teams: string[] | null;
+            /** @description The first characters of the current secret, to tell secrets apart. */
+            secret_prefix: string;
+            /**
+             * Format: date-time
+             * @description Until when the previous secret signs beside the current one, or null.
+             */
+            previous_secret_expires_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description The endpoint's stamp (its `ETag`). */
+            updated_at: string;
+        };
+        EventEndpointWithSecret: {
+            /** Format: uuid */
+            id: string;
+            url: string;
+            event_types: components["schemas"]["EventTypeFilter"][];
+            description: string | null;
+            /** @enum {string} */
+            status: "enabled" | "disabled";
+            /** @description Why the service disabled it (a 410, or failures for too long), or null. */
+            disabled_reason: string | null;
+            /** @description The team spaces whose events it receives besides the workspace's own (its last writer's teams); null for every space (written by an administrator). */
+            teams: string[] | null;
+            /** @description The first characters of the current secret, to tell secrets apart. */
+            secret_prefix: string;
+            /**
+             * Format: date-time
+             * @description Until when the previous secret signs beside the current one, or null.
+             */
+            previous_secret_expires_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description The endpoint's stamp (its `ETag`). */
+            updated_at: string;
+            /** @description The signing secret (Standard Webhooks), shown only in this reply. */
+            secret: string;
+        };
+        EventEndpointResponse: {
+            data: components["schemas"]["EventEndpoint"];
+        };
+        EventEndpointSecretResponse: {
+            data: components["schemas"]["EventEndpointWithSecret"];
+        };
+        EventEndpointListResponse: {
+            data: components["schemas"]["EventEndpoint"][];
+        };
+        /** @description What an endpoint receives (the POST's body), signed as it was sent. */
+        Event: {
+            type: components["schemas"]["EventType"];
+            /**
+             * Format: date-time
+             * @description When the change happened.
+             */
+            timestamp: string;
+            /**
+             * @description The subject's ids and state: `run_id`, `kind` (`agent` or `workflow`), `agent_id` or
+             *     `workflow_id`, `version`, `status`, `source` and `test` (a test run) for runs;
+             *     `agent_id`, `slug`, `version`, `status` for agents; `workflow_id`, `slug`, `version`
+             *     for workflows; `eval_id`, `agent_id`, `status` for evals; `message_id`, `agent_id`,
+             *     `channel`, `status`, `run_id` for messages; `endpoint_id` for a test.
+             */
+            data: {
+                /** @description The event's number among its subject's events, from 1. */
+                sequence: number;
+            } & {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @description `pending`: waiting for its next attempt. `delivering`: an attempt is under way. `succeeded`: a 2xx answered. `failed`: the last attempt failed and none is scheduled (redeliver to try again).
+         * @enum {string}
+         */
+        EventDeliveryStatus: "pending" | "delivering" | "succeeded" | "failed";
+        EventDeliveryAttempt: {
+            /** Format: date-time */
+            at: string;
+            /** @description The receiver's status, or null when none came (the error says why). */
+            status_code: number | null;
+            latency_ms: number;
+            error: string | null;
+            /** @description The response body's first 1,024 bytes (as UTF-8), or null. */
+            response_prefix: string | null;
+        };
+        EventDelivery: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            endpoint_id: string;
+            /** @description The event's id, sent as `webhook-id` on every attempt. */
+            event_id: string;
+            event_type: components["schemas"]["EventType"];
+            status: components["schemas"]["EventDeliveryStatus"];
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it is attempted next, or null when no attempt is scheduled.
+             */
+            next_attempt_at: string | null;
+            /** @description Its attempts, oldest first (the last 20). */
+            attempts: components["schemas"]["EventDeliveryAttempt"][];
+            event: components["schemas"]["Event"];
+        };
+        EventDeliveryResponse: {
+            data: components["schemas"]["EventDelivery"];
+        };
+        EventDeliveryPage: {
+            data: components["schemas"]["EventDelivery"][];
+            /** @description The cursor of the next page, or null on the last page. */
+            next_cursor: string | null;
+        };
         /** @description Lower-case letters, digits and single hyphens, at most 30 characters (a tool is named `<app>.<tool>`). */
         AppSlugValue: string;
         McpSettings: {
@@ -4342,6 +4679,17 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The endpoint changed since it was read (stale `If-Match`), the workspace holds its most endpoints, or the endpoint's or delivery's state refuses it (disabled, pending). */
+        EventEndpointConflict: {
+            headers: {
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The app's MCP server could not be reached, failed, answered what is not MCP, or answered beyond a bound; the error says which. */
         UpstreamFailed: {
             headers: {
@@ -4407,6 +4755,16 @@ export interface components {
          * @example tracker:acme
          */
         ConnectionRef: string;
+        /**
+         * @description The event endpoint's id.
+         * @example 019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7b
+         */
+        EventEndpointId: string;
+        /**
+         * @description The delivery's id.
+         * @example 019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7c
+         */
+        EventDeliveryId: string;
         /**
          * @description The dataset's slug or its id.
          * @example refund-requests
@@ -7883,6 +8241,370 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEventEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventEndpointListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createEventEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EventEndpointWrite"];
+            };
+        };
+        responses: {
+            /** @description The endpoint was created; its secret is shown this once. */
+            201: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventEndpointSecretResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["EventEndpointConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEventEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The event endpoint's id.
+                 * @example 019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7b
+                 */
+                endpointId: components["parameters"]["EventEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventEndpointResponse"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    replaceEventEndpoint: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The document's current `updated_at` as a quoted entity tag (the `ETag` of the last read or
+                 *     write), or `*`. Missing: 428. Not the current stamp: 409 with the current document.
+                 * @example "2026-11-21T10:00:00.123456Z"
+                 */
+                "If-Match": components["parameters"]["IfMatch"];
+            };
+            path: {
+                /**
+                 * @description The event endpoint's id.
+                 * @example 019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7b
+                 */
+                endpointId: components["parameters"]["EventEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EventEndpointWrite"];
+            };
+        };
+        responses: {
+            /** @description The endpoint was replaced. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventEndpointResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["EventEndpointConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            428: components["responses"]["PreconditionRequired"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteEventEndpoint: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The document's current `updated_at` as a quoted entity tag (the `ETag` of the last read or
+                 *     write), or `*`. Missing: 428. Not the current stamp: 409 with the current document.
+                 * @example "2026-11-21T10:00:00.123456Z"
+                 */
+                "If-Match": components["parameters"]["IfMatch"];
+            };
+            path: {
+                /**
+                 * @description The event endpoint's id.
+                 * @example 019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7b
+                 */
+                endpointId: components["parameters"]["EventEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint was deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["EventEndpointConflict"];
+            428: components["responses"]["PreconditionRequired"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateEventEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The event endpoint's id.
+                 * @example 019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7b
+                 */
+                endpointId: components["parameters"]["EventEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EventEndpointRotation"];
+            };
+        };
+        responses: {
+            /** @description The new secret. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventEndpointSecretResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    testEventEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The event endpoint's id.
+                 * @example 019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7b
+                 */
+                endpointId: components["parameters"]["EventEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The test event was queued. */
+            202: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDeliveryResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["EventEndpointConflict"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEventDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only deliveries in this state.
+                 * @example failed
+                 */
+                status?: components["schemas"]["EventDeliveryStatus"];
+                /**
+                 * @description Items per page, 1..100 (default 20).
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJpZCI6IjAxOWFiMmM0LTVkNmUtN2Y4MC05YTFiLTJjM2Q0ZTVmNmE3YiJ9
+                 */
+                cursor?: components["parameters"]["PageCursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The event endpoint's id.
+                 * @example 019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7b
+                 */
+                endpointId: components["parameters"]["EventEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of deliveries. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Link: components["headers"]["NextLink"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDeliveryPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    redeliverEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The event endpoint's id.
+                 * @example 019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7b
+                 */
+                endpointId: components["parameters"]["EventEndpointId"];
+                /**
+                 * @description The delivery's id.
+                 * @example 019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7c
+                 */
+                deliveryId: components["parameters"]["EventDeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery is queued for one more attempt. */
+            202: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDeliveryResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["EventEndpointConflict"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { projectRoot } from './paths';
 import { channelConfig, type ChannelConfig } from './channel-config';
 import { ConfigError, httpUrl, integer, nonEmpty, type Env } from './config-values';
+import { eventConfig, type EventConfig } from './event-config';
 import type { WorkspaceLimits } from './domain/types';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './http/server';
 import { DEFAULT_RUN_LIMITS, type RunLimits } from './runtime/limits';
@@ -115,9 +116,12 @@ export interface Config {
   connections: ConnectionLimits;
   /** The email and WhatsApp channels (docs/channels.md). */
   channels: ChannelConfig;
+  /** The event subscriptions' deliveries (docs/events.md). */
+  events: EventConfig;
 }
 
 export { ConfigError } from './config-values';
+export type { EventConfig } from './event-config';
 export type { ChannelConfig } from './channel-config';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -284,6 +288,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     connections: connectionLimits(env, eventsHeartbeatMs),
     secretsKeys: secretsKeys(env),
     channels: channelConfig(env),
+    events: eventConfig(env),
     evalJudgeModel: evalJudge(env, openai),
   };
 }

@@ -23,6 +23,7 @@ import { startScheduler, type Scheduler } from './services/scheduler';
 import { startEventDispatch, type EventDispatch } from './services/app-event-dispatch';
 import { startChannelSender, type ChannelSender } from './services/channel-sender';
 import { startEvalDriver, type EvalDriver } from './services/eval-driver';
+import { startEventSender, type EventSender } from './services/event-sender';
 import { queueChannelMessage } from './services/channel-outbox';
 import { relayFromUrl } from './channels/email/relay';
 import { mailResolver } from './channels/email/sender-verdict';
@@ -53,6 +54,8 @@ export interface Service {
   outbox: ChannelSender;
   /** Runs and grades the evals. */
   evalDriver: EvalDriver;
+  /** The event outbox's sender (docs/events.md). */
+  eventSender: EventSender;
   /** Present when the service is its own issuer (no AUTH_ISSUER). */
   localIssuer: LocalIssuer | null;
   /** Set `draining` when a shutdown begins: /readyz answers 503 from then on. */
@@ -248,6 +251,7 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     channelSends: (caller, call) => queueChannelMessage(ctx, caller, call),
   });
   let evalDriver: EvalDriver | undefined;
+  let eventSender: EventSender | undefined;
   const ctx: ServiceContext = {
     metrics,
     store,
@@ -271,12 +275,14 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     channels: channelSettings(config.channels),
     // The driver starts below, once ctx exists.
     evals: { defaultJudge: config.evalJudgeModel, providerFor: models.providerFor, wake: () => void evalDriver?.run() },
+    events: { endpointsPerWorkspace: config.events.endpointsPerWorkspace, allowPrivate: config.httpToolAllowPrivate, wake: () => void eventSender?.send() },
   };
   const readiness: Readiness = { draining: false };
   const { app, mcp } = await webLayers(config, logger, opts, ctx, readiness, localIssuer);
   await runner.start();
-  const { maintenance, scheduler, events, outbox, evalDriver: drivingEvals } = startPasses(ctx, config, logger, http);
+  const { maintenance, scheduler, events, outbox, evalDriver: drivingEvals, eventSender: sendingEvents } = startPasses(ctx, config, logger, http);
   evalDriver = drivingEvals;
+  eventSender = sendingEvents;
   return {
     app,
     ctx,
@@ -288,12 +294,14 @@ async function assemble(config: Config, logger: Logger, opts: ServiceOptions, op
     events,
     outbox,
     evalDriver: drivingEvals,
+    eventSender: sendingEvents,
     localIssuer,
     close: async (graceMs = 5000) => {
       await scheduler.stop();
       await events.stop();
       await outbox.stop();
       await drivingEvals.stop();
+      await sendingEvents.stop();
       maintenance.stop();
       ctx.runEvents.stop();
       await mcp?.close();
@@ -327,5 +335,11 @@ function startPasses(ctx: ServiceContext, config: Config, logger: Logger, http: 
     owner: `evals:${randomUUID()}`,
     leaseMs: config.runLeaseMs,
   });
-  return { maintenance, scheduler, events, outbox, evalDriver };
+  const eventSender = startEventSender(ctx, {
+    config: config.events,
+    allowPrivate: config.httpToolAllowPrivate,
+    logger,
+    intervalMs: config.schedulerTickMs && config.events.pollMs,
+  });
+  return { maintenance, scheduler, events, outbox, evalDriver, eventSender };
 }

@@ -50,3 +50,12 @@ export function inFolder(folder: string | null, prefix: string): boolean {
   if (folder === null) return false;
   return folder === prefix || (folder.startsWith(prefix) && folder.charCodeAt(prefix.length) === 0x2f);
 }
+
+/**
+ * The spaces an event endpoint receives the events of, as its writer `who` sees them when writing:
+ * every space for an administrator, else the workspace's own and the writer's teams. An endpoint
+ * carries it from its last write, so its owner learns nothing of spaces they could not read.
+ */
+export function eventGrant(who: Principal): { allSpaces: boolean; teams: string[] } {
+  return who.admin ? { allSpaces: true, teams: [] } : { allSpaces: false, teams: [...who.teams] };
+}

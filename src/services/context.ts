@@ -60,6 +60,18 @@ export interface ServiceContext {
   channels: ChannelSettings;
   /** What the evals need (docs/evals.md). */
   evals: EvalSettings;
+  /** What the event endpoints need (docs/events.md). */
+  events: EventSettings;
+}
+
+/** The event endpoints' bounds and their sender. */
+export interface EventSettings {
+  /** Endpoints one workspace may have. */
+  endpointsPerWorkspace: number;
+  /** Whether an endpoint may be http or reach loopback and private addresses (HTTP_TOOL_ALLOW_PRIVATE). */
+  allowPrivate: boolean;
+  /** Asks the sender here to look for deliveries due now (a test or redelivery was just queued). */
+  wake(): void;
 }
 
 /** The evals' judge and driver. */

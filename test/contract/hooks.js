@@ -66,6 +66,7 @@ async function prepare(t) {
   if (RUN_CONTROL.has(summary)) return prepareRunControl(t, summary, status);
   if (EVAL_OPERATIONS.has(summary) && status !== 422) return prepareEvals(t, summary, status);
   if (APP_OPERATIONS.has(summary) && status !== 422) return prepareApps(t, summary, status);
+  if (EVENT_OPERATIONS.has(summary) && status !== 422) return prepareEventEndpoints(t, summary, status);
   if (SKILL_OPERATIONS.test(summary) && status !== 422) return prepareNamed(t, summary, status, 'skill');
   if (DATASET_OPERATIONS.test(summary) && status !== 422) return prepareNamed(t, summary, status, 'eval dataset');
   if (status === 422) return prepareKeyReuse(t, summary);
@@ -621,6 +622,121 @@ async function prepareApps(t, summary, status) {
     }
     default: // List apps, Get app (the example: a built-in one), Create, Get and Test connection (the example's)
       return;
+  }
+}
+
+// ---------------------------------------------------------------- event subscriptions
+// The endpoints point at a receiver of the hooks' own on loopback that answers 200 (the contract
+// server may call private addresses: contract-test.js). `main` receives a test event whose
+// delivery is redelivered; `off` is disabled after its one delivery (its test and redelivery are
+// 409); the create's 409 fills the workspace up to its limit, and the delete takes one of those.
+const EVENT_OPERATIONS = new Set([
+  'List event endpoints',
+  'Create event endpoint',
+  'Get event endpoint',
+  'Replace event endpoint',
+  'Delete event endpoint',
+  'Rotate event endpoint secret',
+  'Test event endpoint',
+  'List event deliveries',
+  'Redeliver event',
+]);
+
+let eventReceiver;
+function eventReceiverUrl() {
+  eventReceiver ??= new Promise((resolve) => {
+    const listening = http
+      .createServer((req, res) => {
+        req.resume();
+        req.on('end', () => res.writeHead(200).end('ok'));
+      })
+      .listen(0, '127.0.0.1', () => {
+        listening.unref();
+        resolve(`http://127.0.0.1:${listening.address().port}/events`);
+      });
+  });
+  return eventReceiver;
+}
+
+/** An endpoint with one delivery that ended; `disable`: then disabled. Its id and the delivery's. */
+async function endpointWithDelivery(disable) {
+  const url = await eventReceiverUrl();
+  const { data: endpoint } = await api('PUT', '/event-endpoints', { url, event_types: ['*'] });
+  const { data: delivery } = await api('POST', `/event-endpoints/${endpoint.id}/test`);
+  for (let i = 0; i < 200; i++) {
+    const { data } = await api('GET', `/event-endpoints/${endpoint.id}/deliveries`);
+    if (data[0].status === 'succeeded') break;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  if (disable) {
+    const { etag } = await api('GET', `/event-endpoints/${endpoint.id}`);
+    await api('PUT', `/event-endpoints/${endpoint.id}`, { url, event_types: ['*'], status: 'disabled' }, { 'If-Match': etag });
+  }
+  return { endpoint: endpoint.id, delivery: delivery.id };
+}
+
+let eventFixtures;
+const eventEndpoints = () =>
+  (eventFixtures ??= Promise.all([endpointWithDelivery(false), endpointWithDelivery(true)]).then(([main, off]) => ({ main, off, fillers: [] })));
+
+const withEndpoint = (uri, id) => uri.replace(/\/event-endpoints\/[^/?]+/, `/event-endpoints/${id}`);
+const withDelivery = (uri, id) => uri.replace(/\/deliveries\/[^/?]+/, `/deliveries/${id}`);
+const UNKNOWN_ID = '019ab2c4-0000-7000-8000-000000000000';
+
+async function prepareEventEndpoints(t, summary, status) {
+  if (authorizedForSchema(t, status)) return;
+  const req = t.request;
+  const { main, off, fillers } = await eventEndpoints();
+  const url = await eventReceiverUrl();
+  if (['Create event endpoint', 'Replace event endpoint'].includes(summary)) req.body = JSON.stringify({ url, event_types: ['*'], description: 'contract' });
+  const aim = (ids) => {
+    setUri(t, ids.delivery ? withDelivery(withEndpoint(req.uri, ids.endpoint), ids.delivery) : withEndpoint(req.uri, ids.endpoint));
+  };
+  aim({ endpoint: main.endpoint, delivery: summary === 'Redeliver event' ? main.delivery : undefined });
+  // The example's cursor names a page of another list.
+  if (summary === 'List event deliveries') setUri(t, req.uri.split('?')[0]);
+  if (req.headers['If-Match'] !== undefined) req.headers['If-Match'] = (await api('GET', `/event-endpoints/${main.endpoint}`)).etag;
+  switch (status) {
+    case 400:
+      if (req.headers['If-Match'] !== undefined) req.headers['If-Match'] = '*';
+      if (summary === 'List event deliveries') return setUri(t, `${req.uri.split('?')[0]}?status=lost`);
+      req.body = '{"unexpected": true}';
+      return;
+    case 404:
+      if (req.headers['If-Match'] !== undefined) req.headers['If-Match'] = '*';
+      return aim(summary === 'Redeliver event' ? { endpoint: main.endpoint, delivery: UNKNOWN_ID } : { endpoint: UNKNOWN_ID });
+    case 413:
+      req.body = JSON.stringify({ padding: 'x'.repeat(70 * 1024) });
+      return;
+    case 415:
+      req.headers['Content-Type'] = 'text/plain';
+      return;
+    case 428:
+      delete req.headers['If-Match'];
+      return;
+    case 409:
+      if (summary === 'Create event endpoint') {
+        // Up to the limit: the create after is refused.
+        for (;;) {
+          const res = await fetch(`${baseUrl}/api/build/event-endpoints`, {
+            method: 'PUT',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ url, event_types: ['agent.created'] }),
+          });
+          if (res.status !== 201) return;
+          fillers.push((await res.json()).data.id);
+        }
+      }
+      if (summary === 'Test event endpoint') return aim({ endpoint: off.endpoint });
+      if (summary === 'Redeliver event') return aim(off);
+      req.headers['If-Match'] = STALE;
+      return;
+    default:
+      if (summary === 'Delete event endpoint') {
+        const id = fillers.pop() ?? (await api('PUT', '/event-endpoints', { url, event_types: ['*'] })).data.id;
+        aim({ endpoint: id });
+        req.headers['If-Match'] = (await api('GET', `/event-endpoints/${id}`)).etag;
+      }
   }
 }
 

@@ -12,6 +12,7 @@ import pg from 'pg';
 import { createPgDatabase } from '../helpers/database';
 import { minimalAgent, replaceBody } from '../helpers/fixtures';
 import { readEventStream } from '../helpers/events';
+import { startEventReceiver } from '../helpers/event-receiver';
 import { parseStampMicros } from '../../src/domain/stamps';
 import { INTERRUPTED } from '../../src/runtime/runner';
 import { pgMigrationsDir } from '../../src/paths';
@@ -409,4 +410,33 @@ test('a replica killed mid-run: another fails its runs once their lease passes, 
   const spent = rows.reduce((sum, r) => sum + Number(r.credits_spent), 0);
   expect(await count('SELECT credits AS n FROM workspace_balances WHERE id = $1', [workspace])).toBe(INITIAL_CREDITS - spent);
   await victim.restart();
+});
+
+test('an event endpoint: every agent created on any replica is delivered once, by whichever replica claims it, signed with its one secret', async () => {
+  const receiver = await startEventReceiver();
+  try {
+    const token = anyReplica().token({ workspace: 'ws-events' });
+    const endpoint = await anyReplica()
+      .client(token)
+      .PUT('/api/build/event-endpoints', { body: { url: receiver.url, event_types: ['agent.created'], description: null } });
+    expect(endpoint.response.status).toBe(201);
+    receiver.secrets.push(endpoint.data!.data.secret);
+    const slugs = Array.from({ length: 60 }, (_, i) => `evented-${i}`);
+    for (let i = 0; i < slugs.length; i += 10) {
+      await Promise.all(
+        slugs.slice(i, i + 10).map((slug) =>
+          anyReplica()
+            .client(token)
+            .PUT('/api/build/agents', { body: { ...minimalAgent(slug), slug } }),
+        ),
+      );
+    }
+    await receiver.waitFor((got) => got.length >= slugs.length, 30_000);
+    await new Promise((resolve) => setTimeout(resolve, 1500)); // a second delivery of any would have come by now
+    expect(receiver.received.map((e) => e.event.data.slug).sort()).toEqual([...slugs].sort());
+    expect(new Set(receiver.received.map((e) => e.id)).size).toBe(slugs.length);
+    expect(receiver.received.every((e) => e.verifiedWith[0] === true)).toBe(true);
+  } finally {
+    await receiver.close();
+  }
 });

@@ -4,6 +4,7 @@ import { appHandlers } from './apps';
 import { catalogHandlers } from './catalog';
 import { evalDatasetHandlers } from './eval-datasets';
 import { evalHandlers } from './evals';
+import { eventEndpointHandlers } from './event-endpoints';
 import { runControlHandlers } from './run-control';
 import { runHandlers } from './runs';
 import { skillHandlers } from './skills';
@@ -22,4 +23,5 @@ export const handlers: Handlers = {
   ...skillHandlers,
   ...evalDatasetHandlers,
   ...evalHandlers,
+  ...eventEndpointHandlers,
 };

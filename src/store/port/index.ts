@@ -5,6 +5,7 @@ export * from './apps';
 export * from './channel-messages';
 export * from './connections';
 export * from './documents';
+export * from './event-endpoints';
 export * from './eval-datasets';
 export * from './evals';
 export * from './idempotency';

@@ -6,6 +6,7 @@ import type { ChannelMessageRepository } from './channel-messages';
 import type { ConnectionRepository } from './connections';
 import type { AgentRepository, WorkflowRepository, WorkspaceRepository } from './documents';
 import type { EvalDatasetRepository } from './eval-datasets';
+import type { EventEndpointRepository } from './event-endpoints';
 import type { EvalRepository } from './evals';
 import type { IdempotencyRepository } from './idempotency';
 import type { KvRepository } from './kv';
@@ -25,6 +26,8 @@ export interface Store {
   /** The evals: each one's plan, its case runs and grades, the credits it holds, its driver's lease. */
   evals: EvalRepository;
   connections: ConnectionRepository;
+  /** The workspaces' event endpoints and the outbox of their deliveries (written by the database with each change). */
+  eventEndpoints: EventEndpointRepository;
   /** The workspaces' own apps (the built-in ones are code: src/apps/builtin/). */
   apps: AppRepository;
   workspaces: WorkspaceRepository;

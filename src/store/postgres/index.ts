@@ -12,6 +12,7 @@ import { migratePg } from './migrate';
 import { pgAppRepository } from './apps';
 import { pgChannelMessageRepository } from './channel-messages';
 import { pgConnectionRepository } from './connections';
+import { pgEventEndpointRepository } from './event-endpoints';
 import { pgAgentRepository, pgWorkflowRepository, pgWorkspaceRepository } from './documents';
 import { pgEvalDatasetRepository } from './eval-datasets';
 import { pgEvalRepository } from './evals';
@@ -52,6 +53,7 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
     evalDatasets: pgEvalDatasetRepository(db, clock),
     evals: pgEvalRepository(db),
     connections: pgConnectionRepository(db, clock),
+    eventEndpoints: pgEventEndpointRepository(db, clock),
     apps: pgAppRepository(db, clock),
     workspaces: pgWorkspaceRepository(db),
     runs: pgRunRepository(db, notifications),

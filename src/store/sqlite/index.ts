@@ -12,6 +12,7 @@ import { connectionRepository } from './connections';
 import { agentRepository, workflowRepository, workspaceRepository } from './documents';
 import { evalDatasetRepository } from './eval-datasets';
 import { evalRepository } from './evals';
+import { eventEndpointRepository } from './event-endpoints';
 import { createGroupCommit } from './group-commit';
 import { idempotencyRepository } from './idempotency';
 import { inProcessQuotas } from '../shared/quotas';
@@ -38,6 +39,7 @@ export function createSqliteStore(db: Db, clock: StampClock, wal: WalSync | null
     evalDatasets: evalDatasetRepository(db, commit, clock),
     evals: evalRepository(db, commit),
     connections: connectionRepository(db, commit, clock),
+    eventEndpoints: eventEndpointRepository(db, commit, clock),
     apps: appRepository(db, commit, clock),
     workspaces: workspaceRepository(db, commit),
     runs: sqliteRunRepository(db, commit),

@@ -1,0 +1,259 @@
+// Event endpoints and the outbox of their deliveries on SQLite. The events and deliveries
+// themselves are written by the migration's triggers with each change; here they are read,
+// claimed for an attempt (one process serves the file, so a claim is a plain conditional write),
+// recorded, redelivered and pruned. Each write is its own savepoint of a group commit.
+import type { StampClock } from '../../domain/stamps';
+import { uuidV7 } from '../../ids';
+import { DELIVERY_LOG_ATTEMPTS, type EventEndpointRepository, type EventEndpointRecord } from '../port';
+import {
+  CLAIM_COLUMNS,
+  claimOfRow,
+  DELIVERY_COLUMNS,
+  deliveryOfRow,
+  ENDPOINT_COLUMNS,
+  endpointOfRow,
+  subscriptionTypes,
+  testEventBody,
+  type ClaimRow,
+  type DeliveryRow,
+  type EndpointRow,
+} from '../shared/event-endpoints';
+import type { Db } from './database';
+import type { GroupCommit } from './group-commit';
+import { randomBytes } from 'node:crypto';
+
+// This function is long because it is one member per method of the port (the outbox's are apart: outboxMethods).
+export function eventEndpointRepository(db: Db, commit: GroupCommit, clock: StampClock): EventEndpointRepository {
+  const list = db.prepare(`SELECT ${ENDPOINT_COLUMNS} FROM event_endpoints WHERE workspace_id = ? ORDER BY id`);
+  const get = db.prepare(`SELECT ${ENDPOINT_COLUMNS} FROM event_endpoints WHERE workspace_id = ? AND id = ?`);
+  const count = db.prepare('SELECT COUNT(*) FROM event_endpoints WHERE workspace_id = ?').pluck();
+  const insert = db.prepare(
+    `INSERT INTO event_endpoints (id, workspace_id, url, event_types, description, status, all_spaces, teams, secret_sealed, secret_prefix, created_at, stamp_us)
+     VALUES (@id, @ws, @url, @types, @description, @status, @all, @teams, @sealed, @prefix, @created, @stamp)`,
+  );
+  const update = db.prepare(
+    `UPDATE event_endpoints SET url = @url, event_types = @types, description = @description, all_spaces = @all, teams = @teams, stamp_us = @stamp,
+       disabled_reason = CASE WHEN @status = 'enabled' THEN NULL WHEN status = 'disabled' THEN disabled_reason END,
+       failing_since_ms = CASE WHEN @status = 'enabled' AND status = 'enabled' THEN failing_since_ms END,
+       status = @status
+     WHERE workspace_id = @ws AND id = @id AND stamp_us = @expected`,
+  );
+  const rotate = db.prepare(
+    `UPDATE event_endpoints SET previous_sealed = CASE WHEN @until IS NULL THEN NULL ELSE secret_sealed END, previous_until_ms = @until,
+       secret_sealed = @sealed, secret_prefix = @prefix, stamp_us = MAX(stamp_us + 1, @stamp)
+     WHERE workspace_id = @ws AND id = @id`,
+  );
+  const remove = db.prepare('DELETE FROM event_endpoints WHERE workspace_id = ? AND id = ? AND stamp_us = ?');
+  const unsubscribe = db.prepare('DELETE FROM event_subscriptions WHERE endpoint_id = ?');
+  const subscribe = db.prepare('INSERT INTO event_subscriptions (workspace_id, event_type, endpoint_id) VALUES (?, ?, ?)');
+  // A disabled endpoint's waiting deliveries fail (redeliverable once it is enabled again): the claim never reads past them.
+  const failPending = db.prepare(
+    "UPDATE event_deliveries SET status = 'failed', next_attempt_ms = NULL, finished_ms = ? WHERE endpoint_id = ? AND status = 'pending'",
+  );
+  const read = (ws: string, id: string): EventEndpointRecord | null => {
+    const row = get.get(ws, id) as EndpointRow | undefined;
+    return row ? endpointOfRow(row) : null;
+  };
+  const resubscribe = (ws: string, record: EventEndpointRecord): void => {
+    unsubscribe.run(record.id);
+    for (const type of subscriptionTypes(record.status, record.eventTypes)) subscribe.run(ws, type, record.id);
+    if (record.status === 'disabled') failPending.run(Date.now(), record.id);
+  };
+  return {
+    list: async (ws) => (list.all(ws) as EndpointRow[]).map(endpointOfRow),
+    get: async (ws, id) => read(ws, id),
+    create: (ws, w, limit) =>
+      commit.run(() => {
+        if ((count.get(ws) as number) >= limit) return { ok: false as const, reason: 'limit_reached' as const };
+        insert.run({
+          id: w.id,
+          ws,
+          url: w.url,
+          types: JSON.stringify(w.eventTypes),
+          description: w.description,
+          status: w.status,
+          all: w.allSpaces ? 1 : 0,
+          teams: JSON.stringify(w.teams),
+          sealed: w.sealedSecret,
+          prefix: w.secretPrefix,
+          created: new Date().toISOString(),
+          stamp: clock.next(),
+        });
+        const record = read(ws, w.id) as EventEndpointRecord;
+        resubscribe(ws, record);
+        return { ok: true as const, record };
+      }),
+    replace: (ws, id, expected, c) =>
+      commit.run(() => {
+        const params = {
+          ws,
+          id,
+          expected,
+          url: c.url,
+          types: JSON.stringify(c.eventTypes),
+          description: c.description,
+          status: c.status,
+          all: c.allSpaces ? 1 : 0,
+          teams: JSON.stringify(c.teams),
+          stamp: clock.next(expected),
+        };
+        if (update.run(params).changes !== 1) return { ok: false as const, current: read(ws, id) };
+        const record = read(ws, id) as EventEndpointRecord;
+        resubscribe(ws, record);
+        return { ok: true as const, record };
+      }),
+    rotate: (ws, id, secret, until) =>
+      commit.run(() => (rotate.run({ ws, id, sealed: secret.sealed, prefix: secret.prefix, until, stamp: clock.next() }).changes === 1 ? read(ws, id) : null)),
+    remove: (ws, id, expected) =>
+      commit.run(() => {
+        if (remove.run(ws, id, expected).changes === 1) return 'removed' as const;
+        return get.get(ws, id) === undefined ? ('missing' as const) : ('stale' as const);
+      }),
+    ...outboxMethods(db, commit, clock),
+  };
+}
+
+// This function is long because it is one member per method of the outbox's part of the port, each a statement or two.
+/** The outbox: the deliveries read, claimed, recorded, redelivered and pruned. */
+function outboxMethods(
+  db: Db,
+  commit: GroupCommit,
+  clock: StampClock,
+): Omit<EventEndpointRepository, 'list' | 'get' | 'create' | 'replace' | 'rotate' | 'remove'> {
+  const enabled = db.prepare("SELECT 1 FROM event_endpoints WHERE workspace_id = ? AND id = ? AND status = 'enabled'").pluck();
+  const sequence = db
+    .prepare('INSERT INTO event_sequences (subject, seq) VALUES (?, 1) ON CONFLICT (subject) DO UPDATE SET seq = seq + 1 RETURNING seq')
+    .pluck();
+  const insertEvent = db.prepare("INSERT INTO events (id, workspace_id, type, body, created_ms) VALUES (?, ?, 'webhook.test', ?, ?)");
+  const insertDelivery = db.prepare(
+    `INSERT INTO event_deliveries (id, endpoint_id, workspace_id, event_id, event_type, status, next_attempt_ms, created_ms)
+     VALUES (?, ?, ?, ?, 'webhook.test', 'pending', ?, ?)`,
+  );
+  const page = db.prepare(
+    `SELECT ${DELIVERY_COLUMNS} FROM event_deliveries AS d JOIN events AS e ON e.id = d.event_id
+     WHERE d.workspace_id = @ws AND d.endpoint_id = @endpoint AND d.id < @before AND (@status IS NULL OR d.status = @status)
+     ORDER BY d.id DESC LIMIT @limit`,
+  );
+  const one = db.prepare(
+    `SELECT ${DELIVERY_COLUMNS} FROM event_deliveries AS d JOIN events AS e ON e.id = d.event_id WHERE d.workspace_id = ? AND d.endpoint_id = ? AND d.id = ?`,
+  );
+  const redeliver = db.prepare(
+    `UPDATE event_deliveries SET status = 'pending', manual = 1, next_attempt_ms = @now, finished_ms = NULL
+     WHERE workspace_id = @ws AND endpoint_id = @endpoint AND id = @id AND status IN ('succeeded', 'failed')
+       AND EXISTS (SELECT 1 FROM event_endpoints WHERE id = @endpoint AND status = 'enabled')`,
+  );
+  const deliveryState = db.prepare(
+    `SELECT d.status, p.status AS endpoint_status FROM event_deliveries AS d JOIN event_endpoints AS p ON p.id = d.endpoint_id
+     WHERE d.workspace_id = ? AND d.endpoint_id = ? AND d.id = ?`,
+  );
+  // The due deliveries of enabled endpoints, each endpoint's in turn (`turn`), within its room
+  // (`perEndpoint` less the attempts it has under way); a claim's lease is its due time.
+  const claim = db
+    .prepare(
+      `WITH busy AS (
+         SELECT endpoint_id, COUNT(*) AS n FROM event_deliveries WHERE status = 'delivering' AND next_attempt_ms > @now GROUP BY endpoint_id
+       ), due AS (
+         SELECT id, endpoint_id, next_attempt_ms, ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_ms, id) AS turn
+         FROM event_deliveries WHERE status IN ('pending', 'delivering') AND next_attempt_ms <= @now
+       )
+       UPDATE event_deliveries SET status = 'delivering', attempts = attempts + 1, next_attempt_ms = @until
+       WHERE id IN (
+         SELECT due.id FROM due
+         JOIN event_endpoints AS p ON p.id = due.endpoint_id AND p.status = 'enabled'
+         LEFT JOIN busy ON busy.endpoint_id = due.endpoint_id
+         WHERE due.turn + COALESCE(busy.n, 0) <= @perEndpoint
+         ORDER BY due.turn, due.next_attempt_ms LIMIT @limit)
+       RETURNING id`,
+    )
+    .pluck();
+  const claimed = db.prepare(
+    `SELECT ${CLAIM_COLUMNS} FROM event_deliveries AS d JOIN events AS ev ON ev.id = d.event_id JOIN event_endpoints AS p ON p.id = d.endpoint_id
+     WHERE d.id IN (SELECT value FROM json_each(?))`,
+  );
+  const endpointOf = db.prepare('SELECT endpoint_id FROM event_deliveries WHERE id = ?').pluck();
+  const finish = db.prepare(
+    `UPDATE event_deliveries SET status = @status, next_attempt_ms = @next, finished_ms = @finished,
+       log = json_insert(CASE WHEN json_array_length(log) >= ${DELIVERY_LOG_ATTEMPTS} THEN json_remove(log, '$[0]') ELSE log END, '$[#]', json(@attempt))
+     WHERE id = @id AND status = 'delivering' AND attempts = @attempts`,
+  );
+  const healthy = db.prepare('UPDATE event_endpoints SET failing_since_ms = NULL WHERE id = ? AND failing_since_ms IS NOT NULL');
+  const failing = db.prepare('UPDATE event_endpoints SET failing_since_ms = COALESCE(failing_since_ms, ?) WHERE id = ?');
+  const disable = db.prepare(
+    `UPDATE event_endpoints SET status = 'disabled', disabled_reason = @reason, stamp_us = MAX(stamp_us + 1, @stamp)
+     WHERE id = @id AND status = 'enabled' AND (@forced = 1 OR failing_since_ms <= @since)`,
+  );
+  const unsubscribe = db.prepare('DELETE FROM event_subscriptions WHERE endpoint_id = ?');
+  const failPending = db.prepare(
+    "UPDATE event_deliveries SET status = 'failed', next_attempt_ms = NULL, finished_ms = ? WHERE endpoint_id = ? AND status = 'pending'",
+  );
+  const failingSince = db.prepare('SELECT failing_since_ms FROM event_endpoints WHERE id = ?').pluck();
+  const prune = db.prepare('DELETE FROM event_deliveries WHERE id IN (SELECT id FROM event_deliveries WHERE finished_ms < ? ORDER BY finished_ms LIMIT ?)');
+  // Events no delivery needs: theirs ended and went, or (an endpoint of another space) none was made.
+  const pruneEvents = db.prepare(
+    'DELETE FROM events WHERE id IN (SELECT id FROM events AS ev WHERE created_ms < ? AND NOT EXISTS (SELECT 1 FROM event_deliveries WHERE event_id = ev.id) LIMIT ?)',
+  );
+  return {
+    queueTest: (ws, id, nowMs) =>
+      commit.run(() => {
+        if (enabled.get(ws, id) === undefined) return null;
+        const seq = sequence.get(`endpoint:${id}`) as number;
+        const eventId = `evt_${randomBytes(16).toString('hex')}`;
+        insertEvent.run(eventId, ws, testEventBody(id, seq, nowMs), nowMs);
+        const deliveryId = uuidV7(nowMs);
+        insertDelivery.run(deliveryId, id, ws, eventId, nowMs, nowMs);
+        return deliveryId;
+      }),
+    deliveries: async (ws, endpoint, q) =>
+      (page.all({ ws, endpoint, before: q.before ?? '\u{10ffff}', status: q.status, limit: q.limit }) as DeliveryRow[]).map(deliveryOfRow),
+    delivery: async (ws, endpoint, id) => {
+      const row = one.get(ws, endpoint, id) as DeliveryRow | undefined;
+      return row ? deliveryOfRow(row) : null;
+    },
+    redeliver: (ws, endpoint, id, now) =>
+      commit.run(() => {
+        if (redeliver.run({ ws, endpoint, id, now }).changes === 1) return 'queued' as const;
+        const state = deliveryState.get(ws, endpoint, id) as { status: string; endpoint_status: string } | undefined;
+        if (!state) return 'missing' as const;
+        return state.endpoint_status !== 'enabled' ? ('disabled' as const) : ('unfinished' as const);
+      }),
+    claimDue: (now, until, limit, perEndpoint) =>
+      commit.run(() => {
+        const ids = claim.all({ now, until, limit, perEndpoint }) as string[];
+        return ids.length ? (claimed.all(JSON.stringify(ids)) as ClaimRow[]).map(claimOfRow) : [];
+      }),
+    finishAttempt: (id, attempts, outcome, now, disableAfterMs) =>
+      commit.run(() => {
+        const endpoint = endpointOf.get(id) as string | undefined;
+        const params = {
+          id,
+          attempts,
+          attempt: JSON.stringify(outcome.attempt),
+          status: outcome.kind === 'retry' ? 'pending' : outcome.kind,
+          next: outcome.kind === 'retry' ? outcome.retryAtMs : null,
+          finished: outcome.kind === 'retry' ? null : now,
+        };
+        if (endpoint === undefined || finish.run(params).changes !== 1) return false;
+        if (outcome.kind === 'succeeded') {
+          healthy.run(endpoint);
+          return true;
+        }
+        failing.run(now, endpoint);
+        const forced = outcome.kind === 'failed' && outcome.disableReason !== null;
+        const since = failingSince.get(endpoint) as number | null;
+        const reason = forced
+          ? outcome.disableReason
+          : `every delivery failed since ${new Date(since ?? now).toISOString()}; enable it again with a replace once it answers`;
+        if (disable.run({ id: endpoint, reason, forced: forced ? 1 : 0, since: now - disableAfterMs, stamp: clock.next() }).changes === 1) {
+          unsubscribe.run(endpoint);
+          failPending.run(now, endpoint);
+        }
+        return true;
+      }),
+    prune: (before, limit) =>
+      commit.run(() => {
+        const gone = prune.run(before, limit).changes;
+        pruneEvents.run(Date.now() - 60_000, limit);
+        return gone;
+      }),
+  };
+}
