@@ -184,6 +184,7 @@ const ORDER_KEYS = {
   connections: 'workspace_id, ref',
   eval_datasets: 'id',
   evals: 'id',
+  event_endpoints: 'id',
 } as const;
 
 /** Every row of these tables, as one string: two equal snapshots mean nothing was written to them in between. */

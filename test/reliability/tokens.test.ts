@@ -104,6 +104,8 @@ function everyOperation(): Call[] {
         .replace('{dataset}', 'target')
         .replace('{evalId}', '0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b')
         .replace('{baseline}', '0c9e4f6a-1b2d-4e3f-8a5b-6c7d8e9f0a1b')
+        .replace('{endpointId}', '019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7b')
+        .replace('{deliveryId}', '019ab2c4-5d6e-7f80-9a1b-2c3d4e5f6a7c')
         .replace('{version}', '1');
       // A body of the operation's example, or an empty object where the spec gives none (the token is refused first).
       const examples = op.requestBody?.content['application/json']?.examples;
@@ -128,12 +130,13 @@ function snapshot(): Promise<string> {
     'connections',
     'eval_datasets',
     'evals',
+    'event_endpoints',
   ]);
 }
 
 test('every attack on every operation is refused with the right status and challenge, and changes nothing', async () => {
   const calls = everyOperation();
-  expect(calls).toHaveLength(72);
+  expect(calls).toHaveLength(81);
   const before = await snapshot();
   for (const call of calls) {
     for (const [attack, headers, status, message] of attacks) {
