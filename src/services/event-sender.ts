@@ -32,8 +32,6 @@ export interface EventSenderOptions {
 export interface EventSender {
   /** Claims what is due now and starts its attempts (resolves once they are started, not ended). */
   send(): Promise<void>;
-  /** Resolves when every attempt started has been recorded. */
-  idle(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -112,9 +110,6 @@ export function startEventSender(ctx: Pick<ServiceContext, 'store' | 'secrets'>,
   timer?.unref();
   return {
     send,
-    idle: async () => {
-      while (claiming || running.size) await Promise.all([claiming, ...running]);
-    },
     stop: async () => {
       stopped = true;
       if (timer) clearInterval(timer);

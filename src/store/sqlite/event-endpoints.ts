@@ -143,7 +143,7 @@ function outboxMethods(
        AND EXISTS (SELECT 1 FROM event_endpoints WHERE id = @endpoint AND status = 'enabled')`,
   );
   const deliveryState = db.prepare(
-    `SELECT d.status, p.status AS endpoint_status FROM event_deliveries AS d JOIN event_endpoints AS p ON p.id = d.endpoint_id
+    `SELECT p.status AS endpoint_status FROM event_deliveries AS d JOIN event_endpoints AS p ON p.id = d.endpoint_id
      WHERE d.workspace_id = ? AND d.endpoint_id = ? AND d.id = ?`,
   );
   // The due deliveries of enabled endpoints, each endpoint's in turn (`turn`), within its room
@@ -212,7 +212,7 @@ function outboxMethods(
     redeliver: (ws, endpoint, id, now) =>
       commit.run(() => {
         if (redeliver.run({ ws, endpoint, id, now }).changes === 1) return 'queued' as const;
-        const state = deliveryState.get(ws, endpoint, id) as { status: string; endpoint_status: string } | undefined;
+        const state = deliveryState.get(ws, endpoint, id) as { endpoint_status: string } | undefined;
         if (!state) return 'missing' as const;
         return state.endpoint_status !== 'enabled' ? ('disabled' as const) : ('unfinished' as const);
       }),
