@@ -11,6 +11,10 @@ module.exports = {
   // Many tests start a service, generate RSA keys or wait out a back-off: seconds each on a loaded
   // two-core machine, where jest's 5-second default failed healthy tests.
   testTimeout: 20_000,
+  // `npm run test:jest` runs the unit, integration and store suites two at a time (the machines have
+  // two cores, and a suite often waits on a timer or a socket), and the reliability suites one at a
+  // time: several of them bound the event loop's delay or a reply's latency in a server process,
+  // which a neighbour's load would blur.
   projects: [
     { displayName: 'unit', testEnvironment: 'node', transform, testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     {

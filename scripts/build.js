@@ -12,8 +12,8 @@ const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
 const RECORD = path.join(root, 'dist', '.build-inputs');
-/** What tsconfig.build.json compiles, and what decides how. */
-const CONFIGS = ['tsconfig.json', 'tsconfig.build.json'];
+/** What tsconfig.build.json compiles, what decides how, and the spec the request validators are compiled from. */
+const CONFIGS = ['tsconfig.json', 'tsconfig.build.json', 'openapi.yaml'];
 const SOURCE_DIRS = ['src', 'generated'];
 
 function sourcesIn(dir) {
@@ -45,4 +45,15 @@ const built = fs.existsSync(path.join(root, 'dist', 'src', 'cli.js')) && fs.exis
 if (ifStale && built === inputs) process.exit(0);
 const tsc = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
+// The spec's request validators as ajv's standalone code, so that a start does not compile them
+// (src/http/request-validators.ts). In a process of its own: the compiled dist/ is loaded fresh.
+const validators = spawnSync(
+  process.execPath,
+  [
+    '-e',
+    "require('./dist/src/http/openapi').buildRequestValidators(require('./dist/src/http/spec').loadSpec()).catch((err) => { console.error(err); process.exit(1); })",
+  ],
+  { cwd: root, stdio: 'inherit' },
+);
+if (validators.status !== 0) process.exit(validators.status ?? 1);
 fs.writeFileSync(RECORD, `${inputs}\n`);

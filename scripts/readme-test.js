@@ -2,7 +2,7 @@
 // The README as a stranger meets it (issue 22). Tests that prepare their own directories and
 // environment cannot see that: a fresh clone's `npm start` once crashed while every test passed.
 //
-// For each store, on a fresh copy of this checkout (its committed and uncommitted files, nothing
+// For each store, side by side, on a fresh copy of this checkout (its committed and uncommitted files, nothing
 // that .gitignore excludes: no node_modules, no dist, no data directory):
 //   sqlite    the README's first command as written (`npm ci && npm start`), with no environment but
 //             PATH and HOME;
@@ -12,8 +12,9 @@
 // in one bash session with the server's environment (token, create, read, replace, a test run
 // followed to its end, a parked run approved and followed to its end), and checks what they did
 // through the API. The commands are read from the Markdown files, so the docs and this test cannot
-// drift apart. The documented port 8080 is used unless it is taken; then a free one is passed the
-// documented way (PORT) and the blocks' URLs follow it.
+// drift apart. The SQLite pass uses the documented port 8080 unless it is taken; the PostgreSQL
+// pass, beside it, and any pass whose port is taken, get free ones passed the documented way (PORT,
+// METRICS_PORT, SMTP_PORT), and the blocks' URLs follow them.
 //
 //   node scripts/readme-test.js [--only sqlite|postgres] [--keep]    (--keep: leave the copies in /tmp)
 'use strict';
@@ -90,13 +91,22 @@ function portIsFree(port) {
   });
 }
 
-/** The documented ports (the API's, the metrics'), or free ones passed the documented way. */
-async function choosePort() {
+/**
+ * The documented ports (the API's, the metrics'), or free ones passed the documented way. A pass
+ * that runs beside the one on the documented ports takes free ones for all of its listeners
+ * (`others`: the SMTP listener's too, whose default the other pass holds).
+ */
+async function choosePorts(log, { others = false } = {}) {
+  if (others) {
+    const [port, metrics, smtp] = [await freePort(), await freePort(), await freePort()];
+    log(`  beside the other pass: PORT=${port} METRICS_PORT=${metrics} SMTP_PORT=${smtp}, and the blocks' URLs follow them`);
+    return { port, env: { PORT: String(port), METRICS_PORT: String(metrics), SMTP_PORT: String(smtp) } };
+  }
   const metricsEnv = (await portIsFree(DOCUMENTED_METRICS_PORT)) ? {} : { METRICS_PORT: String(await freePort()) };
-  if (metricsEnv.METRICS_PORT) console.log(`  port ${DOCUMENTED_METRICS_PORT} is taken here: METRICS_PORT=${metricsEnv.METRICS_PORT}`);
+  if (metricsEnv.METRICS_PORT) log(`  port ${DOCUMENTED_METRICS_PORT} is taken here: METRICS_PORT=${metricsEnv.METRICS_PORT}`);
   if (await portIsFree(DOCUMENTED_PORT)) return { port: DOCUMENTED_PORT, env: metricsEnv };
   const port = await freePort();
-  console.log(`  port ${DOCUMENTED_PORT} is taken here: PORT=${port}, and the blocks' URLs follow it`);
+  log(`  port ${DOCUMENTED_PORT} is taken here: PORT=${port}, and the blocks' URLs follow it`);
   return { port, env: { PORT: String(port), ...metricsEnv } };
 }
 
@@ -269,20 +279,21 @@ async function checkSkillsWalkThrough(api, runs) {
   );
 }
 
-async function pass(name, startCommand, shellExtra, keep) {
+/** One store's pass; `log` collects its lines (the passes run side by side and print in turn). */
+async function pass(name, startCommand, shellExtra, { keep, ports, log }) {
   const started = Date.now();
   const dir = freshCopy(name);
   const logFile = path.join(os.tmpdir(), `build-readme-${name}-${process.pid}.log`);
-  const { port, env: portEnv } = await choosePort();
+  const { port, env: portEnv } = ports;
   const follow = (text) => (port === DOCUMENTED_PORT ? text : text.replaceAll(`localhost:${DOCUMENTED_PORT}`, `localhost:${port}`));
   // The service has only what its command sets; the blocks' shell has the server's environment, as the docs ask.
   const serviceEnv = strangersEnv(portEnv);
   const shellEnv = strangersEnv({ ...portEnv, ...shellExtra });
-  console.log(`== ${name}: in ${dir}\n  $ ${startCommand.replaceAll('\n', '\n  $ ')}`);
+  log(`== ${name}: in ${dir}\n  $ ${startCommand.replaceAll('\n', '\n  $ ')}`);
   let service = null;
   try {
     service = await startService(dir, startCommand, serviceEnv, port, logFile);
-    console.log(`  serving on ${port} after ${((Date.now() - started) / 1000).toFixed(0)} s; running the README's blocks`);
+    log(`  serving on ${port} after ${((Date.now() - started) / 1000).toFixed(0)} s; running the README's blocks`);
     const blocks = [
       ...blocksUnder('README.md', 'A first request'),
       ...blocksUnder('README.md', 'Test runs'),
@@ -298,28 +309,58 @@ async function pass(name, startCommand, shellExtra, keep) {
     if (!keep) fs.rmSync(dir, { recursive: true, force: true });
   }
   fs.rmSync(logFile, { force: true });
-  console.log(
+  log(
     `  ok: token, create, read, replace, a run followed to its end, a parked run approved and followed to its end, skills loaded and a workflow called as a tool, signed app events, a WhatsApp message answered, two versions evaluated and gated (${((Date.now() - started) / 1000).toFixed(0)} s)`,
   );
 }
 
+async function postgresPass(options) {
+  const cluster = await startCluster();
+  try {
+    const [quickStart] = blocksUnder('docs/deployment.md', 'Quick start');
+    if (!/postgres(ql)?:\/\/\S+/.test(quickStart)) throw new Error('docs/deployment.md: the quick start sets no DATABASE_URL');
+    // The documented URL is an example; the test's database is the throwaway cluster's.
+    const command = quickStart.replace(/postgres(ql)?:\/\/\S+/g, cluster.url);
+    await pass('postgres', command, { DATABASE_URL: cluster.url }, options);
+  } finally {
+    await cluster.stop();
+  }
+}
+
+/**
+ * Both passes at once (each is mostly an `npm ci`, a compile that uses one core): the SQLite one on
+ * the documented ports, the PostgreSQL one beside it on free ones. Each pass's lines are printed
+ * when it ends; any failure fails the test once both have ended.
+ */
 async function main() {
   const args = process.argv.slice(2);
   const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null;
   const keep = args.includes('--keep');
-  if (!only || only === 'sqlite') await pass('sqlite', readmeStartCommand(), {}, keep);
-  if (!only || only === 'postgres') {
-    const cluster = await startCluster();
+  const passes = [];
+  const run = async (name, body) => {
+    const lines = [];
+    const log = (line) => lines.push(line);
     try {
-      const [quickStart] = blocksUnder('docs/deployment.md', 'Quick start');
-      if (!/postgres(ql)?:\/\/\S+/.test(quickStart)) throw new Error('docs/deployment.md: the quick start sets no DATABASE_URL');
-      // The documented URL is an example; the test's database is the throwaway cluster's.
-      const command = quickStart.replace(/postgres(ql)?:\/\/\S+/g, cluster.url);
-      await pass('postgres', command, { DATABASE_URL: cluster.url }, keep);
-    } finally {
-      await cluster.stop();
+      await body(log);
+      return { name, lines };
+    } catch (err) {
+      return { name, lines, err };
+    }
+  };
+  if (!only || only === 'sqlite')
+    passes.push(run('sqlite', async (log) => pass('sqlite', readmeStartCommand(), {}, { keep, log, ports: await choosePorts(log) })));
+  if (!only || only === 'postgres') {
+    passes.push(run('postgres', async (log) => postgresPass({ keep, log, ports: await choosePorts(log, { others: !only }) })));
+  }
+  const failed = [];
+  for (const { name, lines, err } of await Promise.all(passes)) {
+    console.log(lines.join('\n'));
+    if (err) {
+      console.error(`readme-test (${name}): ${err.message}`);
+      failed.push(name);
     }
   }
+  if (failed.length) process.exit(1);
 }
 
 main().catch((err) => {

@@ -18,3 +18,5 @@ export const specPath = path.join(projectRoot, 'openapi.yaml');
 export const migrationsDir = path.join(projectRoot, 'src', 'store', 'sqlite', 'migrations');
 export const generatedDocsDir = path.join(projectRoot, 'generated', 'docs');
 export const pgMigrationsDir = path.join(projectRoot, 'src', 'store', 'postgres', 'migrations');
+/** The spec's request validators, compiled by `npm run build` (http/request-validators.ts). */
+export const requestValidatorsPath = path.join(projectRoot, 'dist', 'request-validators.js');

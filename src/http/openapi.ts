@@ -1,11 +1,12 @@
-// The operations of the spec, set up once: openapi-backend loads the spec and compiles ajv (with
-// ajv-formats and discriminators) for every operation; requests are routed by operationId to their
+// The operations of the spec, set up once: openapi-backend loads the spec; each operation's request
+// is checked by ajv (with ajv-formats and discriminators: request-validators.ts); requests are routed by operationId to their
 // typed handler; schema failures become the API's one error shape (428 when the only thing missing
 // is If-Match). Routing and dispatch are done here rather than by openapi-backend's handleRequest,
 // which parses every request three times and rebuilds its route table on every call
 // (docs/benchmarks.md).
 import OpenAPIBackend, { OpenAPIValidator, type Operation } from 'openapi-backend';
 import addFormats from 'ajv-formats';
+import type Ajv from 'ajv';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { refusedTextIn } from '../domain/json-limits';
 import { ApiError } from '../errors';
@@ -16,6 +17,7 @@ import type { EventStream, Handlers, OperationId } from './handlers/types';
 import type { LoadedSpec } from './spec';
 import { describeValidationErrors } from '../domain/validation-errors';
 import { useFastStringLength } from './string-length';
+import { precompiledRequestValidators, type RequestValidators, standaloneOptions, writeRequestValidators } from './request-validators';
 
 export type Reply = { status: number; headers?: Record<string, string> } & (
   | { body: unknown }
@@ -51,16 +53,18 @@ function isOnlyMissingIfMatch(errors: ErrorObject[]): boolean {
 
 /**
  * The backend for the spec: loaded and dereferenced by openapi-backend, with a validator that
- * compiles each operation's ajv functions when they are first asked for. openapi-backend's own
- * would compile every request's, response's and response header's validator as the service starts
- * — the responses' are more than half of it (a second of a three-second start), and only the
- * tests' contract check ever uses them; the requests' are compiled by createOperations, before the
- * service listens. Its check of the spec against the OpenAPI schema (a tenth of the start) is left
- * out: out of strict mode it could only print a warning, and CI lints the spec (redocly,
- * recommended-strict) before any build. test/unit/openapi-backend.test.ts fails if the library
- * changes what these rely on.
+ * compiles nothing until asked. The requests' validators come from the build
+ * (request-validators.ts), or are compiled by createOperations before the service listens; the
+ * responses' are compiled when a test first checks a reply against the spec (only tests do).
+ * openapi-backend's own would compile all of them as the service starts. Its check of the spec
+ * against the OpenAPI schema (a tenth of the start) is left out: out of strict mode it could only
+ * print a warning, and CI lints the spec (redocly, recommended-strict) before any build.
+ * test/unit/openapi-backend.test.ts fails if the library changes what these rely on.
+ *
+ * `compiledBy`, when given, makes every ajv instance keep the source of what it compiles and
+ * records which instance compiled each function: what the build needs to write them out.
  */
-async function newBackend(spec: LoadedSpec): Promise<OpenAPIBackend> {
+async function newBackend(spec: LoadedSpec, compiledBy?: Map<ValidateFunction, Ajv>): Promise<OpenAPIBackend> {
   useFastStringLength();
   const api = new OpenAPIBackend({ definition: structuredClone(spec.forValidation) as never, strict: false, quick: false, validate: false });
   api.validateDefinition = () => api.document;
@@ -69,13 +73,65 @@ async function newBackend(spec: LoadedSpec): Promise<OpenAPIBackend> {
     definition: api.definition,
     router: api.router,
     lazyCompileValidators: true,
-    ajvOpts: { allErrors: true, discriminator: true, strict: false } as never,
+    ajvOpts: { allErrors: true, discriminator: true, strict: false, ...(compiledBy ? standaloneOptions : {}) } as never,
     customizeAjv: (ajv) => {
       addFormats(ajv, { mode: 'full' });
+      if (compiledBy) {
+        const compile = ajv.compile.bind(ajv);
+        ajv.compile = ((schema: object) => {
+          const validate = compile(schema);
+          compiledBy.set(validate, ajv);
+          return validate;
+        }) as typeof ajv.compile;
+      }
       return ajv;
     },
   });
   return api;
+}
+
+/**
+ * One backend per loaded spec and process: the service's tests build many apps on the same spec in
+ * one process, and each would otherwise compile the same validators again. It holds nothing of an
+ * app's (routing and dispatch are ours), only the spec and the validators compiled from it.
+ */
+const backends = new WeakMap<LoadedSpec, Promise<OpenAPIBackend>>();
+
+function backendFor(spec: LoadedSpec): Promise<OpenAPIBackend> {
+  let backend = backends.get(spec);
+  if (!backend) {
+    backend = newBackend(spec);
+    backends.set(spec, backend);
+  }
+  return backend;
+}
+
+const requestValidatorSets = new WeakMap<OpenAPIBackend, RequestValidators>();
+
+/** The build's request validators for the spec, or, without them, every operation's compiled now (never in a request). */
+function requestValidatorsOf(spec: LoadedSpec, api: OpenAPIBackend): RequestValidators {
+  let validators = requestValidatorSets.get(api);
+  if (!validators) {
+    const formats = api.validator.getAjv('requestBody' as never).formats as Record<string, unknown>;
+    validators = precompiledRequestValidators(spec, formats) ?? compiledRequestValidators(api);
+    requestValidatorSets.set(api, validators);
+  }
+  return validators;
+}
+
+function compiledRequestValidators(api: OpenAPIBackend): RequestValidators {
+  const compiled = new Map(
+    api
+      .getOperations()
+      .map(({ operationId }) => [operationId as string, (api.validator.getRequestValidatorsForOperation(operationId as string) ?? []) as ValidateFunction[]]),
+  );
+  return (operationId) => compiled.get(operationId) ?? [];
+}
+
+/** Compiles every operation's request validators and writes them to dist/ (scripts/build.js). */
+export async function buildRequestValidators(spec: LoadedSpec, file?: string): Promise<void> {
+  const compiledBy = new Map<ValidateFunction, Ajv>();
+  writeRequestValidators(spec, await newBackend(spec, compiledBy), compiledBy, file);
 }
 
 interface Route {
@@ -160,21 +216,15 @@ function requestErrors(
 
 /** A backend that only validates (no handlers): the contract test's hooks check replies with it. */
 export async function createContractValidator(spec: LoadedSpec): Promise<OpenAPIBackend> {
-  return newBackend(spec);
+  return backendFor(spec);
 }
 
 export async function createOperations(spec: LoadedSpec, handlers: Handlers, ctx: ServiceContext): Promise<Operations> {
-  const api = await newBackend(spec);
+  const api = await backendFor(spec);
   const routes = compileRoutes(api.getOperations());
   const discriminatorValues = discriminatorValuesFrom(spec);
-  // By operationId: getOperations() builds new operation objects on every call.
-  const validators = new Map(
-    routes.map(({ operation: { operationId } }) => [
-      operationId,
-      (api.validator.getRequestValidatorsForOperation(operationId as string) ?? []) as ValidateFunction[],
-    ]),
-  );
-  const validatorsOf = (operation: Operation) => validators.get(operation.operationId) as ValidateFunction[];
+  const requestValidators = requestValidatorsOf(spec, api);
+  const validatorsOf = (operation: Operation) => requestValidators(operation.operationId as string);
   // Each operation's query parameters whose schema is an array (form style, exploded: repeatable).
   const queryParametersOf = (operation: Operation, type: string) =>
     ((operation.parameters ?? []) as { in?: string; name?: string; schema?: { type?: string } }[])

@@ -27,8 +27,8 @@ export interface ToolResult {
 /** The headers of a reply a caller may need next (an ETag is the next write's if_match). */
 const PASSED_HEADERS = ['ETag', 'Location', 'Link'];
 
-export function createToolCalls(operations: Operations, ctx: ServiceContext, logger: Logger, tools: Tool[]) {
-  const checkArguments = argumentCheckers(tools);
+export function createToolCalls(operations: Operations, ctx: ServiceContext, logger: Logger) {
+  const checkArguments = argumentCheckers();
   return (tool: Tool, args: Record<string, unknown>, principal: Principal, signal?: AbortSignal): Promise<ToolResult> =>
     inSpan(tool.operationId, { 'mcp.tool.name': tool.name }, () => call(tool, args, principal, signal));
 
@@ -56,10 +56,19 @@ export function createToolCalls(operations: Operations, ctx: ServiceContext, log
  * operation's own validation checks it, with the messages a REST caller gets). Unknown arguments
  * are refused, not ignored.
  */
-function argumentCheckers(tools: Tool[]) {
+function argumentCheckers() {
   const ajv = new Ajv2020({ allErrors: true, strict: false });
   addFormats(ajv);
-  const validators = new Map(tools.map((tool) => [tool.name, ajv.compile(tool.argumentsSchema)]));
+  // Compiled on a tool's first call, as the operations' validators are (http/openapi.ts).
+  const validators = new Map<string, ValidateFunction>();
+  const validatorOf = (tool: Tool) => {
+    let validate = validators.get(tool.name);
+    if (!validate) {
+      validate = ajv.compile(tool.argumentsSchema);
+      validators.set(tool.name, validate);
+    }
+    return validate;
+  };
   return (tool: Tool, args: Record<string, unknown>) => {
     const known = [
       ...tool.pathParams,
@@ -72,7 +81,7 @@ function argumentCheckers(tools: Tool[]) {
       if (!known.includes(name)) throw new ApiError(400, `${name}: unknown argument; ${tool.name} takes ${known.join(', ') || 'no arguments'}`);
     }
     const { body: _body, ...others } = args;
-    const validate = validators.get(tool.name) as ValidateFunction;
+    const validate = validatorOf(tool);
     if (!validate(others))
       throw new ApiError(
         400,

@@ -57,7 +57,7 @@ export function createMcpEndpoint(opts: McpOptions) {
   const version = (spec.document.info as { version: string }).version;
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const listed = tools.map(listing);
-  const call = createToolCalls(opts.operations, opts.ctx, opts.logger, tools);
+  const call = createToolCalls(opts.operations, opts.ctx, opts.logger);
 
   const serverFor = () => {
     const server = new Server({ name: 'build-api', version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
