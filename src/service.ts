@@ -31,6 +31,7 @@ import type { ServiceContext } from './services/context';
 import { createRunEventFeed } from './services/run-event-feed';
 import { createSecretBox, generateSecretKey, parseSecretKeys, type SecretBox } from './services/secret-box';
 import { resealSigningSecrets } from './services/webhooks';
+import { resealEndpointSecrets } from './services/event-endpoints';
 import { VersionPages } from './services/version-pages';
 import { createMcpEndpoint, mcpResourceMetadataUrl } from './mcp/server';
 import { createMetrics, NO_METRICS } from './metrics';
@@ -98,8 +99,12 @@ async function openSecretBox(config: Config, store: Store, logger: Logger): Prom
     }
   }
   const box = createSecretBox(keys);
-  const resealed = (await resealSigningSecrets(store, box)) + (await resealConnectionSecrets(store.connections, box));
-  if (resealed) logger.info({ resealed }, 'sealed stored secrets (signing keys, connection credentials and tokens) with the current key');
+  const resealed =
+    (await resealSigningSecrets(store, box)) +
+    (await resealConnectionSecrets(store.connections, box)) +
+    (await resealEndpointSecrets(store.eventEndpoints, box));
+  if (resealed)
+    logger.info({ resealed }, 'sealed stored secrets (signing keys, connection credentials and tokens, event endpoint secrets) with the current key');
   return box;
 }
 

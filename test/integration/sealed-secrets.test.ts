@@ -8,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { createPgDatabase, storeUnderTest } from '../helpers/database';
 import { startService, type TestService } from '../helpers/service';
-import { storedValue, storedWrite, type StoredAt } from '../helpers/stored';
+import { storedRows, storedValue, storedWrite, type StoredAt } from '../helpers/stored';
+import { startEventReceiver } from '../helpers/event-receiver';
 import { minimalAgent } from '../helpers/fixtures';
 
 const newKey = () => crypto.randomBytes(32).toString('base64');
@@ -132,6 +133,55 @@ test("a connection's credentials are stored sealed, and a rotated SECRETS_KEY re
     expect(await source.headersFor('ws-1', 'kv-secret')).toEqual({ authorization: `Bearer ${secret}` });
     await last.close();
   } finally {
+    await pgDatabase?.drop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("an event endpoint's secrets (its current one and a rotation's previous one) are stored sealed, and a rotated SECRETS_KEY reseals both: deliveries still verify with each", async () => {
+  const [k1, k2] = [newKey(), newKey()];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-sealed-'));
+  const pgDatabase = storeUnderTest === 'postgres' ? await createPgDatabase() : null;
+  const at: StoredAt = { databasePath: path.join(dir, 'build.db'), databaseUrl: pgDatabase?.url ?? null };
+  const receiver = await startEventReceiver();
+  const sealed = async () =>
+    (await storedRows<{ secret_sealed: string; previous_sealed: string }>(at, 'SELECT secret_sealed, previous_sealed FROM event_endpoints', []))[0]!;
+  const keyIdOf = (value: string) => value.split(':')[2];
+  const withKeys = (keys: string) =>
+    startService({
+      ...(at.databaseUrl ? { DATABASE_URL: at.databaseUrl } : { DATABASE_PATH: at.databasePath }),
+      SECRETS_KEY: keys,
+      HTTP_TOOL_ALLOW_PRIVATE: '1',
+    });
+  try {
+    const first = await withKeys(k1);
+    const created = await first.client().PUT('/api/build/event-endpoints', { body: { url: receiver.url, event_types: ['run.finished'], description: null } });
+    expect(created.response.status).toBe(201);
+    const endpointId = created.data!.data.id;
+    const rotated = await first.client().POST('/api/build/event-endpoints/{endpointId}/rotate-secret', { params: { path: { endpointId } }, body: {} });
+    expect(rotated.response.status).toBe(200);
+    receiver.secrets.push(created.data!.data.secret, rotated.data!.data.secret);
+    const before = await sealed();
+    for (const value of [before.secret_sealed, before.previous_sealed]) {
+      expect(value).toMatch(/^enc:v1:/);
+      for (const secret of receiver.secrets) expect(value).not.toContain(secret.replace(/^whsec_/, ''));
+    }
+    await first.close();
+
+    const turning = await withKeys(`${k2},${k1}`);
+    const after = await sealed();
+    expect(keyIdOf(after.secret_sealed)).not.toBe(keyIdOf(before.secret_sealed));
+    expect(keyIdOf(after.previous_sealed)).toBe(keyIdOf(after.secret_sealed));
+    await turning.close();
+
+    const last = await withKeys(k2); // the old key is gone: only the resealed values open
+    const test = await last.client().POST('/api/build/event-endpoints/{endpointId}/test', { params: { path: { endpointId } } });
+    expect(test.response.status).toBe(202);
+    const [delivered] = await receiver.waitFor((got) => got.length === 1);
+    expect(delivered!.verifiedWith).toEqual([true, true]);
+    await last.close();
+  } finally {
+    await receiver.close();
     await pgDatabase?.drop();
     fs.rmSync(dir, { recursive: true, force: true });
   }

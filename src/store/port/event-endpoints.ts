@@ -103,4 +103,16 @@ export interface EventEndpointRepository {
   finishAttempt(deliveryId: string, attempt: number, outcome: AttemptOutcome, nowMs: number, disableAfterMs: number): Promise<boolean>;
   /** Deletes up to `limit` deliveries that ended before `beforeMs`, then events no delivery needs; how many deliveries went. */
   prune(beforeMs: number, limit: number): Promise<number>;
+  /** Every endpoint's sealed secrets (a SECRETS_KEY rotation's reseal), by id after `afterId`, at most `limit`. */
+  sealedSecrets(afterId: string, limit: number): Promise<SealedEndpointSecrets[]>;
+  /** Replaces a sealed secret if it is still `from` (one conditional write); whether it did. */
+  replaceSealed(id: string, which: 'secret' | 'previous', from: string, to: string): Promise<boolean>;
+}
+
+export interface SealedEndpointSecrets {
+  id: string;
+  workspaceId: string;
+  secret: string;
+  /** A rotation's previous secret, while it is kept. */
+  previous: string | null;
 }

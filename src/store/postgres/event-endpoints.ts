@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { StampClock } from '../../domain/stamps';
 import { uuidV7 } from '../../ids';
-import { DELIVERY_LOG_ATTEMPTS, type EventEndpointRecord, type EventEndpointRepository } from '../port';
+import { DELIVERY_LOG_ATTEMPTS, type EventEndpointRecord, type EventEndpointRepository, type SealedEndpointSecrets } from '../port';
 import {
   CLAIM_COLUMNS,
   claimOfRow,
@@ -107,11 +107,30 @@ export function pgEventEndpointRepository(db: PgDatabase, clock: StampClock): Ev
       return (await read(db, ws, id)) ? 'stale' : 'missing';
     },
     ...outboxMethods(db, clock),
+    ...secretMethods(db),
   };
 }
 
 // This function is long because it is one member per method of the outbox's part of the port.
-function outboxMethods(db: PgDatabase, clock: StampClock): Omit<EventEndpointRepository, 'list' | 'get' | 'create' | 'replace' | 'rotate' | 'remove'> {
+const SEALED_COLUMN = { secret: 'secret_sealed', previous: 'previous_sealed' } as const;
+
+/** A SECRETS_KEY rotation's reseal of the endpoints' secrets (services/event-endpoints.ts). */
+function secretMethods(db: PgDatabase): Pick<EventEndpointRepository, 'sealedSecrets' | 'replaceSealed'> {
+  return {
+    sealedSecrets: (after, limit) =>
+      db.rows<SealedEndpointSecrets>(
+        `SELECT id, workspace_id AS "workspaceId", secret_sealed AS secret, previous_sealed AS previous FROM event_endpoints WHERE id > $1 ORDER BY id LIMIT $2`,
+        [after, limit],
+      ),
+    replaceSealed: async (id, which, from, to) =>
+      (await db.count(`UPDATE event_endpoints SET ${SEALED_COLUMN[which]} = $3 WHERE id = $1 AND ${SEALED_COLUMN[which]} = $2`, [id, from, to])) === 1,
+  };
+}
+
+function outboxMethods(
+  db: PgDatabase,
+  clock: StampClock,
+): Omit<EventEndpointRepository, 'list' | 'get' | 'create' | 'replace' | 'rotate' | 'remove' | 'sealedSecrets' | 'replaceSealed'> {
   return {
     queueTest: (ws, id, now) =>
       db.transaction(async (sql) => {

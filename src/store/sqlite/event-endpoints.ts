@@ -4,7 +4,7 @@
 // recorded, redelivered and pruned. Each write is its own savepoint of a group commit.
 import type { StampClock } from '../../domain/stamps';
 import { uuidV7 } from '../../ids';
-import { DELIVERY_LOG_ATTEMPTS, type EventEndpointRepository, type EventEndpointRecord } from '../port';
+import { DELIVERY_LOG_ATTEMPTS, type EventEndpointRepository, type EventEndpointRecord, type SealedEndpointSecrets } from '../port';
 import {
   CLAIM_COLUMNS,
   claimOfRow,
@@ -110,16 +110,32 @@ export function eventEndpointRepository(db: Db, commit: GroupCommit, clock: Stam
         return get.get(ws, id) === undefined ? ('missing' as const) : ('stale' as const);
       }),
     ...outboxMethods(db, commit, clock),
+    ...secretMethods(db, commit),
   };
 }
 
 // This function is long because it is one member per method of the outbox's part of the port, each a statement or two.
+/** A SECRETS_KEY rotation's reseal of the endpoints' secrets (services/event-endpoints.ts). */
+function secretMethods(db: Db, commit: GroupCommit): Pick<EventEndpointRepository, 'sealedSecrets' | 'replaceSealed'> {
+  const sealedSecrets = db.prepare(
+    `SELECT id, workspace_id AS workspaceId, secret_sealed AS secret, previous_sealed AS previous FROM event_endpoints WHERE id > ? ORDER BY id LIMIT ?`,
+  );
+  const replaceSealed = {
+    secret: db.prepare('UPDATE event_endpoints SET secret_sealed = ? WHERE id = ? AND secret_sealed = ?'),
+    previous: db.prepare('UPDATE event_endpoints SET previous_sealed = ? WHERE id = ? AND previous_sealed = ?'),
+  };
+  return {
+    sealedSecrets: async (after, limit) => sealedSecrets.all(after, limit) as SealedEndpointSecrets[],
+    replaceSealed: (id, which, from, to) => commit.run(() => replaceSealed[which].run(to, id, from).changes === 1),
+  };
+}
+
 /** The outbox: the deliveries read, claimed, recorded, redelivered and pruned. */
 function outboxMethods(
   db: Db,
   commit: GroupCommit,
   clock: StampClock,
-): Omit<EventEndpointRepository, 'list' | 'get' | 'create' | 'replace' | 'rotate' | 'remove'> {
+): Omit<EventEndpointRepository, 'list' | 'get' | 'create' | 'replace' | 'rotate' | 'remove' | 'sealedSecrets' | 'replaceSealed'> {
   const enabled = db.prepare("SELECT 1 FROM event_endpoints WHERE workspace_id = ? AND id = ? AND status = 'enabled'").pluck();
   const sequence = db
     .prepare('INSERT INTO event_sequences (subject, seq) VALUES (?, 1) ON CONFLICT (subject) DO UPDATE SET seq = seq + 1 RETURNING seq')
