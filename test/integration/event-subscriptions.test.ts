@@ -3,7 +3,9 @@
 // `standardwebhooks` library sees each event of agents, workflows and runs (test runs included,
 // parked ones too), numbered per subject; filters; a rotation signs with both secrets; failures are
 // retried on the schedule and a recovered receiver gets them; a 410 disables the endpoint; a
-// delivery is redelivered with its webhook-id; two workspaces never cross; bad URLs are refused.
+// delivery is redelivered with its webhook-id; two workspaces never cross; bad URLs are refused; an
+// eval's end and a WhatsApp message received are delivered too.
+import crypto from 'node:crypto';
 import { startService, type TestService } from '../helpers/service';
 import { startEventReceiver, type EventReceiver, type ReceivedEvent } from '../helpers/event-receiver';
 import { minimalAgent } from '../helpers/fixtures';
@@ -318,4 +320,81 @@ test("the deliveries page newest first by cursor; another workspace's endpoint i
     params: { path: { endpointId: endpoint.id } },
   });
   expect(foreign.response.status).toBe(404);
+});
+
+test("an eval's end and a WhatsApp message received are events too, with the ids a receiver needs", async () => {
+  const { r, token } = await subscribed(['eval.finished', 'message.received']);
+  const agent = await t.client(token).PUT('/api/build/agents', {
+    body: { ...minimalAgent(unique('Graded')), eval_criteria: [{ type: 'contains', id: 'says-hi', value: 'Hello' }] as never },
+  });
+  expect(agent.response.status).toBe(201);
+  const agentId = agent.data!.data.document.id;
+  const dataset = await t.client(token).PUT('/api/build/eval-datasets', {
+    body: { kind: 'service.eval-dataset/v1', slug: unique('hellos'), name: 'Hellos', cases: [{ id: 'hello', prompt: 'Hello there' }] },
+  });
+  expect(dataset.response.status).toBe(201);
+  const started = await t.client(token).POST('/api/build/agents/{ref}/evals', {
+    params: { path: { ref: agentId } },
+    body: { dataset: dataset.data!.data.document.slug, repeats: 1 },
+  });
+  expect(started.response.status).toBe(202);
+  const evalId = started.data!.data.id;
+  const [finished] = ofSubject(await r.waitFor((got) => ofSubject(got, 'eval_id', evalId).length === 1), 'eval_id', evalId);
+  expect(finished!.event).toMatchObject({ type: 'eval.finished', data: { eval_id: evalId, agent_id: agentId, status: 'finished', sequence: 1 } });
+  expect(finished!.verifiedWith).toEqual([true]);
+
+  // A WhatsApp number's message, signed as Meta signs it, received for an agent that answers on it.
+  const line = await t.client(token).PUT('/api/build/connections', {
+    body: {
+      ref: unique('whatsapp:line'),
+      app: 'whatsapp',
+      credentials: { kind: 'whatsapp', phone_number_id: '5550001', access_token: 'EAAG-token', app_secret: 'meta-app-secret', verify_token: 'verify-me' },
+    },
+  });
+  expect(line.response.status).toBe(201);
+  const concierge = await t.client(token).PUT('/api/build/agents', {
+    body: { ...minimalAgent(unique('Concierge')), whatsapp: { enabled: true, connection: line.data!.data.ref } },
+  });
+  const activated = await t.client(token).POST('/api/build/agents/{ref}/status', {
+    params: { path: { ref: concierge.data!.data.document.id }, header: { 'If-Match': concierge.response.headers.get('etag')! } },
+    body: { status: 'active' },
+  });
+  expect(activated.response.status).toBe(200);
+  const wamid = `wamid.${crypto.randomUUID()}`;
+  const body = JSON.stringify({
+    object: 'whatsapp_business_account',
+    entry: [
+      {
+        id: 'waba-1',
+        changes: [
+          {
+            field: 'messages',
+            value: {
+              messaging_product: 'whatsapp',
+              metadata: { display_phone_number: '15550001111', phone_number_id: '5550001' },
+              contacts: [{ profile: { name: 'Sheena' }, wa_id: '16505551234' }],
+              messages: [{ from: '16505551234', id: wamid, timestamp: String(Math.floor(Date.now() / 1000)), type: 'text', text: { body: 'Hi!' } }],
+            },
+          },
+        ],
+      },
+    ],
+  });
+  const signature = `sha256=${crypto.createHmac('sha256', 'meta-app-secret').update(body).digest('hex')}`;
+  const received = await fetch(line.data!.data.receive_url!.replace('http://build.test', t.baseUrl), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature },
+    body,
+  });
+  expect(received.status).toBe(200);
+  const runId = ((await received.json()) as { data: { messages: { run_id: string }[] } }).data.messages[0]!.run_id;
+  const [event] = ofSubject(await r.waitFor((got) => ofSubject(got, 'run_id', runId).length === 1), 'run_id', runId);
+  const listed = await t.client(token).GET('/api/build/agents/{ref}/messages', { params: { path: { ref: concierge.data!.data.document.id } } });
+  const stored = listed.data!.data.find((m) => m.direction === 'received')!;
+  expect(stored.message_id).toBe(wamid);
+  expect(event!.event).toMatchObject({
+    type: 'message.received',
+    data: { message_id: stored.id, agent_id: concierge.data!.data.document.id, channel: 'whatsapp', status: 'received', run_id: runId, sequence: 1 },
+  });
+  expect(r.received.map((e) => e.event.type).sort()).toEqual(['eval.finished', 'message.received']); // the filter let nothing else through
 });
