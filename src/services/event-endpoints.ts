@@ -13,7 +13,7 @@ import { uuidV7 } from '../ids';
 import type { EventDeliveryRecord, EventDeliveryStatus, EventEndpointRecord, EventEndpointRepository } from '../store/port';
 import { assertStampCurrent } from './concurrency';
 import type { Principal, ServiceContext } from './context';
-import { decodeCursor, encodeCursor } from './pages';
+import { DEFAULT_PAGE, decodeCursor, type Page, pageOf } from './pages';
 import type { SecretBox } from './secret-box';
 
 export type EventEndpointView = components['schemas']['EventEndpoint'];
@@ -192,24 +192,22 @@ async function deliveryOf(ctx: EventContext, who: Principal, endpointId: string,
   return deliveryView(record);
 }
 
-export interface DeliveryPage {
-  data: EventDeliveryView[];
-  next_cursor: string | null;
-}
-
 export async function listEventDeliveries(
   ctx: EventContext,
   who: Principal,
   endpointId: string,
   query: { status?: EventDeliveryStatus; limit?: number; cursor?: string },
-): Promise<DeliveryPage> {
+): Promise<Page<components['schemas']['EventDeliveryPage']>> {
   await stored(ctx, who, endpointId);
-  const limit = query.limit ?? 20;
+  const limit = query.limit ?? DEFAULT_PAGE;
   const before = query.cursor === undefined ? null : decodeCursor(query.cursor, (p) => (typeof p.before === 'string' ? p.before : undefined));
   const rows = await ctx.store.eventEndpoints.deliveries(who.workspaceId, endpointId, { status: query.status ?? null, before, limit: limit + 1 });
-  const shown = rows.slice(0, limit);
-  const last = shown[shown.length - 1];
-  return { data: shown.map(deliveryView), next_cursor: rows.length > limit && last ? encodeCursor({ before: last.id }) : null };
+  return pageOf(
+    rows,
+    limit,
+    (row) => JSON.stringify(deliveryView(row)),
+    (last) => ({ before: last.id }),
+  );
 }
 
 export async function redeliverEvent(ctx: EventContext, who: Principal, endpointId: string, deliveryId: string): Promise<EventDeliveryView> {

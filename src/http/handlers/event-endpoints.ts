@@ -46,7 +46,7 @@ export const eventEndpointHandlers: Pick<
   }),
   listEventDeliveries: async ({ ctx, principal, params, query }) => {
     const page = await events.listEventDeliveries(ctx, principal, params.endpointId, query);
-    return { status: 200, headers: nextLink(`/api/build/event-endpoints/${params.endpointId}/deliveries`, query, page.next_cursor), body: page };
+    return { status: 200, headers: nextLink(`/api/build/event-endpoints/${params.endpointId}/deliveries`, query, page.nextCursor), rawBody: page.json };
   },
   redeliverEvent: async ({ ctx, principal, params }) => ({
     status: 202,
