@@ -11,36 +11,16 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawn } = require('node:child_process');
 const autocannon = require('autocannon');
 const { startCluster } = require('./pg-cluster');
 
 const root = path.join(__dirname, '..');
+const { serve } = require('./bench-service');
 const arg = (name, fallback) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : fallback);
 const SECONDS = arg('--seconds', 5);
 const ROUNDS = arg('--rounds', 3);
 const CONNECTIONS = 16;
 const SECRET = 'bench-github-secret';
-
-function serve(env, logFile) {
-  return new Promise((resolve, reject) => {
-    const out = fs.openSync(logFile, 'w');
-    const child = spawn(process.execPath, [path.join(root, 'bin', 'build-api.js'), 'serve'], {
-      cwd: root,
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DRAIN_SECONDS: '0', ...env },
-      stdio: ['ignore', out, 'inherit'],
-    });
-    const timer = setInterval(() => {
-      for (const line of fs.readFileSync(logFile, 'utf8').split('\n')) {
-        if (line.includes('"build-api listening"')) {
-          clearInterval(timer);
-          resolve({ child, url: `http://127.0.0.1:${JSON.parse(line).address.port}` });
-        }
-      }
-    }, 50);
-    child.once('exit', (code) => reject(new Error(`the service exited with ${code}`)));
-  });
-}
 
 async function seed(url, token) {
   const call = async (method, route, body, headers = {}) => {

@@ -12,37 +12,16 @@ const fs = require('node:fs');
 const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
-const { execFileSync, spawn } = require('node:child_process');
+const { execFileSync } = require('node:child_process');
 
 const root = path.join(__dirname, '..');
+const { serve } = require('./bench-service');
 const argOf = (name, fallback) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : fallback);
 const RATE = Number(argOf('--rate', 200));
 const SECONDS = Number(argOf('--seconds', 15));
 const ROUNDS = Number(argOf('--rounds', 2));
 const WORKSPACES = 8;
 const TICKS = 100; // clock ticks per second of /proc/<pid>/stat (Linux's USER_HZ)
-
-function serve(env, logFile) {
-  return new Promise((resolve, reject) => {
-    const out = fs.openSync(logFile, 'w');
-    // BENCH_CPU_PROF=<dir>: the service writes a CPU profile there (scripts/profile-summary.js reads it).
-    const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-    const child = spawn(process.execPath, [...profile, path.join(root, 'bin', 'build-api.js'), 'serve'], {
-      cwd: root,
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DRAIN_SECONDS: '0', ...env },
-      stdio: ['ignore', out, 'inherit'],
-    });
-    const timer = setInterval(() => {
-      for (const line of fs.readFileSync(logFile, 'utf8').split('\n')) {
-        if (line.includes('"build-api listening"')) {
-          clearInterval(timer);
-          resolve({ child, url: `http://127.0.0.1:${JSON.parse(line).address.port}` });
-        }
-      }
-    }, 50);
-    child.once('exit', (code) => reject(new Error(`the service exited with ${code}`)));
-  });
-}
 
 /** The process's CPU seconds so far (user + system). */
 function cpuSeconds(pid) {
