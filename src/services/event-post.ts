@@ -5,12 +5,12 @@
 // timeout, and only the response's first bytes kept.
 import { EventEmitter } from 'node:events';
 import { Agent } from 'undici';
-import { Webhook } from 'standardwebhooks';
 import { refusedLiteral, vettedLookup } from '../apps/outbound/lookup';
 import type { AttemptResult } from '../domain/event-delivery';
 import type { Logger } from '../log';
 import type { ClaimedDelivery } from '../store/port';
 import { endpointSecretContext } from './event-endpoints';
+import { signatureOf, signingKeyOf } from './event-signature';
 import type { SecretBox } from './secret-box';
 
 /** The response body's bytes an attempt keeps (as UTF-8), and the most it reads before closing the connection. */
@@ -128,24 +128,24 @@ async function prefixOf(body: AsyncIterable<Buffer> & { destroy(): void }): Prom
   return kept.length ? Buffer.concat(kept).toString('utf8') : null;
 }
 
-/** The signers of the secrets opened lately, by sealed value: opening and decoding one per attempt cost more than the signature. */
-const signers = new Map<string, Webhook>();
-const SIGNERS_KEPT = 1000;
+/** The signing keys of the secrets opened lately, by sealed value: opening and decoding one per attempt cost more than the signature. */
+const keys = new Map<string, Buffer>();
+const KEYS_KEPT = 1000;
 
-function signerOf(box: SecretBox, sealed: string, context: string): Webhook {
-  const key = `${context}\n${sealed}`;
-  let signer = signers.get(key);
-  if (!signer) {
-    if (signers.size >= SIGNERS_KEPT) signers.clear();
-    signer = new Webhook(box.open(sealed, context));
-    signers.set(key, signer);
+function keyOf(box: SecretBox, sealed: string, context: string): Buffer {
+  const cacheKey = `${context}\n${sealed}`;
+  let key = keys.get(cacheKey);
+  if (!key) {
+    if (keys.size >= KEYS_KEPT) keys.clear();
+    key = signingKeyOf(box.open(sealed, context));
+    keys.set(cacheKey, key);
   }
-  return signer;
+  return key;
 }
 
 /** The signature header at `at`: the current secret's signature, and the previous one's while it still signs. */
 function signatureHeader(box: SecretBox, row: ClaimedDelivery, at: Date): string {
   const context = endpointSecretContext(row.workspaceId, row.endpointId);
   const secrets = [row.sealedSecret, ...(row.previous && row.previous.untilMs > at.getTime() ? [row.previous.sealed] : [])];
-  return secrets.map((sealed) => signerOf(box, sealed, context).sign(row.eventId, at, row.body)).join(' ');
+  return secrets.map((sealed) => signatureOf(keyOf(box, sealed, context), row.eventId, at, row.body)).join(' ');
 }

@@ -139,7 +139,7 @@ describe('cancel', () => {
         slug,
         name: slug,
         steps: [
-          { id: 'a', kind: 'tool', tool: 'core.sleep', args: { ms: 600 } },
+          { id: 'a', kind: 'tool', tool: 'core.sleep', args: { ms: 2000 } }, // long enough to be seen running and cancelled on a loaded machine
           { id: 'b', kind: 'tool', tool: 'core.sleep', args: { ms: 10 }, after: ['a'] },
           { id: 'c', kind: 'tool', tool: 'core.echo', args: {}, after: ['b'] },
         ],
