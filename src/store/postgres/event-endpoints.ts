@@ -111,7 +111,6 @@ export function pgEventEndpointRepository(db: PgDatabase, clock: StampClock): Ev
   };
 }
 
-// This function is long because it is one member per method of the outbox's part of the port.
 const SEALED_COLUMN = { secret: 'secret_sealed', previous: 'previous_sealed' } as const;
 
 /** A SECRETS_KEY rotation's reseal of the endpoints' secrets (services/event-endpoints.ts). */
@@ -127,6 +126,7 @@ function secretMethods(db: PgDatabase): Pick<EventEndpointRepository, 'sealedSec
   };
 }
 
+// This function is long because it is one member per method of the outbox's part of the port.
 function outboxMethods(
   db: PgDatabase,
   clock: StampClock,
