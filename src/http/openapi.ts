@@ -1,7 +1,7 @@
 // The operations of the spec, set up once: openapi-backend loads the spec; each operation's request
-// is checked by ajv (with ajv-formats and discriminators: request-validators.ts); requests are routed by operationId to their
-// typed handler; schema failures become the API's one error shape (428 when the only thing missing
-// is If-Match). Routing and dispatch are done here rather than by openapi-backend's handleRequest,
+// is checked by ajv (with ajv-formats and discriminators: request-validators.ts); requests are
+// routed by operationId to their typed handler; schema failures become the API's one error shape
+// (428 when the only thing missing is If-Match). Routing and dispatch are done here rather than by openapi-backend's handleRequest,
 // which parses every request three times and rebuilds its route table on every call
 // (docs/benchmarks.md).
 import OpenAPIBackend, { OpenAPIValidator, type Operation } from 'openapi-backend';

@@ -35,7 +35,7 @@ function keyOf(spec: LoadedSpec): string {
     .update(`${versions.join(' ')}\0${keyOf.optionsVersion}\0${spec.text}`)
     .digest('hex');
 }
-/** Raised when what newBackend passes ajv changes, so that files compiled with the old options are not used. */
+/** Raised when what newBackend passes ajv changes, or how spec.ts derives the copy it validates with, so that files compiled before are not used. */
 keyOf.optionsVersion = 1;
 
 /** The ajv options that make a compile keep its source: the formats are looked up in the `formats` the file's factory is given. */
