@@ -11,10 +11,11 @@ module.exports = {
   // Many tests start a service, generate RSA keys or wait out a back-off: seconds each on a loaded
   // two-core machine, where jest's 5-second default failed healthy tests.
   testTimeout: 20_000,
-  // `npm run test:jest` runs the unit, integration and store suites two at a time (the machines have
-  // two cores, and a suite often waits on a timer or a socket), and the reliability suites one at a
-  // time: several of them bound the event loop's delay or a reply's latency in a server process,
-  // which a neighbour's load would blur.
+  // `npm run test:jest` runs the integration and store suites two at a time (the machines have two
+  // cores, and a suite often waits on a timer or a socket), and the unit and reliability suites one
+  // at a time: several bound a parser's time (linear-parsing), the event loop's delay or a reply's
+  // latency, which a neighbour's load would blur (a 250 ms parse bound took 690 ms beside another
+  // worker on Node 24).
   projects: [
     { displayName: 'unit', testEnvironment: 'node', transform, testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     {
