@@ -166,7 +166,7 @@ function outboxMethods(
   // (`perEndpoint` less the attempts it has under way); a claim's lease is its due time.
   // The claim reads, then marks, in the group's transaction: one UPDATE whose IN list was this same
   // query cost several times the two statements (docs/benchmarks.md). A tick with nothing due,
-  // most of them, costs one index probe.
+  // most of them, costs one index probe and no transaction.
   const anyDue = db.prepare("SELECT 1 FROM event_deliveries WHERE status IN ('pending', 'delivering') AND next_attempt_ms <= ? LIMIT 1").pluck();
   const dueIds = db
     .prepare(
@@ -236,15 +236,17 @@ function outboxMethods(
         if (!state) return 'missing' as const;
         return state.endpoint_status !== 'enabled' ? ('disabled' as const) : ('unfinished' as const);
       }),
-    claimDue: (now, until, limit, perEndpoint) =>
-      commit.run(() => {
-        if (anyDue.get(now) === undefined) return [];
-        const ids = dueIds.all({ now, limit, perEndpoint }) as string[];
-        if (!ids.length) return [];
-        const json = JSON.stringify(ids);
-        markClaimed.run({ until, ids: json });
-        return (claimed.all(json) as ClaimRow[]).map(claimOfRow);
-      }),
+    // The probe before the group's transaction: an idle tick opens none.
+    claimDue: async (now, until, limit, perEndpoint) =>
+      anyDue.get(now) === undefined
+        ? []
+        : commit.run(() => {
+            const ids = dueIds.all({ now, limit, perEndpoint }) as string[];
+            if (!ids.length) return [];
+            const json = JSON.stringify(ids);
+            markClaimed.run({ until, ids: json });
+            return (claimed.all(json) as ClaimRow[]).map(claimOfRow);
+          }),
     finishAttempt: (id, attempts, outcome, now, disableAfterMs) =>
       commit.run(() => {
         const endpoint = endpointOf.get(id) as string | undefined;
