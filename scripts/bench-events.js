@@ -7,6 +7,7 @@
 // `run.finished` only, and `*` (every run event: three deliveries per run).
 //
 //   npm run build && node scripts/bench-events.js [--rate 200] [--seconds 15] [--rounds 2] [--types run.finished|all]
+// The last row of each subscription pools its rounds (the bench's spread is as wide as most changes: use several).
 'use strict';
 const fs = require('node:fs');
 const http = require('node:http');
@@ -156,6 +157,12 @@ async function measure(types) {
       );
       await unsubscribe();
     }
+    // The rounds pooled: each phase of a round is as long as the other, so the sums weigh them alike.
+    const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+    const shares = cpu.with.map((w, r) => w / cpu.without[r] - 1).sort((a, b) => a - b);
+    console.log(
+      `| ${types.join(',')} | all ${ROUNDS} | ${((sum(cpu.without) / ROUNDS) * 1e6).toFixed(0)} | ${((sum(cpu.with) / ROUNDS) * 1e6).toFixed(0)} | ${((sum(cpu.with) / sum(cpu.without) - 1) * 100).toFixed(1)} % (median ${(shares[Math.floor(ROUNDS / 2)] * 100).toFixed(1)} %) | | | |`,
+    );
   } finally {
     child.kill('SIGTERM');
     await new Promise((resolve) => child.once('exit', resolve));

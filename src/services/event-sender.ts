@@ -6,7 +6,9 @@
 // serve every endpoint with deliveries due before any twice. The claim is the attempt: only it
 // records the outcome, so two processes never both record one; a process that stops mid-attempt
 // leaves the lease to lapse and the delivery is attempted again (at least once, with one webhook-id).
-import { attemptOutcome } from '../domain/event-delivery';
+// Ended attempts are recorded together, with the next claim or RECORD_WAIT_MS after the first ended:
+// a transaction per attempt was most of what a delivery cost the store (docs/benchmarks.md).
+import { attemptOutcome, type AttemptOutcome } from '../domain/event-delivery';
 import type { EventConfig } from '../event-config';
 import type { Logger } from '../log';
 import type { ClaimedDelivery } from '../store/port';
@@ -18,6 +20,8 @@ const LEASE_SLACK_MS = 5000;
 /** How often ended deliveries past their retention are deleted, and how many at a time. */
 const PRUNE_MS = 60_000;
 const PRUNE_BATCH = 1000;
+/** The longest an ended attempt waits for the others that end meanwhile before they are recorded together. */
+const RECORD_WAIT_MS = 50;
 
 export interface EventSenderOptions {
   config: EventConfig;
@@ -45,19 +49,20 @@ export function startEventSender(ctx: Pick<ServiceContext, 'store' | 'secrets'>,
   let stopped = false;
   let lastPruneMs = 0;
   let saturated = false;
+  const records = attemptRecords(ctx, config, logger);
 
   // An attempt ends within its timeout, inside its claim's lease: the claim needs no renewal.
   async function attempt(row: ClaimedDelivery): Promise<void> {
     const result = await poster.post(row);
+    const nowMs = Date.now();
     const outcome = attemptOutcome(result, {
       attempt: row.attempt,
       manual: row.manual,
       scheduleMs: config.retryScheduleMs,
-      nowMs: Date.now(),
+      nowMs,
       random: random(),
     });
-    const recorded = await ctx.store.eventEndpoints.finishAttempt(row.id, row.attempt, outcome, Date.now(), config.disableAfterMs);
-    if (!recorded) logger.warn({ delivery: row.id }, "an event delivery's claim lapsed before its attempt was recorded");
+    records.add(row, outcome, nowMs);
   }
 
   function start(row: ClaimedDelivery): void {
@@ -74,6 +79,7 @@ export function startEventSender(ctx: Pick<ServiceContext, 'store' | 'secrets'>,
 
   async function claimOnce(): Promise<void> {
     for (;;) {
+      records.flush();
       const room = config.concurrency - running.size;
       if (room <= 0 || stopped) return;
       const now = Date.now();
@@ -115,7 +121,48 @@ export function startEventSender(ctx: Pick<ServiceContext, 'store' | 'secrets'>,
       if (timer) clearInterval(timer);
       await claiming;
       await Promise.all(running);
+      await records.drain();
       poster.close();
+    },
+  };
+}
+
+/**
+ * The records of ended attempts, made together: the writes are queued in one turn, so the store
+ * commits them in one transaction (and a claim queued right after joins it: it counts each
+ * endpoint's attempts under way with these already ended). Each waits RECORD_WAIT_MS at most.
+ */
+function attemptRecords(ctx: Pick<ServiceContext, 'store'>, config: EventConfig, logger: Logger) {
+  const ended: { row: ClaimedDelivery; outcome: AttemptOutcome; atMs: number }[] = [];
+  let timer: NodeJS.Timeout | null = null;
+  const writing = new Set<Promise<void>>();
+
+  function flush(): void {
+    if (timer) clearTimeout(timer);
+    timer = null;
+    for (const { row, outcome, atMs } of ended.splice(0)) {
+      const write = ctx.store.eventEndpoints
+        .finishAttempt(row.id, row.attempt, outcome, atMs, config.disableAfterMs)
+        .then((recorded) => {
+          if (!recorded) logger.warn({ delivery: row.id }, "an event delivery's claim lapsed before its attempt was recorded");
+        })
+        .catch((err: unknown) => logger.error({ err, delivery: row.id }, 'recording an event delivery attempt failed'))
+        .finally(() => writing.delete(write));
+      writing.add(write);
+    }
+  }
+
+  return {
+    add(row: ClaimedDelivery, outcome: AttemptOutcome, atMs: number): void {
+      ended.push({ row, outcome, atMs });
+      timer ??= setTimeout(flush, RECORD_WAIT_MS);
+    },
+    /** Queues the record of every attempt ended so far. */
+    flush,
+    /** Records what ended and waits for every record. */
+    drain: async (): Promise<void> => {
+      flush();
+      await Promise.all(writing);
     },
   };
 }

@@ -101,7 +101,7 @@ export interface EventEndpointRepository {
    * endpoint failing since `disableAfterMs` ago, or told to (`disableReason`), is disabled.
    */
   finishAttempt(deliveryId: string, attempt: number, outcome: AttemptOutcome, nowMs: number, disableAfterMs: number): Promise<boolean>;
-  /** Deletes up to `limit` deliveries that ended before `beforeMs`, then events no delivery needs; how many deliveries went. */
+  /** Deletes up to `limit` deliveries that ended before `beforeMs`; how many went. */
   prune(beforeMs: number, limit: number): Promise<number>;
   /** Every endpoint's sealed secrets (a SECRETS_KEY rotation's reseal), by id after `afterId`, at most `limit`. */
   sealedSecrets(afterId: string, limit: number): Promise<SealedEndpointSecrets[]>;

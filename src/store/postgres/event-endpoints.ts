@@ -1,9 +1,8 @@
 // Event endpoints and the outbox of their deliveries on PostgreSQL, for any number of replicas. The
-// events and deliveries are written by the migration's triggers with each change; here they are
+// deliveries (each with its event's body) are written by the migration's triggers with each change; here they are
 // read, claimed for an attempt (FOR UPDATE SKIP LOCKED: replicas claim disjoint rows, each
 // endpoint's due ones in turn), recorded by the claim that made the attempt (a conditional write),
 // redelivered and pruned.
-import { randomBytes } from 'node:crypto';
 import type { StampClock } from '../../domain/stamps';
 import { uuidV7 } from '../../ids';
 import { DELIVERY_LOG_ATTEMPTS, type EventEndpointRecord, type EventEndpointRepository, type SealedEndpointSecrets } from '../port';
@@ -14,6 +13,7 @@ import {
   deliveryOfRow,
   ENDPOINT_COLUMNS,
   endpointOfRow,
+  eventIdAt,
   subscriptionTypes,
   testEventBody,
   type ClaimRow,
@@ -140,25 +140,18 @@ function outboxMethods(
           'INSERT INTO event_sequences AS s (subject, seq) VALUES ($1, 1) ON CONFLICT (subject) DO UPDATE SET seq = s.seq + 1 RETURNING s.seq',
           [`endpoint:${id}`],
         ))!;
-        const eventId = `evt_${randomBytes(16).toString('hex')}`;
-        await sql.count("INSERT INTO events (id, workspace_id, type, body, created_ms) VALUES ($1, $2, 'webhook.test', $3, $4)", [
-          eventId,
-          ws,
-          testEventBody(id, seq, now),
-          now,
-        ]);
         const deliveryId = uuidV7(now);
         await sql.count(
-          `INSERT INTO event_deliveries (id, endpoint_id, workspace_id, event_id, event_type, status, next_attempt_ms, created_ms)
-           VALUES ($1, $2, $3, $4, 'webhook.test', 'pending', $5, $5)`,
-          [deliveryId, id, ws, eventId, now],
+          `INSERT INTO event_deliveries (id, endpoint_id, workspace_id, event_id, event_type, body, status, next_attempt_ms, created_ms)
+           VALUES ($1, $2, $3, $4, 'webhook.test', $5, 'pending', $6, $6)`,
+          [deliveryId, id, ws, eventIdAt(now), testEventBody(id, seq, now), now],
         );
         return deliveryId;
       }),
     deliveries: async (ws, endpoint, q) => {
       if (holdsNul(endpoint)) return [];
       const rows = await db.rows<DeliveryRow>(
-        `SELECT ${DELIVERY_COLUMNS} FROM event_deliveries AS d JOIN events AS e ON e.id = d.event_id
+        `SELECT ${DELIVERY_COLUMNS} FROM event_deliveries AS d
          WHERE d.workspace_id = $1 AND d.endpoint_id = $2 AND ($3::text IS NULL OR d.id < $3) AND ($4::text IS NULL OR d.status = $4)
          ORDER BY d.id DESC LIMIT $5`,
         [ws, endpoint, q.before, q.status, q.limit],
@@ -168,7 +161,7 @@ function outboxMethods(
     delivery: async (ws, endpoint, id) => {
       if (holdsNul(endpoint) || holdsNul(id)) return null;
       const row = await db.row<DeliveryRow>(
-        `SELECT ${DELIVERY_COLUMNS} FROM event_deliveries AS d JOIN events AS e ON e.id = d.event_id WHERE d.workspace_id = $1 AND d.endpoint_id = $2 AND d.id = $3`,
+        `SELECT ${DELIVERY_COLUMNS} FROM event_deliveries AS d WHERE d.workspace_id = $1 AND d.endpoint_id = $2 AND d.id = $3`,
         [ws, endpoint, id],
       );
       return row ? deliveryOfRow(row) : null;
@@ -212,7 +205,7 @@ function outboxMethods(
            UPDATE event_deliveries AS d SET status = 'delivering', attempts = d.attempts + 1, next_attempt_ms = $2
            FROM chosen WHERE d.id = chosen.id RETURNING d.*
          )
-         SELECT ${CLAIM_COLUMNS} FROM claimed AS d JOIN events AS ev ON ev.id = d.event_id JOIN event_endpoints AS p ON p.id = d.endpoint_id`,
+         SELECT ${CLAIM_COLUMNS} FROM claimed AS d JOIN event_endpoints AS p ON p.id = d.endpoint_id`,
         [now, until, perEndpoint, limit],
       );
       return rows.map(claimOfRow);
@@ -258,16 +251,10 @@ function outboxMethods(
         }
         return true;
       }),
-    prune: async (before, limit) => {
-      const gone = await db.count(
-        'DELETE FROM event_deliveries WHERE id IN (SELECT id FROM event_deliveries WHERE finished_ms < $1 ORDER BY finished_ms LIMIT $2)',
-        [before, limit],
-      );
-      await db.count(
-        'DELETE FROM events WHERE id IN (SELECT id FROM events AS ev WHERE created_ms < $1 AND NOT EXISTS (SELECT 1 FROM event_deliveries WHERE event_id = ev.id) LIMIT $2)',
-        [Date.now() - 60_000, limit],
-      );
-      return gone;
-    },
+    prune: (before, limit) =>
+      db.count('DELETE FROM event_deliveries WHERE id IN (SELECT id FROM event_deliveries WHERE finished_ms < $1 ORDER BY finished_ms LIMIT $2)', [
+        before,
+        limit,
+      ]),
   };
 }

@@ -1,5 +1,6 @@
 // What both adapters share of event subscriptions: the columns read, the rows mapped to the port's
 // records, and the writes' derived values (the subscription rows of an endpoint's types).
+import { randomBytes } from 'node:crypto';
 import type { ClaimedDelivery, DeliveryAttempt, EventDeliveryRecord, EventDeliveryStatus, EventEndpointRecord, EventEndpointStatus } from '../port';
 
 export const ENDPOINT_COLUMNS =
@@ -40,7 +41,7 @@ export function endpointOfRow(row: EndpointRow): EventEndpointRecord {
   };
 }
 
-export const DELIVERY_COLUMNS = 'd.id, d.endpoint_id, d.event_id, d.event_type, d.status, d.created_ms, d.next_attempt_ms, d.log, e.body';
+export const DELIVERY_COLUMNS = 'd.id, d.endpoint_id, d.event_id, d.event_type, d.status, d.created_ms, d.next_attempt_ms, d.log, d.body';
 
 export interface DeliveryRow {
   id: string;
@@ -69,9 +70,9 @@ export function deliveryOfRow(row: DeliveryRow): EventDeliveryRecord {
   };
 }
 
-/** The columns a claim returns (`d` the delivery, `e` its event, `p` its endpoint). */
+/** The columns a claim returns (`d` the delivery, `p` its endpoint). */
 export const CLAIM_COLUMNS =
-  'd.id, d.workspace_id, d.endpoint_id, d.event_id, d.attempts, d.manual, ev.body, p.url, p.secret_sealed, p.previous_sealed, p.previous_until_ms';
+  'd.id, d.workspace_id, d.endpoint_id, d.event_id, d.attempts, d.manual, d.body, p.url, p.secret_sealed, p.previous_sealed, p.previous_until_ms';
 
 export interface ClaimRow {
   id: string;
@@ -105,6 +106,14 @@ export function claimOfRow(row: ClaimRow): ClaimedDelivery {
 /** The subscription rows of an endpoint: one per type it receives, none while it is disabled. */
 export function subscriptionTypes(status: EventEndpointStatus, eventTypes: readonly string[]): string[] {
   return status === 'enabled' ? [...new Set(eventTypes)] : [];
+}
+
+/**
+ * An event's id, the webhook-id: `evt_`, its millisecond in 12 hex digits, then 80 random bits, as
+ * the migrations' triggers make them (time-ordered ids keep the outbox's writes at its indexes' ends).
+ */
+export function eventIdAt(nowMs: number): string {
+  return `evt_${nowMs.toString(16).padStart(12, '0')}${randomBytes(10).toString('hex')}`;
 }
 
 /** The `webhook.test` event's body (numbered in the endpoint's own subject). */

@@ -1,5 +1,5 @@
-// Event endpoints and the outbox of their deliveries on SQLite. The events and deliveries
-// themselves are written by the migration's triggers with each change; here they are read,
+// Event endpoints and the outbox of their deliveries on SQLite. The deliveries (each with its
+// event's body) are written by the migration's triggers with each change; here they are read,
 // claimed for an attempt (one process serves the file, so a claim is a plain conditional write),
 // recorded, redelivered and pruned. Each write is its own savepoint of a group commit.
 import type { StampClock } from '../../domain/stamps';
@@ -12,6 +12,7 @@ import {
   deliveryOfRow,
   ENDPOINT_COLUMNS,
   endpointOfRow,
+  eventIdAt,
   subscriptionTypes,
   testEventBody,
   type ClaimRow,
@@ -20,7 +21,6 @@ import {
 } from '../shared/event-endpoints';
 import type { Db } from './database';
 import type { GroupCommit } from './group-commit';
-import { randomBytes } from 'node:crypto';
 
 // This function is long because it is one member per method of the port (the outbox's are apart: outboxMethods).
 export function eventEndpointRepository(db: Db, commit: GroupCommit, clock: StampClock): EventEndpointRepository {
@@ -140,19 +140,16 @@ function outboxMethods(
   const sequence = db
     .prepare('INSERT INTO event_sequences (subject, seq) VALUES (?, 1) ON CONFLICT (subject) DO UPDATE SET seq = seq + 1 RETURNING seq')
     .pluck();
-  const insertEvent = db.prepare("INSERT INTO events (id, workspace_id, type, body, created_ms) VALUES (?, ?, 'webhook.test', ?, ?)");
   const insertDelivery = db.prepare(
-    `INSERT INTO event_deliveries (id, endpoint_id, workspace_id, event_id, event_type, status, next_attempt_ms, created_ms)
-     VALUES (?, ?, ?, ?, 'webhook.test', 'pending', ?, ?)`,
+    `INSERT INTO event_deliveries (id, endpoint_id, workspace_id, event_id, event_type, body, status, next_attempt_ms, created_ms)
+     VALUES (?, ?, ?, ?, 'webhook.test', ?, 'pending', ?, ?)`,
   );
   const page = db.prepare(
-    `SELECT ${DELIVERY_COLUMNS} FROM event_deliveries AS d JOIN events AS e ON e.id = d.event_id
+    `SELECT ${DELIVERY_COLUMNS} FROM event_deliveries AS d
      WHERE d.workspace_id = @ws AND d.endpoint_id = @endpoint AND d.id < @before AND (@status IS NULL OR d.status = @status)
      ORDER BY d.id DESC LIMIT @limit`,
   );
-  const one = db.prepare(
-    `SELECT ${DELIVERY_COLUMNS} FROM event_deliveries AS d JOIN events AS e ON e.id = d.event_id WHERE d.workspace_id = ? AND d.endpoint_id = ? AND d.id = ?`,
-  );
+  const one = db.prepare(`SELECT ${DELIVERY_COLUMNS} FROM event_deliveries AS d WHERE d.workspace_id = ? AND d.endpoint_id = ? AND d.id = ?`);
   const redeliver = db.prepare(
     `UPDATE event_deliveries SET status = 'pending', manual = 1, next_attempt_ms = @now, finished_ms = NULL
      WHERE workspace_id = @ws AND endpoint_id = @endpoint AND id = @id AND status IN ('succeeded', 'failed')
@@ -187,7 +184,7 @@ function outboxMethods(
     "UPDATE event_deliveries SET status = 'delivering', attempts = attempts + 1, next_attempt_ms = @until WHERE id IN (SELECT value FROM json_each(@ids))",
   );
   const claimed = db.prepare(
-    `SELECT ${CLAIM_COLUMNS} FROM event_deliveries AS d JOIN events AS ev ON ev.id = d.event_id JOIN event_endpoints AS p ON p.id = d.endpoint_id
+    `SELECT ${CLAIM_COLUMNS} FROM event_deliveries AS d JOIN event_endpoints AS p ON p.id = d.endpoint_id
      WHERE d.id IN (SELECT value FROM json_each(?))`,
   );
   const endpointOf = db.prepare('SELECT endpoint_id FROM event_deliveries WHERE id = ?').pluck();
@@ -208,19 +205,13 @@ function outboxMethods(
   );
   const failingSince = db.prepare('SELECT failing_since_ms FROM event_endpoints WHERE id = ?').pluck();
   const prune = db.prepare('DELETE FROM event_deliveries WHERE id IN (SELECT id FROM event_deliveries WHERE finished_ms < ? ORDER BY finished_ms LIMIT ?)');
-  // Events no delivery needs: theirs ended and went, or (an endpoint of another space) none was made.
-  const pruneEvents = db.prepare(
-    'DELETE FROM events WHERE id IN (SELECT id FROM events AS ev WHERE created_ms < ? AND NOT EXISTS (SELECT 1 FROM event_deliveries WHERE event_id = ev.id) LIMIT ?)',
-  );
   return {
     queueTest: (ws, id, nowMs) =>
       commit.run(() => {
         if (enabled.get(ws, id) === undefined) return null;
         const seq = sequence.get(`endpoint:${id}`) as number;
-        const eventId = `evt_${randomBytes(16).toString('hex')}`;
-        insertEvent.run(eventId, ws, testEventBody(id, seq, nowMs), nowMs);
         const deliveryId = uuidV7(nowMs);
-        insertDelivery.run(deliveryId, id, ws, eventId, nowMs, nowMs);
+        insertDelivery.run(deliveryId, id, ws, eventIdAt(nowMs), testEventBody(id, seq, nowMs), nowMs, nowMs);
         return deliveryId;
       }),
     deliveries: async (ws, endpoint, q) =>
@@ -275,11 +266,6 @@ function outboxMethods(
         }
         return true;
       }),
-    prune: (before, limit) =>
-      commit.run(() => {
-        const gone = prune.run(before, limit).changes;
-        pruneEvents.run(Date.now() - 60_000, limit);
-        return gone;
-      }),
+    prune: (before, limit) => commit.run(() => prune.run(before, limit).changes),
   };
 }

@@ -1,0 +1,85 @@
+// The outbox's move to one table (SQLite 027, PostgreSQL 020): deliveries written before it keep
+// their event's id and body, what waited is still claimable, and events written after it have
+// time-ordered ids and carry their body in the delivery.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { migrate } from '../../src/store/sqlite/database';
+import { migratePg } from '../../src/store/postgres/migrate';
+import { migrationsDir, pgMigrationsDir } from '../../src/paths';
+import { openSqlite } from '../../src/sqlite-driver';
+import { createPgDatabase } from '../helpers/database';
+import { openPgDatabase } from './adapters';
+
+/** A copy of `dir` with the migrations numbered below `version` only. */
+function migrationsBefore(dir: string, version: number): string {
+  const before = fs.mkdtempSync(path.join(os.tmpdir(), 'build-outbox-migrations-'));
+  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.sql') && Number(f.slice(0, 3)) < version)) {
+    fs.copyFileSync(path.join(dir, file), path.join(before, file));
+  }
+  return before;
+}
+
+const ENDPOINT_COLUMNS = 'id, workspace_id, url, event_types, description, status, all_spaces, teams, secret_sealed, secret_prefix, created_at, stamp_us';
+const TIME_ORDERED_EVENT_ID = /^evt_[0-9a-f]{32}$/;
+
+test('SQLite: migration 027 keeps each delivery with its event body; later events carry theirs', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-outbox-sqlite-'));
+  const before = migrationsBefore(migrationsDir, 27);
+  const db = openSqlite(path.join(dir, 'build.db'));
+  try {
+    db.pragma('foreign_keys = ON');
+    migrate(db, before);
+    db.prepare(
+      `INSERT INTO event_endpoints (${ENDPOINT_COLUMNS}) VALUES ('e1', 'ws', 'https://r.example', '["*"]', NULL, 'enabled', 0, '[]', 's', 'p', 'now', 1)`,
+    ).run();
+    db.prepare("INSERT INTO event_subscriptions (workspace_id, event_type, endpoint_id) VALUES ('ws', '*', 'e1')").run();
+    const intake = db.prepare(
+      "INSERT INTO event_intake (workspace_id, type, subject, team, data) VALUES ('ws', 'run.finished', ?, NULL, '{\"run_id\":\"r1\"}')",
+    );
+    intake.run('run:r1');
+    const old = db.prepare('SELECT d.id, d.event_id, e.body FROM event_deliveries AS d JOIN events AS e ON e.id = d.event_id').get() as Record<string, string>;
+
+    expect(migrate(db)).toEqual([27]);
+    expect(db.prepare('SELECT id, event_id, body, status FROM event_deliveries').all()).toEqual([{ ...old, status: 'pending' }]);
+    expect(db.prepare("SELECT COUNT(*) FROM sqlite_schema WHERE name = 'events'").pluck().get()).toBe(0);
+    intake.run('run:r1');
+    const later = db.prepare('SELECT event_id, body, created_ms FROM event_deliveries WHERE id <> ?').get(old.id) as Record<string, string | number>;
+    expect(later.event_id).toMatch(TIME_ORDERED_EVENT_ID);
+    expect(String(later.event_id).slice(4, 16)).toBe(Number(later.created_ms).toString(16).padStart(12, '0'));
+    expect(JSON.parse(String(later.body))).toMatchObject({ type: 'run.finished', data: { run_id: 'r1', sequence: 2 } });
+  } finally {
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(before, { recursive: true, force: true });
+  }
+});
+
+test('PostgreSQL: migration 020 keeps each delivery with its event body; later events carry theirs', async () => {
+  const database = await createPgDatabase();
+  const db = openPgDatabase(database.url, { max: 1 });
+  const before = migrationsBefore(pgMigrationsDir, 20);
+  try {
+    await migratePg(db, before);
+    await db.count(
+      `INSERT INTO event_endpoints (${ENDPOINT_COLUMNS}) VALUES ('e1', 'ws', 'https://r.example', '["*"]', NULL, 'enabled', 0, '[]', 's', 'p', 'now', 1)`,
+    );
+    await db.count("INSERT INTO event_subscriptions (workspace_id, event_type, endpoint_id) VALUES ('ws', '*', 'e1')");
+    const record = () => db.count(`SELECT record_event('ws', 'run.finished', 'run:r1', NULL, '{"run_id":"r1"}'::jsonb)`);
+    await record();
+    const old = await db.row<Record<string, string>>('SELECT d.id, d.event_id, e.body FROM event_deliveries AS d JOIN events AS e ON e.id = d.event_id');
+
+    expect(await migratePg(db)).toEqual([20]);
+    expect(await db.rows('SELECT id, event_id, body, status FROM event_deliveries')).toEqual([{ ...old, status: 'pending' }]);
+    expect(await db.row("SELECT to_regclass('events') AS events")).toEqual({ events: null });
+    await record();
+    const later = (await db.row<Record<string, string>>('SELECT event_id, body, created_ms FROM event_deliveries WHERE id <> $1', [old!.id]))!;
+    expect(later.event_id).toMatch(TIME_ORDERED_EVENT_ID);
+    expect(later.event_id!.slice(4, 16)).toBe(Number(later.created_ms).toString(16).padStart(12, '0'));
+    expect(JSON.parse(later.body!)).toMatchObject({ type: 'run.finished', data: { run_id: 'r1', sequence: 2 } });
+  } finally {
+    await db.close();
+    await database.drop();
+    fs.rmSync(before, { recursive: true, force: true });
+  }
+});
