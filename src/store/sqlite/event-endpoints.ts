@@ -187,12 +187,13 @@ function outboxMethods(
     `SELECT ${CLAIM_COLUMNS} FROM event_deliveries AS d JOIN event_endpoints AS p ON p.id = d.endpoint_id
      WHERE d.id IN (SELECT value FROM json_each(?))`,
   );
-  const endpointOf = db.prepare('SELECT endpoint_id FROM event_deliveries WHERE id = ?').pluck();
-  const finish = db.prepare(
-    `UPDATE event_deliveries SET status = @status, next_attempt_ms = @next, finished_ms = @finished,
+  const finish = db
+    .prepare(
+      `UPDATE event_deliveries SET status = @status, next_attempt_ms = @next, finished_ms = @finished,
        log = json_insert(CASE WHEN json_array_length(log) >= ${DELIVERY_LOG_ATTEMPTS} THEN json_remove(log, '$[0]') ELSE log END, '$[#]', json(@attempt))
-     WHERE id = @id AND status = 'delivering' AND attempts = @attempts`,
-  );
+     WHERE id = @id AND status = 'delivering' AND attempts = @attempts RETURNING endpoint_id`,
+    )
+    .pluck();
   const healthy = db.prepare('UPDATE event_endpoints SET failing_since_ms = NULL WHERE id = ? AND failing_since_ms IS NOT NULL');
   const failing = db.prepare('UPDATE event_endpoints SET failing_since_ms = COALESCE(failing_since_ms, ?) WHERE id = ?');
   const disable = db.prepare(
@@ -240,7 +241,6 @@ function outboxMethods(
           }),
     finishAttempt: (id, attempts, outcome, now, disableAfterMs) =>
       commit.run(() => {
-        const endpoint = endpointOf.get(id) as string | undefined;
         const params = {
           id,
           attempts,
@@ -249,7 +249,8 @@ function outboxMethods(
           next: outcome.kind === 'retry' ? outcome.retryAtMs : null,
           finished: outcome.kind === 'retry' ? null : now,
         };
-        if (endpoint === undefined || finish.run(params).changes !== 1) return false;
+        const endpoint = finish.get(params) as string | undefined;
+        if (endpoint === undefined) return false;
         if (outcome.kind === 'succeeded') {
           healthy.run(endpoint);
           return true;
