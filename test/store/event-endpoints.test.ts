@@ -5,6 +5,7 @@
 // recorded only by its claim; a forced disable fails what waited; a redelivery needs an ended one.
 import { randomUUID } from 'node:crypto';
 import type { EventEndpointCreate, Store } from '../../src/store/port';
+import { CLAIM_VISITS } from '../../src/store/shared/event-endpoints';
 import { adapters, replicated, useStore } from './adapters';
 import { agent, createAgent, range, unique, workspace } from './fixtures';
 
@@ -71,6 +72,34 @@ describe.each(adapters)('event endpoints on $name', (adapter) => {
     expect(await store.eventEndpoints.finishAttempt(one!.id, one!.attempt, { kind: 'succeeded', attempt: ATTEMPT }, now, 1000)).toBe(false);
     const recorded = await store.eventEndpoints.delivery(one!.workspaceId, one!.endpointId, one!.id);
     expect([recorded!.status, recorded!.attempts]).toEqual(['succeeded', [ATTEMPT]]);
+  });
+
+  test("one endpoint's backlog and more endpoints than a claim visits: every endpoint is served within a few claims, none past its room", async () => {
+    const drain = async (now: number) => {
+      while ((await store.eventEndpoints.claimDue(now, now + 60_000, 1000, 1000)).length);
+    };
+    await drain(Date.now() + 1000); // what earlier cases left due
+    const backlogged = workspace();
+    const flooding = await subscribed(store, backlogged);
+    await agentsCreated(store, backlogged, 60);
+    const others = range(CLAIM_VISITS + 6).map(() => workspace());
+    const waiting = new Set<string>();
+    for (const ws of others) {
+      waiting.add((await subscribed(store, ws)).id);
+      await agentsCreated(store, ws, 1);
+    }
+    const now = Date.now() + 1000;
+    let claims = 0;
+    let flooded = 0;
+    while (waiting.size && claims < 10) {
+      const claimed = await store.eventEndpoints.claimDue(now, now + 60_000, 32, 4);
+      claims++;
+      for (const c of claimed) waiting.delete(c.endpointId);
+      flooded += claimed.filter((c) => c.endpointId === flooding.id).length;
+    }
+    expect(waiting.size).toBe(0);
+    expect(claims).toBeLessThanOrEqual(Math.ceil((others.length + 1) / 32) + 1);
+    expect(flooded).toBe(4); // its room: the rest of its backlog waits for its attempts to end
   });
 
   test('a forced disable fails what waited and stops new deliveries; a redelivery needs an ended delivery of an enabled endpoint', async () => {

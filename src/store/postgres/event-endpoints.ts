@@ -8,6 +8,7 @@ import { uuidV7 } from '../../ids';
 import { DELIVERY_LOG_ATTEMPTS, type EventEndpointRecord, type EventEndpointRepository, type SealedEndpointSecrets } from '../port';
 import {
   CLAIM_COLUMNS,
+  CLAIM_VISITS,
   claimOfRow,
   DELIVERY_COLUMNS,
   deliveryOfRow,
@@ -131,6 +132,7 @@ function outboxMethods(
   db: PgDatabase,
   clock: StampClock,
 ): Omit<EventEndpointRepository, 'list' | 'get' | 'create' | 'replace' | 'rotate' | 'remove' | 'sealedSecrets' | 'replaceSealed'> {
+  const visitedEndpoints = endpointWalk(db);
   return {
     queueTest: (ws, id, now) =>
       db.transaction(async (sql) => {
@@ -183,20 +185,22 @@ function outboxMethods(
       if (!state) return 'missing';
       return state.endpoint_status !== 'enabled' ? 'disabled' : 'unfinished';
     },
-    // Each enabled endpoint with deliveries due gives up to its room (`perEndpoint` less the attempts
-    // it has under way) of them, locked past what other replicas hold; the endpoints take turns.
+    // The endpoints with deliveries waiting, visited from where this process's last claim stopped
+    // (visitedEndpoints); each enabled one gives up to its room (`perEndpoint` less the attempts it
+    // has under way) of its oldest due ones, locked past what other replicas hold; then they take
+    // turns. Every step is an index seek or a range bounded by the room, whatever the backlog.
     claimDue: async (now, until, limit, perEndpoint) => {
+      const visited = await visitedEndpoints();
+      if (!visited.length) return [];
       const rows = await db.rows<ClaimRow>(
-        `WITH due AS (
-           SELECT DISTINCT endpoint_id FROM event_deliveries WHERE status IN ('pending', 'delivering') AND next_attempt_ms <= $1
-         ), picked AS (
-           SELECT x.id, x.next_attempt_ms AS due_ms, row_number() OVER (PARTITION BY x.endpoint_id ORDER BY x.next_attempt_ms, x.id) AS turn
-           FROM due JOIN event_endpoints AS p ON p.id = due.endpoint_id AND p.status = 'enabled'
+        `WITH picked AS (
+           SELECT x.id, x.next_attempt_ms AS due_ms, row_number() OVER (PARTITION BY x.endpoint_id ORDER BY x.next_attempt_ms) AS turn
+           FROM unnest($5::text[]) AS v(endpoint_id) JOIN event_endpoints AS p ON p.id = v.endpoint_id AND p.status = 'enabled'
            CROSS JOIN LATERAL (
              SELECT d.id, d.endpoint_id, d.next_attempt_ms FROM event_deliveries AS d
-             WHERE d.endpoint_id = due.endpoint_id AND d.status IN ('pending', 'delivering') AND d.next_attempt_ms <= $1
-             ORDER BY d.next_attempt_ms, d.id
-             LIMIT GREATEST(0, $3 - (SELECT COUNT(*) FROM event_deliveries AS f WHERE f.endpoint_id = due.endpoint_id AND f.status = 'delivering' AND f.next_attempt_ms > $1))
+             WHERE d.endpoint_id = v.endpoint_id AND d.status IN ('pending', 'delivering') AND d.next_attempt_ms <= $1
+             ORDER BY d.next_attempt_ms
+             LIMIT GREATEST(0, $3 - (SELECT COUNT(*) FROM event_deliveries AS f WHERE f.endpoint_id = v.endpoint_id AND f.status = 'delivering' AND f.next_attempt_ms > $1))
              FOR UPDATE OF d SKIP LOCKED
            ) AS x
          ), chosen AS (
@@ -206,7 +210,7 @@ function outboxMethods(
            FROM chosen WHERE d.id = chosen.id RETURNING d.*
          )
          SELECT ${CLAIM_COLUMNS} FROM claimed AS d JOIN event_endpoints AS p ON p.id = d.endpoint_id`,
-        [now, until, perEndpoint, limit],
+        [now, until, perEndpoint, limit, visited],
       );
       return rows.map(claimOfRow);
     },
@@ -256,5 +260,32 @@ function outboxMethods(
         before,
         limit,
       ]),
+  };
+}
+
+/** Up to `limit` endpoints with deliveries waiting, in id order after `after` (a loose index scan: one seek each). */
+const WALK = `WITH RECURSIVE walk AS (
+    (SELECT endpoint_id FROM event_deliveries WHERE status IN ('pending', 'delivering') AND endpoint_id > $1 ORDER BY endpoint_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT d.endpoint_id FROM event_deliveries AS d WHERE d.status IN ('pending', 'delivering') AND d.endpoint_id > w.endpoint_id ORDER BY d.endpoint_id LIMIT 1)
+    FROM walk AS w WHERE w.endpoint_id IS NOT NULL
+  )
+  SELECT endpoint_id FROM walk WHERE endpoint_id IS NOT NULL LIMIT $2`;
+
+/**
+ * The endpoints a claim visits: up to CLAIM_VISITS with deliveries waiting, from where this
+ * process's last claim stopped, around to the first again (round robin; on SQLite, event-claims.ts).
+ */
+function endpointWalk(db: PgDatabase): () => Promise<string[]> {
+  let cursor = '';
+  const walk = async (after: string, limit: number) => (await db.rows<{ endpoint_id: string }>(WALK, [after, limit])).map((r) => r.endpoint_id);
+  return async () => {
+    const start = cursor;
+    const visited = await walk(start, CLAIM_VISITS);
+    if (visited.length < CLAIM_VISITS && start !== '') {
+      for (const id of await walk('', CLAIM_VISITS - visited.length)) if (id <= start) visited.push(id);
+    }
+    cursor = visited.length === CLAIM_VISITS ? visited[visited.length - 1]! : '';
+    return visited;
   };
 }

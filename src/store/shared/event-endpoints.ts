@@ -103,6 +103,12 @@ export function claimOfRow(row: ClaimRow): ClaimedDelivery {
   };
 }
 
+/**
+ * The most endpoints with deliveries waiting that one claim looks at (the next claim goes on from
+ * where it stopped): what bounds a claim's cost, whatever the backlog and the number of endpoints.
+ */
+export const CLAIM_VISITS = 64;
+
 /** The subscription rows of an endpoint: one per type it receives, none while it is disabled. */
 export function subscriptionTypes(status: EventEndpointStatus, eventTypes: readonly string[]): string[] {
   return status === 'enabled' ? [...new Set(eventTypes)] : [];

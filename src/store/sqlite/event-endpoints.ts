@@ -20,6 +20,7 @@ import {
   type EndpointRow,
 } from '../shared/event-endpoints';
 import type { Db } from './database';
+import { dueDeliveryPicker } from './event-claims';
 import type { GroupCommit } from './group-commit';
 
 // This function is long because it is one member per method of the port (the outbox's are apart: outboxMethods).
@@ -159,30 +160,16 @@ function outboxMethods(
     `SELECT p.status AS endpoint_status FROM event_deliveries AS d JOIN event_endpoints AS p ON p.id = d.endpoint_id
      WHERE d.workspace_id = ? AND d.endpoint_id = ? AND d.id = ?`,
   );
-  // The due deliveries of enabled endpoints, each endpoint's in turn (`turn`), within its room
-  // (`perEndpoint` less the attempts it has under way); a claim's lease is its due time.
-  // The claim reads, then marks, in the group's transaction: one UPDATE whose IN list was this same
-  // query cost several times the two statements (docs/benchmarks.md). A tick with nothing due,
-  // most of them, costs one index probe and no transaction.
-  const anyDue = db.prepare("SELECT 1 FROM event_deliveries WHERE status IN ('pending', 'delivering') AND next_attempt_ms <= ? LIMIT 1").pluck();
-  const dueIds = db
+  // The claim picks (event-claims.ts) and marks in the group's transaction, after the records queued
+  // before it; a tick with nothing waiting, most of them, costs one index probe and no transaction.
+  const anyWaiting = db.prepare("SELECT 1 FROM event_deliveries WHERE status IN ('pending', 'delivering') LIMIT 1").pluck();
+  const pickDue = dueDeliveryPicker(db);
+  const markClaimed = db
     .prepare(
-      `WITH busy AS (
-         SELECT endpoint_id, COUNT(*) AS n FROM event_deliveries WHERE status = 'delivering' AND next_attempt_ms > @now GROUP BY endpoint_id
-       ), due AS (
-         SELECT id, endpoint_id, next_attempt_ms, ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_ms, id) AS turn
-         FROM event_deliveries WHERE status IN ('pending', 'delivering') AND next_attempt_ms <= @now
-       )
-       SELECT due.id FROM due
-       JOIN event_endpoints AS p ON p.id = due.endpoint_id AND p.status = 'enabled'
-       LEFT JOIN busy ON busy.endpoint_id = due.endpoint_id
-       WHERE due.turn + COALESCE(busy.n, 0) <= @perEndpoint
-       ORDER BY due.turn, due.next_attempt_ms LIMIT @limit`,
+      `UPDATE event_deliveries SET status = 'delivering', attempts = attempts + 1, next_attempt_ms = @until
+       WHERE id IN (SELECT value FROM json_each(@ids)) AND status IN ('pending', 'delivering') AND next_attempt_ms <= @now RETURNING id`,
     )
     .pluck();
-  const markClaimed = db.prepare(
-    "UPDATE event_deliveries SET status = 'delivering', attempts = attempts + 1, next_attempt_ms = @until WHERE id IN (SELECT value FROM json_each(@ids))",
-  );
   const claimed = db.prepare(
     `SELECT ${CLAIM_COLUMNS} FROM event_deliveries AS d JOIN event_endpoints AS p ON p.id = d.endpoint_id
      WHERE d.id IN (SELECT value FROM json_each(?))`,
@@ -228,16 +215,14 @@ function outboxMethods(
         if (!state) return 'missing' as const;
         return state.endpoint_status !== 'enabled' ? ('disabled' as const) : ('unfinished' as const);
       }),
-    // The probe before the group's transaction: an idle tick opens none.
     claimDue: async (now, until, limit, perEndpoint) =>
-      anyDue.get(now) === undefined
+      anyWaiting.get() === undefined
         ? []
         : commit.run(() => {
-            const ids = dueIds.all({ now, limit, perEndpoint }) as string[];
+            const ids = pickDue(now, limit, perEndpoint);
             if (!ids.length) return [];
-            const json = JSON.stringify(ids);
-            markClaimed.run({ until, ids: json });
-            return (claimed.all(json) as ClaimRow[]).map(claimOfRow);
+            const marked = markClaimed.all({ until, now, ids: JSON.stringify(ids) }) as string[];
+            return (claimed.all(JSON.stringify(marked)) as ClaimRow[]).map(claimOfRow);
           }),
     finishAttempt: (id, attempts, outcome, now, disableAfterMs) =>
       commit.run(() => {

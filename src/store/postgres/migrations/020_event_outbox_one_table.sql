@@ -1,13 +1,18 @@
 -- The outbox in one table, as on SQLite (migration 027; issue 49, docs/benchmarks.md): each
--- delivery carries its event's body, and event ids are in time order (`evt_`, the event's
--- millisecond in 12 hex digits, 20 random ones), so a run's last write adds one row and its index
--- entries, at the right-hand end of each index, instead of two rows and a random key.
+-- delivery carries its event's body and event ids are in time order (`evt_`, the event's
+-- millisecond in 12 hex digits, 20 random ones), so a run's last write adds one row at the
+-- right-hand end of each index instead of two rows and a random key; and what waits is indexed by
+-- endpoint (below).
 ALTER TABLE event_deliveries ADD COLUMN body text;
 UPDATE event_deliveries AS d SET body = e.body FROM events AS e WHERE e.id = d.event_id;
 ALTER TABLE event_deliveries ALTER COLUMN body SET NOT NULL;
 ALTER TABLE event_deliveries DROP CONSTRAINT event_deliveries_event_id_fkey;
 DROP INDEX event_deliveries_by_event;
 DROP TABLE events;
+-- What waits, by endpoint then due time: a claim visits the endpoints with deliveries waiting and
+-- reads each one's oldest due ones (one ordered range), so its cost does not grow with a backlog.
+DROP INDEX event_deliveries_due;
+CREATE INDEX event_deliveries_queue ON event_deliveries (endpoint_id, next_attempt_ms) WHERE status IN ('pending', 'delivering');
 
 CREATE OR REPLACE FUNCTION record_event(p_ws text, p_type text, p_subject text, p_team text, p_data jsonb) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE

@@ -1,0 +1,56 @@
+// Which due deliveries a claim takes, on SQLite: the endpoints with deliveries waiting, visited in
+// id order from where the last claim stopped (round robin), each giving up to its room
+// (`perEndpoint` less its attempts under way), its oldest first; then the endpoints take turns.
+// Every step is an index seek or a range read bounded by the room, so a claim costs at most
+// CLAIM_VISITS endpoints' worth whatever the backlog: the single query it replaces ranked every due
+// delivery, and one endpoint's 100,000 waiting ones cost each tick 400 ms (docs/benchmarks.md).
+import { CLAIM_VISITS } from '../shared/event-endpoints';
+import type { Db } from './database';
+
+/** The ids a claim would take now, in the order the endpoints take turns (reads only: the caller marks them, conditionally). */
+export function dueDeliveryPicker(db: Db): (nowMs: number, limit: number, perEndpoint: number) => string[] {
+  const nextEndpoint = db
+    .prepare("SELECT endpoint_id FROM event_deliveries WHERE status IN ('pending', 'delivering') AND endpoint_id > ? ORDER BY endpoint_id LIMIT 1")
+    .pluck();
+  const underWay = db.prepare("SELECT COUNT(*) FROM event_deliveries WHERE endpoint_id = ? AND status = 'delivering' AND next_attempt_ms > ?").pluck();
+  const oldestDue = db.prepare(
+    `SELECT id, next_attempt_ms AS due FROM event_deliveries
+     WHERE endpoint_id = @endpoint AND status IN ('pending', 'delivering') AND next_attempt_ms <= @now
+       AND EXISTS (SELECT 1 FROM event_endpoints WHERE id = @endpoint AND status = 'enabled')
+     ORDER BY next_attempt_ms LIMIT @room`,
+  );
+  /** Where the next claim starts: after the last endpoint visited, or from the first once every one was. */
+  let cursor = '';
+
+  return (now, limit, perEndpoint) => {
+    const picks: { id: string; due: number; turn: number }[] = [];
+    const start = cursor;
+    let after = start;
+    let wrapped = start === '';
+    let visits = 0;
+    let serving = 0;
+    cursor = '';
+    for (;;) {
+      if (visits === CLAIM_VISITS || serving === limit) {
+        cursor = after; // stopped early: the next claim goes on from here
+        break;
+      }
+      const endpoint = nextEndpoint.get(after) as string | undefined;
+      if (endpoint === undefined || (wrapped && start !== '' && endpoint > start)) {
+        if (wrapped) break;
+        wrapped = true;
+        after = '';
+        continue;
+      }
+      visits++;
+      after = endpoint;
+      const room = perEndpoint - (underWay.get(endpoint, now) as number);
+      if (room <= 0) continue;
+      const due = oldestDue.all({ endpoint, now, room }) as { id: string; due: number }[];
+      if (due.length) serving++;
+      for (const [turn, row] of due.entries()) picks.push({ id: row.id, due: row.due, turn });
+    }
+    picks.sort((a, b) => a.turn - b.turn || a.due - b.due);
+    return picks.slice(0, limit).map((p) => p.id);
+  };
+}
