@@ -6,8 +6,8 @@
 // serve every endpoint with deliveries due before any twice. The claim is the attempt: only it
 // records the outcome, so two processes never both record one; a process that stops mid-attempt
 // leaves the lease to lapse and the delivery is attempted again (at least once, with one webhook-id).
-// Ended attempts are recorded together, with the next claim or RECORD_WAIT_MS after the first ended:
-// a transaction per attempt was most of what a delivery cost the store (docs/benchmarks.md).
+// Ended attempts are recorded together, with the next claim (within a tick): a transaction per
+// attempt was most of what a delivery cost the store (docs/benchmarks.md).
 import { attemptOutcome, type AttemptOutcome } from '../domain/event-delivery';
 import type { EventConfig } from '../event-config';
 import type { Logger } from '../log';
@@ -20,7 +20,7 @@ const LEASE_SLACK_MS = 5000;
 /** How often ended deliveries past their retention are deleted, and how many at a time. */
 const PRUNE_MS = 60_000;
 const PRUNE_BATCH = 1000;
-/** The longest an ended attempt waits for the others that end meanwhile before they are recorded together. */
+/** Without a tick (tests call `send`), how long an ended attempt waits for the others before they are recorded together. */
 const RECORD_WAIT_MS = 50;
 
 export interface EventSenderOptions {
@@ -49,7 +49,9 @@ export function startEventSender(ctx: Pick<ServiceContext, 'store' | 'secrets'>,
   let stopped = false;
   let lastPruneMs = 0;
   let saturated = false;
-  const records = attemptRecords(ctx, config, logger);
+  const refillAt = Math.ceil(config.concurrency / 4);
+  // A sender with a tick records with its claims; one without (tests) after RECORD_WAIT_MS.
+  const records = attemptRecords(ctx, config, logger, opts.intervalMs > 0 ? null : RECORD_WAIT_MS);
 
   // An attempt ends within its timeout, inside its claim's lease: the claim needs no renewal.
   async function attempt(row: ClaimedDelivery): Promise<void> {
@@ -70,9 +72,10 @@ export function startEventSender(ctx: Pick<ServiceContext, 'store' | 'secrets'>,
       .catch((err: unknown) => logger.error({ err, delivery: row.id }, 'an event delivery attempt failed unexpectedly'))
       .finally(() => {
         running.delete(work);
-        // A slot came free while deliveries were left waiting for one (the last claim filled every
-        // slot): they may take it now. Otherwise the next tick looks, and a claim per attempt is saved.
-        if (!stopped && saturated) void send();
+        // Deliveries were left waiting (the last claim filled every slot): once a quarter of the
+        // slots are free they take them, without waiting for the tick. A claim per freed slot cost
+        // a backlog's delivery more than its POST (docs/benchmarks.md).
+        if (!stopped && saturated && config.concurrency - running.size >= refillAt) void send();
       });
     running.add(work);
   }
@@ -130,9 +133,9 @@ export function startEventSender(ctx: Pick<ServiceContext, 'store' | 'secrets'>,
 /**
  * The records of ended attempts, made together: the writes are queued in one turn, so the store
  * commits them in one transaction (and a claim queued right after joins it: it counts each
- * endpoint's attempts under way with these already ended). Each waits RECORD_WAIT_MS at most.
+ * endpoint's attempts under way with these already ended). Without a tick, each waits `waitMs` at most.
  */
-function attemptRecords(ctx: Pick<ServiceContext, 'store'>, config: EventConfig, logger: Logger) {
+function attemptRecords(ctx: Pick<ServiceContext, 'store'>, config: EventConfig, logger: Logger, waitMs: number | null) {
   const ended: { row: ClaimedDelivery; outcome: AttemptOutcome; atMs: number }[] = [];
   let timer: NodeJS.Timeout | null = null;
   const writing = new Set<Promise<void>>();
@@ -155,7 +158,7 @@ function attemptRecords(ctx: Pick<ServiceContext, 'store'>, config: EventConfig,
   return {
     add(row: ClaimedDelivery, outcome: AttemptOutcome, atMs: number): void {
       ended.push({ row, outcome, atMs });
-      timer ??= setTimeout(flush, RECORD_WAIT_MS);
+      if (waitMs !== null) timer ??= setTimeout(flush, waitMs);
     },
     /** Queues the record of every attempt ended so far. */
     flush,

@@ -167,12 +167,12 @@ function outboxMethods(
   const markClaimed = db
     .prepare(
       `UPDATE event_deliveries SET status = 'delivering', attempts = attempts + 1, next_attempt_ms = @until
-       WHERE id IN (SELECT value FROM json_each(@ids)) AND status IN ('pending', 'delivering') AND next_attempt_ms <= @now RETURNING id`,
+       WHERE rowid IN (SELECT value FROM json_each(@rowids)) AND status IN ('pending', 'delivering') AND next_attempt_ms <= @now RETURNING rowid`,
     )
     .pluck();
   const claimed = db.prepare(
     `SELECT ${CLAIM_COLUMNS} FROM event_deliveries AS d JOIN event_endpoints AS p ON p.id = d.endpoint_id
-     WHERE d.id IN (SELECT value FROM json_each(?))`,
+     WHERE d.rowid IN (SELECT value FROM json_each(?))`,
   );
   const finish = db
     .prepare(
@@ -219,11 +219,11 @@ function outboxMethods(
       anyWaiting.get() === undefined
         ? []
         : commit.run(() => {
-            const ids = pickDue(now, limit, perEndpoint);
-            if (!ids.length) return [];
-            const marked = markClaimed.all({ until, now, ids: JSON.stringify(ids) }) as string[];
+            const rowids = pickDue(now, limit, perEndpoint);
+            if (!rowids.length) return [];
+            const marked = markClaimed.all({ until, now, rowids: JSON.stringify(rowids) }) as number[];
             return (claimed.all(JSON.stringify(marked)) as ClaimRow[]).map(claimOfRow);
-          }),
+          }, 'visible'),
     finishAttempt: (id, attempts, outcome, now, disableAfterMs) =>
       commit.run(() => {
         const params = {
@@ -251,7 +251,7 @@ function outboxMethods(
           failPending.run(now, endpoint);
         }
         return true;
-      }),
+      }, 'visible'),
     prune: (before, limit) => commit.run(() => prune.run(before, limit).changes),
   };
 }

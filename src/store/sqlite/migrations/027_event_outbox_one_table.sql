@@ -31,7 +31,8 @@ DROP TABLE events;
 ALTER TABLE event_deliveries_new RENAME TO event_deliveries;
 -- What waits, by endpoint then due time: a claim visits the endpoints with deliveries waiting and
 -- reads each one's oldest due ones (one ordered range), so its cost does not grow with a backlog.
-CREATE INDEX event_deliveries_queue ON event_deliveries (endpoint_id, next_attempt_ms) WHERE status IN ('pending', 'delivering');
+-- `status` makes it cover the claim's read (SQLite reads a row to test the partial condition).
+CREATE INDEX event_deliveries_queue ON event_deliveries (endpoint_id, next_attempt_ms, status) WHERE status IN ('pending', 'delivering');
 CREATE INDEX event_deliveries_busy ON event_deliveries (endpoint_id, next_attempt_ms) WHERE status = 'delivering';
 CREATE INDEX event_deliveries_by_endpoint ON event_deliveries (endpoint_id, id);
 CREATE INDEX event_deliveries_finished ON event_deliveries (finished_ms) WHERE finished_ms IS NOT NULL;
