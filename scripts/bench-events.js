@@ -6,7 +6,7 @@
 // them, alternating phases on one server so a drifting machine moves both alike. Two subscriptions:
 // `run.finished` only, and `*` (every run event: three deliveries per run).
 //
-//   npm run build && node scripts/bench-events.js [--rate 200] [--seconds 15] [--rounds 2] [--types run.finished|all]
+//   npm run build && node scripts/bench-events.js [--rate 200] [--seconds 15] [--rounds 2] [--types run.finished|all] [--outbox-only]
 // The last row of each subscription pools its rounds (the bench's spread is as wide as most changes: use several).
 'use strict';
 const fs = require('node:fs');
@@ -22,6 +22,8 @@ const RATE = Number(argOf('--rate', 200));
 const SECONDS = Number(argOf('--seconds', 15));
 const ROUNDS = Number(argOf('--rounds', 2));
 const WORKSPACES = 8;
+// --outbox-only: the service sends nothing (EVENT_DELIVERY_CONCURRENCY=0), so the share is what writing the deliveries with the runs costs.
+const OUTBOX_ONLY = process.argv.includes('--outbox-only');
 const TICKS = 100; // clock ticks per second of /proc/<pid>/stat (Linux's USER_HZ)
 
 /** The process's CPU seconds so far (user + system). */
@@ -100,6 +102,7 @@ async function measure(types) {
     RATE_LIMIT_CALLER_RUNS: '0',
     RUN_WORKERS: '8',
     RUN_WORKERS_PER_WORKSPACE: '4',
+    ...(OUTBOX_ONLY && { EVENT_DELIVERY_CONCURRENCY: '0' }),
   };
   const { child, url } = await serve(env, path.join(dir, 'service.log'));
   const sink = await receiver();
@@ -147,7 +150,7 @@ async function measure(types) {
       before = cpuSeconds(child.pid);
       runs = await load(url, tokens);
       // The deliveries of the last runs may still be on their way: their cost is the phase's.
-      while (!process.env.BENCH_NO_SENDER && sink.count() < expected) await new Promise((r) => setTimeout(r, 20));
+      while (!OUTBOX_ONLY && sink.count() < expected) await new Promise((r) => setTimeout(r, 20));
       cpu.with.push((cpuSeconds(child.pid) - before) / runs);
       const p50 = percentile(sink.latencies, 50);
       const p99 = percentile(sink.latencies, 99);

@@ -15,7 +15,7 @@ export interface EventConfig {
   retentionMs: number;
   /** Attempts one endpoint may have under way in one process (EVENT_DELIVERIES_PER_ENDPOINT). */
   perEndpoint: number;
-  /** Attempts one process makes at once (EVENT_DELIVERY_CONCURRENCY). */
+  /** Attempts one process makes at once (EVENT_DELIVERY_CONCURRENCY); 0: it sends none (its replicas do). */
   concurrency: number;
   /** How often a process looks for deliveries due (EVENT_DELIVERY_POLL_MS). */
   pollMs: number;
@@ -32,7 +32,7 @@ export function eventConfig(env: Env): EventConfig {
     disableAfterMs: integer(env, 'EVENT_ENDPOINT_DISABLE_AFTER_HOURS', 120, 1, 8760) * 3_600_000,
     retentionMs: integer(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650) * 86_400_000,
     perEndpoint: integer(env, 'EVENT_DELIVERIES_PER_ENDPOINT', 4, 1, 100),
-    concurrency: integer(env, 'EVENT_DELIVERY_CONCURRENCY', 32, 1, 1000),
+    concurrency: integer(env, 'EVENT_DELIVERY_CONCURRENCY', 32, 0, 1000),
     pollMs: integer(env, 'EVENT_DELIVERY_POLL_MS', 100, 10, 10_000),
   };
 }

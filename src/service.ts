@@ -344,7 +344,7 @@ function startPasses(ctx: ServiceContext, config: Config, logger: Logger, http: 
     config: config.events,
     allowPrivate: config.httpToolAllowPrivate,
     logger,
-    intervalMs: process.env.BENCH_NO_SENDER ? 0 : config.schedulerTickMs && config.events.pollMs,
+    intervalMs: config.events.concurrency === 0 ? 0 : config.schedulerTickMs && config.events.pollMs,
   });
   return { maintenance, scheduler, events, outbox, evalDriver, eventSender };
 }
