@@ -162,6 +162,8 @@ function outboxMethods(
   );
   // The claim picks (event-claims.ts) and marks in the group's transaction, after the records queued
   // before it; a tick with nothing waiting, most of them, costs one index probe and no transaction.
+  // The sender's claims and records are acknowledged once committed, not once on disk (shared/ack.ts):
+  // one lost with a power loss only has its delivery attempted again, which at-least-once allows.
   const anyWaiting = db.prepare("SELECT 1 FROM event_deliveries WHERE status IN ('pending', 'delivering') LIMIT 1").pluck();
   const pickDue = dueDeliveryPicker(db);
   const markClaimed = db
