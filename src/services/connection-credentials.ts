@@ -27,9 +27,11 @@ export async function resealConnectionSecrets(connections: ConnectionRepository,
   for (let after: { workspaceId: string; ref: string } | null = null; ; ) {
     const rows = await connections.sealedValues(after, 500);
     for (const row of rows) {
+      // A rotated signing secret still in its grace is sealed as the credentials were.
       const values = [
         ['credentials', row.credentials, credentialsContext(row.workspaceId, row.ref)],
         ['token', row.token, tokenContext(row.workspaceId, row.ref)],
+        ['previous', row.previous, credentialsContext(row.workspaceId, row.ref)],
       ] as const;
       for (const [which, value, context] of values) {
         if (value === null || box.isCurrent(value)) continue;

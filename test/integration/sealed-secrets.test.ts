@@ -138,6 +138,42 @@ test("a connection's credentials are stored sealed, and a rotated SECRETS_KEY re
   }
 });
 
+test("a connection's rotated signing secret, still in its grace, is resealed too: the new key alone opens it", async () => {
+  const [k1, k2] = [newKey(), newKey()];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-sealed-'));
+  const pgDatabase = storeUnderTest === 'postgres' ? await createPgDatabase() : null;
+  const at: StoredAt = { databasePath: path.join(dir, 'build.db'), databaseUrl: pgDatabase?.url ?? null };
+  const previous = () => storedValue<string>(at, 'SELECT previous_sealed FROM connections WHERE ref = ?', ['gh-signed']);
+  const body = (secret: string) => ({ ref: 'gh-signed', app: 'github' as const, credentials: { kind: 'signing_secret' as const, secret } });
+  try {
+    const first = await again(at, k1);
+    try {
+      const created = await first.client().PUT('/api/build/connections', { body: body('old-signing-secret') });
+      expect(created.response.status).toBe(201);
+      const rotated = await first.client().PUT('/api/build/connections/{connectionRef}', {
+        params: { path: { connectionRef: 'gh-signed' }, header: { 'If-Match': created.response.headers.get('etag')! } },
+        body: body('new-signing-secret'),
+      });
+      expect(rotated.data!.data.credentials).toMatchObject({ previous_valid_until: expect.any(String) });
+    } finally {
+      await first.close();
+    }
+    const sealedWithK1 = (await previous())!;
+    expect(sealedWithK1).toMatch(/^enc:v1:/);
+
+    await (await again(at, `${k2},${k1}`)).close();
+    const sealedWithK2 = (await previous())!;
+    expect(sealedWithK2.split(':')[2]).not.toBe(sealedWithK1.split(':')[2]);
+    const { createSecretBox } = await import('../../src/services/secret-box');
+    const { credentialsContext } = await import('../../src/services/connection-credentials');
+    const k2Alone = createSecretBox([Buffer.from(k2, 'base64')]);
+    expect(JSON.parse(k2Alone.open(sealedWithK2, credentialsContext('ws-1', 'gh-signed')))).toEqual({ kind: 'signing_secret', secret: 'old-signing-secret' });
+  } finally {
+    await pgDatabase?.drop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("an event endpoint's secrets (its current one and a rotation's previous one) are stored sealed, and a rotated SECRETS_KEY reseals both: deliveries still verify with each", async () => {
   const [k1, k2] = [newKey(), newKey()];
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-sealed-'));
