@@ -41,16 +41,16 @@ export function eventPoster(opts: EventPosterOptions) {
   });
 
   /** One POST of the delivery; never throws: what went wrong is the result's error. */
-  function post(row: ClaimedDelivery): Promise<AttemptResult> {
+  async function post(row: ClaimedDelivery): Promise<AttemptResult> {
     const started = performance.now();
     let url: URL;
     try {
       url = new URL(row.url);
     } catch {
-      return Promise.resolve(failedAttempt(started, 'the endpoint URL is not a URL'));
+      return failedAttempt(started, 'the endpoint URL is not a URL');
     }
     const refused = refusedLiteral(url, opts.allowPrivate);
-    if (refused) return Promise.resolve(failedAttempt(started, refused));
+    if (refused) return failedAttempt(started, refused);
     // One instant for the header and the signatures: they must name the same second.
     const at = new Date();
     let signature: string;
@@ -58,7 +58,7 @@ export function eventPoster(opts: EventPosterOptions) {
       signature = signatureHeader(opts.secrets, row, at);
     } catch (err) {
       opts.logger.error({ err, endpoint: row.endpointId }, "an event endpoint's secret could not be opened");
-      return Promise.resolve(failedAttempt(started, "the endpoint's secret could not be opened (was SECRETS_KEY changed?); it is retried"));
+      return failedAttempt(started, "the endpoint's secret could not be opened (was SECRETS_KEY changed?); it is retried");
     }
     return new Promise((resolve) => {
       const attempt = new PostAttempt(started, opts.timeoutMs, resolve);
