@@ -110,11 +110,11 @@ export const REPORT_STATUS = `UPDATE channel_messages SET
 export function listMessagesSql(byChannel: boolean, before: boolean): string {
   return `SELECT ${COLUMNS} FROM channel_messages
     WHERE agent_id = @agent AND workspace_id = @workspace${byChannel ? ' AND channel = @channel' : ''}${before ? ' AND id < @before' : ''}
-    ORDER BY id DESC LIMIT @limit`;
+    ORDER BY id DESC LIMIT CAST(@limit AS INTEGER)`;
 }
 
 /** The queued messages due by @now, soonest first, at most @limit (SQLite claims each; PostgreSQL locks them: SKIP LOCKED). */
-export const DUE_MESSAGES = `SELECT id FROM channel_messages WHERE status = 'queued' AND next_attempt_ms <= @now ORDER BY next_attempt_ms, id LIMIT @limit`;
+export const DUE_MESSAGES = `SELECT id FROM channel_messages WHERE status = 'queued' AND next_attempt_ms <= @now ORDER BY next_attempt_ms, id LIMIT CAST(@limit AS INTEGER)`;
 
 /**
  * The claim of due messages (those `ids` names: `= @id`, or `IN (…)`): their lease (@until) and one

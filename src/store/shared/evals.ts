@@ -66,11 +66,11 @@ export const FIND_EVAL = `SELECT ${COLUMNS} FROM evals WHERE id = @id AND worksp
 /** A page of the agent's evals, newest first: @workspace, @agent, @limit, and the keyset @before_created, @before_id when given. */
 export function listEvalsSql(before: boolean): string {
   return `SELECT item, status FROM evals WHERE workspace_id = @workspace AND agent_id = @agent${before ? ' AND (created_at, id) < (@before_created, @before_id)' : ''}
-    ORDER BY created_at DESC, id DESC LIMIT @limit`;
+    ORDER BY created_at DESC, id DESC LIMIT CAST(@limit AS INTEGER)`;
 }
 
 /** The evals due for a driver by @now, the longest waiting first, at most @limit (SQLite claims each; PostgreSQL locks them: SKIP LOCKED). */
-export const DUE_EVALS = `SELECT id FROM evals WHERE ${UNFINISHED} AND ${LEASE_OUT} ORDER BY COALESCE(lease_until, 0), id LIMIT @limit`;
+export const DUE_EVALS = `SELECT id FROM evals WHERE ${UNFINISHED} AND ${LEASE_OUT} ORDER BY COALESCE(lease_until, 0), id LIMIT CAST(@limit AS INTEGER)`;
 
 /**
  * The claim of due evals (those `ids` names: `= @id`, or `IN (…)`) for @owner until @until, each
@@ -131,7 +131,7 @@ export function finishParams(id: string, owner: string, item: EvalListItem): Rec
 }
 
 /** What prune deletes (@before, @limit), the oldest first; their rows go by the cascade. */
-export const PRUNABLE_EVALS = `SELECT id FROM evals WHERE finished_at IS NOT NULL AND finished_at < @before ORDER BY finished_at LIMIT @limit`;
+export const PRUNABLE_EVALS = `SELECT id FROM evals WHERE finished_at IS NOT NULL AND finished_at < @before ORDER BY finished_at LIMIT CAST(@limit AS INTEGER)`;
 
 /** Thrown inside an eval's write to undo it whole (a later statement of it found its condition false). */
 export class EvalWriteUndone extends Error {}
@@ -152,6 +152,6 @@ export const APPEND_EVAL_EVENT = `INSERT INTO eval_events (eval_id, seq, type, a
 export const eventParams = (id: string, event: EvalEventInput) => ({ id, type: event.type, at: new Date().toISOString(), data: JSON.stringify(event.data) });
 
 /** The eval's events after @after, at most @limit. */
-export const EVAL_EVENTS = `SELECT seq, type, at, data FROM eval_events WHERE eval_id = @id AND seq > @after ORDER BY seq LIMIT @limit`;
+export const EVAL_EVENTS = `SELECT seq, type, at, data FROM eval_events WHERE eval_id = @id AND seq > @after ORDER BY seq LIMIT CAST(@limit AS INTEGER)`;
 /** The eval's last event. */
 export const LAST_EVAL_EVENT = `SELECT seq, type, at, data FROM eval_events WHERE eval_id = @id ORDER BY seq DESC LIMIT 1`;

@@ -55,7 +55,7 @@ export const SET_TRIGGER_EVENT = `UPDATE agent_triggers SET workspace_id = @ws, 
 export const DUE_FAIRLY = `SELECT * FROM (
     SELECT s.*, row_number() OVER (PARTITION BY workspace_id ORDER BY next_due_at, id) AS rank
     FROM schedules s WHERE next_due_at IS NOT NULL AND next_due_at <= @now) AS ranked
-  WHERE rank <= @perWorkspace ORDER BY rank, next_due_at, id LIMIT @limit`;
+  WHERE rank <= @perWorkspace ORDER BY rank, next_due_at, id LIMIT CAST(@limit AS INTEGER)`;
 
 /**
  * Deletes a schedule's fire rows older than its newest FIRES_KEPT (run before the fire a claim may

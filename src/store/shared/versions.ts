@@ -25,7 +25,7 @@ export function versionStatements(table: DocumentTable) {
   const versions = versionTable(table);
   return {
     /** A page, newest first, by the primary key: @id, @before, @limit. */
-    list: `SELECT version, stamp_us, author, changes FROM ${versions} WHERE document_id = @id AND version < @before ORDER BY version DESC LIMIT @limit`,
+    list: `SELECT version, stamp_us, author, changes FROM ${versions} WHERE document_id = @id AND version < @before ORDER BY version DESC LIMIT CAST(@limit AS INTEGER)`,
     /**
      * Up to @limit versions older than their document's newest @keep that no run names, deleted.
      * Each document's old versions are a range of the primary key; runs_by_target answers whether a
@@ -34,7 +34,7 @@ export function versionStatements(table: DocumentTable) {
     prune: `DELETE FROM ${versions} WHERE (document_id, version) IN (
       SELECT v.document_id, v.version FROM ${table} AS d JOIN ${versions} AS v ON v.document_id = d.id AND v.version <= d.version - @keep
       WHERE NOT EXISTS (SELECT 1 FROM runs AS r WHERE r.target_id = v.document_id AND r.target_version = v.version)
-      LIMIT @limit)`,
+      LIMIT CAST(@limit AS INTEGER))`,
   };
 }
 

@@ -12,7 +12,7 @@ export function appEventRepository(db: Db, commit: GroupCommit): AppEventReposit
   );
   const lapsed = db.prepare(
     `SELECT id, workspace_id AS workspaceId, app, event, payload, chain, created_at AS createdAt FROM app_events_pending
-     WHERE claimed_until_ms <= ? ORDER BY created_at, id LIMIT ?`,
+     WHERE claimed_until_ms <= ? ORDER BY created_at, id LIMIT CAST(? AS INTEGER)`,
   );
   const claim = db.prepare('UPDATE app_events_pending SET claimed_until_ms = ? WHERE id = ? AND claimed_until_ms <= ?');
   const finish = db.prepare('DELETE FROM app_events_pending WHERE id = ?');

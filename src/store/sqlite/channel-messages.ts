@@ -42,9 +42,11 @@ export function channelMessageRepository(db: Db, commit: GroupCommit): ChannelMe
   const finish = { sent: db.prepare(FINISH_SENT), failed: db.prepare(FINISH_FAILED), queued: db.prepare(FINISH_RETRY) };
   const report = db.prepare(REPORT_STATUS);
   const lists = [false, true].map((byChannel) => [false, true].map((before) => db.prepare(listMessagesSql(byChannel, before))));
-  const prune = db.prepare(`DELETE FROM channel_messages WHERE id IN (SELECT id FROM channel_messages WHERE ${PRUNABLE_MESSAGE} LIMIT @limit)`);
+  const prune = db.prepare(
+    `DELETE FROM channel_messages WHERE id IN (SELECT id FROM channel_messages WHERE ${PRUNABLE_MESSAGE} LIMIT CAST(@limit AS INTEGER))`,
+  );
   const pruneWindows = db.prepare(
-    `DELETE FROM channel_sender_windows WHERE rowid IN (SELECT rowid FROM channel_sender_windows WHERE ${PRUNABLE_WINDOW} LIMIT @limit)`,
+    `DELETE FROM channel_sender_windows WHERE rowid IN (SELECT rowid FROM channel_sender_windows WHERE ${PRUNABLE_WINDOW} LIMIT CAST(@limit AS INTEGER))`,
   );
   const bound = db.prepare(BOUND_AGENT).pluck();
   const mailboxOwner = db.prepare(MAILBOX_OWNER);

@@ -119,7 +119,7 @@ function secretMethods(db: Db, commit: GroupCommit): Pick<ConnectionRepository, 
   const sealedAfter = db.prepare(
     `SELECT workspace_id AS workspaceId, ref, credentials_sealed AS credentials, token_sealed AS token, previous_sealed AS previous FROM connections
      WHERE (workspace_id, ref) > (@ws, @ref) AND (credentials_sealed IS NOT NULL OR token_sealed IS NOT NULL OR previous_sealed IS NOT NULL)
-     ORDER BY workspace_id, ref LIMIT @limit`,
+     ORDER BY workspace_id, ref LIMIT CAST(@limit AS INTEGER)`,
   );
   const resealed = {
     credentials: db.prepare('UPDATE connections SET credentials_sealed = @to WHERE workspace_id = @ws AND ref = @ref AND credentials_sealed = @from'),

@@ -20,7 +20,7 @@ export function dueDeliveryPicker(db: Db): (nowMs: number, limit: number, perEnd
       `SELECT rowid, next_attempt_ms FROM event_deliveries
        WHERE endpoint_id = @endpoint AND status IN ('pending', 'delivering') AND next_attempt_ms <= @now
          AND EXISTS (SELECT 1 FROM event_endpoints WHERE id = @endpoint AND status = 'enabled')
-       ORDER BY next_attempt_ms LIMIT @room`,
+       ORDER BY next_attempt_ms LIMIT CAST(@room AS INTEGER)`,
     )
     .raw();
   /** Where the next claim starts: after the last endpoint visited, or from the first once every one was. */

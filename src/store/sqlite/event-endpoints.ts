@@ -118,7 +118,7 @@ export function eventEndpointRepository(db: Db, commit: GroupCommit, clock: Stam
 /** A SECRETS_KEY rotation's reseal of the endpoints' secrets (services/event-endpoints.ts). */
 function secretMethods(db: Db, commit: GroupCommit): Pick<EventEndpointRepository, 'sealedSecrets' | 'replaceSealed'> {
   const sealedSecrets = db.prepare(
-    `SELECT id, workspace_id AS workspaceId, secret_sealed AS secret, previous_sealed AS previous FROM event_endpoints WHERE id > ? ORDER BY id LIMIT ?`,
+    `SELECT id, workspace_id AS workspaceId, secret_sealed AS secret, previous_sealed AS previous FROM event_endpoints WHERE id > ? ORDER BY id LIMIT CAST(? AS INTEGER)`,
   );
   const replaceSealed = {
     secret: db.prepare('UPDATE event_endpoints SET secret_sealed = ? WHERE id = ? AND secret_sealed = ?'),
@@ -148,7 +148,7 @@ function outboxMethods(
   const page = db.prepare(
     `SELECT ${DELIVERY_COLUMNS} FROM event_deliveries AS d
      WHERE d.workspace_id = @ws AND d.endpoint_id = @endpoint AND d.id < @before AND (@status IS NULL OR d.status = @status)
-     ORDER BY d.id DESC LIMIT @limit`,
+     ORDER BY d.id DESC LIMIT CAST(@limit AS INTEGER)`,
   );
   const one = db.prepare(`SELECT ${DELIVERY_COLUMNS} FROM event_deliveries AS d WHERE d.workspace_id = ? AND d.endpoint_id = ? AND d.id = ?`);
   const redeliver = db.prepare(
@@ -194,7 +194,9 @@ function outboxMethods(
     "UPDATE event_deliveries SET status = 'failed', next_attempt_ms = NULL, finished_ms = ? WHERE endpoint_id = ? AND status = 'pending'",
   );
   const failingSince = db.prepare('SELECT failing_since_ms FROM event_endpoints WHERE id = ?').pluck();
-  const prune = db.prepare('DELETE FROM event_deliveries WHERE id IN (SELECT id FROM event_deliveries WHERE finished_ms < ? ORDER BY finished_ms LIMIT ?)');
+  const prune = db.prepare(
+    'DELETE FROM event_deliveries WHERE id IN (SELECT id FROM event_deliveries WHERE finished_ms < ? ORDER BY finished_ms LIMIT CAST(? AS INTEGER))',
+  );
   return {
     queueTest: (ws, id, nowMs) =>
       commit.run(() => {

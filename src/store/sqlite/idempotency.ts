@@ -9,7 +9,7 @@ export function idempotencyRepository(db: Db, commit: GroupCommit): IdempotencyR
   const read = db.prepare(READ_KEY);
   const complete = db.prepare(COMPLETE_KEY);
   const release = db.prepare(RELEASE_KEY);
-  const prune = db.prepare('DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE created_at < ? LIMIT ?)');
+  const prune = db.prepare('DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE created_at < ? LIMIT CAST(? AS INTEGER))');
   return {
     begin: (key, fingerprint, now, lockedUntil, expiredBefore) =>
       commit.run((): BeginOutcome => {

@@ -8,8 +8,8 @@ import type { GroupCommit } from './group-commit';
 export function kvRepository(db: Db, commit: GroupCommit): KvRepository {
   const get = db.prepare('SELECT value FROM kv_entries WHERE workspace_id = ? AND key = ?').pluck();
   // Prefix match by range, so `%` and `_` in a prefix are plain characters.
-  const listRange = db.prepare('SELECT key FROM kv_entries WHERE workspace_id = ? AND key >= ? AND key < ? ORDER BY key LIMIT ?').pluck();
-  const listFrom = db.prepare('SELECT key FROM kv_entries WHERE workspace_id = ? AND key >= ? ORDER BY key LIMIT ?').pluck();
+  const listRange = db.prepare('SELECT key FROM kv_entries WHERE workspace_id = ? AND key >= ? AND key < ? ORDER BY key LIMIT CAST(? AS INTEGER)').pluck();
+  const listFrom = db.prepare('SELECT key FROM kv_entries WHERE workspace_id = ? AND key >= ? ORDER BY key LIMIT CAST(? AS INTEGER)').pluck();
   const set = db.prepare(KV_SET_WITHIN_LIMIT);
   const del = db.prepare('DELETE FROM kv_entries WHERE workspace_id = ? AND key = ?');
   const emit = db.prepare(KV_EVENT);

@@ -20,7 +20,7 @@ export function runEventWrites(db: Db, limit = RUN_EVENTS_LIMIT) {
      SELECT @run, COALESCE(MAX(seq), 0) + 1, @type, @data, @at FROM run_events WHERE run_id = @run
      HAVING COALESCE(MAX(seq), 0) < @limit OR @type = '${FINAL_EVENT}'`,
   );
-  const after = db.prepare('SELECT seq, type, data, at FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?');
+  const after = db.prepare('SELECT seq, type, data, at FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT CAST(? AS INTEGER)');
   const lastOf = db.prepare('SELECT seq, type FROM run_events WHERE run_id = ? ORDER BY seq DESC LIMIT 1');
   const removeOf = db.prepare('DELETE FROM run_events WHERE run_id = ?');
   return {

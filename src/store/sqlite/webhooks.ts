@@ -14,12 +14,14 @@ export function webhookRepository(db: Db, commit: GroupCommit): WebhookRepositor
   const delivery = db.prepare(
     'SELECT run_id AS runId, http_status AS httpStatus FROM webhook_deliveries WHERE trigger_id = ? AND delivery_key = ? AND received_at >= ?',
   );
-  const prune = db.prepare('DELETE FROM webhook_deliveries WHERE rowid IN (SELECT rowid FROM webhook_deliveries WHERE received_at < ? LIMIT ?)');
+  const prune = db.prepare(
+    'DELETE FROM webhook_deliveries WHERE rowid IN (SELECT rowid FROM webhook_deliveries WHERE received_at < ? LIMIT CAST(? AS INTEGER))',
+  );
   const pruneRetired = db.prepare(
-    'DELETE FROM retired_webhook_secrets WHERE rowid IN (SELECT rowid FROM retired_webhook_secrets WHERE retired_at < ? LIMIT ?)',
+    'DELETE FROM retired_webhook_secrets WHERE rowid IN (SELECT rowid FROM retired_webhook_secrets WHERE retired_at < ? LIMIT CAST(? AS INTEGER))',
   );
   const signing = db.prepare(
-    'SELECT id AS triggerId, signing_secret AS signingSecret FROM agent_triggers WHERE signing_secret IS NOT NULL AND id > ? ORDER BY id LIMIT ?',
+    'SELECT id AS triggerId, signing_secret AS signingSecret FROM agent_triggers WHERE signing_secret IS NOT NULL AND id > ? ORDER BY id LIMIT CAST(? AS INTEGER)',
   );
   const replaceSigning = db.prepare('UPDATE agent_triggers SET signing_secret = ? WHERE id = ? AND signing_secret = ?');
   return {

@@ -4,7 +4,9 @@ import type { RunContext } from './context';
 
 export function sqliteRunRetention(ctx: RunContext): RunRetention {
   const { db, commit, events, recent } = ctx;
-  const finishedBefore = db.prepare('SELECT id FROM runs WHERE finished_at IS NOT NULL AND finished_at < ? ORDER BY finished_at LIMIT ?').pluck();
+  const finishedBefore = db
+    .prepare('SELECT id FROM runs WHERE finished_at IS NOT NULL AND finished_at < ? ORDER BY finished_at LIMIT CAST(? AS INTEGER)')
+    .pluck();
   const deleteRun = db.prepare('DELETE FROM runs WHERE id = ?');
   const deleteApprovals = db.prepare('DELETE FROM run_approvals WHERE run_id = ?');
   return {
