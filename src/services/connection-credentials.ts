@@ -8,6 +8,7 @@ import type { CredentialSource } from '../apps/types';
 import { fetchAccessToken } from '../apps/outbound/oauth-token';
 import { ToolError } from '../apps/types';
 import type { ConnectionRepository } from '../store/port';
+import { resealAll } from './reseal';
 import type { SecretBox } from './secret-box';
 
 /** A token this close to its expiry is renewed first. */
@@ -22,25 +23,24 @@ export const credentialsContext = (workspaceId: string, ref: string) => `connect
 const tokenContext = (workspaceId: string, ref: string) => `connection-token:${workspaceId}:${ref}`;
 
 /** Seals again, with the first key, every connection's credentials and token sealed with another; how many. */
-export async function resealConnectionSecrets(connections: ConnectionRepository, box: SecretBox): Promise<number> {
-  let sealed = 0;
-  for (let after: { workspaceId: string; ref: string } | null = null; ; ) {
-    const rows = await connections.sealedValues(after, 500);
-    for (const row of rows) {
-      // A rotated signing secret still in its grace is sealed as the credentials were.
-      const values = [
-        ['credentials', row.credentials, credentialsContext(row.workspaceId, row.ref)],
-        ['token', row.token, tokenContext(row.workspaceId, row.ref)],
-        ['previous', row.previous, credentialsContext(row.workspaceId, row.ref)],
-      ] as const;
-      for (const [which, value, context] of values) {
-        if (value === null || box.isCurrent(value)) continue;
-        if (await connections.replaceSealed(row.workspaceId, row.ref, which, value, box.seal(box.open(value, context), context))) sealed++;
-      }
-    }
-    if (rows.length < 500) return sealed;
-    after = rows[rows.length - 1] as { workspaceId: string; ref: string };
-  }
+export function resealConnectionSecrets(connections: ConnectionRepository, box: SecretBox): Promise<number> {
+  return resealAll(
+    {
+      page: (after: { workspaceId: string; ref: string } | null, limit) => connections.sealedValues(after, limit),
+      positionOf: (row) => ({ workspaceId: row.workspaceId, ref: row.ref }),
+      valuesOf: (row) => {
+        const replace = (which: 'credentials' | 'token' | 'previous') => (from: string, to: string) =>
+          connections.replaceSealed(row.workspaceId, row.ref, which, from, to);
+        // A rotated signing secret still in its grace is sealed as the credentials were.
+        return [
+          { sealed: row.credentials, context: credentialsContext(row.workspaceId, row.ref), replace: replace('credentials') },
+          { sealed: row.token, context: tokenContext(row.workspaceId, row.ref), replace: replace('token') },
+          { sealed: row.previous, context: credentialsContext(row.workspaceId, row.ref), replace: replace('previous') },
+        ];
+      },
+    },
+    box,
+  );
 }
 
 export function createCredentialSource(opts: {

@@ -14,6 +14,7 @@ import type { EventDeliveryRecord, EventDeliveryStatus, EventEndpointRecord, Eve
 import { assertStampCurrent } from './concurrency';
 import type { Principal, ServiceContext } from './context';
 import { DEFAULT_PAGE, decodeCursor, type Page, pageOf } from './pages';
+import { resealAll } from './reseal';
 import type { SecretBox } from './secret-box';
 
 export type EventEndpointView = components['schemas']['EventEndpoint'];
@@ -31,20 +32,21 @@ export type EventContext = Pick<ServiceContext, 'store' | 'secrets' | 'events'>;
 export const endpointSecretContext = (workspaceId: string, endpointId: string) => `event-endpoint:${workspaceId}:${endpointId}`;
 
 /** Seals again, with SECRETS_KEY's first key, every endpoint secret sealed with another (as service.ts does for the other sealed secrets at start); how many. */
-export async function resealEndpointSecrets(endpoints: EventEndpointRepository, box: SecretBox): Promise<number> {
-  let sealed = 0;
-  for (let after = ''; ; ) {
-    const rows = await endpoints.sealedSecrets(after, 500);
-    for (const row of rows) {
-      const context = endpointSecretContext(row.workspaceId, row.id);
-      for (const [which, value] of [['secret', row.secret] as const, ['previous', row.previous] as const]) {
-        if (value === null || box.isCurrent(value)) continue;
-        if (await endpoints.replaceSealed(row.id, which, value, box.seal(box.open(value, context), context))) sealed++;
-      }
-    }
-    if (rows.length < 500) return sealed;
-    after = (rows[rows.length - 1] as { id: string }).id;
-  }
+export function resealEndpointSecrets(endpoints: EventEndpointRepository, box: SecretBox): Promise<number> {
+  return resealAll(
+    {
+      page: (after: string | null, limit) => endpoints.sealedSecrets(after ?? '', limit),
+      positionOf: (row) => row.id,
+      valuesOf: (row) => {
+        const context = endpointSecretContext(row.workspaceId, row.id);
+        return [
+          { sealed: row.secret, context, replace: (from, to) => endpoints.replaceSealed(row.id, 'secret', from, to) },
+          { sealed: row.previous, context, replace: (from, to) => endpoints.replaceSealed(row.id, 'previous', from, to) },
+        ];
+      },
+    },
+    box,
+  );
 }
 
 export function endpointView(e: EventEndpointRecord, nowMs = Date.now()): EventEndpointView {

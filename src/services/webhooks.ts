@@ -5,6 +5,7 @@ import crypto from 'node:crypto';
 import { SECRET_PREFIX_LENGTH } from '../domain/agent';
 import type { Trigger } from '../domain/types';
 import type { Store } from '../store/port';
+import { resealAll } from './reseal';
 import type { SecretBox } from './secret-box';
 
 export interface WebhookSecret {
@@ -60,16 +61,15 @@ export function mintSecretsForWebhooks(
  * keys were sealed, and those sealed with a key SECRETS_KEY now lists after a new one (rotation).
  * Each is one conditional write, so replicas starting together do it once. How many it sealed.
  */
-export async function resealSigningSecrets(store: Store, box: SecretBox): Promise<number> {
-  let sealed = 0;
-  for (let after = ''; ; ) {
-    const rows = await store.webhooks.signingSecrets(after, 500);
-    for (const { triggerId, signingSecret } of rows) {
-      if (box.isCurrent(signingSecret)) continue;
-      const next = box.seal(box.open(signingSecret, triggerId), triggerId);
-      if (await store.webhooks.replaceSigningSecret(triggerId, signingSecret, next)) sealed++;
-    }
-    if (rows.length < 500) return sealed;
-    after = (rows[rows.length - 1] as { triggerId: string }).triggerId;
-  }
+export function resealSigningSecrets(store: Store, box: SecretBox): Promise<number> {
+  return resealAll(
+    {
+      page: (after: string | null, limit) => store.webhooks.signingSecrets(after ?? '', limit),
+      positionOf: (row) => row.triggerId,
+      valuesOf: ({ triggerId, signingSecret }) => [
+        { sealed: signingSecret, context: triggerId, replace: (from, to) => store.webhooks.replaceSigningSecret(triggerId, from, to) },
+      ],
+    },
+    box,
+  );
 }
