@@ -61,7 +61,7 @@ async function measure(backlog) {
       const claimed = await store.eventEndpoints.claimDue(now, now + 60_000, 32, 4);
       times.push(performance.now() - started);
       const ok = { kind: 'succeeded', attempt: { at: new Date(now).toISOString(), status_code: 204, latency_ms: 1, error: null, response_prefix: null } };
-      await Promise.all(claimed.map((d) => store.eventEndpoints.finishAttempt(d.id, d.attempt, ok, now, 3_600_000)));
+      await Promise.all(claimed.map((d) => store.eventEndpoints.finishAttempt(d, ok, now, 3_600_000)));
     }
     times.sort((a, b) => a - b);
     const at = (p) => times[Math.min(times.length - 1, Math.floor(p * times.length))].toFixed(2);

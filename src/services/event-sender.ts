@@ -145,7 +145,7 @@ function attemptRecords(ctx: Pick<ServiceContext, 'store'>, config: EventConfig,
     timer = null;
     for (const { row, outcome, atMs } of ended.splice(0)) {
       const write = ctx.store.eventEndpoints
-        .finishAttempt(row.id, row.attempt, outcome, atMs, config.disableAfterMs)
+        .finishAttempt(row, outcome, atMs, config.disableAfterMs)
         .then((recorded) => {
           if (!recorded) logger.warn({ delivery: row.id }, "an event delivery's claim lapsed before its attempt was recorded");
         })

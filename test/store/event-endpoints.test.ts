@@ -76,9 +76,9 @@ describe.each(adapters)('event endpoints on $name', (adapter) => {
     const claimed = [...first, ...second].filter((c) => c.endpointId === busy.id || c.endpointId === quiet.id);
     expect(new Set(claimed.map((c) => c.id)).size).toBe(claimed.length);
     const [one] = claimed;
-    expect(await store.eventEndpoints.finishAttempt(one!.id, one!.attempt + 1, { kind: 'succeeded', attempt: ATTEMPT }, now, 1000)).toBe(false);
-    expect(await store.eventEndpoints.finishAttempt(one!.id, one!.attempt, { kind: 'succeeded', attempt: ATTEMPT }, now, 1000)).toBe(true);
-    expect(await store.eventEndpoints.finishAttempt(one!.id, one!.attempt, { kind: 'succeeded', attempt: ATTEMPT }, now, 1000)).toBe(false);
+    expect(await store.eventEndpoints.finishAttempt({ ...one!, attempt: one!.attempt + 1 }, { kind: 'succeeded', attempt: ATTEMPT }, now, 1000)).toBe(false);
+    expect(await store.eventEndpoints.finishAttempt(one!, { kind: 'succeeded', attempt: ATTEMPT }, now, 1000)).toBe(true);
+    expect(await store.eventEndpoints.finishAttempt(one!, { kind: 'succeeded', attempt: ATTEMPT }, now, 1000)).toBe(false);
     const recorded = await store.eventEndpoints.delivery(one!.workspaceId, one!.endpointId, one!.id);
     expect([recorded!.status, recorded!.attempts]).toEqual(['succeeded', [ATTEMPT]]);
   });
@@ -123,7 +123,7 @@ describe.each(adapters)('event endpoints on $name', (adapter) => {
     const early = await store.eventEndpoints.redeliver(ws, e.id, claim!.id, now);
     expect(early).toBe('unfinished');
     const gone = { kind: 'failed' as const, attempt: { ...ATTEMPT, status_code: 410 }, disableReason: 'gone' };
-    expect(await store.eventEndpoints.finishAttempt(claim!.id, claim!.attempt, gone, now, 3_600_000)).toBe(true);
+    expect(await store.eventEndpoints.finishAttempt(claim!, gone, now, 3_600_000)).toBe(true);
     const after = await store.eventEndpoints.get(ws, e.id);
     expect([after!.status, after!.disabledReason]).toEqual(['disabled', 'gone']);
     expect((await store.eventEndpoints.deliveries(ws, e.id, { status: null, before: null, limit: 10 })).map((d) => d.status)).toEqual([

@@ -1,6 +1,7 @@
 // The outbox's move to one table (SQLite 027, PostgreSQL 020): deliveries written before it keep
 // their event's id and body, what waited is still claimable, and events written after it have
-// time-ordered ids and carry their body in the delivery.
+// time-ordered ids and carry their body in the delivery. Then SQLite's deliveries keyed by their
+// endpoint and id (028): every row kept, the id's own index gone, the intake trigger still writing.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,6 +27,7 @@ const TIME_ORDERED_EVENT_ID = /^evt_[0-9a-f]{32}$/;
 test('SQLite: migration 027 keeps each delivery with its event body; later events carry theirs', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-outbox-sqlite-'));
   const before = migrationsBefore(migrationsDir, 27);
+  const through27 = migrationsBefore(migrationsDir, 28);
   const db = openSqlite(path.join(dir, 'build.db'));
   try {
     db.pragma('foreign_keys = ON');
@@ -40,7 +42,7 @@ test('SQLite: migration 027 keeps each delivery with its event body; later event
     intake.run('run:r1');
     const old = db.prepare('SELECT d.id, d.event_id, e.body FROM event_deliveries AS d JOIN events AS e ON e.id = d.event_id').get() as Record<string, string>;
 
-    expect(migrate(db)).toEqual([27]);
+    expect(migrate(db, through27)).toEqual([27]);
     expect(db.prepare('SELECT id, event_id, body, status FROM event_deliveries').all()).toEqual([{ ...old, status: 'pending' }]);
     expect(db.prepare("SELECT COUNT(*) FROM sqlite_schema WHERE name = 'events'").pluck().get()).toBe(0);
     intake.run('run:r1');
@@ -48,6 +50,48 @@ test('SQLite: migration 027 keeps each delivery with its event body; later event
     expect(later.event_id).toMatch(TIME_ORDERED_EVENT_ID);
     expect(String(later.event_id).slice(4, 16)).toBe(Number(later.created_ms).toString(16).padStart(12, '0'));
     expect(JSON.parse(String(later.body))).toMatchObject({ type: 'run.finished', data: { run_id: 'r1', sequence: 2 } });
+  } finally {
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(before, { recursive: true, force: true });
+    fs.rmSync(through27, { recursive: true, force: true });
+  }
+});
+
+test('SQLite: migration 028 keys the deliveries by endpoint and id, and keeps every one', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-outbox-sqlite-'));
+  const before = migrationsBefore(migrationsDir, 28);
+  const db = openSqlite(path.join(dir, 'build.db'));
+  try {
+    db.pragma('foreign_keys = ON');
+    migrate(db, before);
+    db.prepare(
+      `INSERT INTO event_endpoints (${ENDPOINT_COLUMNS}) VALUES ('e1', 'ws', 'https://r.example', '["*"]', NULL, 'enabled', 0, '[]', 's', 'p', 'now', 1)`,
+    ).run();
+    db.prepare("INSERT INTO event_subscriptions (workspace_id, event_type, endpoint_id) VALUES ('ws', '*', 'e1')").run();
+    const intake = db.prepare(
+      "INSERT INTO event_intake (workspace_id, type, subject, team, data) VALUES ('ws', 'run.finished', ?, NULL, '{\"run_id\":\"r1\"}')",
+    );
+    intake.run('run:r1');
+    intake.run('run:r1');
+    db.prepare("UPDATE event_deliveries SET status = 'succeeded', finished_ms = 1, log = '[{\"status_code\":204}]' WHERE rowid = 1").run();
+    const rows = () => db.prepare('SELECT * FROM event_deliveries ORDER BY rowid').all();
+    const old = rows();
+
+    expect(migrate(db)).toEqual([28]);
+    expect(rows()).toEqual(old);
+    const indexed = db.prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'event_deliveries' ORDER BY name").all();
+    expect(indexed.map((i: unknown) => (i as { name: string }).name)).toEqual([
+      'event_deliveries_busy',
+      'event_deliveries_finished',
+      'event_deliveries_queue',
+      'sqlite_autoindex_event_deliveries_1',
+    ]);
+    expect(db.prepare("SELECT name FROM pragma_index_info('sqlite_autoindex_event_deliveries_1') ORDER BY seqno").pluck().all()).toEqual(['endpoint_id', 'id']);
+    intake.run('run:r1');
+    expect(db.prepare("SELECT json_extract(body, '$.data.sequence') FROM event_deliveries ORDER BY rowid").pluck().all()).toEqual([1, 2, 3]);
+    expect(db.pragma('legacy_alter_table', { simple: true })).toBe(0);
+    expect(db.pragma('foreign_key_check')).toEqual([]);
   } finally {
     db.close();
     fs.rmSync(dir, { recursive: true, force: true });

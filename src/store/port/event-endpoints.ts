@@ -44,6 +44,9 @@ export interface EventDeliveryRecord {
 }
 
 /** A delivery claimed for one attempt: what the attempt sends, and where. */
+/** What names a claim: the delivery (by its endpoint and id) and the attempt the claim made. */
+export type ClaimKey = Pick<ClaimedDelivery, 'id' | 'endpointId' | 'attempt'>;
+
 export interface ClaimedDelivery {
   id: string;
   workspaceId: string;
@@ -100,7 +103,7 @@ export interface EventEndpointRepository {
    * and the endpoint's health: a success clears its failure clock, a failure starts it, and an
    * endpoint failing since `disableAfterMs` ago, or told to (`disableReason`), is disabled.
    */
-  finishAttempt(deliveryId: string, attempt: number, outcome: AttemptOutcome, nowMs: number, disableAfterMs: number): Promise<boolean>;
+  finishAttempt(claim: ClaimKey, outcome: AttemptOutcome, nowMs: number, disableAfterMs: number): Promise<boolean>;
   /** Deletes up to `limit` deliveries that ended before `beforeMs`; how many went. */
   prune(beforeMs: number, limit: number): Promise<number>;
   /** Every endpoint's sealed secrets (a SECRETS_KEY rotation's reseal), by id after `afterId`, at most `limit`. */

@@ -214,7 +214,7 @@ function outboxMethods(
       );
       return rows.map(claimOfRow);
     },
-    finishAttempt: (id, attempts, outcome, now, disableAfterMs) =>
+    finishAttempt: ({ id, attempt: attempts }, outcome, now, disableAfterMs) =>
       db.transaction(async (sql) => {
         const finished = await sql.row<{ endpoint_id: string }>(
           `UPDATE event_deliveries SET status = $3, next_attempt_ms = $4, finished_ms = $5,

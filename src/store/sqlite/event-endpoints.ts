@@ -176,13 +176,11 @@ function outboxMethods(
     `SELECT ${CLAIM_COLUMNS} FROM event_deliveries AS d JOIN event_endpoints AS p ON p.id = d.endpoint_id
      WHERE d.rowid IN (SELECT value FROM json_each(?))`,
   );
-  const finish = db
-    .prepare(
-      `UPDATE event_deliveries SET status = @status, next_attempt_ms = @next, finished_ms = @finished,
+  const finish = db.prepare(
+    `UPDATE event_deliveries SET status = @status, next_attempt_ms = @next, finished_ms = @finished,
        log = json_insert(CASE WHEN json_array_length(log) >= ${DELIVERY_LOG_ATTEMPTS} THEN json_remove(log, '$[0]') ELSE log END, '$[#]', json(@attempt))
-     WHERE id = @id AND status = 'delivering' AND attempts = @attempts RETURNING endpoint_id`,
-    )
-    .pluck();
+     WHERE endpoint_id = @endpoint AND id = @id AND status = 'delivering' AND attempts = @attempts`,
+  );
   const healthy = db.prepare('UPDATE event_endpoints SET failing_since_ms = NULL WHERE id = ? AND failing_since_ms IS NOT NULL');
   const failing = db.prepare('UPDATE event_endpoints SET failing_since_ms = COALESCE(failing_since_ms, ?) WHERE id = ?');
   const disable = db.prepare(
@@ -195,7 +193,7 @@ function outboxMethods(
   );
   const failingSince = db.prepare('SELECT failing_since_ms FROM event_endpoints WHERE id = ?').pluck();
   const prune = db.prepare(
-    'DELETE FROM event_deliveries WHERE id IN (SELECT id FROM event_deliveries WHERE finished_ms < ? ORDER BY finished_ms LIMIT CAST(? AS INTEGER))',
+    'DELETE FROM event_deliveries WHERE rowid IN (SELECT rowid FROM event_deliveries WHERE finished_ms < ? ORDER BY finished_ms LIMIT CAST(? AS INTEGER))',
   );
   return {
     queueTest: (ws, id, nowMs) =>
@@ -228,18 +226,18 @@ function outboxMethods(
             const marked = markClaimed.all({ until, now, rowids: JSON.stringify(rowids) }) as number[];
             return (claimed.all(JSON.stringify(marked)) as ClaimRow[]).map(claimOfRow);
           }, 'visible'),
-    finishAttempt: (id, attempts, outcome, now, disableAfterMs) =>
+    finishAttempt: ({ id, endpointId: endpoint, attempt: attempts }, outcome, now, disableAfterMs) =>
       commit.run(() => {
         const params = {
           id,
+          endpoint,
           attempts,
           attempt: JSON.stringify(outcome.attempt),
           status: outcome.kind === 'retry' ? 'pending' : outcome.kind,
           next: outcome.kind === 'retry' ? outcome.retryAtMs : null,
           finished: outcome.kind === 'retry' ? null : now,
         };
-        const endpoint = finish.get(params) as string | undefined;
-        if (endpoint === undefined) return false;
+        if (finish.run(params).changes !== 1) return false;
         if (outcome.kind === 'succeeded') {
           healthy.run(endpoint);
           return true;
