@@ -3,7 +3,8 @@
 // workspaces, each workspace with one event endpoint (a receiver in this process, on loopback).
 // Measured: the time from a run's end (its `run.finished` event's timestamp, written with the end)
 // to the delivery's arrival, p50/p99; and the service's CPU per run without endpoints, then with
-// them, alternating phases on one server so a drifting machine moves both alike. Two subscriptions:
+// them, alternating phases on one server (without then with, then with then without, …) so a
+// drifting machine or a growing file moves both alike. Two subscriptions:
 // `run.finished` only, and `*` (every run event: three deliveries per run).
 //
 //   npm run build && node scripts/bench-events.js [--rate 200] [--seconds 15] [--rounds 2] [--types run.finished|all] [--outbox-only]
@@ -140,25 +141,35 @@ async function measure(types) {
     await load(url, tokens);
     await unsubscribe();
     const cpu = { without: [], with: [] };
-    for (let r = 0; r < ROUNDS; r++) {
-      let before = cpuSeconds(child.pid);
-      let runs = await load(url, tokens);
-      cpu.without.push((cpuSeconds(child.pid) - before) / runs);
-      await subscribe();
+    /** One phase's CPU per run; with endpoints, also until every delivery of its runs arrived. */
+    const phase = async (withEndpoints) => {
+      if (withEndpoints) await subscribe();
       sink.latencies.length = 0;
-      const expected = sink.count() + RATE * SECONDS * (types[0] === '*' ? 3 : 1);
-      before = cpuSeconds(child.pid);
-      runs = await load(url, tokens);
+      const expected = sink.count() + (withEndpoints ? RATE * SECONDS * (types[0] === '*' ? 3 : 1) : 0);
+      const before = cpuSeconds(child.pid);
+      const runs = await load(url, tokens);
       // The deliveries of the last runs may still be on their way: their cost is the phase's.
-      while (!OUTBOX_ONLY && sink.count() < expected) await new Promise((r) => setTimeout(r, 20));
-      cpu.with.push((cpuSeconds(child.pid) - before) / runs);
-      const p50 = percentile(sink.latencies, 50);
-      const p99 = percentile(sink.latencies, 99);
+      while (withEndpoints && !OUTBOX_ONLY && sink.count() < expected) await new Promise((r) => setTimeout(r, 20));
+      const perRun = (cpuSeconds(child.pid) - before) / runs;
+      if (withEndpoints) await unsubscribe();
+      return perRun;
+    };
+    for (let r = 0; r < ROUNDS; r++) {
+      // Odd rounds take the phases the other way round (A B, B A, …): whatever drifts along the run
+      // (the file grows by a phase's runs and deliveries) weighs on both phases alike.
+      const order = r % 2 === 0 ? [false, true] : [true, false];
+      let latencies = [];
+      for (const withEndpoints of order) {
+        const perRun = await phase(withEndpoints);
+        (withEndpoints ? cpu.with : cpu.without).push(perRun);
+        if (withEndpoints) latencies = [...sink.latencies];
+      }
+      const p50 = percentile(latencies, 50);
+      const p99 = percentile(latencies, 99);
       const share = cpu.with[r] / cpu.without[r] - 1;
       console.log(
-        `| ${types.join(',')} | ${r + 1} | ${(cpu.without[r] * 1e6).toFixed(0)} | ${(cpu.with[r] * 1e6).toFixed(0)} | ${(share * 100).toFixed(1)} % | ${p50} | ${p99} | ${sink.latencies.length} |`,
+        `| ${types.join(',')} | ${r + 1} | ${(cpu.without[r] * 1e6).toFixed(0)} | ${(cpu.with[r] * 1e6).toFixed(0)} | ${(share * 100).toFixed(1)} % | ${p50} | ${p99} | ${latencies.length} |`,
       );
-      await unsubscribe();
     }
     // The rounds pooled: each phase of a round is as long as the other, so the sums weigh them alike.
     const sum = (xs) => xs.reduce((a, b) => a + b, 0);

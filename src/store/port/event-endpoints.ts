@@ -44,9 +44,6 @@ export interface EventDeliveryRecord {
 }
 
 /** A delivery claimed for one attempt: what the attempt sends, and where. */
-/** What names a claim: the delivery (by its endpoint and id) and the attempt the claim made. */
-export type ClaimKey = Pick<ClaimedDelivery, 'id' | 'endpointId' | 'attempt'>;
-
 export interface ClaimedDelivery {
   id: string;
   workspaceId: string;
@@ -60,6 +57,9 @@ export interface ClaimedDelivery {
   sealedSecret: string;
   previous: { sealed: string; untilMs: number } | null;
 }
+
+/** What names a claim: the delivery (by its endpoint and id) and the attempt the claim made. */
+export type ClaimKey = Pick<ClaimedDelivery, 'id' | 'endpointId' | 'attempt'>;
 
 /** The most attempts a delivery's log keeps (the last ones). */
 export const DELIVERY_LOG_ATTEMPTS = 20;
