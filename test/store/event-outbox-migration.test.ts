@@ -8,7 +8,7 @@ import path from 'node:path';
 import { migrate } from '../../src/store/sqlite/database';
 import { migratePg } from '../../src/store/postgres/migrate';
 import { migrationsDir, pgMigrationsDir } from '../../src/paths';
-import { openSqlite } from '../../src/sqlite-driver';
+import { openSqlite, type SqliteDatabase, type SqliteStatement } from '../../src/sqlite-driver';
 import { createPgDatabase } from '../helpers/database';
 import { openPgDatabase } from './adapters';
 
@@ -24,14 +24,25 @@ function migrationsBefore(dir: string, version: number): string {
 const ENDPOINT_COLUMNS = 'id, workspace_id, url, event_types, description, status, all_spaces, teams, secret_sealed, secret_prefix, created_at, stamp_us';
 const TIME_ORDERED_EVENT_ID = /^evt_[0-9a-f]{32}$/;
 
-test('SQLite: migration 027 keeps each delivery with its event body; later events carry theirs', () => {
+/**
+ * A SQLite file migrated to just below `version`, with one endpoint of workspace `ws` subscribed to
+ * every type; `check` gets it, the statement that hands in a `run.finished` event of a subject, and
+ * a way to migrate it up to a version. Everything is removed afterwards.
+ */
+function withSqliteOutboxBefore(version: number, check: (db: SqliteDatabase, intake: SqliteStatement, migrateTo: (version: number) => number[]) => void): void {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-outbox-sqlite-'));
-  const before = migrationsBefore(migrationsDir, 27);
-  const through27 = migrationsBefore(migrationsDir, 28);
   const db = openSqlite(path.join(dir, 'build.db'));
+  const migrateTo = (to: number) => {
+    const through = migrationsBefore(migrationsDir, to + 1);
+    try {
+      return migrate(db, through);
+    } finally {
+      fs.rmSync(through, { recursive: true, force: true });
+    }
+  };
   try {
     db.pragma('foreign_keys = ON');
-    migrate(db, before);
+    migrateTo(version - 1);
     db.prepare(
       `INSERT INTO event_endpoints (${ENDPOINT_COLUMNS}) VALUES ('e1', 'ws', 'https://r.example', '["*"]', NULL, 'enabled', 0, '[]', 's', 'p', 'now', 1)`,
     ).run();
@@ -39,10 +50,19 @@ test('SQLite: migration 027 keeps each delivery with its event body; later event
     const intake = db.prepare(
       "INSERT INTO event_intake (workspace_id, type, subject, team, data) VALUES ('ws', 'run.finished', ?, NULL, '{\"run_id\":\"r1\"}')",
     );
+    check(db, intake, migrateTo);
+  } finally {
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('SQLite: migration 027 keeps each delivery with its event body; later events carry theirs', () => {
+  withSqliteOutboxBefore(27, (db, intake, migrateTo) => {
     intake.run('run:r1');
     const old = db.prepare('SELECT d.id, d.event_id, e.body FROM event_deliveries AS d JOIN events AS e ON e.id = d.event_id').get() as Record<string, string>;
 
-    expect(migrate(db, through27)).toEqual([27]);
+    expect(migrateTo(27)).toEqual([27]);
     expect(db.prepare('SELECT id, event_id, body, status FROM event_deliveries').all()).toEqual([{ ...old, status: 'pending' }]);
     expect(db.prepare("SELECT COUNT(*) FROM sqlite_schema WHERE name = 'events'").pluck().get()).toBe(0);
     intake.run('run:r1');
@@ -50,38 +70,20 @@ test('SQLite: migration 027 keeps each delivery with its event body; later event
     expect(later.event_id).toMatch(TIME_ORDERED_EVENT_ID);
     expect(String(later.event_id).slice(4, 16)).toBe(Number(later.created_ms).toString(16).padStart(12, '0'));
     expect(JSON.parse(String(later.body))).toMatchObject({ type: 'run.finished', data: { run_id: 'r1', sequence: 2 } });
-  } finally {
-    db.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-    fs.rmSync(before, { recursive: true, force: true });
-    fs.rmSync(through27, { recursive: true, force: true });
-  }
+  });
 });
 
 test('SQLite: migration 028 keys the deliveries by endpoint and id, and keeps every one', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-outbox-sqlite-'));
-  const before = migrationsBefore(migrationsDir, 28);
-  const db = openSqlite(path.join(dir, 'build.db'));
-  try {
-    db.pragma('foreign_keys = ON');
-    migrate(db, before);
-    db.prepare(
-      `INSERT INTO event_endpoints (${ENDPOINT_COLUMNS}) VALUES ('e1', 'ws', 'https://r.example', '["*"]', NULL, 'enabled', 0, '[]', 's', 'p', 'now', 1)`,
-    ).run();
-    db.prepare("INSERT INTO event_subscriptions (workspace_id, event_type, endpoint_id) VALUES ('ws', '*', 'e1')").run();
-    const intake = db.prepare(
-      "INSERT INTO event_intake (workspace_id, type, subject, team, data) VALUES ('ws', 'run.finished', ?, NULL, '{\"run_id\":\"r1\"}')",
-    );
+  withSqliteOutboxBefore(28, (db, intake, migrateTo) => {
     intake.run('run:r1');
     intake.run('run:r1');
     db.prepare("UPDATE event_deliveries SET status = 'succeeded', finished_ms = 1, log = '[{\"status_code\":204}]' WHERE rowid = 1").run();
     const rows = () => db.prepare('SELECT * FROM event_deliveries ORDER BY rowid').all();
     const old = rows();
 
-    expect(migrate(db)).toEqual([28]);
+    expect(migrateTo(28)).toEqual([28]);
     expect(rows()).toEqual(old);
-    const indexed = db.prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'event_deliveries' ORDER BY name").all();
-    expect(indexed.map((i: unknown) => (i as { name: string }).name)).toEqual([
+    expect(db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'event_deliveries' ORDER BY name").pluck().all()).toEqual([
       'event_deliveries_busy',
       'event_deliveries_finished',
       'event_deliveries_queue',
@@ -92,11 +94,7 @@ test('SQLite: migration 028 keys the deliveries by endpoint and id, and keeps ev
     expect(db.prepare("SELECT json_extract(body, '$.data.sequence') FROM event_deliveries ORDER BY rowid").pluck().all()).toEqual([1, 2, 3]);
     expect(db.pragma('legacy_alter_table', { simple: true })).toBe(0);
     expect(db.pragma('foreign_key_check')).toEqual([]);
-  } finally {
-    db.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-    fs.rmSync(before, { recursive: true, force: true });
-  }
+  });
 });
 
 test('PostgreSQL: migration 020 keeps each delivery with its event body; later events carry theirs', async () => {
