@@ -1,7 +1,7 @@
 // Opens the SQLite file with the settings every part of the store relies on, and applies the
 // numbered migrations in src/store/sqlite/migrations that it has not applied yet.
-// Statements bind a LIMIT as `LIMIT CAST(? AS INTEGER)`: SQLite plans with a bare `LIMIT ?`'s value
-// and prepares the statement again at each binding (test/unit/sqlite-bound-limit.test.ts).
+// Statements bind a LIMIT as `LIMIT CAST(? AS INTEGER)`: SQLite plans with the value of a LIMIT
+// bound bare and prepares the statement again at each binding (test/unit/sqlite-bound-limit.test.ts).
 import fs from 'node:fs';
 import { openSqlite, type SqliteDatabase } from '../../sqlite-driver';
 import { openInDataDirectory } from '../../data-directory/data-directory';
