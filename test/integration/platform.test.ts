@@ -1,7 +1,7 @@
 import fs from 'node:fs';
-import net from 'node:net';
 import { startService, type TestService } from '../helpers/service';
 import { minimalAgent } from '../helpers/fixtures';
+import { rawConnection } from '../helpers/raw-connection';
 import { generatedDocsDir } from '../../src/paths';
 import { BODY_LIMIT_BYTES, DISCARD_LIMIT_BYTES } from '../../src/http/body';
 
@@ -43,58 +43,11 @@ test('a body over 64 KiB is 413 before it is parsed; nothing is written', async 
   expect((await t.client().GET('/api/build/agents')).data!.data).toEqual([]);
 });
 
-/** A raw HTTP/1.1 connection: what a client that streams a large body sees, byte by byte. */
-function rawConnection() {
-  const socket = net.connect(Number(new URL(t.baseUrl).port), '127.0.0.1');
-  let received = Buffer.alloc(0);
-  let closed = false;
-  const waiters: (() => void)[] = [];
-  const wake = () => {
-    for (const w of waiters.splice(0)) w();
-  };
-  socket.on('data', (chunk) => {
-    received = Buffer.concat([received, chunk]);
-    wake();
-  });
-  socket.on('error', () => undefined); // a reset shows as 'close'
-  socket.on('close', () => {
-    closed = true;
-    wake();
-  });
-  const changed = () => new Promise<void>((resolve) => waiters.push(resolve));
-  return {
-    get closed() {
-      return closed;
-    },
-    write: (data: string | Buffer) => new Promise<void>((resolve, reject) => socket.write(data, (err) => (err ? reject(err) : resolve()))),
-    /** The next whole response (status, lower-cased headers, body), or null if the connection closed first. */
-    async response(): Promise<{ status: number; headers: Record<string, string>; body: string } | null> {
-      for (;;) {
-        const end = received.indexOf('\r\n\r\n');
-        if (end >= 0) {
-          const [statusLine = '', ...lines] = received.subarray(0, end).toString('latin1').split('\r\n');
-          const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
-          const length = Number(headers['content-length']);
-          if (received.length >= end + 4 + length) {
-            const body = received.subarray(end + 4, end + 4 + length).toString('utf8');
-            received = received.subarray(end + 4 + length);
-            return { status: Number(statusLine.split(' ')[1]), headers, body };
-          }
-        }
-        if (closed) return null;
-        await changed();
-      }
-    },
-    untilClosed: () => (closed ? Promise.resolve() : new Promise<void>((resolve) => socket.once('close', () => resolve()))),
-    destroy: () => socket.destroy(),
-  };
-}
-
 const putHead = (length: number) =>
   `PUT /api/build/agents HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${t.token()}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
 
 test('a client still sending an oversized body reads the 413, sends the rest, and keeps its connection', async () => {
-  const connection = rawConnection();
+  const connection = rawConnection(t.baseUrl);
   try {
     const total = 5 * 1024 * 1024;
     const first = BODY_LIMIT_BYTES;
@@ -113,7 +66,7 @@ test('a client still sending an oversized body reads the 413, sends the rest, an
 });
 
 test('a refused body that goes on past the discard limit has its connection closed', async () => {
-  const connection = rawConnection();
+  const connection = rawConnection(t.baseUrl);
   try {
     const total = DISCARD_LIMIT_BYTES * 4;
     await connection.write(putHead(total));
