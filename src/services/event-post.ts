@@ -36,8 +36,10 @@ export function eventPoster(opts: EventPosterOptions) {
   const agent = new Agent({
     connections: opts.perEndpoint,
     connect: { lookup: vettedLookup(opts.allowPrivate), timeout: opts.timeoutMs },
-    headersTimeout: opts.timeoutMs,
-    bodyTimeout: opts.timeoutMs,
+    // Off: each attempt's own deadline (PostAttempt) bounds the whole of it, answer included, and
+    // undici's would arm and clear a timer at each stage of every request.
+    headersTimeout: 0,
+    bodyTimeout: 0,
   });
 
   /** One POST of the delivery; never throws: what went wrong is the result's error. */

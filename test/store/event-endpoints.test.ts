@@ -4,7 +4,7 @@
 // never hands one delivery to two claimers (replicas on PostgreSQL claim at once); an attempt is
 // recorded only by its claim; a forced disable fails what waited; a redelivery needs an ended one.
 import { randomUUID } from 'node:crypto';
-import type { EventEndpointCreate, Store } from '../../src/store/port';
+import { DELIVERY_LOG_ATTEMPTS, type EventEndpointCreate, type Store } from '../../src/store/port';
 import { CLAIM_VISITS } from '../../src/store/shared/event-endpoints';
 import { adapters, replicated, useStore } from './adapters';
 import { agent, createAgent, range, unique, workspace } from './fixtures';
@@ -81,6 +81,34 @@ describe.each(adapters)('event endpoints on $name', (adapter) => {
     expect(await store.eventEndpoints.finishAttempt(one!, { kind: 'succeeded', attempt: ATTEMPT }, now, 1000)).toBe(false);
     const recorded = await store.eventEndpoints.delivery(one!.workspaceId, one!.endpointId, one!.id);
     expect([recorded!.status, recorded!.attempts]).toEqual(['succeeded', [ATTEMPT]]);
+  });
+
+  test("each claim carries its endpoint's address and signing secrets; a delivery's log keeps its last attempts, in order", async () => {
+    const ws = workspace();
+    const target = await subscribed(store, ws, { url: 'https://receiver.example/hooks?for=log' });
+    const until = Date.now() + 86_400_000;
+    await store.eventEndpoints.rotate(ws, target.id, { sealed: 'sealed-next', prefix: 'whsec_next' }, until);
+    await agentsCreated(store, ws, 1);
+    let now = Date.now() + 1000;
+    const attempts = DELIVERY_LOG_ATTEMPTS + 2;
+    let deliveryId = '';
+    for (const n of range(attempts)) {
+      const [claim] = await claimsOf(store, target.id, now);
+      expect(claim).toMatchObject({
+        url: 'https://receiver.example/hooks?for=log',
+        sealedSecret: 'sealed-next',
+        previous: { sealed: 'sealed', untilMs: until },
+        attempt: n,
+        workspaceId: ws,
+      });
+      deliveryId = claim!.id;
+      const outcome = { kind: 'retry' as const, attempt: { ...ATTEMPT, status_code: 500, latency_ms: n }, retryAtMs: now + 1 };
+      expect(await store.eventEndpoints.finishAttempt(claim!, outcome, now, 86_400_000)).toBe(true);
+      now += 1000;
+    }
+    const recorded = await store.eventEndpoints.delivery(ws, target.id, deliveryId);
+    expect(recorded!.attempts.map((a) => a.latency_ms)).toEqual(range(DELIVERY_LOG_ATTEMPTS).map((i) => i + 2));
+    expect(recorded!.status).toBe('pending');
   });
 
   test("one endpoint's backlog and more endpoints than a claim visits: every endpoint is served within a few claims, none past its room", async () => {

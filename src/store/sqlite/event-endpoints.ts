@@ -176,9 +176,12 @@ function outboxMethods(
     `SELECT ${CLAIM_COLUMNS} FROM event_deliveries AS d JOIN event_endpoints AS p ON p.id = d.endpoint_id
      WHERE d.rowid IN (SELECT value FROM json_each(?))`,
   );
+  // A first attempt's log is its record alone (written as JSON by the caller): most deliveries take
+  // one attempt, and the JSON functions parse and write the log again.
   const finish = db.prepare(
     `UPDATE event_deliveries SET status = @status, next_attempt_ms = @next, finished_ms = @finished,
-       log = json_insert(CASE WHEN json_array_length(log) >= ${DELIVERY_LOG_ATTEMPTS} THEN json_remove(log, '$[0]') ELSE log END, '$[#]', json(@attempt))
+       log = CASE WHEN log = '[]' THEN '[' || @attempt || ']'
+         ELSE json_insert(CASE WHEN json_array_length(log) >= ${DELIVERY_LOG_ATTEMPTS} THEN json_remove(log, '$[0]') ELSE log END, '$[#]', json(@attempt)) END
      WHERE endpoint_id = @endpoint AND id = @id AND status = 'delivering' AND attempts = @attempts`,
   );
   const healthy = db.prepare('UPDATE event_endpoints SET failing_since_ms = NULL WHERE id = ? AND failing_since_ms IS NOT NULL');
