@@ -10,7 +10,7 @@
 //   full      the trigger as the migrations write it
 //   inbox     the event appended to an unindexed table, fanned out apart 20 at a time (both counted)
 //
-//   node scripts/bench-event-intake.js [--runs 20000] [--only full,inbox]
+//   npm run build && node scripts/bench-event-intake.js [--runs 20000] [--only full,inbox]
 'use strict';
 const crypto = require('node:crypto');
 const fs = require('node:fs');
@@ -23,7 +23,8 @@ const RUNS = Number(argOf('--runs', 20000));
 const WARM = 2000;
 const PER_COMMIT = 4;
 const FAN_OUT_BATCH = 20;
-const migrations = path.join(__dirname, '..', 'src', 'store', 'sqlite', 'migrations');
+// The store's own migration runner, from the build: the schema the service makes.
+const { migrate } = require(path.join(__dirname, '..', 'dist', 'src', 'store', 'sqlite', 'database.js'));
 
 const PARTS = {
   trigger: 'SELECT 1;',
@@ -40,11 +41,7 @@ function measure(variant) {
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
-  for (const file of fs
-    .readdirSync(migrations)
-    .filter((f) => f.endsWith('.sql'))
-    .sort())
-    db.exec(fs.readFileSync(path.join(migrations, file), 'utf8'));
+  migrate(db);
   for (let i = 0; i < 8; i++) {
     const id = crypto.randomUUID();
     db.prepare(
