@@ -1,16 +1,17 @@
 #!/usr/bin/env node
 // What writing a run's event with its end costs SQLite, part by part (issue 49, docs/benchmarks.md):
-// 8 workspaces with an endpoint each subscribed to `run.finished`, runs ended 4 to a transaction
-// (a group commit), the CPU per run end with the intake trigger's body cut down to each part:
+// 8 workspaces with an endpoint each subscribed to `run.finished`, runs ended --per-commit to a
+// transaction (a group commit; in the service most hold one run's end), the CPU per run end with the
+// intake trigger's body cut down to each part:
 //   none      no subscription: the cause trigger's probe only
-//   trigger   the triggers fire, their body does nothing
-//   sequence  the subject's sequence number only
+//   trigger   the cause trigger numbers the event on the run's row, the intake does nothing
 //   fan-out   the subscribed endpoints read only
-//   delivery  a delivery row per endpoint (no body, id or sequence made)
+//   delivery  a delivery row per endpoint (no body or id made)
 //   full      the trigger as the migrations write it
-//   inbox     the event appended to an unindexed table, fanned out apart 20 at a time (both counted)
+// (The variants `sequence`, the number's own table, and `inbox`, an unindexed table fanned out
+// apart, are gone with what they measured: docs/benchmarks.md has their figures.)
 //
-//   npm run build && node scripts/bench-event-intake.js [--runs 20000] [--only full,inbox]
+//   npm run build && node scripts/bench-event-intake.js [--runs 20000] [--per-commit 4] [--only none,full]
 'use strict';
 const crypto = require('node:crypto');
 const fs = require('node:fs');
@@ -21,14 +22,12 @@ const Database = require('better-sqlite3');
 const argOf = (name, fallback) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : fallback);
 const RUNS = Number(argOf('--runs', 20000));
 const WARM = 2000;
-const PER_COMMIT = 4;
-const FAN_OUT_BATCH = 20;
+const PER_COMMIT = Number(argOf('--per-commit', 4));
 // The store's own migration runner, from the build: the schema the service makes.
 const { migrate } = require(path.join(__dirname, '..', 'dist', 'src', 'store', 'sqlite', 'database.js'));
 
 const PARTS = {
   trigger: 'SELECT 1;',
-  sequence: 'INSERT INTO event_sequences (subject, seq) VALUES (NEW.subject, 1) ON CONFLICT (subject) DO UPDATE SET seq = seq + 1;',
   'fan-out': `SELECT e.id FROM event_endpoints AS e WHERE e.workspace_id = NEW.workspace_id AND e.status = 'enabled'
       AND EXISTS (SELECT 1 FROM event_subscriptions AS s WHERE s.workspace_id = NEW.workspace_id AND s.event_type IN (NEW.type, '*') AND s.endpoint_id = e.id);`,
   delivery: `INSERT INTO event_deliveries (id, endpoint_id, workspace_id, event_id, event_type, body, status, next_attempt_ms, created_ms)
@@ -51,26 +50,8 @@ function measure(variant) {
     if (variant !== 'none')
       db.prepare(`INSERT INTO event_subscriptions (workspace_id, event_type, endpoint_id) VALUES (?, 'run.finished', ?)`).run(`ws-${i}`, id);
   }
-  let fanOut = null;
   if (PARTS[variant]) {
     db.exec(`DROP TRIGGER event_intake_insert; CREATE TRIGGER event_intake_insert INSTEAD OF INSERT ON event_intake BEGIN ${PARTS[variant]} END;`);
-  } else if (variant === 'inbox') {
-    const intake = db.prepare("SELECT sql FROM sqlite_master WHERE name = 'event_intake_insert'").pluck().get();
-    db.exec(`CREATE TABLE event_inbox (workspace_id TEXT NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL, team TEXT, data TEXT NOT NULL) STRICT;
-      CREATE VIEW event_fan_out (workspace_id, type, subject, team, data) AS SELECT NULL, NULL, NULL, NULL, NULL WHERE 0;
-      DROP TRIGGER event_intake_insert;
-      CREATE TRIGGER event_intake_insert INSTEAD OF INSERT ON event_intake BEGIN
-        INSERT INTO event_inbox VALUES (NEW.workspace_id, NEW.type, NEW.subject, NEW.team, NEW.data);
-      END;`);
-    db.exec(intake.replace('event_intake_insert', 'event_fan_out_insert').replace('ON event_intake', 'ON event_fan_out'));
-    const upTo = db.prepare('SELECT max(rowid) FROM event_inbox').pluck();
-    const fan = db.prepare('INSERT INTO event_fan_out SELECT workspace_id, type, subject, team, data FROM event_inbox WHERE rowid <= ? ORDER BY rowid');
-    const drop = db.prepare('DELETE FROM event_inbox WHERE rowid <= ?');
-    fanOut = db.transaction(() => {
-      const last = upTo.get();
-      fan.run(last);
-      drop.run(last);
-    });
   }
   const accept = db.prepare(
     `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, accepted_at, request, state, snapshot)
@@ -95,17 +76,15 @@ function measure(variant) {
   for (let i = 0; i < RUNS; i += PER_COMMIT) {
     const t = cpu();
     endGroup(i);
-    if (fanOut && (i + PER_COMMIT) % FAN_OUT_BATCH === 0) fanOut();
     if (i >= WARM) spent += cpu() - t;
   }
-  if (fanOut) fanOut();
   const deliveries = db.prepare('SELECT COUNT(*) FROM event_deliveries').pluck().get();
   db.close();
   fs.rmSync(dir, { recursive: true, force: true });
   return { perRun: spent / (RUNS - WARM), deliveries };
 }
 
-const only = argOf('--only', 'none,trigger,sequence,fan-out,delivery,full,inbox').split(',');
+const only = argOf('--only', 'none,trigger,fan-out,delivery,full').split(',');
 console.log(
   `${RUNS} runs ended, ${PER_COMMIT} per transaction, 8 workspaces with an endpoint each; SQLite ${new Database(':memory:').prepare('SELECT sqlite_version()').pluck().get()}`,
 );

@@ -12,14 +12,26 @@ export function dueDeliveryPicker(db: Db): (nowMs: number, limit: number, perEnd
   const nextEndpoint = db
     .prepare("SELECT endpoint_id FROM event_deliveries WHERE status IN ('pending', 'delivering') AND endpoint_id > ? ORDER BY endpoint_id LIMIT 1")
     .pluck();
-  const underWay = db.prepare("SELECT COUNT(*) FROM event_deliveries WHERE endpoint_id = ? AND status = 'delivering' AND next_attempt_ms > ?").pluck();
+  // Each statement repeats the waiting index's condition (`status IN …`) so SQLite may use it. The
+  // attempts under way are the range of leases not lapsed: at most perEndpoint per process.
+  const underWay = db
+    .prepare(
+      `SELECT COUNT(*) FROM event_deliveries
+       WHERE endpoint_id = ? AND status IN ('pending', 'delivering') AND status = 'delivering' AND next_attempt_ms > ?`,
+    )
+    .pluck();
   // An enabled endpoint's oldest due deliveries, up to its room, read from the index alone (rowids,
-  // not ids: the delivery's id is in its row). Each row read costs: the room is counted first.
+  // not ids: the delivery's id is in its row). Each row read costs: the room is counted first. The
+  // pending ones and the lapsed claims are two ranges of the index, each read up to the room, then
+  // merged by due time (one range over both statuses would sort every due row).
+  const dueRange = (status: 'pending' | 'delivering') =>
+    `SELECT rowid, next_attempt_ms FROM event_deliveries
+     WHERE endpoint_id = @endpoint AND status IN ('pending', 'delivering') AND status = '${status}' AND next_attempt_ms <= @now
+       AND EXISTS (SELECT 1 FROM event_endpoints WHERE id = @endpoint AND status = 'enabled')
+     ORDER BY next_attempt_ms LIMIT CAST(@room AS INTEGER)`;
   const oldestDue = db
     .prepare(
-      `SELECT rowid, next_attempt_ms FROM event_deliveries
-       WHERE endpoint_id = @endpoint AND status IN ('pending', 'delivering') AND next_attempt_ms <= @now
-         AND EXISTS (SELECT 1 FROM event_endpoints WHERE id = @endpoint AND status = 'enabled')
+      `SELECT * FROM (${dueRange('pending')}) UNION ALL SELECT * FROM (${dueRange('delivering')})
        ORDER BY next_attempt_ms LIMIT CAST(@room AS INTEGER)`,
     )
     .raw();

@@ -49,7 +49,7 @@ export function eventEndpointRepository(db: Db, commit: GroupCommit, clock: Stam
   const subscribe = db.prepare('INSERT INTO event_subscriptions (workspace_id, event_type, endpoint_id) VALUES (?, ?, ?)');
   // A disabled endpoint's waiting deliveries fail (redeliverable once it is enabled again): the claim never reads past them.
   const failPending = db.prepare(
-    "UPDATE event_deliveries SET status = 'failed', next_attempt_ms = NULL, finished_ms = ? WHERE endpoint_id = ? AND status = 'pending'",
+    "UPDATE event_deliveries SET status = 'failed', next_attempt_ms = NULL, finished_ms = ? WHERE endpoint_id = ? AND status IN ('pending', 'delivering') AND status = 'pending'",
   );
   const read = (ws: string, id: string): EventEndpointRecord | null => {
     const row = get.get(ws, id) as EndpointRow | undefined;
@@ -138,9 +138,8 @@ function outboxMethods(
   clock: StampClock,
 ): Omit<EventEndpointRepository, 'list' | 'get' | 'create' | 'replace' | 'rotate' | 'remove' | 'sealedSecrets' | 'replaceSealed'> {
   const enabled = db.prepare("SELECT 1 FROM event_endpoints WHERE workspace_id = ? AND id = ? AND status = 'enabled'").pluck();
-  const sequence = db
-    .prepare('INSERT INTO event_sequences (subject, seq) VALUES (?, 1) ON CONFLICT (subject) DO UPDATE SET seq = seq + 1 RETURNING seq')
-    .pluck();
+  // The endpoint's tests are numbered on its row (the subject's row holds its number: migration 029).
+  const sequence = db.prepare('UPDATE event_endpoints SET event_seq = event_seq + 1 WHERE id = ? RETURNING event_seq').pluck();
   const insertDelivery = db.prepare(
     `INSERT INTO event_deliveries (id, endpoint_id, workspace_id, event_id, event_type, body, status, next_attempt_ms, created_ms)
      VALUES (?, ?, ?, ?, 'webhook.test', ?, 'pending', ?, ?)`,
@@ -192,7 +191,7 @@ function outboxMethods(
   );
   const unsubscribe = db.prepare('DELETE FROM event_subscriptions WHERE endpoint_id = ?');
   const failPending = db.prepare(
-    "UPDATE event_deliveries SET status = 'failed', next_attempt_ms = NULL, finished_ms = ? WHERE endpoint_id = ? AND status = 'pending'",
+    "UPDATE event_deliveries SET status = 'failed', next_attempt_ms = NULL, finished_ms = ? WHERE endpoint_id = ? AND status IN ('pending', 'delivering') AND status = 'pending'",
   );
   const failingSince = db.prepare('SELECT failing_since_ms FROM event_endpoints WHERE id = ?').pluck();
   const prune = db.prepare(
@@ -202,7 +201,7 @@ function outboxMethods(
     queueTest: (ws, id, nowMs) =>
       commit.run(() => {
         if (enabled.get(ws, id) === undefined) return null;
-        const seq = sequence.get(`endpoint:${id}`) as number;
+        const seq = sequence.get(id) as number;
         const deliveryId = uuidV7(nowMs);
         insertDelivery.run(deliveryId, id, ws, eventIdAt(nowMs), testEventBody(id, seq, nowMs), nowMs, nowMs);
         return deliveryId;
