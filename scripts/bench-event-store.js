@@ -2,8 +2,10 @@
 // The event sender's store work per delivery, through the SQLite adapter of a build: 20 test
 // deliveries queued at a time over 8 endpoints, then claimed (as the sender claims: up to 32, 4 per
 // endpoint) and recorded as delivered; the process's CPU per delivery of each step, the first 100
-// rounds left out. No HTTP, no timers: what the outbox's statements and commits cost, apart from the
-// runs and the POSTs. `--root` takes another build (a worktree of bench:compare) for an A/B.
+// rounds left out, then the WAL pages each step's commits wrote per delivery (the CPU moves with
+// the machine, the pages do not). No HTTP, no timers: what the outbox's statements and commits
+// cost, apart from the runs and the POSTs. `--root` takes another build (a worktree of
+// bench:compare) for an A/B. Columns: build, CPU µs of queue, claim, record, pages of the same.
 //
 //   npm run build && node scripts/bench-event-store.js [--rounds 600] [--root /tmp/build-api-bench-<commit>]
 'use strict';
@@ -18,6 +20,18 @@ const ROUNDS = Number(argOf('--rounds', 600));
 const WARM = 100;
 const { openSqliteStore } = require(path.join(ROOT, 'dist', 'src', 'store', 'sqlite', 'index.js'));
 
+/**
+ * The WAL's last frame (the wal-index header's mxFrame, in the -shm file): frames a step added are
+ * the difference, unless a checkpoint let the WAL start over in between (then the step is not counted).
+ */
+const walFrames = (file) => {
+  try {
+    return fs.readFileSync(`${file}-shm`).readUInt32LE(16);
+  } catch {
+    return null;
+  }
+};
+
 const cpuMicros = () => {
   const { user, system } = process.cpuUsage();
   return user + system;
@@ -25,7 +39,8 @@ const cpuMicros = () => {
 
 (async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-bench-event-store-'));
-  const store = openSqliteStore(path.join(dir, 'build.db'));
+  const file = path.join(dir, 'build.db');
+  const store = openSqliteStore(file);
   const outbox = store.eventEndpoints;
   try {
     const endpoints = [];
@@ -40,12 +55,23 @@ const cpuMicros = () => {
     const record = (d, now) =>
       outbox.finishAttempt.length === 5 ? outbox.finishAttempt(d.id, d.attempt, ok, now, 3_600_000) : outbox.finishAttempt(d, ok, now, 3_600_000);
     const cpu = { queue: 0, claim: 0, record: 0 };
+    const pages = { queue: [0, 0], claim: [0, 0], record: [0, 0] }; // [frames, deliveries] of the steps counted
+    const countPages = (step, from, n) => {
+      const to = walFrames(file);
+      if (from !== null && to !== null && to >= from) {
+        pages[step][0] += to - from;
+        pages[step][1] += n;
+      }
+    };
     let deliveries = 0;
     for (let round = 0; round < ROUNDS; round++) {
       const measured = round >= WARM;
       let t = cpuMicros();
+      let frames = walFrames(file);
       await Promise.all(Array.from({ length: 20 }, (_, k) => outbox.queueTest(endpoints[k % 8].ws, endpoints[k % 8].id, Date.now())));
       if (measured) cpu.queue += cpuMicros() - t;
+      if (measured) countPages('queue', frames, 20);
+      frames = walFrames(file);
       const now = Date.now() + 1;
       t = cpuMicros();
       const claimed = [];
@@ -55,15 +81,21 @@ const cpuMicros = () => {
         if (batch.length < 32) break;
       }
       if (measured) cpu.claim += cpuMicros() - t;
+      if (measured) countPages('claim', frames, claimed.length);
+      frames = walFrames(file);
       t = cpuMicros();
       await Promise.all(claimed.map((d) => record(d, now)));
       if (measured) {
         cpu.record += cpuMicros() - t;
+        countPages('record', frames, claimed.length);
         deliveries += claimed.length;
       }
     }
     const per = (micros) => (micros / deliveries).toFixed(1);
-    console.log(`| ${path.basename(ROOT)} | ${per(cpu.queue)} | ${per(cpu.claim)} | ${per(cpu.record)} |`);
+    const perPages = ([frames, n]) => (n ? (frames / n).toFixed(2) : '-');
+    console.log(
+      `| ${path.basename(ROOT)} | ${per(cpu.queue)} | ${per(cpu.claim)} | ${per(cpu.record)} | ${perPages(pages.queue)} | ${perPages(pages.claim)} | ${perPages(pages.record)} |`,
+    );
   } finally {
     await store.close();
     fs.rmSync(dir, { recursive: true, force: true });

@@ -2,6 +2,8 @@
 // their event's id and body, what waited is still claimable, and events written after it have
 // time-ordered ids and carry their body in the delivery. Then SQLite's deliveries keyed by their
 // endpoint and id (028): every row kept, the id's own index gone, the intake trigger still writing.
+// Then each subject's event number on its own row (029): the numbers carried over, one index of
+// what waits.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -93,6 +95,38 @@ test('SQLite: migration 028 keys the deliveries by endpoint and id, and keeps ev
     intake.run('run:r1');
     expect(db.prepare("SELECT json_extract(body, '$.data.sequence') FROM event_deliveries ORDER BY rowid").pluck().all()).toEqual([1, 2, 3]);
     expect(db.pragma('legacy_alter_table', { simple: true })).toBe(0);
+    expect(db.pragma('foreign_key_check')).toEqual([]);
+  });
+});
+
+test("SQLite: migration 029 moves each subject's event number onto its row, and indexes what waits once", () => {
+  withSqliteOutboxBefore(29, (db, intake, migrateTo) => {
+    intake.run('endpoint:e1');
+    intake.run('endpoint:e1');
+    db.prepare("INSERT INTO event_sequences (subject, seq) VALUES ('run:gone', 7)").run();
+    db.prepare("UPDATE event_deliveries SET status = 'delivering', next_attempt_ms = 9e12 WHERE rowid = 1").run();
+    const rows = () => db.prepare('SELECT * FROM event_deliveries ORDER BY rowid').all();
+    const old = rows();
+
+    expect(migrateTo(29)).toEqual([29]);
+    expect(rows()).toEqual(old);
+    expect(db.prepare("SELECT event_seq FROM event_endpoints WHERE id = 'e1'").pluck().get()).toBe(2);
+    expect(db.prepare("SELECT COUNT(*) FROM sqlite_schema WHERE name = 'event_sequences' OR name LIKE '%sequence_gone'").pluck().get()).toBe(0);
+    expect(db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'event_deliveries' ORDER BY name").pluck().all()).toEqual([
+      'event_deliveries_finished',
+      'event_deliveries_waiting',
+      'sqlite_autoindex_event_deliveries_1',
+    ]);
+    for (const table of ['runs', 'agents', 'workflows', 'evals', 'channel_messages', 'event_endpoints']) {
+      expect(db.prepare(`SELECT COUNT(*) FROM pragma_table_info('${table}') WHERE name = 'event_seq'`).pluck().get()).toBe(1);
+    }
+    // The intake now takes the event numbered; it writes the body as json_object would.
+    db.prepare("INSERT INTO event_intake (workspace_id, type, team, data) VALUES ('ws', 'run.finished', NULL, json_object('run_id', 'r1', 'sequence', 3))").run();
+    const body = db.prepare('SELECT body FROM event_deliveries ORDER BY rowid DESC LIMIT 1').pluck().get() as string;
+    const { timestamp } = JSON.parse(body) as { timestamp: string };
+    expect(body).toBe(
+      db.prepare("SELECT json_object('type', 'run.finished', 'timestamp', ?, 'data', json_object('run_id', 'r1', 'sequence', 3))").pluck().get(timestamp),
+    );
     expect(db.pragma('foreign_key_check')).toEqual([]);
   });
 });
