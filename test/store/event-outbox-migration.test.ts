@@ -121,7 +121,9 @@ test("SQLite: migration 029 moves each subject's event number onto its row, and 
       expect(db.prepare(`SELECT COUNT(*) FROM pragma_table_info('${table}') WHERE name = 'event_seq'`).pluck().get()).toBe(1);
     }
     // The intake now takes the event numbered; it writes the body as json_object would.
-    db.prepare("INSERT INTO event_intake (workspace_id, type, team, data) VALUES ('ws', 'run.finished', NULL, json_object('run_id', 'r1', 'sequence', 3))").run();
+    db.prepare(
+      "INSERT INTO event_intake (workspace_id, type, team, data) VALUES ('ws', 'run.finished', NULL, json_object('run_id', 'r1', 'sequence', 3))",
+    ).run();
     const body = db.prepare('SELECT body FROM event_deliveries ORDER BY rowid DESC LIMIT 1').pluck().get() as string;
     const { timestamp } = JSON.parse(body) as { timestamp: string };
     expect(body).toBe(
