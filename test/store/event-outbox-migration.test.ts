@@ -103,7 +103,14 @@ test("SQLite: migration 029 moves each subject's event number onto its row, and 
   withSqliteOutboxBefore(29, (db, intake, migrateTo) => {
     intake.run('endpoint:e1');
     intake.run('endpoint:e1');
-    db.prepare("INSERT INTO event_sequences (subject, seq) VALUES ('run:gone', 7)").run();
+    db.prepare("INSERT INTO event_sequences (subject, seq) VALUES ('run:gone', 7), ('runs:r9', 5)").run();
+    // The run's start and its end: numbered 1 and 2 by the triggers of 026.
+    db.prepare(
+      `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, accepted_at, request, state, snapshot)
+       VALUES ('r9', 'workflow', 'ws', 'u', 'w1', 1, 'running', 'test', 'now', '{}', '{}', '{}')`,
+    ).run();
+    db.prepare("UPDATE runs SET status = 'succeeded' WHERE id = 'r9'").run();
+    expect(db.prepare("SELECT seq FROM event_sequences WHERE subject = 'run:r9'").pluck().get()).toBe(2);
     db.prepare("UPDATE event_deliveries SET status = 'delivering', next_attempt_ms = 9e12 WHERE rowid = 1").run();
     const rows = () => db.prepare('SELECT * FROM event_deliveries ORDER BY rowid').all();
     const old = rows();
@@ -111,6 +118,7 @@ test("SQLite: migration 029 moves each subject's event number onto its row, and 
     expect(migrateTo(29)).toEqual([29]);
     expect(rows()).toEqual(old);
     expect(db.prepare("SELECT event_seq FROM event_endpoints WHERE id = 'e1'").pluck().get()).toBe(2);
+    expect(db.prepare("SELECT event_seq FROM runs WHERE id = 'r9'").pluck().get()).toBe(2);
     expect(db.prepare("SELECT COUNT(*) FROM sqlite_schema WHERE name = 'event_sequences' OR name LIKE '%sequence_gone'").pluck().get()).toBe(0);
     expect(db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'event_deliveries' ORDER BY name").pluck().all()).toEqual([
       'event_deliveries_finished',
@@ -120,6 +128,10 @@ test("SQLite: migration 029 moves each subject's event number onto its row, and 
     for (const table of ['runs', 'agents', 'workflows', 'evals', 'channel_messages', 'event_endpoints']) {
       expect(db.prepare(`SELECT COUNT(*) FROM pragma_table_info('${table}') WHERE name = 'event_seq'`).pluck().get()).toBe(1);
     }
+    db.prepare("UPDATE runs SET status = 'running' WHERE id = 'r9'").run();
+    expect(db.prepare("SELECT event_seq FROM runs WHERE id = 'r9'").pluck().get()).toBe(3);
+    const started = db.prepare("SELECT body FROM event_deliveries WHERE event_type = 'run.started' ORDER BY rowid DESC LIMIT 1").pluck().get() as string;
+    expect(JSON.parse(started)).toMatchObject({ type: 'run.started', data: { run_id: 'r9', status: 'running', sequence: 3 } });
     // The intake now takes the event numbered; it writes the body as json_object would.
     db.prepare(
       "INSERT INTO event_intake (workspace_id, type, team, data) VALUES ('ws', 'run.finished', NULL, json_object('run_id', 'r1', 'sequence', 3))",
