@@ -23,6 +23,13 @@ import type { Db } from './database';
 import { dueDeliveryPicker } from './event-claims';
 import type { GroupCommit } from './group-commit';
 
+/**
+ * A disabled endpoint's waiting deliveries fail (redeliverable once it is enabled again): the claim
+ * never reads past them. Both ways an endpoint is disabled run it: a replace and a failing endpoint's record.
+ */
+const FAIL_PENDING =
+  "UPDATE event_deliveries SET status = 'failed', next_attempt_ms = NULL, finished_ms = ? WHERE endpoint_id = ? AND status IN ('pending', 'delivering') AND status = 'pending'";
+
 // This function is long because it is one member per method of the port (the outbox's are apart: outboxMethods).
 export function eventEndpointRepository(db: Db, commit: GroupCommit, clock: StampClock): EventEndpointRepository {
   const list = db.prepare(`SELECT ${ENDPOINT_COLUMNS} FROM event_endpoints WHERE workspace_id = ? ORDER BY id`);
@@ -47,10 +54,7 @@ export function eventEndpointRepository(db: Db, commit: GroupCommit, clock: Stam
   const remove = db.prepare('DELETE FROM event_endpoints WHERE workspace_id = ? AND id = ? AND stamp_us = ?');
   const unsubscribe = db.prepare('DELETE FROM event_subscriptions WHERE endpoint_id = ?');
   const subscribe = db.prepare('INSERT INTO event_subscriptions (workspace_id, event_type, endpoint_id) VALUES (?, ?, ?)');
-  // A disabled endpoint's waiting deliveries fail (redeliverable once it is enabled again): the claim never reads past them.
-  const failPending = db.prepare(
-    "UPDATE event_deliveries SET status = 'failed', next_attempt_ms = NULL, finished_ms = ? WHERE endpoint_id = ? AND status IN ('pending', 'delivering') AND status = 'pending'",
-  );
+  const failPending = db.prepare(FAIL_PENDING);
   const read = (ws: string, id: string): EventEndpointRecord | null => {
     const row = get.get(ws, id) as EndpointRow | undefined;
     return row ? endpointOfRow(row) : null;
@@ -190,9 +194,7 @@ function outboxMethods(
      WHERE id = @id AND status = 'enabled' AND (@forced = 1 OR failing_since_ms <= @since)`,
   );
   const unsubscribe = db.prepare('DELETE FROM event_subscriptions WHERE endpoint_id = ?');
-  const failPending = db.prepare(
-    "UPDATE event_deliveries SET status = 'failed', next_attempt_ms = NULL, finished_ms = ? WHERE endpoint_id = ? AND status IN ('pending', 'delivering') AND status = 'pending'",
-  );
+  const failPending = db.prepare(FAIL_PENDING);
   const failingSince = db.prepare('SELECT failing_since_ms FROM event_endpoints WHERE id = ?').pluck();
   const prune = db.prepare(
     'DELETE FROM event_deliveries WHERE rowid IN (SELECT rowid FROM event_deliveries WHERE finished_ms < ? ORDER BY finished_ms LIMIT CAST(? AS INTEGER))',
