@@ -151,15 +151,15 @@ test('property: one inexact number or repeated name put anywhere is refused, nam
       if (repeat && node && typeof node === 'object' && !Array.isArray(node) && Object.keys(node).length) {
         const key = Object.keys(node)[0]!;
         (node as Record<string, unknown>)['\u0001marker'] = 0;
-        text = JSON.stringify(root).replace(`${marker}:0`, `${JSON.stringify(key)}:0`);
+        text = JSON.stringify(root).replace(`${marker}:0`, () => `${JSON.stringify(key)}:0`);
         path = refusedPath(path, key);
       } else if (Array.isArray(node)) {
         node.push('\u0001marker');
-        text = JSON.stringify(root).replace(marker, literal);
+        text = JSON.stringify(root).replace(marker, () => literal);
         path += `[${node.length - 1}]`;
       } else {
         (node as Record<string, unknown>)['\u0001marker'] = '\u0001marker';
-        text = JSON.stringify(root).replace(`:${marker}`, `:${literal}`);
+        text = JSON.stringify(root).replace(`:${marker}`, () => `:${literal}`);
         path = refusedPath(path, '\u0001marker');
       }
       expect(refusal(text)?.path).toBe(path);
