@@ -103,7 +103,15 @@ test("SQLite: migration 029 moves each subject's event number onto its row, and 
   withSqliteOutboxBefore(29, (db, intake, migrateTo) => {
     intake.run('endpoint:e1');
     intake.run('endpoint:e1');
-    db.prepare("INSERT INTO event_sequences (subject, seq) VALUES ('run:gone', 7), ('runs:r9', 5)").run();
+    db.prepare("INSERT INTO event_sequences (subject, seq) VALUES ('run:gone', 7)").run();
+    // One subject of each other kind, with a number of its own (replacing what the triggers of 026 gave it).
+    db.exec(`
+      INSERT INTO agents (id, workspace_id, slug, name, status, version, stamp_us, created_at) VALUES ('a1', 'ws', 'a', 'A', 'active', 1, 1, 'now');
+      INSERT INTO workflows (id, workspace_id, slug, name, enabled, version, stamp_us, created_at) VALUES ('w1', 'ws', 'w', 'W', 1, 1, 1, 'now');
+      INSERT INTO evals (id, workspace_id, agent_id, status, created_at, item, plan, held) VALUES ('v1', 'ws', 'a1', 'queued', 'now', '{}', '{}', 0);
+      INSERT INTO channel_messages (id, workspace_id, agent_id, channel, direction, status, from_address, to_addresses, preview, dedupe_key, contact, created_at)
+        VALUES ('m1', 'ws', 'a1', 'email', 'received', 'received', 'f', '[]', 'p', 'k', 'c', 'now');
+      INSERT OR REPLACE INTO event_sequences (subject, seq) VALUES ('agent:a1', 3), ('workflow:w1', 4), ('eval:v1', 5), ('message:m1', 6);`);
     // The run's start and its end: numbered 1 and 2 by the triggers of 026.
     db.prepare(
       `INSERT INTO runs (id, kind, workspace_id, started_by, target_id, target_version, status, source, accepted_at, request, state, snapshot)
@@ -119,6 +127,8 @@ test("SQLite: migration 029 moves each subject's event number onto its row, and 
     expect(rows()).toEqual(old);
     expect(db.prepare("SELECT event_seq FROM event_endpoints WHERE id = 'e1'").pluck().get()).toBe(2);
     expect(db.prepare("SELECT event_seq FROM runs WHERE id = 'r9'").pluck().get()).toBe(2);
+    const carried = ['agents', 'workflows', 'evals', 'channel_messages'].map((table) => db.prepare(`SELECT event_seq FROM ${table}`).pluck().all());
+    expect(carried).toEqual([[3], [4], [5], [6]]);
     expect(db.prepare("SELECT COUNT(*) FROM sqlite_schema WHERE name = 'event_sequences' OR name LIKE '%sequence_gone'").pluck().get()).toBe(0);
     expect(db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'event_deliveries' ORDER BY name").pluck().all()).toEqual([
       'event_deliveries_finished',
