@@ -66,8 +66,8 @@ const cpuMicros = () => {
     let deliveries = 0;
     for (let round = 0; round < ROUNDS; round++) {
       const measured = round >= WARM;
-      let t = cpuMicros();
       let frames = walFrames(file);
+      let t = cpuMicros();
       await Promise.all(Array.from({ length: 20 }, (_, k) => outbox.queueTest(endpoints[k % 8].ws, endpoints[k % 8].id, Date.now())));
       if (measured) cpu.queue += cpuMicros() - t;
       if (measured) countPages('queue', frames, 20);
